@@ -1,0 +1,40 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# vgsched: one entry point for people. Kbuild itself reads ./Kbuild.
+#
+#   make demo     set up, build, boot the guest and run the demonstration
+#   make check    run every test layer; ends with "N passed, N failed"
+#
+# The cache of heavy artefacts (kernel source and build, toolchain pieces)
+# lives in $VGSCHED_CACHE, default ~/.cache/vgsched.
+
+SCRIPTS := $(CURDIR)/scripts
+
+.PHONY: all demo check setup kernel module initramfs host-test clean
+all: demo
+
+demo:
+	@$(SCRIPTS)/demo.sh
+
+check:
+	@$(SCRIPTS)/check.sh
+
+setup:
+	@$(SCRIPTS)/setup.sh
+
+kernel: setup
+	@$(SCRIPTS)/build-kernel.sh
+
+module: kernel
+	@$(SCRIPTS)/build-module.sh
+
+initramfs: module
+	@$(SCRIPTS)/build-initramfs.sh
+
+host-test:
+	cargo test --manifest-path rust/vgsched-core/Cargo.toml
+
+clean:
+	@. $(SCRIPTS)/lib.sh && kdir=$$(kernel_build_dir) && \
+		[ ! -d "$$kdir" ] || $(MAKE) -s -C "$$kdir" M=$(CURDIR) clean
+	rm -rf rust/vgsched-core/target

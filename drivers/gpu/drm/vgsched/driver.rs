@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The DRM driver: identity, features, per-device data and the ioctl table.
+
+use kernel::{drm, faux, prelude::*};
+
+use crate::{file::VgFile, gem::VgObject, ioctl, vgsched_core::topology::Topology};
+
+/// Driver identity reported by `DRM_IOCTL_VERSION`.
+const INFO: drm::DriverInfo = drm::DriverInfo {
+    major: 1,
+    minor: 0,
+    patchlevel: 0,
+    name: c"vgsched",
+    desc: c"Scheduling virtual GPU",
+};
+
+/// The vgsched DRM driver.
+pub(crate) struct VgDriver;
+
+/// The DRM device of this driver.
+pub(crate) type VgDevice<Ctx = drm::Normal> = drm::Device<VgDriver, Ctx>;
+
+/// State of one virtual GPU, owned by its DRM device.
+#[pin_data]
+pub(crate) struct DeviceData {
+    /// The validated shape of the device; fixed for its lifetime.
+    pub(crate) topology: Topology,
+}
+
+impl DeviceData {
+    /// Initialiser for the data of a device of the given (validated) shape.
+    pub(crate) fn new(topology: Topology) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self { topology })
+    }
+}
+
+#[vtable]
+impl drm::Driver for VgDriver {
+    type Data = DeviceData;
+    type RegistrationData<'a> = ();
+    type File = VgFile;
+    type Object = drm::gem::shmem::Object<VgObject>;
+    type ParentDevice<Ctx: kernel::device::DeviceContext> = faux::Device<Ctx>;
+
+    const INFO: drm::DriverInfo = INFO;
+    const IOCTLS: &'static [drm::ioctl::DrmIoctlDescriptor] = ioctl::TABLE;
+    const FEAT_RENDER: bool = true;
+}

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The ioctl table and its handlers.
+//!
+//! `kernel::declare_drm_ioctls!` only accepts argument structs of the
+//! kernel's own uapi crate, so this driver builds its table from the
+//! [`Ioctl`] trait instead: one type per ioctl names its argument struct,
+//! its number from `enum drm_vgsched_ioctl_id` and its handler, and
+//! [`dispatch`] adapts the handler to the C calling convention. A compile
+//! time check keeps the table dense and in the order of the enum.
+
+use kernel::{
+    bindings, drm,
+    error::code::*,
+    ioctl::{_IOC_NR, _IOC_SIZE},
+    prelude::*,
+    transmute::{AsBytes, FromBytes},
+    uaccess::{UserPtr, UserSlice},
+};
+
+use crate::{
+    driver::VgDevice,
+    file::DrmFile,
+    uapi,
+};
+
+/// Offset of driver-private ioctl numbers (`DRM_COMMAND_BASE`).
+const COMMAND_BASE: u32 = 0x40;
+
+/// One driver ioctl.
+pub(crate) trait Ioctl {
+    /// The argument struct from the uAPI header.
+    type Arg: FromBytes + AsBytes;
+    /// Its number in `enum drm_vgsched_ioctl_id`.
+    const NR: u32;
+    /// Name shown by DRM debug output.
+    const NAME: &'static CStr;
+    /// DRM access flags; every vgsched ioctl is usable on the render node.
+    const FLAGS: u32 = drm::ioctl::RENDER_ALLOW;
+
+    /// Handles the ioctl; `args` is the kernel copy of the argument, copied
+    /// back to user space by the DRM core whatever the result.
+    fn handle(dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
+        -> Result<u32>;
+}
+
+/// C entry point of ioctl `I`, called by `drm_ioctl()`.
+///
+/// # Safety
+///
+/// Only `drm_ioctl()` may call this, for a device of [`VgDriver`], with
+/// `raw_data` pointing at `_IOC_SIZE(cmd)` bytes and `raw_file` an open file
+/// of that device.
+unsafe extern "C" fn dispatch<I: Ioctl>(
+    raw_dev: *mut bindings::drm_device,
+    raw_data: *mut c_void,
+    raw_file: *mut bindings::drm_file,
+) -> c_int {
+    // SAFETY: `drm_ioctl()` holds a reference on the device for the call, the
+    // device belongs to this driver (the table is only installed in it), and it
+    // has been registered, since ioctls only reach registered devices.
+    let dev: &VgDevice<drm::Ioctl> = unsafe { drm::Device::from_raw(raw_dev) };
+    let Some(guard) = dev.registration_guard() else {
+        return ENODEV.to_errno();
+    };
+    // SAFETY: The table's compile-time check guarantees that `_IOC_SIZE(cmd)`
+    // is the size of `I::Arg`; `drm_ioctl()` gives us exclusive use of the
+    // kernel copy for this call, and every bit pattern is valid (`FromBytes`).
+    let args = unsafe { &mut *raw_data.cast::<I::Arg>() };
+    // SAFETY: `raw_file` is an open file of this device, opened by `VgFile::open`.
+    let file = unsafe { DrmFile::from_raw(raw_file) };
+    match I::handle(&guard, args, file) {
+        Ok(ret) => ret.try_into().unwrap_or(ERANGE.to_errno()),
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// The table entry of ioctl `I`.
+const fn desc<I: Ioctl>() -> drm::ioctl::DrmIoctlDescriptor {
+    bindings::drm_ioctl_desc {
+        cmd: drm::ioctl::IOWR::<I::Arg>(COMMAND_BASE + I::NR),
+        func: Some(dispatch::<I>),
+        flags: I::FLAGS,
+        name: kernel::str::as_char_ptr_in_const_context(I::NAME),
+    }
+}
+
+/// The driver's ioctls, indexed by `enum drm_vgsched_ioctl_id`.
+pub(crate) const TABLE: &[drm::ioctl::DrmIoctlDescriptor] = &[desc::<DevQuery>()];
+
+// The DRM core finds a handler by `nr - DRM_COMMAND_BASE`: the table must be
+// dense and in enum order, and each entry must encode its argument's size.
+const _: () = {
+    let mut i = 0;
+    while i < TABLE.len() {
+        assert!(_IOC_NR(TABLE[i].cmd) == COMMAND_BASE + i as u32);
+        i += 1;
+    }
+    assert!(_IOC_SIZE(TABLE[0].cmd) == size_of::<uapi::drm_vgsched_dev_query>());
+};
+
+/// Copies `answer` to the user buffer described by a query's `pointer` and
+/// `size`, following the size negotiation of `struct drm_vgsched_dev_query`.
+fn copy_answer<T: AsBytes>(pointer: u64, size: &mut u32, answer: &T) -> Result {
+    let needed = size_of::<T>() as u32;
+    if pointer == 0 {
+        *size = needed;
+        return Ok(());
+    }
+    if *size < needed {
+        return Err(EINVAL);
+    }
+    let addr = usize::try_from(pointer).map_err(|_| EFAULT)?;
+    UserSlice::new(UserPtr::from_addr(addr), needed as usize).writer().write(answer)?;
+    *size = needed;
+    Ok(())
+}
+
+/// `DRM_IOCTL_VGSCHED_DEV_QUERY`: version and topology of the device.
+struct DevQuery;
+
+impl Ioctl for DevQuery {
+    type Arg = uapi::drm_vgsched_dev_query;
+    const NR: u32 = uapi::DRM_VGSCHED_DEV_QUERY;
+    const NAME: &'static CStr = c"VGSCHED_DEV_QUERY";
+
+    fn handle(dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, _file: &DrmFile)
+        -> Result<u32> {
+        if args.flags != 0 || args.pad != 0 {
+            return Err(EINVAL);
+        }
+        let mut size = args.size;
+        match args.type_ {
+            uapi::DRM_VGSCHED_DEV_QUERY_GPU_INFO => {
+                let t = &dev.topology;
+                let info = uapi::drm_vgsched_gpu_info {
+                    uapi_major: uapi::DRM_VGSCHED_UAPI_MAJOR,
+                    uapi_minor: uapi::DRM_VGSCHED_UAPI_MINOR,
+                    modules: t.modules,
+                    units_per_module: t.units_per_module,
+                    hw_slots: t.hw_slots,
+                    time_slice_us: t.time_slice_us,
+                    vgpr_blocks: t.vgpr_blocks,
+                    sgpr_blocks: t.sgpr_blocks,
+                    wave_slots: t.wave_slots,
+                    shared_mem_blocks: t.shared_mem_blocks,
+                };
+                copy_answer(args.pointer, &mut size, &info)?;
+            }
+            _ => return Err(EINVAL),
+        }
+        // Written only on success: bad input leaves the argument unchanged.
+        args.size = size;
+        Ok(0)
+    }
+}

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! vgsched: a DRM render device for a virtual GPU, and the scheduler of the
+//! work user programs submit to it.
+//!
+//! The device sits on a faux bus device named `vgsched`; its shape (execution
+//! modules, units, hardware context slots, resources) comes from the module
+//! parameters, validated by the shared core crate before anything is
+//! registered. User space reaches it through the render node and the ioctls
+//! of `include/uapi/drm/vgsched_drm.h`.
+
+use kernel::{drm, faux, prelude::*};
+
+mod driver;
+mod file;
+mod gem;
+mod ioctl;
+mod kunit;
+mod uapi;
+
+/// The pure scheduling logic, compiled from the very files `cargo test`
+/// checks on the host (`rust/vgsched-core/src`). Keep this list in step with
+/// that crate's `lib.rs`.
+#[path = "../../../../rust/vgsched-core/src"]
+pub mod vgsched_core {
+    pub mod topology;
+}
+
+use vgsched_core::topology::Topology;
+
+module! {
+    type: VgschedModule,
+    name: "vgsched",
+    authors: ["vgsched developers"],
+    description: "Scheduling virtual GPU (DRM render device)",
+    license: "GPL",
+    params: {
+        modules: u32 {
+            default: 4,
+            description: "Execution modules on the virtual GPU (1-64)",
+        },
+        units_per_module: u32 {
+            default: 4,
+            description: "Execution units per module (1-16)",
+        },
+        hw_slots: u32 {
+            default: 8,
+            description: "Hardware context slots (1-64)",
+        },
+        time_slice_us: u32 {
+            default: 10000,
+            description: "Base time slice t0 in microseconds (100-1000000)",
+        },
+        vgpr_blocks: u32 {
+            default: 128,
+            description: "Vector register blocks per unit (1-4096)",
+        },
+        sgpr_blocks: u32 {
+            default: 64,
+            description: "Scalar register blocks per unit (1-4096)",
+        },
+        wave_slots: u32 {
+            default: 16,
+            description: "Wave slots per unit (1-64)",
+        },
+        shared_mem_blocks: u32 {
+            default: 48,
+            description: "Shared-memory blocks per module (1-4096)",
+        },
+    },
+}
+
+/// Reads the topology from the module parameters.
+fn topology_from_params() -> Topology {
+    Topology {
+        modules: module_parameters::modules.value(),
+        units_per_module: module_parameters::units_per_module.value(),
+        hw_slots: module_parameters::hw_slots.value(),
+        time_slice_us: module_parameters::time_slice_us.value(),
+        vgpr_blocks: module_parameters::vgpr_blocks.value(),
+        sgpr_blocks: module_parameters::sgpr_blocks.value(),
+        wave_slots: module_parameters::wave_slots.value(),
+        shared_mem_blocks: module_parameters::shared_mem_blocks.value(),
+    }
+}
+
+/// The loaded module: the DRM registration and the faux device it sits on.
+///
+/// # Invariants
+///
+/// `drm` borrows the device of `faux` (its lifetime is erased to `'static`);
+/// it is declared first so that it is dropped, and the DRM device unplugged,
+/// before the faux device is destroyed.
+struct VgschedModule {
+    _drm: drm::Registration<'static, driver::VgDriver>,
+    _faux: faux::Registration,
+}
+
+impl kernel::Module for VgschedModule {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let topology = topology_from_params();
+        topology.validate().map_err(|e| {
+            pr_err!(
+                "invalid parameter {}={} (must be {}..={})\n",
+                e.field,
+                e.value,
+                e.min,
+                e.max
+            );
+            EINVAL
+        })?;
+
+        let faux = faux::Registration::new(c"vgsched", None)?;
+        let unregistered = drm::UnregisteredDevice::<driver::VgDriver>::new(
+            faux.as_ref(),
+            driver::DeviceData::new(topology),
+        )?;
+        let parent: &kernel::device::Device<kernel::device::Bound> = faux.as_ref().as_ref();
+        // SAFETY: The registration data is `()` and holds no borrow, and by the
+        // type invariant of `VgschedModule` the registration is dropped before
+        // `faux`, so the parent device outlives it. Extending the borrow to
+        // `'static` is therefore never observed. The registration is never
+        // forgotten: it lives in `Self` and is dropped with it.
+        let drm = unsafe {
+            drm::Registration::new(
+                &*core::ptr::from_ref(parent),
+                unregistered,
+                (),
+                0,
+            )
+        }?;
+        pr_info!(
+            "virtual GPU ready: {} modules x {} units, {} hardware slots, t0 {} us\n",
+            topology.modules,
+            topology.units_per_module,
+            topology.hw_slots,
+            topology.time_slice_us
+        );
+        Ok(Self {
+            _drm: drm,
+            _faux: faux,
+        })
+    }
+}
+
+impl Drop for VgschedModule {
+    fn drop(&mut self) {
+        // The fields drop after this, in declaration order: DRM, then faux.
+        pr_info!("unloaded\n");
+    }
+}

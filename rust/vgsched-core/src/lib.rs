@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Pure scheduling logic of the vgsched virtual GPU.
+//!
+//! Everything here is `no_std`, allocation free and independent of the
+//! kernel, so the same source files are compiled into the `vgsched` kernel
+//! module (see `drivers/gpu/drm/vgsched/vgsched_main.rs`, which includes
+//! them by path) and tested natively with `cargo test`.
+//!
+//! Keep the list of modules below in step with the list in the kernel
+//! module's crate root.
+
+#![no_std]
+
+pub mod topology;

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Shape of the virtual GPU and the rules a valid shape obeys.
+//!
+//! The kernel module builds a [`Topology`] from its module parameters and
+//! refuses to load when [`Topology::validate`] fails, naming the offending
+//! parameter so the administrator knows what to fix.
+
+/// Limits on every topology field, inclusive. Chosen so that per-unit
+/// resource bitmaps stay within what the resource finder is tested for
+/// (4096 bits) and the device stays small enough to model in software.
+pub mod limits {
+    /// Execution modules (SEEDS "AP") per device.
+    pub const MODULES: (u32, u32) = (1, 64);
+    /// Execution units (SEEDS "PEU") per module.
+    pub const UNITS_PER_MODULE: (u32, u32) = (1, 16);
+    /// Hardware context slots (SEEDS A's `L`).
+    pub const HW_SLOTS: (u32, u32) = (1, 64);
+    /// Base time slice `t0` in microseconds: 100 us to 1 s.
+    pub const TIME_SLICE_US: (u32, u32) = (100, 1_000_000);
+    /// Vector register blocks per unit.
+    pub const VGPR_BLOCKS: (u32, u32) = (1, 4096);
+    /// Scalar register blocks per unit.
+    pub const SGPR_BLOCKS: (u32, u32) = (1, 4096);
+    /// Wave slots per unit.
+    pub const WAVE_SLOTS: (u32, u32) = (1, 64);
+    /// Shared-memory blocks per module.
+    pub const SHARED_MEM_BLOCKS: (u32, u32) = (1, 4096);
+}
+
+/// The shape of the virtual GPU: how many of each part it has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Topology {
+    /// Execution modules on the device.
+    pub modules: u32,
+    /// Execution units in each module.
+    pub units_per_module: u32,
+    /// Hardware context slots: contexts that may be resident at once.
+    pub hw_slots: u32,
+    /// Base time slice `t0`, in microseconds.
+    pub time_slice_us: u32,
+    /// Vector register blocks per unit (first-class, contiguous).
+    pub vgpr_blocks: u32,
+    /// Scalar register blocks per unit (first-class, contiguous).
+    pub sgpr_blocks: u32,
+    /// Wave slots per unit (second-class, counted).
+    pub wave_slots: u32,
+    /// Shared-memory blocks per module (first-class, contiguous).
+    pub shared_mem_blocks: u32,
+}
+
+/// Which topology field is out of range, with the accepted range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TopologyError {
+    /// Name of the field, identical to the module parameter's name.
+    pub field: &'static str,
+    /// The rejected value.
+    pub value: u32,
+    /// Smallest accepted value.
+    pub min: u32,
+    /// Largest accepted value.
+    pub max: u32,
+}
+
+impl Topology {
+    /// The default device: 4 modules of 4 units, 8 hardware slots, a 10 ms
+    /// slice and the per-unit resources of the design brief.
+    pub const DEFAULT: Self = Self {
+        modules: 4,
+        units_per_module: 4,
+        hw_slots: 8,
+        time_slice_us: 10_000,
+        vgpr_blocks: 128,
+        sgpr_blocks: 64,
+        wave_slots: 16,
+        shared_mem_blocks: 48,
+    };
+
+    /// Checks every field against [`limits`]; reports the first field that
+    /// is out of range, in declaration order.
+    pub fn validate(&self) -> Result<(), TopologyError> {
+        let fields = [
+            ("modules", self.modules, limits::MODULES),
+            ("units_per_module", self.units_per_module, limits::UNITS_PER_MODULE),
+            ("hw_slots", self.hw_slots, limits::HW_SLOTS),
+            ("time_slice_us", self.time_slice_us, limits::TIME_SLICE_US),
+            ("vgpr_blocks", self.vgpr_blocks, limits::VGPR_BLOCKS),
+            ("sgpr_blocks", self.sgpr_blocks, limits::SGPR_BLOCKS),
+            ("wave_slots", self.wave_slots, limits::WAVE_SLOTS),
+            ("shared_mem_blocks", self.shared_mem_blocks, limits::SHARED_MEM_BLOCKS),
+        ];
+        for (field, value, (min, max)) in fields {
+            if value < min || value > max {
+                return Err(TopologyError { field, value, min, max });
+            }
+        }
+        Ok(())
+    }
+
+    /// Total execution units on the device.
+    pub fn total_units(&self) -> u32 {
+        self.modules * self.units_per_module
+    }
+}
+
+impl Default for Topology {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_valid() {
+        assert_eq!(Topology::DEFAULT.validate(), Ok(()));
+        assert_eq!(Topology::DEFAULT.total_units(), 16);
+    }
+
+    #[test]
+    fn limits_are_inclusive() {
+        let mut t = Topology::DEFAULT;
+        t.modules = limits::MODULES.1;
+        assert_eq!(t.validate(), Ok(()));
+        t.modules = limits::MODULES.0;
+        assert_eq!(t.validate(), Ok(()));
+    }
+
+    #[test]
+    fn each_field_is_checked_and_named() {
+        type Setter = fn(&mut Topology, u32);
+        let cases: [(&str, Setter, (u32, u32)); 8] = [
+            ("modules", |t, v| t.modules = v, limits::MODULES),
+            ("units_per_module", |t, v| t.units_per_module = v, limits::UNITS_PER_MODULE),
+            ("hw_slots", |t, v| t.hw_slots = v, limits::HW_SLOTS),
+            ("time_slice_us", |t, v| t.time_slice_us = v, limits::TIME_SLICE_US),
+            ("vgpr_blocks", |t, v| t.vgpr_blocks = v, limits::VGPR_BLOCKS),
+            ("sgpr_blocks", |t, v| t.sgpr_blocks = v, limits::SGPR_BLOCKS),
+            ("wave_slots", |t, v| t.wave_slots = v, limits::WAVE_SLOTS),
+            ("shared_mem_blocks", |t, v| t.shared_mem_blocks = v, limits::SHARED_MEM_BLOCKS),
+        ];
+        for (name, set, (min, max)) in cases {
+            for bad in [min - 1, max + 1] {
+                let mut t = Topology::DEFAULT;
+                set(&mut t, bad);
+                let err = t.validate().unwrap_err();
+                assert_eq!(err, TopologyError { field: name, value: bad, min, max });
+            }
+        }
+    }
+
+    #[test]
+    fn first_bad_field_is_reported() {
+        let mut t = Topology::DEFAULT;
+        t.hw_slots = 0;
+        t.wave_slots = 0;
+        assert_eq!(t.validate().unwrap_err().field, "hw_slots");
+    }
+}

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Sums the results of every test layer into one report.
+
+Reads the host `cargo test` output, the framed guest results (kselftest
+TAP, KUnit KTAP, kmemleak) and the guest console log; prints each failure
+plainly and ends with `N passed, N failed`. Exits 1 on any failure.
+"""
+import re
+import sys
+
+# Kernel log lines that fail a run whatever the tests said.
+BAD_LOG = [
+    (re.compile(r"WARNING:"), "kernel warning"),
+    (re.compile(r"\bBUG[: ]"), "kernel BUG"),
+    (re.compile(r"Oops"), "kernel oops"),
+    (re.compile(r"Kernel panic"), "kernel panic"),
+    (re.compile(r"possible (circular|recursive) locking|inconsistent lock state|"
+                r"suspicious RCU usage|bad unlock balance|lock held when returning|"
+                r"held lock freed|DEBUG_LOCKS_WARN_ON"), "lockdep report"),
+    (re.compile(r"KASAN|KFENCE"), "memory-safety report"),
+    (re.compile(r"kmemleak: \d+ new suspected memory leaks"), "kmemleak report"),
+    (re.compile(r"rcu.*(stall|detected stalls)"), "RCU stall"),
+    (re.compile(r"blocked for more than \d+ seconds"), "hung task"),
+    (re.compile(r"Call Trace:"), "stack trace"),
+]
+RESULT = re.compile(r"^(\s*)(not ok|ok) (\d+) (.*?)(?:\s+#\s*(.*))?$")
+
+
+class Tally:
+    def __init__(self):
+        self.passed = 0
+        self.failed = []
+
+    def ok(self, name):
+        self.passed += 1
+
+    def fail(self, name, why=""):
+        self.failed.append(f"{name}{': ' + why if why else ''}")
+
+    def add(self, name, good, why=""):
+        self.ok(name) if good else self.fail(name, why)
+
+
+def host_tests(path, tally):
+    seen = 0
+    for line in open(path, errors="replace"):
+        m = re.match(r"^test (\S+) \.\.\. (ok|FAILED|ignored)", line)
+        if m:
+            seen += 1
+            if m.group(2) != "ignored":
+                tally.add(f"host {m.group(1)}", m.group(2) == "ok")
+    if seen == 0:
+        tally.fail("host cargo test", "no test results (did it build?)")
+
+
+def sections(path):
+    """Yields (kind, name, lines, rc) for each framed section; rc None if cut off."""
+    cur = None
+    for line in open(path, errors="replace"):
+        line = line.rstrip("\r\n")
+        m = re.match(r"^@@begin (\S+) (\S+)$", line)
+        if m:
+            if cur:
+                yield cur[0], cur[1], cur[2], None
+            cur = (m.group(1), m.group(2), [])
+            continue
+        m = re.match(r"^@@end (\S+) (\S+) rc=(\d+)$", line)
+        if m and cur:
+            yield cur[0], cur[1], cur[2], int(m.group(3))
+            cur = None
+            continue
+        if cur:
+            cur[2].append(line)
+    if cur:
+        yield cur[0], cur[1], cur[2], None
+
+
+def tap(kind, name, lines, rc, tally, case_depth):
+    """Counts TAP/KTAP results at one nesting depth (indent // 4)."""
+    plan, count, bad = None, 0, 0
+    for line in lines:
+        p = re.match(r"^(\s*)1\.\.(\d+)$", line)
+        if p and len(p.group(1)) // 4 == case_depth and plan is None:
+            plan = int(p.group(2))
+        m = RESULT.match(line)
+        if not m or len(m.group(1)) // 4 != case_depth:
+            continue
+        count += 1
+        directive = (m.group(5) or "").upper()
+        if directive.startswith("SKIP"):
+            continue
+        good = m.group(2) == "ok"
+        bad += not good
+        tally.add(f"{kind} {name}.{m.group(4)}", good)
+    if plan is not None and count < plan:
+        tally.fail(f"{kind} {name}", f"only {count} of {plan} planned results")
+    if count == 0:
+        tally.fail(f"{kind} {name}", "no results")
+    if rc is None:
+        tally.fail(f"{kind} {name}", "cut off (guest died or timed out)")
+    elif rc != 0 and bad == 0 and kind == "kselftest":
+        tally.fail(f"{kind} {name}", f"exit status {rc}")
+
+
+def guest(results, console, tally):
+    kinds = set()
+    for kind, name, lines, rc in sections(results):
+        kinds.add(kind)
+        if kind == "kselftest":
+            tap(kind, name, lines, rc, tally, case_depth=0)
+        elif kind == "kunit":
+            tap(kind, name, lines, rc, tally, case_depth=1)
+        elif kind == "kmemleak":
+            leaks = [l for l in lines if "unreferenced object" in l]
+            tally.add("guest kmemleak scan", not leaks and rc == 0,
+                      f"{len(leaks)} suspected leaks:\n    " + "\n    ".join(lines[:40]))
+        elif kind == "cmd":
+            tally.add(f"guest {name}", rc == 0, "\n    ".join(lines) or f"rc={rc}")
+    for kind in ("kselftest", "kunit", "kmemleak"):
+        if kind not in kinds:
+            tally.fail(f"guest {kind}", "no results in the guest output")
+    done = any(l.startswith("@@done") for l in open(results, errors="replace"))
+    tally.add("guest ran to completion", done, "no @@done marker")
+
+    found = []
+    for line in open(console, errors="replace"):
+        for pat, what in BAD_LOG:
+            if pat.search(line):
+                found.append(f"{what}: {line.strip()}")
+                break
+    tally.add("guest kernel log clean", not found, "\n    " + "\n    ".join(found[:30]))
+
+
+def main():
+    host_out, results, console = sys.argv[1:4]
+    tally = Tally()
+    host_tests(host_out, tally)
+    guest(results, console, tally)
+    for f in tally.failed:
+        print(f"FAIL {f}")
+    print(f"{tally.passed} passed, {len(tally.failed)} failed")
+    return 1 if tally.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the vgsched kselftests: finding and opening the
+ * render node, and thin wrappers over the driver's ioctls.
+ */
+#ifndef VGSCHED_TEST_UTIL_H
+#define VGSCHED_TEST_UTIL_H
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "vgsched_drm.h"
+
+/*
+ * Opens the render node whose driver is "vgsched"; -1 if there is none.
+ * Other DRM devices may exist, so the name is checked, not assumed.
+ */
+static inline int vgsched_open_render_node(void)
+{
+	char path[64], name[32];
+	int minor;
+
+	for (minor = 128; minor < 192; minor++) {
+		struct drm_version v = { .name = name, .name_len = sizeof(name) - 1 };
+		int fd;
+
+		snprintf(path, sizeof(path), "/dev/dri/renderD%d", minor);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		memset(name, 0, sizeof(name));
+		if (ioctl(fd, DRM_IOCTL_VERSION, &v) == 0 && strcmp(name, "vgsched") == 0)
+			return fd;
+		close(fd);
+	}
+	return -1;
+}
+
+/* DRM_IOCTL_VGSCHED_DEV_QUERY for the GPU info; returns 0 or -errno. */
+static inline int vgsched_query_gpu_info(int fd, struct drm_vgsched_gpu_info *info)
+{
+	struct drm_vgsched_dev_query q = {
+		.type = DRM_VGSCHED_DEV_QUERY_GPU_INFO,
+		.size = sizeof(*info),
+		.pointer = (__u64)(unsigned long)info,
+	};
+
+	return ioctl(fd, DRM_IOCTL_VGSCHED_DEV_QUERY, &q) ? -errno : 0;
+}
+
+#endif /* VGSCHED_TEST_UTIL_H */
