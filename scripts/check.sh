@@ -11,9 +11,10 @@ set -uo pipefail
 logs="$VGSCHED_CACHE/logs"
 mkdir -p "$logs"
 timed() { # label command...
-	local t0=$SECONDS rc=0
+	local label=$1 t0=$SECONDS rc=0
+	shift
 	"$@" || rc=$?
-	printf '    [%s: %ds]\n' "$1" $((SECONDS - t0))
+	printf '    [%s: %ds]\n' "$label" $((SECONDS - t0))
 	return $rc
 }
 stage() { local name=$1; shift; timed "$name" "$@" || die "stage '$name' failed"; }
