@@ -22,7 +22,8 @@ stage() { local name=$1; shift; timed "$name" "$@" || die "stage '$name' failed"
 stage setup "$TOP/scripts/setup.sh"
 step "host tests (cargo test)"
 timed host-tests cargo test --manifest-path "$TOP/rust/vgsched-core/Cargo.toml" \
-	-- --test-threads=2 2>&1 | tee "$logs/host-tests.log" | grep -E '^test result|FAILED|panicked' || true
+	-- --test-threads=2 >"$logs/host-tests.log" 2>&1 || true
+grep -E '^test result|FAILED|panicked' "$logs/host-tests.log"
 stage kernel "$TOP/scripts/build-kernel.sh"
 stage module "$TOP/scripts/build-module.sh"
 stage initramfs "$TOP/scripts/build-initramfs.sh"

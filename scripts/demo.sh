@@ -14,7 +14,7 @@ t0=$SECONDS
 "$TOP/scripts/run-guest.sh" demo
 results="$VGSCHED_CACHE/logs/demo-results.log"
 step "what the guest printed"
-awk '/^@@begin demo/{on=1; next} /^@@end demo/{on=0; rc=$NF} on{print "  " $0}
+awk '{sub(/\r$/, "")} /^@@begin demo/{on=1; next} /^@@end demo/{on=0; rc=$NF} on{print "  " $0}
      /^@@end cmd/ && $NF != "rc=0" {bad=1; print "  " $0}
      END{exit (rc != "rc=0" || bad)}' "$results" ||
 	die "the demonstration failed (see $results and $VGSCHED_CACHE/logs/demo-console.log)"
