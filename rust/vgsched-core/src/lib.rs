@@ -8,8 +8,13 @@
 //! them by path) and tested natively with `cargo test`.
 //!
 //! Keep the list of modules below in step with the list in the kernel
-//! module's crate root.
+//! module's crate root. Modules refer to each other as `super::name`, never
+//! `crate::name`, because in the kernel they are not at the crate root.
 
 #![no_std]
+#![warn(missing_docs)]
 
+pub mod exec;
+pub mod isa;
+pub mod softfloat;
 pub mod topology;

@@ -23,6 +23,9 @@ mod uapi;
 /// that crate's `lib.rs`.
 #[path = "../../../../rust/vgsched-core/src"]
 pub mod vgsched_core {
+    pub mod exec;
+    pub mod isa;
+    pub mod softfloat;
     pub mod topology;
 }
 

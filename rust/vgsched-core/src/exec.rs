@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Executes validated programs, one thread at a time, and accounts for the
+//! modeled cycles they take.
+//!
+//! A [`Thread`] keeps its program counter and registers between calls, so
+//! the driver can run it in bounded steps (an instruction budget) and stop
+//! it at any instruction boundary. Memory is reached through the [`Memory`]
+//! trait; the kernel module implements it over buffer objects, the tests
+//! over arrays.
+
+use super::isa::{Class, Instr, Op, NUM_CLASSES, NUM_REGS};
+use super::softfloat;
+
+/// The identity of a thread, read by `SREG`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ThreadIds {
+    /// Index in the whole grid.
+    pub global: u32,
+    /// Index in the work-group.
+    pub local: u32,
+    /// Work-group index.
+    pub group: u32,
+    /// Threads per work-group.
+    pub group_threads: u32,
+    /// Work-groups in the grid.
+    pub num_groups: u32,
+    /// Wave index in the work-group.
+    pub wave: u32,
+    /// Index in the wave.
+    pub lane: u32,
+}
+
+/// Word-addressed access to the buffers a job binds.
+pub trait Memory {
+    /// Reads word `index` of binding `slot`; `None` if out of bounds.
+    fn load(&mut self, slot: u8, index: u64) -> Option<u32>;
+    /// Writes word `index` of binding `slot`; `false` if out of bounds.
+    fn store(&mut self, slot: u8, index: u64, value: u32) -> bool;
+}
+
+/// Executed instructions per class.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Indexed by `Class as usize`.
+    pub per_class: [u64; NUM_CLASSES],
+}
+
+impl Counters {
+    /// Adds `other` into `self`.
+    pub fn add(&mut self, other: &Counters) {
+        for (a, b) in self.per_class.iter_mut().zip(other.per_class.iter()) {
+            *a += b;
+        }
+    }
+
+    /// Total instructions.
+    pub fn total(&self) -> u64 {
+        self.per_class.iter().sum()
+    }
+
+    /// Modeled cycles for these instructions.
+    pub fn cycles(&self, costs: &CycleCosts) -> u64 {
+        self.per_class.iter().zip(costs.per_class.iter()).map(|(n, c)| n * *c as u64).sum()
+    }
+}
+
+/// Cycles per instruction of each class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CycleCosts {
+    /// Indexed by `Class as usize`.
+    pub per_class: [u32; NUM_CLASSES],
+}
+
+impl CycleCosts {
+    /// Move 1, ALU 1, load 16, store 16, matrix 4, compare 1, jump 2.
+    pub const DEFAULT: Self = Self { per_class: [1, 1, 16, 16, 4, 1, 2] };
+
+    /// Cost of one instruction of class `class`.
+    pub fn of(&self, class: Class) -> u32 {
+        self.per_class[class as usize]
+    }
+}
+
+/// Why a thread stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// It executed `END`.
+    Ended,
+    /// The instruction budget ran out; it can be resumed.
+    Budget,
+    /// A load or store fell outside its buffer; the job is faulted.
+    OutOfBounds {
+        /// Index of the faulting instruction.
+        pc: u32,
+        /// Binding slot accessed.
+        slot: u8,
+        /// Word index accessed.
+        index: i64,
+    },
+}
+
+/// The architectural state of one thread.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Thread {
+    /// Index of the next instruction.
+    pub pc: u32,
+    /// Register file.
+    pub regs: [u32; NUM_REGS],
+}
+
+impl Thread {
+    /// Runs at most `budget` instructions of `prog`, a program accepted by
+    /// [`super::isa::validate`]. Returns why it stopped and adds what it
+    /// executed to `counters`.
+    pub fn run<M: Memory>(
+        &mut self,
+        prog: &[Instr],
+        ids: &ThreadIds,
+        mem: &mut M,
+        budget: u64,
+        counters: &mut Counters,
+    ) -> Exit {
+        let mut left = budget;
+        loop {
+            if left == 0 {
+                return Exit::Budget;
+            }
+            left -= 1;
+            // Validation guarantees pc stays inside the program.
+            let ins = prog[self.pc as usize];
+            counters.per_class[ins.op.class() as usize] += 1;
+            let a = self.regs[ins.ra as usize];
+            let b = self.regs[(ins.rb as usize) % NUM_REGS];
+            let d = self.regs[ins.rd as usize];
+            let mut next = self.pc + 1;
+            let result: Option<u32> = match ins.op {
+                Op::End => return Exit::Ended,
+                Op::Mov => Some(a),
+                Op::Movi => Some(ins.imm as u32),
+                Op::Sreg => Some(match ins.imm {
+                    0 => ids.global,
+                    1 => ids.local,
+                    2 => ids.group,
+                    3 => ids.group_threads,
+                    4 => ids.num_groups,
+                    5 => ids.wave,
+                    _ => ids.lane,
+                }),
+                Op::Ld | Op::St => {
+                    let index = a as i64 + ins.imm as i64;
+                    let fault = Exit::OutOfBounds { pc: self.pc, slot: ins.rb, index };
+                    if index < 0 {
+                        return fault;
+                    }
+                    if ins.op == Op::Ld {
+                        match mem.load(ins.rb, index as u64) {
+                            Some(v) => Some(v),
+                            None => return fault,
+                        }
+                    } else {
+                        if !mem.store(ins.rb, index as u64, d) {
+                            return fault;
+                        }
+                        None
+                    }
+                }
+                Op::Add => Some(a.wrapping_add(b)),
+                Op::Sub => Some(a.wrapping_sub(b)),
+                Op::Mul => Some(a.wrapping_mul(b)),
+                Op::And => Some(a & b),
+                Op::Or => Some(a | b),
+                Op::Xor => Some(a ^ b),
+                Op::Shl => Some(a << (b % 32)),
+                Op::Shr => Some(a >> (b % 32)),
+                Op::Addi => Some(a.wrapping_add(ins.imm as u32)),
+                Op::Fadd => Some(softfloat::add(a, b)),
+                Op::Fsub => Some(softfloat::sub(a, b)),
+                Op::Fmul => Some(softfloat::mul(a, b)),
+                Op::Itof => Some(softfloat::from_i32(a as i32)),
+                Op::Ftoi => Some(softfloat::to_i32(a) as u32),
+                Op::Mad => Some(d.wrapping_add(a.wrapping_mul(b))),
+                Op::Fma => Some(softfloat::add(d, softfloat::mul(a, b))),
+                Op::Slt => Some(((a as i32) < (b as i32)) as u32),
+                Op::Sltu => Some((a < b) as u32),
+                Op::Seq => Some((a == b) as u32),
+                Op::Flt => Some(softfloat::lt(a, b) as u32),
+                Op::Br => {
+                    next = ins.imm as u32;
+                    None
+                }
+                Op::Brz | Op::Brnz => {
+                    if (a == 0) == (ins.op == Op::Brz) {
+                        next = ins.imm as u32;
+                    }
+                    None
+                }
+            };
+            if let Some(v) = result {
+                self.regs[ins.rd as usize] = v;
+            }
+            self.pc = next;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::isa::{validate, Special};
+
+    struct Arrays<'a, 'b>(&'a mut [&'b mut [u32]]);
+
+    impl Memory for Arrays<'_, '_> {
+        fn load(&mut self, slot: u8, index: u64) -> Option<u32> {
+            self.0.get(slot as usize)?.get(index as usize).copied()
+        }
+        fn store(&mut self, slot: u8, index: u64, value: u32) -> bool {
+            match self.0.get_mut(slot as usize).and_then(|b| b.get_mut(index as usize)) {
+                Some(w) => {
+                    *w = value;
+                    true
+                }
+                None => false,
+            }
+        }
+    }
+
+    fn ins(op: Op, rd: u8, ra: u8, rb: u8, imm: i32) -> u64 {
+        Instr { op, rd, ra, rb, imm }.encode()
+    }
+
+    fn load(words: &[u64], bindings: usize) -> ([Instr; 64], usize) {
+        let mut out = [Instr { op: Op::End, rd: 0, ra: 0, rb: 0, imm: 0 }; 64];
+        let n = validate(words, bindings, &mut out).unwrap();
+        (out, n)
+    }
+
+    #[test]
+    fn vector_add_of_floats() {
+        let (prog, n) = load(
+            &[
+                ins(Op::Sreg, 0, 0, 0, Special::GlobalId as i32),
+                ins(Op::Ld, 1, 0, 0, 0),
+                ins(Op::Ld, 2, 0, 1, 0),
+                ins(Op::Fadd, 3, 1, 2, 0),
+                ins(Op::St, 3, 0, 2, 0),
+                ins(Op::End, 0, 0, 0, 0),
+            ],
+            3,
+        );
+        let mut a: [u32; 4] = [1.5f32, 2.0, -3.0, 0.25].map(f32::to_bits);
+        let mut b: [u32; 4] = [0.5f32, 4.0, 3.0, 1.0].map(f32::to_bits);
+        let mut c = [0u32; 4];
+        let mut bufs: [&mut [u32]; 3] = [&mut a, &mut b, &mut c];
+        let mut mem = Arrays(&mut bufs);
+        let mut counters = Counters::default();
+        for t in 0..4 {
+            let ids = ThreadIds { global: t, ..Default::default() };
+            let mut th = Thread::default();
+            assert_eq!(th.run(&prog[..n], &ids, &mut mem, 100, &mut counters), Exit::Ended);
+        }
+        assert_eq!(c.map(f32::from_bits), [2.0, 6.0, 0.0, 1.25]);
+        assert_eq!(counters.per_class[Class::Load as usize], 8);
+        assert_eq!(counters.per_class[Class::Store as usize], 4);
+        assert_eq!(counters.total(), 24);
+        assert_eq!(counters.cycles(&CycleCosts::DEFAULT), 4 * (1 + 16 + 16 + 1 + 16 + 2));
+    }
+
+    /// dot = sum(a[i] * b[i]) with an integer loop and MAD.
+    #[test]
+    fn integer_dot_product_loop() {
+        let (prog, n) = load(
+            &[
+                ins(Op::Movi, 0, 0, 0, 0),  // i = 0
+                ins(Op::Movi, 1, 0, 0, 5),  // n = 5
+                ins(Op::Movi, 2, 0, 0, 0),  // acc = 0
+                ins(Op::Ld, 3, 0, 0, 0),    // loop: x = a[i]
+                ins(Op::Ld, 4, 0, 1, 0),    // y = b[i]
+                ins(Op::Mad, 2, 3, 4, 0),   // acc += x * y
+                ins(Op::Addi, 0, 0, 0, 1),  // i++
+                ins(Op::Slt, 5, 0, 1, 0),   // i < n
+                ins(Op::Brnz, 0, 5, 0, 3),  // loop
+                ins(Op::Movi, 6, 0, 0, 0),
+                ins(Op::St, 2, 6, 2, 0),    // out[0] = acc
+                ins(Op::End, 0, 0, 0, 0),
+            ],
+            3,
+        );
+        let mut a = [1u32, 2, 3, 4, 5];
+        let mut b = [10u32, 20, 30, 40, 50];
+        let mut out = [0u32; 1];
+        let mut bufs: [&mut [u32]; 3] = [&mut a, &mut b, &mut out];
+        let mut th = Thread::default();
+        let mut counters = Counters::default();
+        let exit = th.run(&prog[..n], &ThreadIds::default(), &mut Arrays(&mut bufs), 1000, &mut counters);
+        assert_eq!(exit, Exit::Ended);
+        assert_eq!(out[0], 550);
+        assert_eq!(counters.per_class[Class::Matrix as usize], 5);
+    }
+
+    #[test]
+    fn budget_stops_and_resumes_at_an_instruction_boundary() {
+        let (prog, n) = load(
+            &[
+                ins(Op::Movi, 0, 0, 0, 0),
+                ins(Op::Addi, 0, 0, 0, 1),
+                ins(Op::Slt, 1, 0, 2, 0),
+                ins(Op::Brnz, 0, 1, 0, 1),
+                ins(Op::End, 0, 0, 0, 0),
+            ],
+            0,
+        );
+        let mut full = Thread::default();
+        full.regs[2] = 1000;
+        let mut stepped = full;
+        let mut bufs: [&mut [u32]; 0] = [];
+        let mut c = Counters::default();
+        assert_eq!(full.run(&prog[..n], &ThreadIds::default(), &mut Arrays(&mut bufs), u64::MAX, &mut c), Exit::Ended);
+        let mut c2 = Counters::default();
+        let mut slices = 0;
+        while stepped.run(&prog[..n], &ThreadIds::default(), &mut Arrays(&mut bufs), 7, &mut c2) == Exit::Budget {
+            slices += 1;
+        }
+        assert!(slices > 100);
+        assert_eq!(stepped, full);
+        assert_eq!(c2, c);
+    }
+
+    #[test]
+    fn out_of_bounds_access_faults_without_writing() {
+        let (prog, n) = load(&[ins(Op::Movi, 0, 0, 0, 4), ins(Op::St, 0, 0, 0, 0), ins(Op::End, 0, 0, 0, 0)], 1);
+        let mut a = [0u32; 4];
+        let mut bufs: [&mut [u32]; 1] = [&mut a];
+        let mut th = Thread::default();
+        let exit = th.run(&prog[..n], &ThreadIds::default(), &mut Arrays(&mut bufs), 10, &mut Counters::default());
+        assert_eq!(exit, Exit::OutOfBounds { pc: 1, slot: 0, index: 4 });
+        assert!(bufs[0].iter().all(|&w| w == 0));
+        let (prog, n) = load(&[ins(Op::Ld, 0, 0, 0, -1), ins(Op::End, 0, 0, 0, 0)], 1);
+        let exit = Thread::default().run(&prog[..n], &ThreadIds::default(), &mut Arrays(&mut bufs), 10, &mut Counters::default());
+        assert_eq!(exit, Exit::OutOfBounds { pc: 0, slot: 0, index: -1 });
+    }
+}
