@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "vgsched_drm.h"
@@ -51,6 +52,48 @@ static inline int vgsched_query_gpu_info(int fd, struct drm_vgsched_gpu_info *in
 	};
 
 	return ioctl(fd, DRM_IOCTL_VGSCHED_DEV_QUERY, &q) ? -errno : 0;
+}
+
+/* Creates a buffer object; returns its handle, or 0 with errno set. */
+static inline __u32 vgsched_bo_create(int fd, __u64 size)
+{
+	struct drm_vgsched_bo_create c = { .size = size };
+
+	return ioctl(fd, DRM_IOCTL_VGSCHED_BO_CREATE, &c) ? 0 : c.handle;
+}
+
+/* Maps a buffer object read-write; MAP_FAILED with errno set on failure. */
+static inline void *vgsched_bo_map(int fd, __u32 handle, size_t size)
+{
+	struct drm_vgsched_bo_mmap_offset m = { .handle = handle };
+
+	if (ioctl(fd, DRM_IOCTL_VGSCHED_BO_MMAP_OFFSET, &m))
+		return MAP_FAILED;
+	return mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, m.offset);
+}
+
+/* DRM_IOCTL_GEM_CLOSE; returns 0 or -errno. */
+static inline int vgsched_bo_close(int fd, __u32 handle)
+{
+	struct drm_gem_close c = { .handle = handle };
+
+	return ioctl(fd, DRM_IOCTL_GEM_CLOSE, &c) ? -errno : 0;
+}
+
+/* Creates a context; returns its id, or 0 with errno set. */
+static inline __u32 vgsched_ctx_create(int fd, __u32 priority)
+{
+	struct drm_vgsched_ctx_create c = { .priority = priority };
+
+	return ioctl(fd, DRM_IOCTL_VGSCHED_CTX_CREATE, &c) ? 0 : c.ctx_id;
+}
+
+/* Destroys a context; returns 0 or -errno. */
+static inline int vgsched_ctx_destroy(int fd, __u32 ctx_id)
+{
+	struct drm_vgsched_ctx_destroy d = { .ctx_id = ctx_id };
+
+	return ioctl(fd, DRM_IOCTL_VGSCHED_CTX_DESTROY, &d) ? -errno : 0;
 }
 
 #endif /* VGSCHED_TEST_UTIL_H */

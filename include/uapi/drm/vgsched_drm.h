@@ -28,6 +28,31 @@ enum drm_vgsched_uapi_version {
 enum drm_vgsched_ioctl_id {
 	/** @DRM_VGSCHED_DEV_QUERY: query device information. */
 	DRM_VGSCHED_DEV_QUERY = 0,
+	/** @DRM_VGSCHED_BO_CREATE: create a buffer object. */
+	DRM_VGSCHED_BO_CREATE = 1,
+	/** @DRM_VGSCHED_BO_MMAP_OFFSET: get the fake offset to mmap a buffer object. */
+	DRM_VGSCHED_BO_MMAP_OFFSET = 2,
+	/** @DRM_VGSCHED_CTX_CREATE: create a context, the unit the scheduler picks. */
+	DRM_VGSCHED_CTX_CREATE = 3,
+	/** @DRM_VGSCHED_CTX_DESTROY: destroy a context. */
+	DRM_VGSCHED_CTX_DESTROY = 4,
+	/** @DRM_VGSCHED_CTX_QUERY: read a context's state and accounting. */
+	DRM_VGSCHED_CTX_QUERY = 5,
+};
+
+/** Limits user space may rely on. */
+enum drm_vgsched_limits {
+	/** @DRM_VGSCHED_MAX_BO_SIZE: largest buffer object, in bytes (256 MiB). */
+	DRM_VGSCHED_MAX_BO_SIZE = 256 << 20,
+	/** @DRM_VGSCHED_MAX_CONTEXTS_PER_FILE: contexts one open file may hold. */
+	DRM_VGSCHED_MAX_CONTEXTS_PER_FILE = 64,
+	/** @DRM_VGSCHED_PRIORITY_LEVELS: priorities are 0 (highest) to 15. */
+	DRM_VGSCHED_PRIORITY_LEVELS = 16,
+	/**
+	 * @DRM_VGSCHED_PRIORITY_NORMAL_FIRST: the highest priority anyone may
+	 * ask for; 0 to 7 need CAP_SYS_NICE.
+	 */
+	DRM_VGSCHED_PRIORITY_NORMAL_FIRST = 8,
 };
 
 /** Kinds of information DRM_IOCTL_VGSCHED_DEV_QUERY returns. */
@@ -84,8 +109,96 @@ struct drm_vgsched_dev_query {
 	__u32 pad;
 };
 
+/**
+ * struct drm_vgsched_bo_create - argument of DRM_IOCTL_VGSCHED_BO_CREATE.
+ *
+ * Creates a shmem-backed, zero-filled buffer object of at least @size
+ * bytes (rounded up to whole pages). Close it with DRM_IOCTL_GEM_CLOSE.
+ */
+struct drm_vgsched_bo_create {
+	/** @size: in: bytes, 1 to DRM_VGSCHED_MAX_BO_SIZE. */
+	__u64 size;
+	/** @flags: must be zero. */
+	__u32 flags;
+	/** @handle: out: the new object's handle in this file. */
+	__u32 handle;
+};
+
+/** struct drm_vgsched_bo_mmap_offset - argument of DRM_IOCTL_VGSCHED_BO_MMAP_OFFSET. */
+struct drm_vgsched_bo_mmap_offset {
+	/** @handle: in: the buffer object. */
+	__u32 handle;
+	/** @pad: must be zero. */
+	__u32 pad;
+	/** @offset: out: pass to mmap(2) on this file to map the object. */
+	__u64 offset;
+};
+
+/** struct drm_vgsched_ctx_create - argument of DRM_IOCTL_VGSCHED_CTX_CREATE. */
+struct drm_vgsched_ctx_create {
+	/**
+	 * @priority: in: 0 (highest) to 15; below
+	 * DRM_VGSCHED_PRIORITY_NORMAL_FIRST needs CAP_SYS_NICE (-EPERM).
+	 */
+	__u32 priority;
+	/** @flags: must be zero. */
+	__u32 flags;
+	/** @ctx_id: out: the context's id in this file, never 0. */
+	__u32 ctx_id;
+	/** @pad: must be zero. */
+	__u32 pad;
+};
+
+/** struct drm_vgsched_ctx_destroy - argument of DRM_IOCTL_VGSCHED_CTX_DESTROY. */
+struct drm_vgsched_ctx_destroy {
+	/** @ctx_id: the context. */
+	__u32 ctx_id;
+	/** @pad: must be zero. */
+	__u32 pad;
+};
+
+/** States a context reports. */
+enum drm_vgsched_ctx_state {
+	/** @DRM_VGSCHED_CTX_STATE_IDLE: no work queued. */
+	DRM_VGSCHED_CTX_STATE_IDLE = 0,
+	/** @DRM_VGSCHED_CTX_STATE_ACTIVE: work queued or running. */
+	DRM_VGSCHED_CTX_STATE_ACTIVE = 1,
+	/** @DRM_VGSCHED_CTX_STATE_GUILTY: a job hung; new work is refused. */
+	DRM_VGSCHED_CTX_STATE_GUILTY = 2,
+};
+
+/** struct drm_vgsched_ctx_query - argument of DRM_IOCTL_VGSCHED_CTX_QUERY. */
+struct drm_vgsched_ctx_query {
+	/** @ctx_id: in: the context. */
+	__u32 ctx_id;
+	/** @pad: must be zero. */
+	__u32 pad;
+	/** @created_ns: out: creation time, CLOCK_MONOTONIC nanoseconds. */
+	__u64 created_ns;
+	/** @runtime_ns: out: time the context's work ran on the GPU. */
+	__u64 runtime_ns;
+	/** @priority: out: the context's priority. */
+	__u32 priority;
+	/** @state: out: enum drm_vgsched_ctx_state. */
+	__u32 state;
+	/** @jobs_submitted: out: jobs accepted so far. */
+	__u64 jobs_submitted;
+	/** @jobs_completed: out: jobs finished so far (with or without error). */
+	__u64 jobs_completed;
+};
+
 #define DRM_IOCTL_VGSCHED_DEV_QUERY \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGSCHED_DEV_QUERY, struct drm_vgsched_dev_query)
+#define DRM_IOCTL_VGSCHED_BO_CREATE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGSCHED_BO_CREATE, struct drm_vgsched_bo_create)
+#define DRM_IOCTL_VGSCHED_BO_MMAP_OFFSET \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGSCHED_BO_MMAP_OFFSET, struct drm_vgsched_bo_mmap_offset)
+#define DRM_IOCTL_VGSCHED_CTX_CREATE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGSCHED_CTX_CREATE, struct drm_vgsched_ctx_create)
+#define DRM_IOCTL_VGSCHED_CTX_DESTROY \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGSCHED_CTX_DESTROY, struct drm_vgsched_ctx_destroy)
+#define DRM_IOCTL_VGSCHED_CTX_QUERY \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGSCHED_CTX_QUERY, struct drm_vgsched_ctx_query)
 
 #if defined(__cplusplus)
 }

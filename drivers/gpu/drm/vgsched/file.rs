@@ -2,12 +2,18 @@
 
 //! Per-open-file state of the render node.
 
-use kernel::{drm, prelude::*};
+use kernel::{drm, new_mutex, prelude::*, sync::Mutex};
 
-use crate::driver::VgDriver;
+use crate::{context::ContextTable, driver::VgDriver};
 
 /// One client of the device: what a process gets by opening the render node.
-pub(crate) struct VgFile;
+/// Everything it owns is released when the file is closed.
+#[pin_data]
+pub(crate) struct VgFile {
+    /// The file's contexts.
+    #[pin]
+    pub(crate) contexts: Mutex<ContextTable>,
+}
 
 /// The DRM file type of this driver, as ioctl handlers receive it.
 pub(crate) type DrmFile = drm::File<VgFile>;
@@ -16,6 +22,11 @@ impl drm::file::DriverFile for VgFile {
     type Driver = VgDriver;
 
     fn open(_dev: &drm::Device<VgDriver>) -> Result<Pin<KBox<Self>>> {
-        Ok(KBox::new(Self, GFP_KERNEL)?.into())
+        KBox::try_pin_init(
+            try_pin_init!(Self {
+                contexts <- new_mutex!(ContextTable::new()),
+            }),
+            GFP_KERNEL,
+        )
     }
 }

@@ -2,13 +2,23 @@
 
 //! Buffer objects: shmem-backed GEM objects that user space can mmap.
 
-use kernel::{drm, drm::gem, prelude::*};
+use kernel::{
+    drm::{self, gem, gem::shmem},
+    prelude::*,
+    sync::aref::ARef,
+};
 
-use crate::driver::VgDriver;
+use crate::{driver::VgDriver, uapi};
+
+/// Largest buffer object, in bytes.
+pub(crate) const MAX_BO_SIZE: u64 = uapi::DRM_VGSCHED_MAX_BO_SIZE as u64;
 
 /// Driver data of one buffer object.
 #[pin_data]
 pub(crate) struct VgObject {}
+
+/// A buffer object of this driver.
+pub(crate) type Bo = shmem::Object<VgObject>;
 
 impl gem::DriverObject for VgObject {
     type Driver = VgDriver;
@@ -17,4 +27,17 @@ impl gem::DriverObject for VgObject {
     fn new(_dev: &drm::Device<VgDriver>, _size: usize, _args: ()) -> impl PinInit<Self, Error> {
         try_pin_init!(VgObject {})
     }
+}
+
+/// Creates a zero-filled buffer object of at least `size` bytes, rounded
+/// up to whole pages: `EINVAL` for zero, `E2BIG` above [`MAX_BO_SIZE`].
+pub(crate) fn create(dev: &drm::Device<VgDriver>, size: u64) -> Result<ARef<Bo>> {
+    if size == 0 {
+        return Err(EINVAL);
+    }
+    if size > MAX_BO_SIZE {
+        return Err(E2BIG);
+    }
+    let size = (size as usize).next_multiple_of(kernel::page::PAGE_SIZE);
+    Bo::new(dev, size, shmem::ObjectConfig::default(), ())
 }

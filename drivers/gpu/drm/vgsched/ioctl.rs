@@ -10,19 +10,16 @@
 //! time check keeps the table dense and in the order of the enum.
 
 use kernel::{
-    bindings, drm,
+    bindings,
+    drm::{self, gem::BaseObject},
     error::code::*,
-    ioctl::{_IOC_NR, _IOC_SIZE},
+    ioctl::_IOC_NR,
     prelude::*,
     transmute::{AsBytes, FromBytes},
     uaccess::{UserPtr, UserSlice},
 };
 
-use crate::{
-    driver::VgDevice,
-    file::DrmFile,
-    uapi,
-};
+use crate::{context::Context, driver::VgDevice, file::DrmFile, gem, uapi};
 
 /// Offset of driver-private ioctl numbers (`DRM_COMMAND_BASE`).
 const COMMAND_BASE: u32 = 0x40;
@@ -63,8 +60,8 @@ unsafe extern "C" fn dispatch<I: Ioctl>(
     let Some(guard) = dev.registration_guard() else {
         return ENODEV.to_errno();
     };
-    // SAFETY: The table's compile-time check guarantees that `_IOC_SIZE(cmd)`
-    // is the size of `I::Arg`; `drm_ioctl()` gives us exclusive use of the
+    // SAFETY: `desc::<I>()` encodes `size_of::<I::Arg>()` as `_IOC_SIZE(cmd)`
+    // and `drm_ioctl()` provides a kernel buffer of that size; `drm_ioctl()` gives us exclusive use of the
     // kernel copy for this call, and every bit pattern is valid (`FromBytes`).
     let args = unsafe { &mut *raw_data.cast::<I::Arg>() };
     // SAFETY: `raw_file` is an open file of this device, opened by `VgFile::open`.
@@ -86,17 +83,23 @@ const fn desc<I: Ioctl>() -> drm::ioctl::DrmIoctlDescriptor {
 }
 
 /// The driver's ioctls, indexed by `enum drm_vgsched_ioctl_id`.
-pub(crate) const TABLE: &[drm::ioctl::DrmIoctlDescriptor] = &[desc::<DevQuery>()];
+pub(crate) const TABLE: &[drm::ioctl::DrmIoctlDescriptor] = &[
+    desc::<DevQuery>(),
+    desc::<BoCreate>(),
+    desc::<BoMmapOffset>(),
+    desc::<CtxCreate>(),
+    desc::<CtxDestroy>(),
+    desc::<CtxQuery>(),
+];
 
 // The DRM core finds a handler by `nr - DRM_COMMAND_BASE`: the table must be
-// dense and in enum order, and each entry must encode its argument's size.
+// dense and in enum order.
 const _: () = {
     let mut i = 0;
     while i < TABLE.len() {
         assert!(_IOC_NR(TABLE[i].cmd) == COMMAND_BASE + i as u32);
         i += 1;
     }
-    assert!(_IOC_SIZE(TABLE[0].cmd) == size_of::<uapi::drm_vgsched_dev_query>());
 };
 
 /// Copies `answer` to the user buffer described by a query's `pointer` and
@@ -151,6 +154,101 @@ impl Ioctl for DevQuery {
         }
         // Written only on success: bad input leaves the argument unchanged.
         args.size = size;
+        Ok(0)
+    }
+}
+
+/// `DRM_IOCTL_VGSCHED_BO_CREATE`.
+struct BoCreate;
+
+impl Ioctl for BoCreate {
+    type Arg = uapi::drm_vgsched_bo_create;
+    const NR: u32 = uapi::DRM_VGSCHED_BO_CREATE;
+    const NAME: &'static CStr = c"VGSCHED_BO_CREATE";
+
+    fn handle(dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
+        -> Result<u32> {
+        if args.flags != 0 {
+            return Err(EINVAL);
+        }
+        let bo = gem::create(dev, args.size)?;
+        // The handle holds its own reference; ours drops on return.
+        args.handle = bo.create_handle(file)?;
+        Ok(0)
+    }
+}
+
+/// `DRM_IOCTL_VGSCHED_BO_MMAP_OFFSET`.
+struct BoMmapOffset;
+
+impl Ioctl for BoMmapOffset {
+    type Arg = uapi::drm_vgsched_bo_mmap_offset;
+    const NR: u32 = uapi::DRM_VGSCHED_BO_MMAP_OFFSET;
+    const NAME: &'static CStr = c"VGSCHED_BO_MMAP_OFFSET";
+
+    fn handle(_dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
+        -> Result<u32> {
+        if args.pad != 0 {
+            return Err(EINVAL);
+        }
+        let bo = gem::Bo::lookup_handle(file, args.handle)?;
+        args.offset = bo.create_mmap_offset()?;
+        Ok(0)
+    }
+}
+
+/// `DRM_IOCTL_VGSCHED_CTX_CREATE`.
+struct CtxCreate;
+
+impl Ioctl for CtxCreate {
+    type Arg = uapi::drm_vgsched_ctx_create;
+    const NR: u32 = uapi::DRM_VGSCHED_CTX_CREATE;
+    const NAME: &'static CStr = c"VGSCHED_CTX_CREATE";
+
+    fn handle(_dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
+        -> Result<u32> {
+        if args.flags != 0 || args.pad != 0 {
+            return Err(EINVAL);
+        }
+        let ctx = Context::new(args.priority)?;
+        args.ctx_id = file.inner().contexts.lock().insert(ctx)?;
+        Ok(0)
+    }
+}
+
+/// `DRM_IOCTL_VGSCHED_CTX_DESTROY`.
+struct CtxDestroy;
+
+impl Ioctl for CtxDestroy {
+    type Arg = uapi::drm_vgsched_ctx_destroy;
+    const NR: u32 = uapi::DRM_VGSCHED_CTX_DESTROY;
+    const NAME: &'static CStr = c"VGSCHED_CTX_DESTROY";
+
+    fn handle(_dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
+        -> Result<u32> {
+        if args.pad != 0 {
+            return Err(EINVAL);
+        }
+        file.inner().contexts.lock().remove(args.ctx_id)?;
+        Ok(0)
+    }
+}
+
+/// `DRM_IOCTL_VGSCHED_CTX_QUERY`.
+struct CtxQuery;
+
+impl Ioctl for CtxQuery {
+    type Arg = uapi::drm_vgsched_ctx_query;
+    const NR: u32 = uapi::DRM_VGSCHED_CTX_QUERY;
+    const NAME: &'static CStr = c"VGSCHED_CTX_QUERY";
+
+    fn handle(_dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
+        -> Result<u32> {
+        if args.pad != 0 {
+            return Err(EINVAL);
+        }
+        let ctx = file.inner().contexts.lock().get(args.ctx_id)?;
+        ctx.query(args);
         Ok(0)
     }
 }

@@ -19,12 +19,24 @@ use kernel::{
 
 include!("vgsched_uapi_generated.rs");
 
-// SAFETY: Plain `repr(C)` structs of `u32`/`u64` with explicit padding
-// fields: every bit pattern is valid and there are no implicit padding bytes.
-unsafe impl FromBytes for drm_vgsched_dev_query {}
-// SAFETY: As above.
-unsafe impl AsBytes for drm_vgsched_dev_query {}
-// SAFETY: As above.
-unsafe impl FromBytes for drm_vgsched_gpu_info {}
-// SAFETY: As above.
-unsafe impl AsBytes for drm_vgsched_gpu_info {}
+/// Marks uAPI structs as plain bytes in both directions.
+macro_rules! plain_bytes {
+    ($($t:ty),* $(,)?) => {$(
+        // SAFETY: uAPI structs are `repr(C)` aggregates of `__u32`/`__u64`
+        // with explicit padding fields (the header's rule), so every bit
+        // pattern is valid and there are no implicit padding bytes.
+        unsafe impl FromBytes for $t {}
+        // SAFETY: As above.
+        unsafe impl AsBytes for $t {}
+    )*};
+}
+
+plain_bytes!(
+    drm_vgsched_dev_query,
+    drm_vgsched_gpu_info,
+    drm_vgsched_bo_create,
+    drm_vgsched_bo_mmap_offset,
+    drm_vgsched_ctx_create,
+    drm_vgsched_ctx_destroy,
+    drm_vgsched_ctx_query,
+);

@@ -11,6 +11,7 @@
 
 use kernel::{drm, faux, prelude::*};
 
+mod context;
 mod driver;
 mod file;
 mod gem;

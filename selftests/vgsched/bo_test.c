@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Buffer objects through the uAPI: create, mmap, share data between
+ * mappings, close; and every bad input with its errno.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "vgsched_test_util.h"
+
+FIXTURE(bo) {
+	int fd;
+};
+
+FIXTURE_SETUP(bo)
+{
+	self->fd = vgsched_open_render_node();
+	ASSERT_GE(self->fd, 0);
+}
+
+FIXTURE_TEARDOWN(bo)
+{
+	close(self->fd);
+}
+
+TEST_F(bo, create_map_write_read_back)
+{
+	const size_t size = 3 * 4096 + 5;
+	__u32 handle = vgsched_bo_create(self->fd, size);
+	uint32_t *p, *q;
+
+	ASSERT_NE(0, handle);
+	p = vgsched_bo_map(self->fd, handle, size);
+	ASSERT_NE(MAP_FAILED, p);
+	for (size_t i = 0; i < size / 4; i++) {
+		ASSERT_EQ(0, p[i]) TH_LOG("new objects are zero-filled (word %zu)", i);
+	}
+	for (size_t i = 0; i < size / 4; i++)
+		p[i] = 0x9e3779b9u * (uint32_t)i;
+	ASSERT_EQ(0, munmap(p, size));
+
+	/* A second mapping sees what the first wrote: one object, not a copy. */
+	q = vgsched_bo_map(self->fd, handle, size);
+	ASSERT_NE(MAP_FAILED, q);
+	for (size_t i = 0; i < size / 4; i++)
+		ASSERT_EQ(0x9e3779b9u * (uint32_t)i, q[i]);
+	ASSERT_EQ(0, munmap(q, size));
+	EXPECT_EQ(0, vgsched_bo_close(self->fd, handle));
+}
+
+TEST_F(bo, size_is_rounded_up_to_pages)
+{
+	__u32 handle = vgsched_bo_create(self->fd, 1);
+	char *p;
+
+	ASSERT_NE(0, handle);
+	/* The whole page is mappable even though one byte was asked for. */
+	p = vgsched_bo_map(self->fd, handle, 4096);
+	ASSERT_NE(MAP_FAILED, p);
+	p[4095] = 1;
+	munmap(p, 4096);
+	vgsched_bo_close(self->fd, handle);
+}
+
+TEST_F(bo, mapping_past_the_object_fails)
+{
+	__u32 handle = vgsched_bo_create(self->fd, 4096);
+	void *p;
+
+	ASSERT_NE(0, handle);
+	p = vgsched_bo_map(self->fd, handle, 2 * 4096);
+	EXPECT_EQ(MAP_FAILED, p);
+	vgsched_bo_close(self->fd, handle);
+}
+
+TEST_F(bo, zero_size_is_einval)
+{
+	EXPECT_EQ(0, vgsched_bo_create(self->fd, 0));
+	EXPECT_EQ(EINVAL, errno);
+}
+
+TEST_F(bo, absurd_sizes_are_e2big)
+{
+	EXPECT_EQ(0, vgsched_bo_create(self->fd, DRM_VGSCHED_MAX_BO_SIZE + 1ull));
+	EXPECT_EQ(E2BIG, errno);
+	EXPECT_EQ(0, vgsched_bo_create(self->fd, ~0ull));
+	EXPECT_EQ(E2BIG, errno);
+}
+
+TEST_F(bo, largest_size_is_accepted)
+{
+	__u32 handle = vgsched_bo_create(self->fd, DRM_VGSCHED_MAX_BO_SIZE);
+
+	ASSERT_NE(0, handle);
+	EXPECT_EQ(0, vgsched_bo_close(self->fd, handle));
+}
+
+TEST_F(bo, unknown_flags_are_einval)
+{
+	struct drm_vgsched_bo_create c = { .size = 4096, .flags = 1 };
+
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_VGSCHED_BO_CREATE, &c));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, c.handle);
+}
+
+TEST_F(bo, unknown_handle_is_enoent)
+{
+	struct drm_vgsched_bo_mmap_offset m = { .handle = 12345 };
+
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_VGSCHED_BO_MMAP_OFFSET, &m));
+	EXPECT_EQ(ENOENT, errno);
+	EXPECT_EQ(-EINVAL, vgsched_bo_close(self->fd, 12345));
+}
+
+TEST_F(bo, closed_handle_is_gone)
+{
+	__u32 handle = vgsched_bo_create(self->fd, 4096);
+	struct drm_vgsched_bo_mmap_offset m = { .handle = handle };
+
+	ASSERT_NE(0, handle);
+	ASSERT_EQ(0, vgsched_bo_close(self->fd, handle));
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_VGSCHED_BO_MMAP_OFFSET, &m));
+	EXPECT_EQ(ENOENT, errno);
+}
+
+TEST_F(bo, mmap_offset_padding_is_einval)
+{
+	__u32 handle = vgsched_bo_create(self->fd, 4096);
+	struct drm_vgsched_bo_mmap_offset m = { .handle = handle, .pad = 1 };
+
+	ASSERT_NE(0, handle);
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_VGSCHED_BO_MMAP_OFFSET, &m));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, m.offset);
+	vgsched_bo_close(self->fd, handle);
+}
+
+/* Handles are per file: another open of the device cannot use them. */
+TEST_F(bo, handles_are_private_to_their_file)
+{
+	__u32 handle = vgsched_bo_create(self->fd, 4096);
+	int other = vgsched_open_render_node();
+	struct drm_vgsched_bo_mmap_offset m = { .handle = handle };
+
+	ASSERT_NE(0, handle);
+	ASSERT_GE(other, 0);
+	EXPECT_EQ(-1, ioctl(other, DRM_IOCTL_VGSCHED_BO_MMAP_OFFSET, &m));
+	EXPECT_EQ(ENOENT, errno);
+	close(other);
+}
+
+/* Closing the file with objects and mappings alive releases them all;
+ * the kmemleak scan at the end of the run checks nothing is left. */
+TEST(close_file_with_live_objects_and_mappings)
+{
+	int fd = vgsched_open_render_node();
+	void *p;
+
+	ASSERT_GE(fd, 0);
+	for (int i = 0; i < 32; i++)
+		ASSERT_NE(0, vgsched_bo_create(fd, 64 * 1024));
+	p = vgsched_bo_map(fd, vgsched_bo_create(fd, 8192), 8192);
+	ASSERT_NE(MAP_FAILED, p);
+	close(fd);
+	/* The mapping outlives the file and still works. */
+	((volatile char *)p)[100] = 7;
+	EXPECT_EQ(7, ((volatile char *)p)[100]);
+	munmap(p, 8192);
+}
+
+TEST_HARNESS_MAIN
