@@ -157,6 +157,63 @@ struct drm_vgsched_ctx_destroy {
 	__u32 pad;
 };
 
+/*
+ * The instruction set (Documentation/isa.rst). A program is an array of
+ * little-endian 64-bit words, one instruction each:
+ *   bits  0..8  opcode      bits 16..24 ra (source / index register)
+ *   bits  8..16 rd          bits 24..32 rb (source register / binding slot)
+ *   bits 32..64 imm (signed)
+ * Fields an opcode does not use must be zero.
+ */
+#define DRM_VGSCHED_ISA_INSTR_BYTES	8
+#define DRM_VGSCHED_ISA_NUM_REGS	16
+#define DRM_VGSCHED_ISA_MAX_INSTRS	4096
+#define DRM_VGSCHED_ISA_MAX_BINDINGS	8
+
+/** Opcodes of the virtual GPU. */
+enum drm_vgsched_op {
+	DRM_VGSCHED_OP_END = 0x00,	/* the thread is done */
+	DRM_VGSCHED_OP_MOV = 0x01,	/* rd = ra */
+	DRM_VGSCHED_OP_MOVI = 0x02,	/* rd = imm */
+	DRM_VGSCHED_OP_SREG = 0x03,	/* rd = special register imm */
+	DRM_VGSCHED_OP_LD = 0x10,	/* rd = binding rb, word (ra + imm) */
+	DRM_VGSCHED_OP_ST = 0x11,	/* binding rb, word (ra + imm) = rd */
+	DRM_VGSCHED_OP_ADD = 0x20,	/* rd = ra + rb, wrapping */
+	DRM_VGSCHED_OP_SUB = 0x21,
+	DRM_VGSCHED_OP_MUL = 0x22,
+	DRM_VGSCHED_OP_AND = 0x23,
+	DRM_VGSCHED_OP_OR = 0x24,
+	DRM_VGSCHED_OP_XOR = 0x25,
+	DRM_VGSCHED_OP_SHL = 0x26,	/* rd = ra << (rb % 32) */
+	DRM_VGSCHED_OP_SHR = 0x27,	/* rd = ra >> (rb % 32), logical */
+	DRM_VGSCHED_OP_ADDI = 0x28,	/* rd = ra + imm, wrapping */
+	DRM_VGSCHED_OP_FADD = 0x30,	/* binary32, round to nearest even */
+	DRM_VGSCHED_OP_FSUB = 0x31,
+	DRM_VGSCHED_OP_FMUL = 0x32,
+	DRM_VGSCHED_OP_ITOF = 0x33,	/* rd = (float)(int)ra */
+	DRM_VGSCHED_OP_FTOI = 0x34,	/* rd = (int)ra, toward zero, saturating */
+	DRM_VGSCHED_OP_MAD = 0x40,	/* rd += ra * rb, integer */
+	DRM_VGSCHED_OP_FMA = 0x41,	/* rd += ra * rb, float (two roundings) */
+	DRM_VGSCHED_OP_SLT = 0x50,	/* rd = ra < rb, signed */
+	DRM_VGSCHED_OP_SLTU = 0x51,	/* rd = ra < rb, unsigned */
+	DRM_VGSCHED_OP_SEQ = 0x52,	/* rd = ra == rb */
+	DRM_VGSCHED_OP_FLT = 0x53,	/* rd = ra < rb, float, false on NaN */
+	DRM_VGSCHED_OP_BR = 0x60,	/* pc = imm */
+	DRM_VGSCHED_OP_BRZ = 0x61,	/* if ra == 0: pc = imm */
+	DRM_VGSCHED_OP_BRNZ = 0x62,	/* if ra != 0: pc = imm */
+};
+
+/** Special registers DRM_VGSCHED_OP_SREG reads. */
+enum drm_vgsched_sreg {
+	DRM_VGSCHED_SREG_GLOBAL_ID = 0,		/* thread index in the grid */
+	DRM_VGSCHED_SREG_LOCAL_ID = 1,		/* thread index in its work-group */
+	DRM_VGSCHED_SREG_GROUP_ID = 2,		/* work-group index */
+	DRM_VGSCHED_SREG_GROUP_THREADS = 3,	/* threads per work-group */
+	DRM_VGSCHED_SREG_NUM_GROUPS = 4,	/* work-groups in the grid */
+	DRM_VGSCHED_SREG_WAVE_ID = 5,		/* wave index in its work-group */
+	DRM_VGSCHED_SREG_LANE = 6,		/* thread index in its wave */
+};
+
 /** States a context reports. */
 enum drm_vgsched_ctx_state {
 	/** @DRM_VGSCHED_CTX_STATE_IDLE: no work queued. */

@@ -29,3 +29,119 @@ mod topology {
         assert_eq!(t.validate().unwrap_err().field, "modules");
     }
 }
+
+/// The instruction set is defined twice, as Rust in the core crate and as C
+/// in the uAPI header user space assembles with; these tests hold the two
+/// together.
+#[kernel::macros::kunit_tests(vgsched_isa_uapi)]
+mod isa_uapi {
+    use crate::uapi;
+    use crate::vgsched_core::isa::{self, Op, Special};
+
+    #[test]
+    fn limits_match_the_header() {
+        assert_eq!(isa::INSTR_BYTES, uapi::DRM_VGSCHED_ISA_INSTR_BYTES as usize);
+        assert_eq!(isa::NUM_REGS, uapi::DRM_VGSCHED_ISA_NUM_REGS as usize);
+        assert_eq!(isa::MAX_INSTRS, uapi::DRM_VGSCHED_ISA_MAX_INSTRS as usize);
+        assert_eq!(isa::MAX_BINDINGS, uapi::DRM_VGSCHED_ISA_MAX_BINDINGS as usize);
+    }
+
+    #[test]
+    fn opcodes_match_the_header() {
+        let header = [
+            (Op::End, uapi::DRM_VGSCHED_OP_END),
+            (Op::Mov, uapi::DRM_VGSCHED_OP_MOV),
+            (Op::Movi, uapi::DRM_VGSCHED_OP_MOVI),
+            (Op::Sreg, uapi::DRM_VGSCHED_OP_SREG),
+            (Op::Ld, uapi::DRM_VGSCHED_OP_LD),
+            (Op::St, uapi::DRM_VGSCHED_OP_ST),
+            (Op::Add, uapi::DRM_VGSCHED_OP_ADD),
+            (Op::Sub, uapi::DRM_VGSCHED_OP_SUB),
+            (Op::Mul, uapi::DRM_VGSCHED_OP_MUL),
+            (Op::And, uapi::DRM_VGSCHED_OP_AND),
+            (Op::Or, uapi::DRM_VGSCHED_OP_OR),
+            (Op::Xor, uapi::DRM_VGSCHED_OP_XOR),
+            (Op::Shl, uapi::DRM_VGSCHED_OP_SHL),
+            (Op::Shr, uapi::DRM_VGSCHED_OP_SHR),
+            (Op::Addi, uapi::DRM_VGSCHED_OP_ADDI),
+            (Op::Fadd, uapi::DRM_VGSCHED_OP_FADD),
+            (Op::Fsub, uapi::DRM_VGSCHED_OP_FSUB),
+            (Op::Fmul, uapi::DRM_VGSCHED_OP_FMUL),
+            (Op::Itof, uapi::DRM_VGSCHED_OP_ITOF),
+            (Op::Ftoi, uapi::DRM_VGSCHED_OP_FTOI),
+            (Op::Mad, uapi::DRM_VGSCHED_OP_MAD),
+            (Op::Fma, uapi::DRM_VGSCHED_OP_FMA),
+            (Op::Slt, uapi::DRM_VGSCHED_OP_SLT),
+            (Op::Sltu, uapi::DRM_VGSCHED_OP_SLTU),
+            (Op::Seq, uapi::DRM_VGSCHED_OP_SEQ),
+            (Op::Flt, uapi::DRM_VGSCHED_OP_FLT),
+            (Op::Br, uapi::DRM_VGSCHED_OP_BR),
+            (Op::Brz, uapi::DRM_VGSCHED_OP_BRZ),
+            (Op::Brnz, uapi::DRM_VGSCHED_OP_BRNZ),
+        ];
+        // Every opcode of the core crate appears exactly once above.
+        assert_eq!(header.len(), Op::ALL.len());
+        for (op, code) in header {
+            assert_eq!(op as u32, code);
+            assert_eq!(Op::from_code(code as u8), Some(op));
+        }
+    }
+
+    #[test]
+    fn special_registers_match_the_header() {
+        let header = [
+            (Special::GlobalId, uapi::DRM_VGSCHED_SREG_GLOBAL_ID),
+            (Special::LocalId, uapi::DRM_VGSCHED_SREG_LOCAL_ID),
+            (Special::GroupId, uapi::DRM_VGSCHED_SREG_GROUP_ID),
+            (Special::GroupThreads, uapi::DRM_VGSCHED_SREG_GROUP_THREADS),
+            (Special::NumGroups, uapi::DRM_VGSCHED_SREG_NUM_GROUPS),
+            (Special::WaveId, uapi::DRM_VGSCHED_SREG_WAVE_ID),
+            (Special::Lane, uapi::DRM_VGSCHED_SREG_LANE),
+        ];
+        assert_eq!(header.len() as u32, isa::NUM_SPECIALS);
+        for (special, code) in header {
+            assert_eq!(special as u32, code);
+        }
+    }
+}
+
+/// The soft-float the float instructions use, run again under the kernel's
+/// compiler flags (where hardware floats are unavailable).
+#[kernel::macros::kunit_tests(vgsched_softfloat)]
+mod softfloat {
+    use crate::vgsched_core::softfloat::{add, from_i32, lt, mul, sub, to_i32, QNAN};
+
+    // Bit patterns of binary32 values, written out since the kernel has no
+    // float literals to compare against.
+    const ONE: u32 = 0x3f80_0000;
+    const ONE_AND_HALF: u32 = 0x3fc0_0000;
+    const TWO_AND_QUARTER: u32 = 0x4010_0000;
+    const THREE_AND_THREE_QUARTERS: u32 = 0x4070_0000;
+    const MINUS_ONE_AND_HALF: u32 = 0xbfc0_0000;
+    const THREE: u32 = 0x4040_0000;
+    const MINUS_HALF: u32 = 0xbf00_0000;
+    const INF: u32 = 0x7f80_0000;
+
+    #[test]
+    fn arithmetic() {
+        assert_eq!(add(ONE_AND_HALF, TWO_AND_QUARTER), THREE_AND_THREE_QUARTERS);
+        assert_eq!(mul(THREE, MINUS_HALF), MINUS_ONE_AND_HALF);
+        assert_eq!(sub(ONE, ONE), 0);
+        assert_eq!(add(INF, INF | 0x8000_0000), QNAN);
+        // The smallest normal halved is an exact subnormal.
+        assert_eq!(mul(0x0080_0000, 0x3f00_0000), 0x0040_0000);
+    }
+
+    #[test]
+    fn conversions_and_compare() {
+        assert_eq!(from_i32(3), THREE);
+        // 2^24 + 1 is a tie between 2^24 and 2^24 + 2: even wins.
+        assert_eq!(from_i32(16_777_217), 0x4b80_0000);
+        assert_eq!(to_i32(MINUS_ONE_AND_HALF), -1);
+        assert_eq!(to_i32(INF), i32::MAX);
+        assert_eq!(to_i32(QNAN), 0);
+        assert!(lt(MINUS_HALF, ONE));
+        assert!(!lt(QNAN, ONE));
+        assert!(!lt(0x8000_0000, 0));
+    }
+}
