@@ -21,8 +21,11 @@ stage() { local name=$1; shift; timed "$name" "$@" || die "stage '$name' failed"
 
 stage setup "$TOP/scripts/setup.sh"
 step "host tests (cargo test)"
-timed host-tests cargo test --manifest-path "$TOP/rust/vgsched-core/Cargo.toml" \
-	-- --test-threads=2 >"$logs/host-tests.log" 2>&1 || true
+host_tests() {
+	cargo test --manifest-path "$TOP/rust/vgsched-core/Cargo.toml" -- --test-threads=2 \
+		>"$logs/host-tests.log" 2>&1
+}
+timed host-tests host_tests || true
 grep -E '^test result|FAILED|panicked' "$logs/host-tests.log"
 stage kernel "$TOP/scripts/build-kernel.sh"
 stage module "$TOP/scripts/build-module.sh"
