@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod exec;
+pub mod grid;
 pub mod isa;
 pub mod softfloat;
 pub mod topology;

@@ -145,3 +145,70 @@ mod softfloat {
         assert!(!lt(0x8000_0000, 0));
     }
 }
+
+/// The interpreter inside the kernel: a float vector add and a faulting
+/// store, over plain kernel arrays standing in for bound buffers.
+#[kernel::macros::kunit_tests(vgsched_exec)]
+mod exec {
+    use crate::vgsched_core::{
+        exec::{CycleCosts, Exit, Memory},
+        grid::{run_wave, Grid, WaveEnd},
+        isa::{validate, Instr, Op, Special},
+    };
+
+    struct Arrays<'a, 'b>(&'a mut [&'b mut [u32]]);
+
+    impl Memory for Arrays<'_, '_> {
+        fn load(&mut self, slot: u8, index: u64) -> Option<u32> {
+            self.0.get(slot as usize)?.get(index as usize).copied()
+        }
+        fn store(&mut self, slot: u8, index: u64, value: u32) -> bool {
+            self.0
+                .get_mut(slot as usize)
+                .and_then(|b| b.get_mut(index as usize))
+                .map(|w| *w = value)
+                .is_some()
+        }
+    }
+
+    fn word(op: Op, rd: u8, ra: u8, rb: u8, imm: i32) -> u64 {
+        Instr { op, rd, ra, rb, imm }.encode()
+    }
+
+    fn float_vector_add() -> [u64; 6] {
+        [
+            word(Op::Sreg, 0, 0, 0, Special::GlobalId as i32),
+            word(Op::Ld, 1, 0, 0, 0),
+            word(Op::Ld, 2, 0, 1, 0),
+            word(Op::Fadd, 3, 1, 2, 0),
+            word(Op::St, 3, 0, 2, 0),
+            word(Op::End, 0, 0, 0, 0),
+        ]
+    }
+
+    #[test]
+    fn float_vector_add_wave() {
+        let mut prog = [Instr { op: Op::End, rd: 0, ra: 0, rb: 0, imm: 0 }; 6];
+        assert_eq!(validate(&float_vector_add(), 3, &mut prog), Ok(6));
+        // 1.5 + 0.5, 2.0 + 4.0, -3.0 + 3.0, 0.25 + 1.0 as binary32 bits.
+        let mut a = [0x3fc0_0000, 0x4000_0000, 0xc040_0000, 0x3e80_0000];
+        let mut b = [0x3f00_0000, 0x4080_0000, 0x4040_0000, 0x3f80_0000];
+        let mut c = [0u32; 4];
+        let mut bufs: [&mut [u32]; 3] = [&mut a, &mut b, &mut c];
+        let grid = Grid { groups: 1, waves_per_group: 1, threads_per_wave: 4 };
+        let run = run_wave(&prog, &grid, 0, 0, &mut Arrays(&mut bufs), &CycleCosts::DEFAULT, 1000);
+        assert_eq!(run.end, WaveEnd::Done);
+        assert_eq!(c, [0x4000_0000, 0x40c0_0000, 0, 0x3fa0_0000]);
+    }
+
+    #[test]
+    fn out_of_bounds_store_faults() {
+        let mut prog = [Instr { op: Op::End, rd: 0, ra: 0, rb: 0, imm: 0 }; 6];
+        assert_eq!(validate(&float_vector_add(), 3, &mut prog), Ok(6));
+        let (mut a, mut b, mut c) = ([0u32; 4], [0u32; 4], [0u32; 2]);
+        let mut bufs: [&mut [u32]; 3] = [&mut a, &mut b, &mut c];
+        let grid = Grid { groups: 1, waves_per_group: 1, threads_per_wave: 4 };
+        let run = run_wave(&prog, &grid, 0, 0, &mut Arrays(&mut bufs), &CycleCosts::DEFAULT, 1000);
+        assert_eq!(run.end, WaveEnd::Fault { exit: Exit::OutOfBounds { pc: 4, slot: 2, index: 2 } });
+    }
+}

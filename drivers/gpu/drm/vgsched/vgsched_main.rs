@@ -25,6 +25,7 @@ mod uapi;
 #[path = "../../../../rust/vgsched-core/src"]
 pub mod vgsched_core {
     pub mod exec;
+    pub mod grid;
     pub mod isa;
     pub mod softfloat;
     pub mod topology;
