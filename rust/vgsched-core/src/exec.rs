@@ -39,6 +39,29 @@ pub trait Memory {
     fn store(&mut self, slot: u8, index: u64, value: u32) -> bool;
 }
 
+/// [`Memory`] over word slices, one per binding slot: what the tests use
+/// in place of buffer objects.
+pub struct SliceMemory<'a, 'b>(pub &'a mut [&'b mut [u32]]);
+
+impl Memory for SliceMemory<'_, '_> {
+    fn load(&mut self, slot: u8, index: u64) -> Option<u32> {
+        self.0.get(slot as usize)?.get(usize::try_from(index).ok()?).copied()
+    }
+
+    fn store(&mut self, slot: u8, index: u64, value: u32) -> bool {
+        let Ok(index) = usize::try_from(index) else {
+            return false;
+        };
+        match self.0.get_mut(slot as usize).and_then(|b| b.get_mut(index)) {
+            Some(word) => {
+                *word = value;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 /// Executed instructions per class.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
@@ -209,22 +232,7 @@ mod tests {
     use super::*;
     use crate::isa::{validate, Special};
 
-    struct Arrays<'a, 'b>(&'a mut [&'b mut [u32]]);
-
-    impl Memory for Arrays<'_, '_> {
-        fn load(&mut self, slot: u8, index: u64) -> Option<u32> {
-            self.0.get(slot as usize)?.get(index as usize).copied()
-        }
-        fn store(&mut self, slot: u8, index: u64, value: u32) -> bool {
-            match self.0.get_mut(slot as usize).and_then(|b| b.get_mut(index as usize)) {
-                Some(w) => {
-                    *w = value;
-                    true
-                }
-                None => false,
-            }
-        }
-    }
+    use SliceMemory as Arrays;
 
     fn ins(op: Op, rd: u8, ra: u8, rb: u8, imm: i32) -> u64 {
         Instr { op, rd, ra, rb, imm }.encode()

@@ -145,20 +145,7 @@ mod tests {
     use super::*;
     use crate::isa::{validate, Op, Special};
 
-    struct Buffers<'a>(&'a mut [&'a mut [u32]]);
-
-    impl Memory for Buffers<'_> {
-        fn load(&mut self, slot: u8, index: u64) -> Option<u32> {
-            self.0.get(slot as usize)?.get(index as usize).copied()
-        }
-        fn store(&mut self, slot: u8, index: u64, value: u32) -> bool {
-            self.0
-                .get_mut(slot as usize)
-                .and_then(|b| b.get_mut(index as usize))
-                .map(|w| *w = value)
-                .is_some()
-        }
-    }
+    use crate::exec::SliceMemory as Buffers;
 
     fn program(words: &[u64], bindings: usize) -> ([Instr; 32], usize) {
         let mut out = [Instr { op: Op::End, rd: 0, ra: 0, rb: 0, imm: 0 }; 32];

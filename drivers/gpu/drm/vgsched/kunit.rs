@@ -151,25 +151,10 @@ mod softfloat {
 #[kernel::macros::kunit_tests(vgsched_exec)]
 mod exec {
     use crate::vgsched_core::{
-        exec::{CycleCosts, Exit, Memory},
+        exec::{CycleCosts, Exit, SliceMemory as Arrays},
         grid::{run_wave, Grid, WaveEnd},
         isa::{validate, Instr, Op, Special},
     };
-
-    struct Arrays<'a, 'b>(&'a mut [&'b mut [u32]]);
-
-    impl Memory for Arrays<'_, '_> {
-        fn load(&mut self, slot: u8, index: u64) -> Option<u32> {
-            self.0.get(slot as usize)?.get(index as usize).copied()
-        }
-        fn store(&mut self, slot: u8, index: u64, value: u32) -> bool {
-            self.0
-                .get_mut(slot as usize)
-                .and_then(|b| b.get_mut(index as usize))
-                .map(|w| *w = value)
-                .is_some()
-        }
-    }
 
     fn word(op: Op, rd: u8, ra: u8, rb: u8, imm: i32) -> u64 {
         Instr { op, rd, ra, rb, imm }.encode()
