@@ -154,7 +154,8 @@ impl Thread {
             let ins = prog[self.pc as usize];
             counters.per_class[ins.op.class() as usize] += 1;
             let a = self.regs[ins.ra as usize];
-            let b = self.regs[(ins.rb as usize) % NUM_REGS];
+            // For LD/ST rb is a binding slot, below MAX_BINDINGS <= NUM_REGS.
+            let b = self.regs[ins.rb as usize];
             let d = self.regs[ins.rd as usize];
             let mut next = self.pc + 1;
             let result: Option<u32> = match ins.op {
@@ -234,9 +235,7 @@ mod tests {
 
     use SliceMemory as Arrays;
 
-    fn ins(op: Op, rd: u8, ra: u8, rb: u8, imm: i32) -> u64 {
-        Instr { op, rd, ra, rb, imm }.encode()
-    }
+    use crate::isa::encode as ins;
 
     fn load(words: &[u64], bindings: usize) -> ([Instr; 64], usize) {
         let mut out = [Instr { op: Op::End, rd: 0, ra: 0, rb: 0, imm: 0 }; 64];

@@ -153,9 +153,7 @@ mod tests {
         (out, n)
     }
 
-    fn op(op: Op, rd: u8, ra: u8, rb: u8, imm: i32) -> u64 {
-        Instr { op, rd, ra, rb, imm }.encode()
-    }
+    use crate::isa::encode as op;
 
     fn vector_add() -> ([Instr; 32], usize) {
         program(

@@ -31,6 +31,9 @@ pub const MAX_BINDINGS: usize = 8;
 /// Bytes per encoded instruction.
 pub const INSTR_BYTES: usize = 8;
 
+// The interpreter reads `rb` as a register even when it is a binding slot.
+const _: () = assert!(MAX_BINDINGS <= NUM_REGS);
+
 /// Instruction classes, as SEEDS C10 counts them for power estimates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -209,6 +212,11 @@ impl Instr {
     }
 }
 
+/// Encodes an instruction from its fields (what assemblers and tests use).
+pub fn encode(op: Op, rd: u8, ra: u8, rb: u8, imm: i32) -> u64 {
+    Instr { op, rd, ra, rb, imm }.encode()
+}
+
 /// Why a program was refused; `pc` is the offending instruction's index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProgramError {
@@ -272,7 +280,9 @@ pub fn decode(word: u64, pc: usize, len: usize, bindings: usize) -> Result<Instr
     {
         return Err(ProgramError::BadRegister { pc });
     }
-    if uses.rb == Operand::Binding && instr.rb as usize >= bindings {
+    // Slots are capped at MAX_BINDINGS whatever the caller passes, so an
+    // accepted operand always indexes the register file safely too.
+    if uses.rb == Operand::Binding && instr.rb as usize >= bindings.min(MAX_BINDINGS) {
         return Err(ProgramError::BadBinding { pc });
     }
     match uses.imm {
@@ -307,9 +317,7 @@ pub fn validate(words: &[u64], bindings: usize, out: &mut [Instr]) -> Result<usi
 mod tests {
     use super::*;
 
-    fn i(op: Op, rd: u8, ra: u8, rb: u8, imm: i32) -> u64 {
-        Instr { op, rd, ra, rb, imm }.encode()
-    }
+    use super::encode as i;
 
     fn check(words: &[u64], bindings: usize) -> Result<usize, ProgramError> {
         let mut out = [Instr { op: Op::End, rd: 0, ra: 0, rb: 0, imm: 0 }; 16];
@@ -346,6 +354,7 @@ mod tests {
         assert_eq!(check(&[i(Op::Add, 16, 0, 0, 0), end], 0), Err(ProgramError::BadRegister { pc: 0 }));
         assert_eq!(check(&[i(Op::Add, 0, 0, 16, 0), end], 0), Err(ProgramError::BadRegister { pc: 0 }));
         assert_eq!(check(&[i(Op::Ld, 0, 0, 2, 0), end], 2), Err(ProgramError::BadBinding { pc: 0 }));
+        assert_eq!(check(&[i(Op::Ld, 0, 0, 8, 0), end], 99), Err(ProgramError::BadBinding { pc: 0 }));
         assert_eq!(check(&[i(Op::Sreg, 0, 0, 0, 7), end], 0), Err(ProgramError::BadSpecial { pc: 0 }));
         assert_eq!(check(&[i(Op::Br, 0, 0, 0, 2), end], 0), Err(ProgramError::BadTarget { pc: 0 }));
         assert_eq!(check(&[i(Op::Brz, 0, 0, 0, -1), end], 0), Err(ProgramError::BadTarget { pc: 0 }));

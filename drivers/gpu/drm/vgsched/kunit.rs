@@ -153,12 +153,8 @@ mod exec {
     use crate::vgsched_core::{
         exec::{CycleCosts, Exit, SliceMemory as Arrays},
         grid::{run_wave, Grid, WaveEnd},
-        isa::{validate, Instr, Op, Special},
+        isa::{encode as word, validate, Instr, Op, Special},
     };
-
-    fn word(op: Op, rd: u8, ra: u8, rb: u8, imm: i32) -> u64 {
-        Instr { op, rd, ra, rb, imm }.encode()
-    }
 
     fn float_vector_add() -> [u64; 6] {
         [
