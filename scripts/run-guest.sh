@@ -23,7 +23,7 @@ step "booting guest ($mode, ${accel[1]}), console log: $console"
 rc=0
 timeout --foreground -k 10 "$timeout_s" qemu-system-x86_64 "${accel[@]}" -smp 2 -m 1024 \
 	-kernel "$kdir/arch/x86/boot/bzImage" -initrd "$VGSCHED_CACHE/initramfs.cpio.gz" \
-	-append "console=ttyS0 panic=-1 vgsched_run=$mode" \
+	-append "console=ttyS0 panic=-1 vgsched_run=$mode${VGSCHED_TESTS:+ vgsched_tests=$VGSCHED_TESTS}" \
 	-display none -monitor none -no-reboot \
 	-serial "file:$console" -serial "file:$results" || rc=$?
 if [ $rc = 124 ]; then

@@ -8,11 +8,14 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <linux/sync_file.h>
 
 #include "kselftest_harness.h"
-#include "vgsched_test_util.h"
+#include "vgsched_programs.h"
 
 static int load(const char *params)
 {
@@ -90,8 +93,89 @@ TEST(parameters_reach_the_device)
 	EXPECT_EQ(32, info.sgpr_blocks);
 	EXPECT_EQ(8, info.wave_slots);
 	EXPECT_EQ(64, info.shared_mem_blocks);
+	EXPECT_EQ(1000, info.clock_khz);
+	EXPECT_EQ(2000, info.job_timeout_ms);
 	close(fd);
 	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, load("clock_khz=250000 job_timeout_ms=60000"));
+	fd = vgsched_open_render_node();
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, vgsched_query_gpu_info(fd, &info));
+	EXPECT_EQ(250000, info.clock_khz);
+	EXPECT_EQ(60000, info.job_timeout_ms);
+	close(fd);
+	ASSERT_EQ(0, unload());
+}
+
+/* Opens the device and queues a job that never ends, with an out-fence. */
+static int submit_endless(int *fd_out, int *fence_fd)
+{
+	struct vg_buf prog, out;
+	__u64 words[4];
+	unsigned int len = vg_prog_endless(words);
+	int fd = vgsched_open_render_node();
+	__u32 ctx = fd < 0 ? 0 : vgsched_ctx_create(fd, 8);
+
+	if (!ctx || vg_program(fd, words, len, &prog) || vg_buf_create(fd, 4096, &out))
+		return -1;
+	struct drm_vgsched_submit s = vg_job(ctx, &prog, len, &out.handle, 1, 4, 2, 1);
+
+	s.flags = DRM_VGSCHED_SUBMIT_OUT_FENCE;
+	if (vgsched_submit(fd, &s))
+		return -1;
+	/* A second job queued behind it. */
+	s.flags = 0;
+	if (vgsched_submit(fd, &s))
+		return -1;
+	/* Mappings hold the file open; only the jobs should remain. */
+	munmap(prog.map, prog.size);
+	munmap(out.map, out.size);
+	*fd_out = fd;
+	*fence_fd = s.out_fence_fd;
+	return 0;
+}
+
+TEST(rmmod_right_after_killing_a_process_mid_job)
+{
+	int pipefd[2];
+	pid_t pid;
+
+	ASSERT_EQ(0, load("job_timeout_ms=60000"));
+	ASSERT_EQ(0, pipe(pipefd));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int fd, fence_fd;
+		char ok = submit_endless(&fd, &fence_fd) ? 'n' : 'y';
+
+		write(pipefd[1], &ok, 1);
+		pause();
+		_exit(0);
+	}
+	char ok = 0;
+
+	ASSERT_EQ(1, read(pipefd[0], &ok, 1));
+	ASSERT_EQ('y', ok);
+	/* The job would run for a minute; the process dies now. */
+	usleep(100 * 1000);
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
+	ASSERT_EQ(0, unload());
+}
+
+TEST(rmmod_with_a_sync_file_of_a_cancelled_job_still_open)
+{
+	struct sync_file_info info = {};
+	int fd, fence_fd;
+
+	ASSERT_EQ(0, load("job_timeout_ms=60000"));
+	ASSERT_EQ(0, submit_endless(&fd, &fence_fd));
+	/* Closing the device cancels its jobs; the fence outlives the module. */
+	close(fd);
+	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, ioctl(fence_fd, SYNC_IOC_FILE_INFO, &info));
+	EXPECT_EQ(-ECANCELED, info.status);
+	close(fence_fd);
 }
 
 TEST(invalid_parameters_fail_with_einval_and_a_log_line)
@@ -106,6 +190,8 @@ TEST(invalid_parameters_fail_with_einval_and_a_log_line)
 		{ "sgpr_blocks=0", "invalid parameter sgpr_blocks=0" },
 		{ "wave_slots=65", "invalid parameter wave_slots=65" },
 		{ "shared_mem_blocks=0", "invalid parameter shared_mem_blocks=0" },
+		{ "clock_khz=0", "invalid parameter clock_khz=0 (must be 1..=1000000)" },
+		{ "job_timeout_ms=9", "invalid parameter job_timeout_ms=9 (must be 10..=60000)" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -96,4 +96,70 @@ static inline int vgsched_ctx_destroy(int fd, __u32 ctx_id)
 	return ioctl(fd, DRM_IOCTL_VGSCHED_CTX_DESTROY, &d) ? -errno : 0;
 }
 
+/* One instruction word (Documentation/isa.rst). */
+static inline __u64 vg_instr(enum drm_vgsched_op op, unsigned int rd, unsigned int ra,
+			     unsigned int rb, __s32 imm)
+{
+	return (__u64)op | (__u64)rd << 8 | (__u64)ra << 16 | (__u64)rb << 24 |
+	       (__u64)(__u32)imm << 32;
+}
+
+/* A buffer object and its mapping. */
+struct vg_buf {
+	__u32 handle;
+	size_t size;
+	void *map;
+};
+
+/* Creates and maps a buffer object of @size bytes; 0 or -errno. */
+static inline int vg_buf_create(int fd, size_t size, struct vg_buf *buf)
+{
+	*buf = (struct vg_buf){ .size = size };
+	buf->handle = vgsched_bo_create(fd, size);
+	if (!buf->handle)
+		return -errno;
+	buf->map = vgsched_bo_map(fd, buf->handle, size);
+	return buf->map == MAP_FAILED ? -errno : 0;
+}
+
+/* Unmaps and closes a buffer object. */
+static inline void vg_buf_destroy(int fd, struct vg_buf *buf)
+{
+	if (buf->map && buf->map != MAP_FAILED)
+		munmap(buf->map, buf->size);
+	if (buf->handle)
+		vgsched_bo_close(fd, buf->handle);
+	buf->map = NULL;
+	buf->handle = 0;
+}
+
+/* Puts a program of @n instructions into a new buffer object; 0 or -errno. */
+static inline int vg_program(int fd, const __u64 *words, unsigned int n, struct vg_buf *buf)
+{
+	int ret = vg_buf_create(fd, n * sizeof(__u64), buf);
+
+	if (!ret)
+		memcpy(buf->map, words, n * sizeof(__u64));
+	return ret;
+}
+
+/* DRM_IOCTL_VGSCHED_SUBMIT; 0 or -errno. */
+static inline int vgsched_submit(int fd, struct drm_vgsched_submit *s)
+{
+	return ioctl(fd, DRM_IOCTL_VGSCHED_SUBMIT, s) ? -errno : 0;
+}
+
+/* DRM_IOCTL_VGSCHED_WAIT; 0 (job status in *status) or -errno. */
+static inline int vgsched_wait(int fd, __u32 ctx, __u64 seqno, __u64 timeout_ns, int *status)
+{
+	struct drm_vgsched_wait w = { .ctx_id = ctx, .seqno = seqno, .timeout_ns = timeout_ns };
+	int ret = ioctl(fd, DRM_IOCTL_VGSCHED_WAIT, &w) ? -errno : 0;
+
+	if (!ret && status)
+		*status = w.status;
+	return ret;
+}
+
+#define VG_SECOND_NS 1000000000ull
+
 #endif /* VGSCHED_TEST_UTIL_H */

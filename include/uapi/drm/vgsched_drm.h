@@ -38,6 +38,10 @@ enum drm_vgsched_ioctl_id {
 	DRM_VGSCHED_CTX_DESTROY = 4,
 	/** @DRM_VGSCHED_CTX_QUERY: read a context's state and accounting. */
 	DRM_VGSCHED_CTX_QUERY = 5,
+	/** @DRM_VGSCHED_SUBMIT: queue a job on a context. */
+	DRM_VGSCHED_SUBMIT = 6,
+	/** @DRM_VGSCHED_WAIT: wait for a job of a context to finish. */
+	DRM_VGSCHED_WAIT = 7,
 };
 
 /** Limits user space may rely on. */
@@ -53,6 +57,11 @@ enum drm_vgsched_limits {
 	 * ask for; 0 to 7 need CAP_SYS_NICE.
 	 */
 	DRM_VGSCHED_PRIORITY_NORMAL_FIRST = 8,
+	/**
+	 * @DRM_VGSCHED_MAX_JOBS_IN_FLIGHT: unfinished jobs one context may
+	 * have; one more gets -EBUSY.
+	 */
+	DRM_VGSCHED_MAX_JOBS_IN_FLIGHT = 64,
 };
 
 /** Kinds of information DRM_IOCTL_VGSCHED_DEV_QUERY returns. */
@@ -87,6 +96,15 @@ struct drm_vgsched_gpu_info {
 	__u32 wave_slots;
 	/** @shared_mem_blocks: shared-memory blocks per module. */
 	__u32 shared_mem_blocks;
+	/** @clock_khz: modeled clock rate; one cycle lasts 10^6 / clock_khz ns. */
+	__u32 clock_khz;
+	/** @job_timeout_ms: a wave running longer than this hangs its job. */
+	__u32 job_timeout_ms;
+	/**
+	 * @cycle_costs: cycles one instruction of each class costs, indexed by
+	 * enum drm_vgsched_isa_class.
+	 */
+	__u32 cycle_costs[8];
 };
 
 /**
@@ -214,6 +232,18 @@ enum drm_vgsched_sreg {
 	DRM_VGSCHED_SREG_LANE = 6,		/* thread index in its wave */
 };
 
+/** Instruction classes (SEEDS C10), as counted per execution module. */
+enum drm_vgsched_isa_class {
+	DRM_VGSCHED_CLASS_MOVE = 0,	/* MOV, MOVI, SREG */
+	DRM_VGSCHED_CLASS_ALU = 1,	/* integer and float arithmetic, logic */
+	DRM_VGSCHED_CLASS_LOAD = 2,	/* LD */
+	DRM_VGSCHED_CLASS_STORE = 3,	/* ST */
+	DRM_VGSCHED_CLASS_MATRIX = 4,	/* MAD, FMA */
+	DRM_VGSCHED_CLASS_COMPARE = 5,	/* SLT, SLTU, SEQ, FLT */
+	DRM_VGSCHED_CLASS_JUMP = 6,	/* BR, BRZ, BRNZ, END */
+	DRM_VGSCHED_NUM_CLASSES = 7,
+};
+
 /** States a context reports. */
 enum drm_vgsched_ctx_state {
 	/** @DRM_VGSCHED_CTX_STATE_IDLE: no work queued. */
@@ -244,6 +274,87 @@ struct drm_vgsched_ctx_query {
 	__u64 jobs_completed;
 };
 
+/* Flags of struct drm_vgsched_submit. */
+/** Work-groups of the job do not depend on each other (SEEDS C). */
+#define DRM_VGSCHED_SUBMIT_INDEPENDENT	(1u << 0)
+/** Wait for the sync_file in @in_fence_fd before the job starts. */
+#define DRM_VGSCHED_SUBMIT_IN_FENCE	(1u << 1)
+/** Return a sync_file of the job's completion in @out_fence_fd. */
+#define DRM_VGSCHED_SUBMIT_OUT_FENCE	(1u << 2)
+#define DRM_VGSCHED_SUBMIT_FLAGS \
+	(DRM_VGSCHED_SUBMIT_INDEPENDENT | DRM_VGSCHED_SUBMIT_IN_FENCE | \
+	 DRM_VGSCHED_SUBMIT_OUT_FENCE)
+
+/**
+ * struct drm_vgsched_submit - argument of DRM_IOCTL_VGSCHED_SUBMIT.
+ *
+ * Queues one job on a context: the program in @program_handle runs once
+ * per thread over a grid of @groups work-groups, each of @waves_per_group
+ * waves of @threads_per_wave threads. The program is copied and validated
+ * here (-EINVAL if malformed); the bound buffer objects are referenced
+ * until the job finishes. Jobs of one context run in submission order.
+ */
+struct drm_vgsched_submit {
+	/** @ctx_id: the context. */
+	__u32 ctx_id;
+	/** @flags: DRM_VGSCHED_SUBMIT_* bits. */
+	__u32 flags;
+	/** @program_handle: buffer object holding the program from offset 0. */
+	__u32 program_handle;
+	/** @program_instrs: instructions in the program (1 to DRM_VGSCHED_ISA_MAX_INSTRS). */
+	__u32 program_instrs;
+	/** @bindings: user pointer to @binding_count __u32 buffer object handles. */
+	__u64 bindings;
+	/** @binding_count: 0 to DRM_VGSCHED_ISA_MAX_BINDINGS. */
+	__u32 binding_count;
+	/** @groups: work-groups in the grid, at least 1. */
+	__u32 groups;
+	/** @waves_per_group: 1 to 64. */
+	__u32 waves_per_group;
+	/** @threads_per_wave: 1 to 64. */
+	__u32 threads_per_wave;
+	/** @vgpr_blocks: vector register blocks each wave needs on its unit. */
+	__u32 vgpr_blocks;
+	/** @sgpr_blocks: scalar register blocks each wave needs on its unit. */
+	__u32 sgpr_blocks;
+	/** @shared_mem_blocks: shared-memory blocks each work-group needs. */
+	__u32 shared_mem_blocks;
+	/** @in_fence_fd: sync_file to wait for, with DRM_VGSCHED_SUBMIT_IN_FENCE. */
+	__s32 in_fence_fd;
+	/** @out_fence_fd: out: sync_file fd, with DRM_VGSCHED_SUBMIT_OUT_FENCE. */
+	__s32 out_fence_fd;
+	/** @pad: must be zero. */
+	__u32 pad;
+	/** @seqno: out: the job's sequence number in its context, from 1. */
+	__u64 seqno;
+};
+
+/**
+ * struct drm_vgsched_wait - argument of DRM_IOCTL_VGSCHED_WAIT.
+ *
+ * Waits until job @seqno of context @ctx_id has finished, or @timeout_ns
+ * passed (-ETIMEDOUT; 0 only polls). Jobs finish in order within a context.
+ */
+struct drm_vgsched_wait {
+	/** @ctx_id: the context. */
+	__u32 ctx_id;
+	/** @flags: must be zero. */
+	__u32 flags;
+	/** @seqno: a sequence number SUBMIT returned on this context. */
+	__u64 seqno;
+	/** @timeout_ns: relative timeout in nanoseconds. */
+	__u64 timeout_ns;
+	/**
+	 * @status: out: how the job ended: 0 success, -EFAULT an access out
+	 * of its buffers, -ETIME it ran past the job timeout, -ECANCELED it
+	 * never ran (context destroyed or guilty, or its in-fence failed),
+	 * -ENODATA it ended more than DRM_VGSCHED_MAX_JOBS_IN_FLIGHT jobs ago.
+	 */
+	__s32 status;
+	/** @pad: must be zero. */
+	__u32 pad;
+};
+
 #define DRM_IOCTL_VGSCHED_DEV_QUERY \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGSCHED_DEV_QUERY, struct drm_vgsched_dev_query)
 #define DRM_IOCTL_VGSCHED_BO_CREATE \
@@ -256,6 +367,10 @@ struct drm_vgsched_ctx_query {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGSCHED_CTX_DESTROY, struct drm_vgsched_ctx_destroy)
 #define DRM_IOCTL_VGSCHED_CTX_QUERY \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGSCHED_CTX_QUERY, struct drm_vgsched_ctx_query)
+#define DRM_IOCTL_VGSCHED_SUBMIT \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGSCHED_SUBMIT, struct drm_vgsched_submit)
+#define DRM_IOCTL_VGSCHED_WAIT \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGSCHED_WAIT, struct drm_vgsched_wait)
 
 #if defined(__cplusplus)
 }

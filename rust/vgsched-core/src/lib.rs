@@ -14,8 +14,12 @@
 #![no_std]
 #![warn(missing_docs)]
 
+pub mod bitmask;
 pub mod exec;
 pub mod grid;
 pub mod isa;
+pub mod occupancy;
+pub mod pool;
+pub mod slice;
 pub mod softfloat;
 pub mod topology;

@@ -26,6 +26,10 @@ pub mod limits {
     pub const WAVE_SLOTS: (u32, u32) = (1, 64);
     /// Shared-memory blocks per module.
     pub const SHARED_MEM_BLOCKS: (u32, u32) = (1, 4096);
+    /// Modeled clock rate in kHz: 1 kHz to 1 GHz.
+    pub const CLOCK_KHZ: (u32, u32) = (1, 1_000_000);
+    /// Job timeout in milliseconds: 10 ms to 60 s.
+    pub const JOB_TIMEOUT_MS: (u32, u32) = (10, 60_000);
 }
 
 /// The shape of the virtual GPU: how many of each part it has.
@@ -47,6 +51,10 @@ pub struct Topology {
     pub wave_slots: u32,
     /// Shared-memory blocks per module (first-class, contiguous).
     pub shared_mem_blocks: u32,
+    /// Modeled clock rate, in kHz.
+    pub clock_khz: u32,
+    /// A wave that would run longer than this, in modeled time, hangs.
+    pub job_timeout_ms: u32,
 }
 
 /// Which topology field is out of range, with the accepted range.
@@ -74,6 +82,8 @@ impl Topology {
         sgpr_blocks: 64,
         wave_slots: 16,
         shared_mem_blocks: 48,
+        clock_khz: 1000,
+        job_timeout_ms: 2000,
     };
 
     /// Checks every field against [`limits`]; reports the first field that
@@ -88,6 +98,8 @@ impl Topology {
             ("sgpr_blocks", self.sgpr_blocks, limits::SGPR_BLOCKS),
             ("wave_slots", self.wave_slots, limits::WAVE_SLOTS),
             ("shared_mem_blocks", self.shared_mem_blocks, limits::SHARED_MEM_BLOCKS),
+            ("clock_khz", self.clock_khz, limits::CLOCK_KHZ),
+            ("job_timeout_ms", self.job_timeout_ms, limits::JOB_TIMEOUT_MS),
         ];
         for (field, value, (min, max)) in fields {
             if value < min || value > max {
@@ -100,6 +112,18 @@ impl Topology {
     /// Total execution units on the device.
     pub fn total_units(&self) -> u32 {
         self.modules * self.units_per_module
+    }
+
+    /// Modeled duration of `cycles` clock cycles, in nanoseconds.
+    pub fn cycles_to_ns(&self, cycles: u64) -> u64 {
+        // No u128 division: the kernel's compiler builtins panic on it.
+        // Saturates only beyond 5 hours at 1 kHz, far past any timeout.
+        cycles.saturating_mul(1_000_000) / self.clock_khz.max(1) as u64
+    }
+
+    /// The job timeout in clock cycles: a wave is stopped there.
+    pub fn timeout_cycles(&self) -> u64 {
+        self.job_timeout_ms as u64 * self.clock_khz as u64
     }
 }
 
@@ -131,7 +155,7 @@ mod tests {
     #[test]
     fn each_field_is_checked_and_named() {
         type Setter = fn(&mut Topology, u32);
-        let cases: [(&str, Setter, (u32, u32)); 8] = [
+        let cases: [(&str, Setter, (u32, u32)); 10] = [
             ("modules", |t, v| t.modules = v, limits::MODULES),
             ("units_per_module", |t, v| t.units_per_module = v, limits::UNITS_PER_MODULE),
             ("hw_slots", |t, v| t.hw_slots = v, limits::HW_SLOTS),
@@ -140,6 +164,8 @@ mod tests {
             ("sgpr_blocks", |t, v| t.sgpr_blocks = v, limits::SGPR_BLOCKS),
             ("wave_slots", |t, v| t.wave_slots = v, limits::WAVE_SLOTS),
             ("shared_mem_blocks", |t, v| t.shared_mem_blocks = v, limits::SHARED_MEM_BLOCKS),
+            ("clock_khz", |t, v| t.clock_khz = v, limits::CLOCK_KHZ),
+            ("job_timeout_ms", |t, v| t.job_timeout_ms = v, limits::JOB_TIMEOUT_MS),
         ];
         for (name, set, (min, max)) in cases {
             for bad in [min - 1, max + 1] {
@@ -149,6 +175,17 @@ mod tests {
                 assert_eq!(err, TopologyError { field: name, value: bad, min, max });
             }
         }
+    }
+
+    #[test]
+    fn modeled_time() {
+        let t = Topology::DEFAULT;
+        // 1 MHz: a cycle is a microsecond; 2 s are 2 million cycles.
+        assert_eq!(t.cycles_to_ns(3), 3000);
+        assert_eq!(t.timeout_cycles(), 2_000_000);
+        let fast = Topology { clock_khz: 1_000_000, ..t };
+        assert_eq!(fast.cycles_to_ns(5), 5);
+        assert_eq!(fast.cycles_to_ns(u64::MAX), u64::MAX / 1_000_000);
     }
 
     #[test]

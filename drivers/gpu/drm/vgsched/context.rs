@@ -6,9 +6,13 @@
 //! the highest) and keeps the accounting the scheduler's weights need:
 //! creation time and accumulated GPU runtime.
 
-use kernel::{bindings, prelude::*, sync::Arc};
+use kernel::{
+    bindings, new_mutex,
+    prelude::*,
+    sync::{Arc, Mutex},
+};
 
-use crate::uapi;
+use crate::{fence, fence::Fence, uapi};
 
 /// Priority levels; 0 is the highest.
 pub(crate) const PRIORITY_LEVELS: u32 = uapi::DRM_VGSCHED_PRIORITY_LEVELS;
@@ -24,21 +28,81 @@ pub(crate) fn monotonic_ns() -> u64 {
     now as u64
 }
 
+/// Unfinished jobs one context may have.
+pub(crate) const MAX_JOBS_IN_FLIGHT: u64 = uapi::DRM_VGSCHED_MAX_JOBS_IN_FLIGHT as u64;
+
+/// Job accounting of a context, shared by the submit and wait ioctls and
+/// the engine (which takes its own lock first).
+pub(crate) struct ContextState {
+    /// Sequence number of the last job accepted (0: none yet).
+    pub(crate) last_seqno: u64,
+    /// Fences of the most recent jobs, job `s` at `s % MAX_JOBS_IN_FLIGHT`.
+    pub(crate) recent: [Option<Fence>; MAX_JOBS_IN_FLIGHT as usize],
+    /// Jobs finished so far, with or without error.
+    pub(crate) jobs_completed: u64,
+    /// A job of this context hung: new work is refused.
+    pub(crate) guilty: bool,
+    /// Modeled time the context's waves occupied the device.
+    pub(crate) runtime_ns: u64,
+    /// End of the latest interval counted in `runtime_ns`.
+    pub(crate) busy_until_ns: u64,
+}
+
+impl ContextState {
+    /// Jobs accepted but not finished.
+    pub(crate) fn in_flight(&self) -> u64 {
+        self.last_seqno - self.jobs_completed
+    }
+
+    /// The fence of job `seqno`: `EINVAL` if no such job was submitted,
+    /// `ENODATA` if it finished too long ago to be remembered.
+    pub(crate) fn fence(&self, seqno: u64) -> Result<Fence> {
+        if seqno == 0 || seqno > self.last_seqno {
+            return Err(EINVAL);
+        }
+        if self.last_seqno - seqno >= MAX_JOBS_IN_FLIGHT {
+            return Err(ENODATA);
+        }
+        self.recent[(seqno % MAX_JOBS_IN_FLIGHT) as usize].clone().ok_or(ENODATA)
+    }
+
+    /// Counts modeled device time `[start, end)` of one of the context's
+    /// work-groups. Starts never go backwards, so adding what lies past the
+    /// last counted end measures the union of overlapping work-groups.
+    pub(crate) fn account(&mut self, start_ns: u64, end_ns: u64) {
+        let from = start_ns.max(self.busy_until_ns);
+        if end_ns > from {
+            self.runtime_ns += end_ns - from;
+            self.busy_until_ns = end_ns;
+        }
+    }
+}
+
 /// One GPU context.
 ///
 /// # Invariants
 ///
 /// `priority < PRIORITY_LEVELS`.
+#[pin_data]
 pub(crate) struct Context {
+    /// Id within its file, as user space names it.
+    pub(crate) id: u32,
+    /// Device-wide number of the file that owns it (for debugfs).
+    pub(crate) client: u64,
     /// Priority, 0 (highest) to 15.
     pub(crate) priority: u32,
     /// Creation time, `CLOCK_MONOTONIC` nanoseconds.
     pub(crate) created_ns: u64,
+    /// Fence timeline of its jobs.
+    pub(crate) timeline: u64,
+    /// Job accounting.
+    #[pin]
+    pub(crate) state: Mutex<ContextState>,
 }
 
 impl Context {
     /// Creates a context, checking that the caller may use `priority`.
-    pub(crate) fn new(priority: u32) -> Result<Arc<Self>> {
+    pub(crate) fn new(priority: u32, client: u64, id: u32) -> Result<Arc<Self>> {
         if priority >= PRIORITY_LEVELS {
             return Err(EINVAL);
         }
@@ -47,18 +111,41 @@ impl Context {
             return Err(EPERM);
         }
         // INVARIANT: checked above.
-        Ok(Arc::new(Self { priority, created_ns: monotonic_ns() }, GFP_KERNEL)?)
+        Arc::pin_init(
+            try_pin_init!(Self {
+                id,
+                client,
+                priority,
+                created_ns: monotonic_ns(),
+                timeline: fence::new_timeline(),
+                state <- new_mutex!(ContextState {
+                    last_seqno: 0,
+                    recent: [const { None }; MAX_JOBS_IN_FLIGHT as usize],
+                    jobs_completed: 0,
+                    guilty: false,
+                    runtime_ns: 0,
+                    busy_until_ns: 0,
+                }),
+            }),
+            GFP_KERNEL,
+        )
     }
 
     /// The answer to `DRM_IOCTL_VGSCHED_CTX_QUERY`.
     pub(crate) fn query(&self, args: &mut uapi::drm_vgsched_ctx_query) {
+        let state = self.state.lock();
         args.created_ns = self.created_ns;
-        // No job has run yet: submission arrives with the execution engine.
-        args.runtime_ns = 0;
+        args.runtime_ns = state.runtime_ns;
         args.priority = self.priority;
-        args.state = uapi::DRM_VGSCHED_CTX_STATE_IDLE;
-        args.jobs_submitted = 0;
-        args.jobs_completed = 0;
+        args.state = if state.guilty {
+            uapi::DRM_VGSCHED_CTX_STATE_GUILTY
+        } else if state.in_flight() > 0 {
+            uapi::DRM_VGSCHED_CTX_STATE_ACTIVE
+        } else {
+            uapi::DRM_VGSCHED_CTX_STATE_IDLE
+        };
+        args.jobs_submitted = state.last_seqno;
+        args.jobs_completed = state.jobs_completed;
     }
 }
 
@@ -73,11 +160,17 @@ impl ContextTable {
         Self { slots: [const { None }; MAX_PER_FILE] }
     }
 
-    /// Stores `ctx` under the lowest free id; `ENOSPC` when full.
-    pub(crate) fn insert(&mut self, ctx: Arc<Context>) -> Result<u32> {
+    /// Creates a context under the lowest free id; `ENOSPC` when full.
+    pub(crate) fn create(&mut self, priority: u32, client: u64) -> Result<Arc<Context>> {
         let index = self.slots.iter().position(Option::is_none).ok_or(ENOSPC)?;
-        self.slots[index] = Some(ctx);
-        Ok(index as u32 + 1)
+        let ctx = Context::new(priority, client, index as u32 + 1)?;
+        self.slots[index] = Some(ctx.clone());
+        Ok(ctx)
+    }
+
+    /// Removes every context, for the file's release.
+    pub(crate) fn take_all(&mut self) -> impl Iterator<Item = Arc<Context>> + '_ {
+        self.slots.iter_mut().filter_map(Option::take)
     }
 
     fn slot(&mut self, id: u32) -> Result<&mut Option<Arc<Context>>> {

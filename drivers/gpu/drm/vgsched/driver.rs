@@ -2,9 +2,9 @@
 
 //! The DRM driver: identity, features, per-device data and the ioctl table.
 
-use kernel::{drm, faux, prelude::*};
+use kernel::{drm, faux, prelude::*, sync::Arc};
 
-use crate::{file::VgFile, gem::VgObject, ioctl, vgsched_core::topology::Topology};
+use crate::{engine::Engine, file::VgFile, gem::VgObject, ioctl, vgsched_core::topology::Topology};
 
 /// Driver identity reported by `DRM_IOCTL_VERSION`.
 const INFO: drm::DriverInfo = drm::DriverInfo {
@@ -22,16 +22,27 @@ pub(crate) struct VgDriver;
 pub(crate) type VgDevice<Ctx = drm::Normal> = drm::Device<VgDriver, Ctx>;
 
 /// State of one virtual GPU, owned by its DRM device.
-#[pin_data]
+#[pin_data(PinnedDrop)]
 pub(crate) struct DeviceData {
     /// The validated shape of the device; fixed for its lifetime.
     pub(crate) topology: Topology,
+    /// Runs the jobs.
+    pub(crate) engine: Arc<Engine>,
 }
 
 impl DeviceData {
     /// Initialiser for the data of a device of the given (validated) shape.
-    pub(crate) fn new(topology: Topology) -> impl PinInit<Self, Error> {
-        try_pin_init!(Self { topology })
+    pub(crate) fn new(topology: Topology, engine: Arc<Engine>) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self { topology, engine })
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for DeviceData {
+    fn drop(self: Pin<&mut Self>) {
+        // The engine's timer and work item hold references to it; stop
+        // them before the device, and this module, go away.
+        self.engine.shut_down();
     }
 }
 

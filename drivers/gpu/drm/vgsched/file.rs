@@ -2,17 +2,43 @@
 
 //! Per-open-file state of the render node.
 
-use kernel::{drm, new_mutex, prelude::*, sync::Mutex};
+use kernel::{
+    drm, new_mutex,
+    prelude::*,
+    sync::{
+        atomic::{ordering, Atomic},
+        Arc, Mutex,
+    },
+};
 
-use crate::{context::ContextTable, driver::VgDriver};
+use crate::{context::ContextTable, driver::VgDriver, engine::Engine};
+
+/// Numbers the device's clients, for debugfs.
+static NEXT_CLIENT: Atomic<u64> = Atomic::new(1);
 
 /// One client of the device: what a process gets by opening the render node.
 /// Everything it owns is released when the file is closed.
-#[pin_data]
+#[pin_data(PinnedDrop)]
 pub(crate) struct VgFile {
+    /// Device-wide client number.
+    pub(crate) client: u64,
+    /// The engine its jobs run on.
+    engine: Arc<Engine>,
     /// The file's contexts.
     #[pin]
     pub(crate) contexts: Mutex<ContextTable>,
+}
+
+#[pinned_drop]
+impl PinnedDrop for VgFile {
+    fn drop(self: Pin<&mut Self>) {
+        // Closing the file (or the process dying) cancels all its work at
+        // once, so no job outlives its file or holds its buffers.
+        let mut table = self.contexts.lock();
+        for ctx in table.take_all() {
+            Engine::cancel_context(self.engine.as_arc_borrow(), &ctx);
+        }
+    }
 }
 
 /// The DRM file type of this driver, as ioctl handlers receive it.
@@ -21,9 +47,11 @@ pub(crate) type DrmFile = drm::File<VgFile>;
 impl drm::file::DriverFile for VgFile {
     type Driver = VgDriver;
 
-    fn open(_dev: &drm::Device<VgDriver>) -> Result<Pin<KBox<Self>>> {
+    fn open(dev: &drm::Device<VgDriver>) -> Result<Pin<KBox<Self>>> {
         KBox::try_pin_init(
             try_pin_init!(Self {
+                client: NEXT_CLIENT.fetch_add(1, ordering::Relaxed),
+                engine: dev.engine.clone(),
                 contexts <- new_mutex!(ContextTable::new()),
             }),
             GFP_KERNEL,

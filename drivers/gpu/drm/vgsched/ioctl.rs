@@ -19,7 +19,15 @@ use kernel::{
     uaccess::{UserPtr, UserSlice},
 };
 
-use crate::{context::Context, driver::VgDevice, file::DrmFile, gem, uapi};
+use crate::{
+    driver::VgDevice,
+    engine::Engine,
+    fence::WaitResult,
+    file::DrmFile,
+    gem,
+    job::JobSpec,
+    uapi,
+};
 
 /// Offset of driver-private ioctl numbers (`DRM_COMMAND_BASE`).
 const COMMAND_BASE: u32 = 0x40;
@@ -90,6 +98,8 @@ pub(crate) const TABLE: &[drm::ioctl::DrmIoctlDescriptor] = &[
     desc::<CtxCreate>(),
     desc::<CtxDestroy>(),
     desc::<CtxQuery>(),
+    desc::<Submit>(),
+    desc::<Wait>(),
 ];
 
 // The DRM core finds a handler by `nr - DRM_COMMAND_BASE`: the table must be
@@ -147,6 +157,9 @@ impl Ioctl for DevQuery {
                     sgpr_blocks: t.sgpr_blocks,
                     wave_slots: t.wave_slots,
                     shared_mem_blocks: t.shared_mem_blocks,
+                    clock_khz: t.clock_khz,
+                    job_timeout_ms: t.job_timeout_ms,
+                    cycle_costs: cycle_costs(dev.engine.costs()),
                 };
                 copy_answer(args.pointer, &mut size, &info)?;
             }
@@ -210,8 +223,8 @@ impl Ioctl for CtxCreate {
         if args.flags != 0 || args.pad != 0 {
             return Err(EINVAL);
         }
-        let ctx = Context::new(args.priority)?;
-        args.ctx_id = file.inner().contexts.lock().insert(ctx)?;
+        let ctx = file.inner().contexts.lock().create(args.priority, file.inner().client)?;
+        args.ctx_id = ctx.id;
         Ok(0)
     }
 }
@@ -224,12 +237,14 @@ impl Ioctl for CtxDestroy {
     const NR: u32 = uapi::DRM_VGSCHED_CTX_DESTROY;
     const NAME: &'static CStr = c"VGSCHED_CTX_DESTROY";
 
-    fn handle(_dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
+    fn handle(dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
         -> Result<u32> {
         if args.pad != 0 {
             return Err(EINVAL);
         }
-        file.inner().contexts.lock().remove(args.ctx_id)?;
+        let ctx = file.inner().contexts.lock().remove(args.ctx_id)?;
+        // Its unfinished jobs go with it (their fences signal -ECANCELED).
+        Engine::cancel_context(dev.engine.as_arc_borrow(), &ctx);
         Ok(0)
     }
 }
@@ -250,5 +265,72 @@ impl Ioctl for CtxQuery {
         let ctx = file.inner().contexts.lock().get(args.ctx_id)?;
         ctx.query(args);
         Ok(0)
+    }
+}
+
+/// The cycle costs in the layout of `drm_vgsched_gpu_info::cycle_costs`.
+fn cycle_costs(costs: &crate::vgsched_core::exec::CycleCosts) -> [u32; 8] {
+    let mut out = [0; 8];
+    for (o, &c) in out.iter_mut().zip(costs.per_class.iter()) {
+        *o = c;
+    }
+    out
+}
+
+/// `DRM_IOCTL_VGSCHED_SUBMIT`: queue a job.
+struct Submit;
+
+impl Ioctl for Submit {
+    type Arg = uapi::drm_vgsched_submit;
+    const NR: u32 = uapi::DRM_VGSCHED_SUBMIT;
+    const NAME: &'static CStr = c"VGSCHED_SUBMIT";
+
+    fn handle(dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
+        -> Result<u32> {
+        let ctx = file.inner().contexts.lock().get(args.ctx_id)?;
+        let spec = JobSpec::from_args(args, &dev.topology, file)?;
+        let (seqno, out_fd) = Engine::submit(dev.engine.as_arc_borrow(), &ctx, spec)?;
+        // Nothing below can fail: the job is queued.
+        args.seqno = seqno;
+        if let Some(fd) = out_fd {
+            args.out_fence_fd = fd.fd();
+            fd.install();
+        }
+        Ok(0)
+    }
+}
+
+/// `DRM_IOCTL_VGSCHED_WAIT`: wait for a job to finish.
+struct Wait;
+
+impl Ioctl for Wait {
+    type Arg = uapi::drm_vgsched_wait;
+    const NR: u32 = uapi::DRM_VGSCHED_WAIT;
+    const NAME: &'static CStr = c"VGSCHED_WAIT";
+
+    fn handle(_dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
+        -> Result<u32> {
+        if args.flags != 0 || args.pad != 0 {
+            return Err(EINVAL);
+        }
+        let ctx = file.inner().contexts.lock().get(args.ctx_id)?;
+        let fence = match ctx.state.lock().fence(args.seqno) {
+            Ok(fence) => fence,
+            // Finished so long ago that its fence is gone: done, status unknown.
+            Err(e) if e == ENODATA => {
+                args.status = ENODATA.to_errno();
+                return Ok(0);
+            }
+            Err(e) => return Err(e),
+        };
+        let result = fence.wait(args.timeout_ns)?;
+        // A fence may signal just as the timeout ends: trust its status.
+        match (result, fence.status()) {
+            (WaitResult::TimedOut, 0) => Err(ETIMEDOUT),
+            (_, status) => {
+                args.status = status.min(0);
+                Ok(0)
+            }
+        }
     }
 }

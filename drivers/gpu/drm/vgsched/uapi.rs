@@ -39,4 +39,6 @@ plain_bytes!(
     drm_vgsched_ctx_create,
     drm_vgsched_ctx_destroy,
     drm_vgsched_ctx_query,
+    drm_vgsched_submit,
+    drm_vgsched_wait,
 );

@@ -9,13 +9,16 @@
 //! registered. User space reaches it through the render node and the ioctls
 //! of `include/uapi/drm/vgsched_drm.h`.
 
-use kernel::{drm, faux, prelude::*};
+use kernel::{debugfs, drm, faux, prelude::*};
 
 mod context;
 mod driver;
+mod engine;
+mod fence;
 mod file;
 mod gem;
 mod ioctl;
+mod job;
 mod kunit;
 mod uapi;
 
@@ -24,9 +27,13 @@ mod uapi;
 /// that crate's `lib.rs`.
 #[path = "../../../../rust/vgsched-core/src"]
 pub mod vgsched_core {
+    pub mod bitmask;
     pub mod exec;
     pub mod grid;
     pub mod isa;
+    pub mod occupancy;
+    pub mod pool;
+    pub mod slice;
     pub mod softfloat;
     pub mod topology;
 }
@@ -72,6 +79,14 @@ module! {
             default: 48,
             description: "Shared-memory blocks per module (1-4096)",
         },
+        clock_khz: u32 {
+            default: 1000,
+            description: "Modeled clock rate in kHz (1-1000000)",
+        },
+        job_timeout_ms: u32 {
+            default: 2000,
+            description: "A wave running longer than this (modeled ms) hangs its job (10-60000)",
+        },
     },
 }
 
@@ -86,17 +101,22 @@ fn topology_from_params() -> Topology {
         sgpr_blocks: module_parameters::sgpr_blocks.value(),
         wave_slots: module_parameters::wave_slots.value(),
         shared_mem_blocks: module_parameters::shared_mem_blocks.value(),
+        clock_khz: module_parameters::clock_khz.value(),
+        job_timeout_ms: module_parameters::job_timeout_ms.value(),
     }
 }
 
-/// The loaded module: the DRM registration and the faux device it sits on.
+/// The loaded module: the debugfs dump, the DRM registration and the faux
+/// device it sits on.
 ///
 /// # Invariants
 ///
 /// `drm` borrows the device of `faux` (its lifetime is erased to `'static`);
-/// it is declared first so that it is dropped, and the DRM device unplugged,
-/// before the faux device is destroyed.
+/// it is declared before it so that it is dropped, and the DRM device
+/// unplugged, before the faux device is destroyed.
 struct VgschedModule {
+    _state_file: Pin<KBox<debugfs::File<engine::EngineDump>>>,
+    _debugfs: debugfs::Dir,
     _drm: drm::Registration<'static, driver::VgDriver>,
     _faux: faux::Registration,
 }
@@ -115,10 +135,11 @@ impl kernel::Module for VgschedModule {
             EINVAL
         })?;
 
+        let engine = engine::Engine::new(topology)?;
         let faux = faux::Registration::new(c"vgsched", None)?;
         let unregistered = drm::UnregisteredDevice::<driver::VgDriver>::new(
             faux.as_ref(),
-            driver::DeviceData::new(topology),
+            driver::DeviceData::new(topology, engine.clone()),
         )?;
         let parent: &kernel::device::Device<kernel::device::Bound> = faux.as_ref().as_ref();
         // SAFETY: The registration data is `()` and holds no borrow, and by the
@@ -141,7 +162,14 @@ impl kernel::Module for VgschedModule {
             topology.hw_slots,
             topology.time_slice_us
         );
+        let debugfs = debugfs::Dir::new(c"vgsched");
+        let state_file = KBox::pin_init(
+            debugfs.read_only_file(c"state", engine::EngineDump(engine)),
+            GFP_KERNEL,
+        )?;
         Ok(Self {
+            _state_file: state_file,
+            _debugfs: debugfs,
             _drm: drm,
             _faux: faux,
         })

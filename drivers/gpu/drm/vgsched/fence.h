@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * vgsched: the C fence helpers fence.rs declares (see fence.c).
+ */
+#ifndef _VGSCHED_FENCE_H_
+#define _VGSCHED_FENCE_H_
+
+#include <linux/types.h>
+
+struct dma_fence;
+struct file;
+struct vgsched_fence_waiter;
+
+u64 vgsched_fence_context_alloc(void);
+struct dma_fence *vgsched_fence_create(u64 context, u64 seqno);
+struct dma_fence *vgsched_fence_get(struct dma_fence *fence);
+void vgsched_fence_put(struct dma_fence *fence);
+void vgsched_fence_signal(struct dma_fence *fence, int error);
+int vgsched_fence_status(struct dma_fence *fence);
+long vgsched_fence_wait(struct dma_fence *fence, u64 timeout_ns);
+struct dma_fence *vgsched_sync_file_fence(int fd);
+int vgsched_sync_file_reserve(struct dma_fence *fence, struct file **file);
+void vgsched_sync_file_install(int fd, struct file *file);
+void vgsched_sync_file_abort(int fd, struct file *file);
+struct vgsched_fence_waiter *vgsched_fence_waiter_add(struct dma_fence *fence,
+						      void (*func)(void *data), void *data);
+void vgsched_fence_waiter_free(struct vgsched_fence_waiter *waiter);
+
+#endif /* _VGSCHED_FENCE_H_ */

@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completion fences (`dma_fence`) and `sync_file` descriptors.
+//!
+//! Linux 7.3 has no Rust abstraction for either, so the operations live in
+//! `fence.c`; this file gives them owning types: [`Fence`] holds one
+//! reference, [`OutFenceFd`] a reserved but not yet installed file
+//! descriptor, [`Waiter`] a callback armed on a fence.
+
+use core::ptr::NonNull;
+
+use kernel::{bindings, ffi::c_void, prelude::*};
+
+/// Opaque C waiter (`struct vgsched_fence_waiter` of `fence.c`).
+#[repr(C)]
+struct RawWaiter {
+    _opaque: [u8; 0],
+}
+
+/// Opaque `struct file` (the generated binding is not FFI-safe by lint).
+#[repr(C)]
+struct RawFile {
+    _opaque: [u8; 0],
+}
+
+extern "C" {
+    fn vgsched_fence_context_alloc() -> u64;
+    fn vgsched_fence_create(context: u64, seqno: u64) -> *mut bindings::dma_fence;
+    fn vgsched_fence_get(fence: *mut bindings::dma_fence) -> *mut bindings::dma_fence;
+    fn vgsched_fence_put(fence: *mut bindings::dma_fence);
+    fn vgsched_fence_signal(fence: *mut bindings::dma_fence, error: c_int);
+    fn vgsched_fence_status(fence: *mut bindings::dma_fence) -> c_int;
+    fn vgsched_fence_wait(fence: *mut bindings::dma_fence, timeout_ns: u64) -> c_long;
+    fn vgsched_sync_file_fence(fd: c_int) -> *mut bindings::dma_fence;
+    fn vgsched_sync_file_reserve(
+        fence: *mut bindings::dma_fence,
+        file: *mut *mut RawFile,
+    ) -> c_int;
+    fn vgsched_sync_file_install(fd: c_int, file: *mut RawFile);
+    fn vgsched_sync_file_abort(fd: c_int, file: *mut RawFile);
+    fn vgsched_fence_waiter_add(
+        fence: *mut bindings::dma_fence,
+        func: unsafe extern "C" fn(*mut c_void),
+        data: *mut c_void,
+    ) -> *mut RawWaiter;
+    fn vgsched_fence_waiter_free(waiter: *mut RawWaiter);
+}
+
+/// A new fence timeline: fences of one context share it and signal in
+/// sequence-number order.
+pub(crate) fn new_timeline() -> u64 {
+    // SAFETY: No preconditions.
+    unsafe { vgsched_fence_context_alloc() }
+}
+
+/// One reference to a `dma_fence`.
+///
+/// # Invariants
+///
+/// `ptr` points at a live fence on which this value owns one reference.
+pub(crate) struct Fence {
+    ptr: NonNull<bindings::dma_fence>,
+}
+
+// SAFETY: `dma_fence` reference counting and signalling are thread safe.
+unsafe impl Send for Fence {}
+// SAFETY: All operations through `&Fence` are thread safe in C.
+unsafe impl Sync for Fence {}
+
+/// How a wait on a fence ended.
+pub(crate) enum WaitResult {
+    /// The fence signalled.
+    Signalled,
+    /// The timeout passed first.
+    TimedOut,
+}
+
+impl Fence {
+    /// An unsignalled fence of this driver with sequence number `seqno` on
+    /// `timeline`.
+    pub(crate) fn new(timeline: u64, seqno: u64) -> Result<Self> {
+        // SAFETY: No preconditions; the new fence comes with one reference.
+        let ptr = unsafe { vgsched_fence_create(timeline, seqno) };
+        // INVARIANT: The reference of the creation is ours.
+        Ok(Self { ptr: NonNull::new(ptr).ok_or(ENOMEM)? })
+    }
+
+    /// The fence of the `sync_file` behind descriptor `fd` of the calling
+    /// process; `EINVAL` if `fd` is not a sync_file.
+    pub(crate) fn from_sync_file(fd: i32) -> Result<Self> {
+        // SAFETY: No preconditions; a non-NULL result carries a reference.
+        let ptr = unsafe { vgsched_sync_file_fence(fd) };
+        // INVARIANT: `sync_file_get_fence()` gave us a reference.
+        Ok(Self { ptr: NonNull::new(ptr).ok_or(EINVAL)? })
+    }
+
+    /// Signals the fence, with `error` (a negative errno) unless it is 0.
+    /// Signalling twice is harmless (the second call does nothing).
+    pub(crate) fn signal(&self, error: i32) {
+        // SAFETY: By the type invariant the fence is live.
+        unsafe { vgsched_fence_signal(self.ptr.as_ptr(), error) }
+    }
+
+    /// 0 while pending, 1 when signalled without error, else the error.
+    pub(crate) fn status(&self) -> i32 {
+        // SAFETY: By the type invariant the fence is live.
+        unsafe { vgsched_fence_status(self.ptr.as_ptr()) }
+    }
+
+    /// Waits, interruptibly, at most `timeout_ns` for the fence to signal.
+    pub(crate) fn wait(&self, timeout_ns: u64) -> Result<WaitResult> {
+        // SAFETY: By the type invariant the fence is live; we may sleep here.
+        let ret = unsafe { vgsched_fence_wait(self.ptr.as_ptr(), timeout_ns) };
+        match ret {
+            0 => Ok(WaitResult::TimedOut),
+            r if r > 0 => Ok(WaitResult::Signalled),
+            r => Err(Error::from_errno(r as i32)),
+        }
+    }
+
+    /// Reserves a file descriptor holding a new `sync_file` of this fence.
+    pub(crate) fn reserve_sync_file(&self) -> Result<OutFenceFd> {
+        let mut file = core::ptr::null_mut();
+        // SAFETY: The fence is live; `file` is a valid place for the result.
+        let fd = unsafe { vgsched_sync_file_reserve(self.ptr.as_ptr(), &mut file) };
+        if fd < 0 {
+            return Err(Error::from_errno(fd));
+        }
+        // INVARIANT: Success gives an unused fd and a sync_file's file.
+        Ok(OutFenceFd { fd, file })
+    }
+
+    /// Calls `func(data)` once, from any context, when the fence signals
+    /// (not at all if it already has: check [`Fence::status`] after arming).
+    ///
+    /// # Safety
+    ///
+    /// `func(data)` must be safe to call from interrupt context until the
+    /// returned waiter is dropped.
+    pub(crate) unsafe fn add_waiter(
+        &self,
+        func: unsafe extern "C" fn(*mut c_void),
+        data: *mut c_void,
+    ) -> Result<Waiter> {
+        // SAFETY: The fence is live and the caller vouches for `func` and `data`.
+        let raw = unsafe { vgsched_fence_waiter_add(self.ptr.as_ptr(), func, data) };
+        // INVARIANT: As returned by `vgsched_fence_waiter_add`.
+        Ok(Waiter { raw: NonNull::new(raw).ok_or(ENOMEM)? })
+    }
+}
+
+impl Clone for Fence {
+    fn clone(&self) -> Self {
+        // SAFETY: The fence is live; this takes another reference.
+        let ptr = unsafe { vgsched_fence_get(self.ptr.as_ptr()) };
+        // INVARIANT: `dma_fence_get()` returns its argument with a new reference.
+        Self { ptr: NonNull::new(ptr).unwrap_or(self.ptr) }
+    }
+}
+
+impl Drop for Fence {
+    fn drop(&mut self) {
+        // SAFETY: We own one reference (type invariant) and give it back.
+        unsafe { vgsched_fence_put(self.ptr.as_ptr()) }
+    }
+}
+
+/// A reserved file descriptor for a `sync_file`, not yet visible to user
+/// space. Dropping it releases both; [`OutFenceFd::install`] publishes it.
+///
+/// # Invariants
+///
+/// `fd` is reserved for the current process and `file` is the sync_file's
+/// file with one reference owned here.
+pub(crate) struct OutFenceFd {
+    fd: i32,
+    file: *mut RawFile,
+}
+
+impl OutFenceFd {
+    /// The descriptor number.
+    pub(crate) fn fd(&self) -> i32 {
+        self.fd
+    }
+
+    /// Makes the descriptor visible to the process; cannot fail.
+    pub(crate) fn install(self) {
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: By the type invariant; ownership of both moves to the fd table.
+        unsafe { vgsched_sync_file_install(this.fd, this.file) }
+    }
+}
+
+impl Drop for OutFenceFd {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant; nothing was installed.
+        unsafe { vgsched_sync_file_abort(self.fd, self.file) }
+    }
+}
+
+/// A callback armed on a fence by [`Fence::add_waiter`].
+///
+/// # Invariants
+///
+/// `raw` was returned by `vgsched_fence_waiter_add` and is freed only here.
+pub(crate) struct Waiter {
+    raw: NonNull<RawWaiter>,
+}
+
+// SAFETY: The waiter is only touched through C calls that take the fence lock.
+unsafe impl Send for Waiter {}
+// SAFETY: `&Waiter` gives no access at all.
+unsafe impl Sync for Waiter {}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant, freed exactly once. Freeing removes
+        // the callback and waits out a run of it already in progress, so
+        // `data` is never used after this returns.
+        unsafe { vgsched_fence_waiter_free(self.raw.as_ptr()) };
+    }
+}

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Completion fences through the uAPI: a job's sync_file out-fence is
+ * poll-able and signals when the job ends; given as another job's
+ * in-fence it holds that job back until then.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/sync_file.h>
+
+#include "kselftest_harness.h"
+#include "vgsched_programs.h"
+
+FIXTURE(fence) {
+	int fd;
+	__u32 ctx_a, ctx_b;
+	struct vg_buf busy, slow, add, buf_a, buf_b, buf_c;
+	unsigned int busy_len, slow_len, add_len;
+};
+
+FIXTURE_SETUP(fence)
+{
+	__u64 words[16];
+
+	self->fd = vgsched_open_render_node();
+	ASSERT_GE(self->fd, 0);
+	self->ctx_a = vgsched_ctx_create(self->fd, 8);
+	self->ctx_b = vgsched_ctx_create(self->fd, 8);
+	ASSERT_NE(0, self->ctx_a);
+	ASSERT_NE(0, self->ctx_b);
+	/* ~6 ms of modeled time per thread at 1 MHz. */
+	self->busy_len = vg_prog_busy_store(words, 2000);
+	ASSERT_EQ(0, vg_program(self->fd, words, self->busy_len, &self->busy));
+	/* ~0.9 s: far longer than a test needs to look at it running. */
+	self->slow_len = vg_prog_busy_store(words, 300000);
+	ASSERT_EQ(0, vg_program(self->fd, words, self->slow_len, &self->slow));
+	self->add_len = vg_prog_vector_add(words, 0);
+	ASSERT_EQ(0, vg_program(self->fd, words, self->add_len, &self->add));
+	ASSERT_EQ(0, vg_buf_create(self->fd, 4096, &self->buf_a));
+	ASSERT_EQ(0, vg_buf_create(self->fd, 4096, &self->buf_b));
+	ASSERT_EQ(0, vg_buf_create(self->fd, 4096, &self->buf_c));
+}
+
+FIXTURE_TEARDOWN(fence)
+{
+	close(self->fd);
+}
+
+static int sync_file_status(int fence_fd)
+{
+	struct sync_file_info info = {};
+
+	if (ioctl(fence_fd, SYNC_IOC_FILE_INFO, &info))
+		return -1000;
+	return info.status;
+}
+
+TEST_F(fence, out_fence_is_pollable_and_signals_at_completion)
+{
+	struct drm_vgsched_submit s =
+		vg_job(self->ctx_a, &self->slow, self->slow_len, &self->buf_a.handle, 1, 1, 1, 1);
+	int status = 1;
+
+	s.flags = DRM_VGSCHED_SUBMIT_OUT_FENCE;
+	ASSERT_EQ(0, vgsched_submit(self->fd, &s));
+	ASSERT_GE(s.out_fence_fd, 0);
+	ASSERT_NE(self->fd, s.out_fence_fd);
+
+	struct pollfd p = { .fd = s.out_fence_fd, .events = POLLIN };
+
+	/* Still running right after submission: not ready yet. */
+	ASSERT_EQ(0, poll(&p, 1, 0));
+	ASSERT_EQ(0, sync_file_status(s.out_fence_fd));
+	ASSERT_EQ(1, poll(&p, 1, 30000));
+	ASSERT_TRUE(p.revents & POLLIN);
+	ASSERT_EQ(1, sync_file_status(s.out_fence_fd));
+	ASSERT_EQ(0, vgsched_wait(self->fd, self->ctx_a, s.seqno, 0, &status));
+	ASSERT_EQ(0, status);
+	close(s.out_fence_fd);
+}
+
+TEST_F(fence, sync_file_of_one_job_gates_another)
+{
+	uint32_t *b = self->buf_b.map, *c = self->buf_c.map;
+	int status = 1;
+
+	/* Job A (context A) writes a[i] = i slowly; job B (context B) computes c = a + b. */
+	struct drm_vgsched_submit ja =
+		vg_job(self->ctx_a, &self->busy, self->busy_len, &self->buf_a.handle, 1, 4, 1, 64);
+	ja.flags = DRM_VGSCHED_SUBMIT_OUT_FENCE;
+	ASSERT_EQ(0, vgsched_submit(self->fd, &ja));
+
+	for (int i = 0; i < 256; i++)
+		b[i] = 1000;
+	__u32 bindings[] = { self->buf_a.handle, self->buf_b.handle, self->buf_c.handle };
+	struct drm_vgsched_submit jb =
+		vg_job(self->ctx_b, &self->add, self->add_len, bindings, 3, 4, 1, 64);
+
+	jb.flags = DRM_VGSCHED_SUBMIT_IN_FENCE | DRM_VGSCHED_SUBMIT_OUT_FENCE;
+	jb.in_fence_fd = ja.out_fence_fd;
+	ASSERT_EQ(0, vgsched_submit(self->fd, &jb));
+
+	/* B cannot be done while A is not, whatever the timing. */
+	ASSERT_EQ(0, vgsched_wait(self->fd, self->ctx_b, jb.seqno, 30 * VG_SECOND_NS, &status));
+	ASSERT_EQ(0, status);
+	ASSERT_EQ(1, sync_file_status(ja.out_fence_fd)) TH_LOG("B finished before A");
+	for (int i = 0; i < 256; i++) {
+		ASSERT_EQ(1000 + i, c[i]) TH_LOG("B read a[%d] before A wrote it", i);
+	}
+	close(ja.out_fence_fd);
+	close(jb.out_fence_fd);
+}
+
+TEST_F(fence, failed_in_fence_cancels_the_waiting_job)
+{
+	/* A's context is destroyed while A runs: its fence signals -ECANCELED. */
+	__u32 ctx = vgsched_ctx_create(self->fd, 8);
+	struct drm_vgsched_submit ja =
+		vg_job(ctx, &self->slow, self->slow_len, &self->buf_a.handle, 1, 1, 1, 1);
+	int status = 0;
+
+	ja.flags = DRM_VGSCHED_SUBMIT_OUT_FENCE;
+	ASSERT_EQ(0, vgsched_submit(self->fd, &ja));
+	__u32 bindings[] = { self->buf_a.handle, self->buf_b.handle, self->buf_c.handle };
+	struct drm_vgsched_submit jb =
+		vg_job(self->ctx_b, &self->add, self->add_len, bindings, 3, 1, 1, 64);
+
+	jb.flags = DRM_VGSCHED_SUBMIT_IN_FENCE;
+	jb.in_fence_fd = ja.out_fence_fd;
+	ASSERT_EQ(0, vgsched_submit(self->fd, &jb));
+	ASSERT_EQ(0, vgsched_ctx_destroy(self->fd, ctx));
+	ASSERT_EQ(-ECANCELED, sync_file_status(ja.out_fence_fd));
+	ASSERT_EQ(0, vgsched_wait(self->fd, self->ctx_b, jb.seqno, 30 * VG_SECOND_NS, &status));
+	ASSERT_EQ(-ECANCELED, status);
+	close(ja.out_fence_fd);
+}
+
+TEST_HARNESS_MAIN

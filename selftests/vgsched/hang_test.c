@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Hangs and teardown through the uAPI: an endless loop is stopped at the
+ * job timeout with -ETIME, its context turns guilty and refuses work while
+ * other contexts go on; closing a file or killing a process mid-job leaves
+ * nothing behind on the device.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "vgsched_programs.h"
+
+static __u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * VG_SECOND_NS + ts.tv_nsec;
+}
+
+/* The debugfs dump, for checking that nothing is left on the device. */
+static int device_state(char *buf, size_t size)
+{
+	int fd = open("/sys/kernel/debug/vgsched/state", O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	return 0;
+}
+
+/* Waits up to 10 s for the device to hold no work-group and no job. */
+static int device_drains(char *buf, size_t size)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (device_state(buf, size))
+			return -1;
+		if (strstr(buf, "work-groups on the device: 0") && !strstr(buf, "jobs queued"))
+			return 0;
+		usleep(10 * 1000);
+	}
+	return -1;
+}
+
+FIXTURE(hang) {
+	int fd;
+	struct vg_buf endless, add, a, b, c;
+	unsigned int endless_len, add_len;
+	struct drm_vgsched_gpu_info info;
+};
+
+FIXTURE_SETUP(hang)
+{
+	__u64 words[16];
+
+	self->fd = vgsched_open_render_node();
+	ASSERT_GE(self->fd, 0);
+	ASSERT_EQ(0, vgsched_query_gpu_info(self->fd, &self->info));
+	self->endless_len = vg_prog_endless(words);
+	ASSERT_EQ(0, vg_program(self->fd, words, self->endless_len, &self->endless));
+	self->add_len = vg_prog_vector_add(words, 0);
+	ASSERT_EQ(0, vg_program(self->fd, words, self->add_len, &self->add));
+	ASSERT_EQ(0, vg_buf_create(self->fd, 4096, &self->a));
+	ASSERT_EQ(0, vg_buf_create(self->fd, 4096, &self->b));
+	ASSERT_EQ(0, vg_buf_create(self->fd, 4096, &self->c));
+}
+
+FIXTURE_TEARDOWN(hang)
+{
+	close(self->fd);
+}
+
+TEST_F(hang, endless_loop_is_stopped_and_its_context_turns_guilty)
+{
+	__u32 bad = vgsched_ctx_create(self->fd, 8), good = vgsched_ctx_create(self->fd, 8);
+	__u32 bindings[] = { self->a.handle, self->b.handle, self->c.handle };
+	int status = 0;
+
+	ASSERT_NE(0, bad);
+	ASSERT_NE(0, good);
+	struct drm_vgsched_submit hung =
+		vg_job(bad, &self->endless, self->endless_len, bindings, 3, 1, 1, 1);
+	ASSERT_EQ(0, vgsched_submit(self->fd, &hung));
+	__u64 start = now_ns();
+	/* Queued behind the hang on the same context: cancelled with it. */
+	struct drm_vgsched_submit behind = hung;
+
+	ASSERT_EQ(0, vgsched_submit(self->fd, &behind));
+
+	/* Another context's job completes meanwhile, with right results. */
+	for (int i = 0; i < 64; i++) {
+		((uint32_t *)self->a.map)[i] = i;
+		((uint32_t *)self->b.map)[i] = 7;
+	}
+	struct drm_vgsched_submit other = vg_job(good, &self->add, self->add_len, bindings, 3, 1, 1, 64);
+
+	ASSERT_EQ(0, vgsched_submit(self->fd, &other));
+	ASSERT_EQ(0, vgsched_wait(self->fd, good, other.seqno, 30 * VG_SECOND_NS, &status));
+	ASSERT_EQ(0, status);
+	for (int i = 0; i < 64; i++) {
+		ASSERT_EQ(i + 7, ((uint32_t *)self->c.map)[i]);
+	}
+	/* The hung job is still held: not before the timeout. */
+	ASSERT_EQ(-ETIMEDOUT, vgsched_wait(self->fd, bad, hung.seqno, 0, &status));
+
+	ASSERT_EQ(0, vgsched_wait(self->fd, bad, hung.seqno, 30 * VG_SECOND_NS, &status));
+	__u64 took = now_ns() - start;
+
+	ASSERT_EQ(-ETIME, status);
+	/* Stopped at the job timeout: not before it (modeled time is real time). */
+	ASSERT_GE(took, self->info.job_timeout_ms * 1000000ull * 9 / 10);
+	ASSERT_EQ(0, vgsched_wait(self->fd, bad, behind.seqno, 0, &status));
+	ASSERT_EQ(-ECANCELED, status);
+
+	struct drm_vgsched_ctx_query q = { .ctx_id = bad };
+
+	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_VGSCHED_CTX_QUERY, &q));
+	ASSERT_EQ(DRM_VGSCHED_CTX_STATE_GUILTY, q.state);
+	ASSERT_EQ(2, q.jobs_completed);
+	struct drm_vgsched_submit refused = hung;
+
+	ASSERT_EQ(-ECANCELED, vgsched_submit(self->fd, &refused));
+	/* The good context is untouched. */
+	q.ctx_id = good;
+	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_VGSCHED_CTX_QUERY, &q));
+	ASSERT_EQ(DRM_VGSCHED_CTX_STATE_IDLE, q.state);
+	other.seqno = 0;
+	ASSERT_EQ(0, vgsched_submit(self->fd, &other));
+	ASSERT_EQ(0, vgsched_wait(self->fd, good, other.seqno, 30 * VG_SECOND_NS, &status));
+	ASSERT_EQ(0, status);
+}
+
+TEST_F(hang, close_mid_job_leaves_nothing_behind)
+{
+	char state[8192];
+	int fd = vgsched_open_render_node();
+	__u32 ctx = vgsched_ctx_create(fd, 8);
+	struct vg_buf prog, out;
+	__u64 words[4];
+	unsigned int len = vg_prog_endless(words);
+
+	ASSERT_NE(0, ctx);
+	ASSERT_EQ(0, vg_program(fd, words, len, &prog));
+	ASSERT_EQ(0, vg_buf_create(fd, 4096, &out));
+	struct drm_vgsched_submit s = vg_job(ctx, &prog, len, &out.handle, 1, 8, 4, 1);
+
+	for (int i = 0; i < 5; i++) {
+		ASSERT_EQ(0, vgsched_submit(fd, &s));
+	}
+	ASSERT_EQ(0, device_state(state, sizeof(state)));
+	ASSERT_NE(NULL, strstr(state, "jobs queued")) TH_LOG("%s", state);
+	munmap(prog.map, prog.size);
+	munmap(out.map, out.size);
+	close(fd);
+	ASSERT_EQ(0, device_drains(state, sizeof(state))) TH_LOG("%s", state);
+	ASSERT_NE(NULL, strstr(state, "module 0: shared 0/")) TH_LOG("%s", state);
+}
+
+TEST_F(hang, killed_process_mid_job_leaves_nothing_behind)
+{
+	char state[8192];
+	int pipefd[2];
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(pipefd));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		int fd = vgsched_open_render_node();
+		__u32 ctx = vgsched_ctx_create(fd, 8);
+		struct vg_buf prog, out;
+		__u64 words[4];
+		unsigned int len = vg_prog_endless(words);
+		char ok = 'n';
+
+		if (ctx && !vg_program(fd, words, len, &prog) && !vg_buf_create(fd, 4096, &out)) {
+			struct drm_vgsched_submit s = vg_job(ctx, &prog, len, &out.handle, 1, 4, 4, 2);
+
+			s.flags = DRM_VGSCHED_SUBMIT_OUT_FENCE;
+			if (!vgsched_submit(fd, &s) && !vgsched_submit(fd, &s))
+				ok = 'y';
+		}
+		write(pipefd[1], &ok, 1);
+		pause();
+		_exit(0);
+	}
+	char ok = 0;
+
+	ASSERT_EQ(1, read(pipefd[0], &ok, 1));
+	ASSERT_EQ('y', ok);
+	ASSERT_EQ(0, device_state(state, sizeof(state)));
+	ASSERT_NE(NULL, strstr(state, "jobs queued")) TH_LOG("%s", state);
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
+	ASSERT_EQ(0, device_drains(state, sizeof(state))) TH_LOG("%s", state);
+}
+
+TEST_HARNESS_MAIN

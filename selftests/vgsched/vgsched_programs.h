@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Programs for the virtual GPU, shared by the kselftests and the demo.
+ * Each fills a caller's array and returns the instruction count.
+ */
+#ifndef VGSCHED_PROGRAMS_H
+#define VGSCHED_PROGRAMS_H
+
+#include "vgsched_test_util.h"
+
+#define I(op, rd, ra, rb, imm) vg_instr(DRM_VGSCHED_OP_##op, rd, ra, rb, imm)
+
+/*
+ * c[i] = a[i] + b[i] for every thread i of the grid; bindings a, b, c.
+ * With @fadd the addition is binary32, otherwise 32-bit wrapping integer.
+ */
+static inline unsigned int vg_prog_vector_add(__u64 *p, int fadd)
+{
+	unsigned int n = 0;
+
+	p[n++] = I(SREG, 0, 0, 0, DRM_VGSCHED_SREG_GLOBAL_ID);
+	p[n++] = I(LD, 1, 0, 0, 0);
+	p[n++] = I(LD, 2, 0, 1, 0);
+	p[n++] = fadd ? I(FADD, 3, 1, 2, 0) : I(ADD, 3, 1, 2, 0);
+	p[n++] = I(ST, 3, 0, 2, 0);
+	p[n++] = I(END, 0, 0, 0, 0);
+	return n;
+}
+
+/*
+ * C = A x B for n x n integer matrices (row-major; bindings A, B, C):
+ * work-group r computes row r, its thread c element (r, c), with a
+ * multiply-accumulate loop. Run it as n work-groups of n threads.
+ */
+static inline unsigned int vg_prog_matmul(__u64 *p, int size)
+{
+	unsigned int n = 0;
+
+	p[n++] = I(SREG, 0, 0, 0, DRM_VGSCHED_SREG_GROUP_ID);	/* row */
+	p[n++] = I(SREG, 1, 0, 0, DRM_VGSCHED_SREG_LOCAL_ID);	/* column */
+	p[n++] = I(MOVI, 2, 0, 0, size);
+	p[n++] = I(MUL, 3, 0, 2, 0);				/* index into A */
+	p[n++] = I(MOV, 4, 1, 0, 0);				/* index into B */
+	p[n++] = I(MOVI, 5, 0, 0, 0);				/* sum */
+	p[n++] = I(MOVI, 6, 0, 0, size);			/* k left */
+	p[n++] = I(LD, 7, 3, 0, 0);				/* 7: loop */
+	p[n++] = I(LD, 8, 4, 1, 0);
+	p[n++] = I(MAD, 5, 7, 8, 0);
+	p[n++] = I(ADDI, 3, 3, 0, 1);
+	p[n++] = I(ADD, 4, 4, 2, 0);
+	p[n++] = I(ADDI, 6, 6, 0, -1);
+	p[n++] = I(BRNZ, 0, 6, 0, 7);
+	p[n++] = I(MUL, 9, 0, 2, 0);
+	p[n++] = I(ADD, 9, 9, 1, 0);
+	p[n++] = I(ST, 5, 9, 2, 0);
+	p[n++] = I(END, 0, 0, 0, 0);
+	return n;
+}
+
+/* A thread that never ends: the job timeout must stop it. */
+static inline unsigned int vg_prog_endless(__u64 *p)
+{
+	p[0] = I(BR, 0, 0, 0, 0);
+	return 1;
+}
+
+/* Every thread counts r0 down from @loops, then stores its global id. */
+static inline unsigned int vg_prog_busy_store(__u64 *p, int loops)
+{
+	unsigned int n = 0;
+
+	p[n++] = I(MOVI, 0, 0, 0, loops);
+	p[n++] = I(ADDI, 0, 0, 0, -1);				/* 1: loop */
+	p[n++] = I(BRNZ, 0, 0, 0, 1);
+	p[n++] = I(SREG, 1, 0, 0, DRM_VGSCHED_SREG_GLOBAL_ID);
+	p[n++] = I(ST, 1, 1, 0, 0);
+	p[n++] = I(END, 0, 0, 0, 0);
+	return n;
+}
+
+#undef I
+
+/* A submission of @prog over @groups x @waves x @threads with bindings. */
+static inline struct drm_vgsched_submit vg_job(__u32 ctx, const struct vg_buf *prog,
+					       unsigned int instrs, const __u32 *bindings,
+					       unsigned int nbind, __u32 groups, __u32 waves,
+					       __u32 threads)
+{
+	struct drm_vgsched_submit s = {
+		.ctx_id = ctx,
+		.program_handle = prog->handle,
+		.program_instrs = instrs,
+		.bindings = (__u64)(unsigned long)bindings,
+		.binding_count = nbind,
+		.groups = groups,
+		.waves_per_group = waves,
+		.threads_per_wave = threads,
+		.vgpr_blocks = 4,
+		.sgpr_blocks = 2,
+		.shared_mem_blocks = 1,
+	};
+	return s;
+}
+
+#endif /* VGSCHED_PROGRAMS_H */
