@@ -1,16 +1,210 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * vgsched-demo: what the main job runs in the guest. Opens the vgsched
- * render node, asks the driver who it is and what the virtual GPU looks
- * like, and prints it for a human.
+ * render node, prints what the virtual GPU looks like, then runs real jobs
+ * on it through the uAPI and shows what happened:
+ *  - a float vector add and an integer matrix multiply, results checked;
+ *  - a job on a second context gated by the first one's sync_file;
+ *  - an endless loop stopped at the job timeout, its context turned guilty;
+ *  - the device as its debugfs dump sees it (per-module instruction counts).
  */
+#include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "vgsched_test_util.h"
+#include "vgsched_programs.h"
+
+#define CHECK(cond, ...) do { \
+		if (!(cond)) { \
+			fprintf(stderr, "vgsched-demo: " __VA_ARGS__); \
+			fprintf(stderr, "\n"); \
+			exit(1); \
+		} \
+	} while (0)
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static const char *status_name(int status)
+{
+	switch (status) {
+	case 0: return "ok";
+	case -EFAULT: return "-EFAULT (out-of-bounds access)";
+	case -ETIME: return "-ETIME (ran past the job timeout)";
+	case -ECANCELED: return "-ECANCELED (never ran)";
+	default: return "other error";
+	}
+}
+
+/* Submits, waits, and prints one line about the job; returns its status. */
+static int run(int fd, struct drm_vgsched_submit *s, const char *what)
+{
+	double t0 = now_ms();
+	int ret = vgsched_submit(fd, s), status = 1;
+
+	CHECK(!ret, "SUBMIT (%s): %s", what, strerror(-ret));
+	ret = vgsched_wait(fd, s->ctx_id, s->seqno, 60 * VG_SECOND_NS, &status);
+	CHECK(!ret, "WAIT (%s): %s", what, strerror(-ret));
+	printf("  %-34s context %u seqno %llu: %s after %.1f ms\n", what, s->ctx_id,
+	       (unsigned long long)s->seqno, status_name(status), now_ms() - t0);
+	return status;
+}
+
+static void print_context(int fd, __u32 ctx)
+{
+	static const char *const states[] = { "idle", "active", "guilty" };
+	struct drm_vgsched_ctx_query q = { .ctx_id = ctx };
+
+	CHECK(!ioctl(fd, DRM_IOCTL_VGSCHED_CTX_QUERY, &q), "CTX_QUERY failed");
+	printf("  context %u: priority %u, %s, %llu jobs submitted, %llu completed, "
+	       "GPU runtime %.3f ms\n", ctx, q.priority, q.state < 3 ? states[q.state] : "?",
+	       (unsigned long long)q.jobs_submitted, (unsigned long long)q.jobs_completed,
+	       q.runtime_ns / 1e6);
+}
+
+static void vector_add(int fd, __u32 ctx)
+{
+	const unsigned int n = 1024;
+	struct vg_buf prog, a, b, c;
+	__u64 words[16];
+	unsigned int len = vg_prog_vector_add(words, 1), wrong = 0;
+
+	CHECK(!vg_program(fd, words, len, &prog), "program upload failed");
+	CHECK(!vg_buf_create(fd, n * 4, &a) && !vg_buf_create(fd, n * 4, &b) &&
+	      !vg_buf_create(fd, n * 4, &c), "buffer creation failed");
+	float *A = a.map, *B = b.map, *C = c.map;
+
+	for (unsigned int i = 0; i < n; i++) {
+		A[i] = i * 0.5f;
+		B[i] = 1.0f / (i + 1);
+	}
+	__u32 bindings[] = { a.handle, b.handle, c.handle };
+	struct drm_vgsched_submit s = vg_job(ctx, &prog, len, bindings, 3, 8, 2, 64);
+
+	printf("\nfloat vector add, c = a + b over %u elements (8 work-groups x 2 waves x 64 threads):\n", n);
+	run(fd, &s, "vector add");
+	for (unsigned int i = 0; i < n; i++)
+		wrong += memcmp(&(float){ A[i] + B[i] }, &C[i], 4) != 0;
+	for (unsigned int i = 0; i < n; i += 341)
+		printf("  c[%4u] = %9.6f + %9.6f = %11.6f\n", i, A[i], B[i], C[i]);
+	printf("  %u of %u elements bit-exact with the CPU's result\n", n - wrong, n);
+	CHECK(!wrong, "vector add gave wrong results");
+	vg_buf_destroy(fd, &prog);
+	vg_buf_destroy(fd, &a);
+	vg_buf_destroy(fd, &b);
+	vg_buf_destroy(fd, &c);
+}
+
+static void matmul_gated(int fd, __u32 ctx_a, __u32 ctx_b)
+{
+	enum { N = 6 };
+	struct vg_buf mm, busy, a, b, c;
+	__u64 words[32];
+	unsigned int mm_len = vg_prog_matmul(words, N);
+
+	CHECK(!vg_program(fd, words, mm_len, &mm), "program upload failed");
+	unsigned int busy_len = vg_prog_busy_store(words, 100000);
+
+	CHECK(!vg_program(fd, words, busy_len, &busy), "program upload failed");
+	CHECK(!vg_buf_create(fd, 4096, &a) && !vg_buf_create(fd, 4096, &b) &&
+	      !vg_buf_create(fd, 4096, &c), "buffer creation failed");
+	int32_t *A = a.map, *B = b.map, *C = c.map;
+
+	for (int i = 0; i < N * N; i++)
+		B[i] = (i % (N + 1)) == 0;	/* identity */
+
+	/* Job 1 (context A) slowly writes A[i] = i; job 2 (context B) waits for it. */
+	struct drm_vgsched_submit j1 = vg_job(ctx_a, &busy, busy_len, &a.handle, 1, 1, 1, N * N);
+	__u32 bindings[] = { a.handle, b.handle, c.handle };
+	struct drm_vgsched_submit j2 = vg_job(ctx_b, &mm, mm_len, bindings, 3, N, 1, N);
+
+	printf("\nsync_file gating: context %u fills A slowly, context %u computes C = A x I "
+	       "once A's fence signals:\n", ctx_a, ctx_b);
+	j1.flags = DRM_VGSCHED_SUBMIT_OUT_FENCE;
+	double t0 = now_ms();
+
+	CHECK(!vgsched_submit(fd, &j1), "SUBMIT job 1 failed");
+	j2.flags = DRM_VGSCHED_SUBMIT_IN_FENCE;
+	j2.in_fence_fd = j1.out_fence_fd;
+	CHECK(!vgsched_submit(fd, &j2), "SUBMIT job 2 failed");
+
+	struct pollfd p = { .fd = j1.out_fence_fd, .events = POLLIN };
+
+	CHECK(poll(&p, 1, 60000) == 1, "fence never signalled");
+	printf("  job 1's sync_file fd %d became readable after %.1f ms\n", j1.out_fence_fd,
+	       now_ms() - t0);
+	int status = 1;
+
+	CHECK(!vgsched_wait(fd, ctx_b, j2.seqno, 60 * VG_SECOND_NS, &status), "WAIT failed");
+	printf("  job 2 finished after %.1f ms: %s\n", now_ms() - t0, status_name(status));
+	for (int r = 0; r < N; r++) {
+		printf("  C[%d] =", r);
+		for (int col = 0; col < N; col++) {
+			printf(" %3d", C[r * N + col]);
+			CHECK(C[r * N + col] == A[r * N + col], "matrix product is wrong");
+		}
+		printf("\n");
+	}
+	close(j1.out_fence_fd);
+	vg_buf_destroy(fd, &mm);
+	vg_buf_destroy(fd, &busy);
+	vg_buf_destroy(fd, &a);
+	vg_buf_destroy(fd, &b);
+	vg_buf_destroy(fd, &c);
+}
+
+static void endless_loop(int fd, __u32 bad, __u32 good, const struct drm_vgsched_gpu_info *info)
+{
+	struct vg_buf prog, out;
+	__u64 words[8];
+	unsigned int len = vg_prog_endless(words);
+
+	CHECK(!vg_program(fd, words, len, &prog), "program upload failed");
+	CHECK(!vg_buf_create(fd, 4096, &out), "buffer creation failed");
+	struct drm_vgsched_submit s = vg_job(bad, &prog, len, &out.handle, 1, 1, 1, 1);
+
+	printf("\nan endless loop on context %u (job timeout %u ms):\n", bad, info->job_timeout_ms);
+	CHECK(run(fd, &s, "endless loop") == -ETIME, "the endless loop was not stopped");
+	s.seqno = 0;
+	int ret = vgsched_submit(fd, &s);
+
+	printf("  new work on context %u: %s\n", bad,
+	       ret == -ECANCELED ? "refused with -ECANCELED (guilty)" : strerror(-ret));
+	CHECK(ret == -ECANCELED, "a guilty context accepted work");
+	unsigned int busy_len = vg_prog_busy_store(words, 10);
+
+	vg_buf_destroy(fd, &prog);
+	CHECK(!vg_program(fd, words, busy_len, &prog), "program upload failed");
+	s = vg_job(good, &prog, busy_len, &out.handle, 1, 4, 4, 64);
+	CHECK(run(fd, &s, "other context, 4 x 4 x 64 threads") == 0, "other context failed");
+	vg_buf_destroy(fd, &prog);
+	vg_buf_destroy(fd, &out);
+}
+
+static void print_debugfs(void)
+{
+	char line[512];
+	FILE *f = fopen("/sys/kernel/debug/vgsched/state", "r");
+
+	if (!f) {
+		printf("\n(no debugfs dump: /sys/kernel/debug not mounted)\n");
+		return;
+	}
+	printf("\nthe device as /sys/kernel/debug/vgsched/state shows it:\n");
+	while (fgets(line, sizeof(line), f))
+		printf("  %s", line);
+	fclose(f);
+}
 
 int main(void)
 {
@@ -22,20 +216,12 @@ int main(void)
 	struct drm_vgsched_gpu_info info;
 	int fd, ret;
 
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	fd = vgsched_open_render_node();
-	if (fd < 0) {
-		fprintf(stderr, "vgsched-demo: no vgsched render node (is the module loaded?)\n");
-		return 1;
-	}
-	if (ioctl(fd, DRM_IOCTL_VERSION, &v)) {
-		perror("vgsched-demo: DRM_IOCTL_VERSION");
-		return 1;
-	}
+	CHECK(fd >= 0, "no vgsched render node (is the module loaded?)");
+	CHECK(!ioctl(fd, DRM_IOCTL_VERSION, &v), "DRM_IOCTL_VERSION failed");
 	ret = vgsched_query_gpu_info(fd, &info);
-	if (ret) {
-		fprintf(stderr, "vgsched-demo: DEV_QUERY failed: %s\n", strerror(-ret));
-		return 1;
-	}
+	CHECK(!ret, "DEV_QUERY failed: %s", strerror(-ret));
 
 	printf("driver           %s %d.%d.%d (%s)\n", name, v.version_major,
 	       v.version_minor, v.version_patchlevel, desc);
@@ -47,6 +233,25 @@ int main(void)
 	printf("per unit         %u vector / %u scalar register blocks, %u wave slots\n",
 	       info.vgpr_blocks, info.sgpr_blocks, info.wave_slots);
 	printf("per module       %u shared-memory blocks\n", info.shared_mem_blocks);
+	printf("modeled clock    %u kHz; cycles per instruction class: move %u alu %u load %u "
+	       "store %u matrix %u compare %u jump %u\n", info.clock_khz,
+	       info.cycle_costs[DRM_VGSCHED_CLASS_MOVE], info.cycle_costs[DRM_VGSCHED_CLASS_ALU],
+	       info.cycle_costs[DRM_VGSCHED_CLASS_LOAD], info.cycle_costs[DRM_VGSCHED_CLASS_STORE],
+	       info.cycle_costs[DRM_VGSCHED_CLASS_MATRIX],
+	       info.cycle_costs[DRM_VGSCHED_CLASS_COMPARE], info.cycle_costs[DRM_VGSCHED_CLASS_JUMP]);
+
+	__u32 ctx_a = vgsched_ctx_create(fd, 8), ctx_b = vgsched_ctx_create(fd, 10);
+	__u32 ctx_c = vgsched_ctx_create(fd, 12);
+
+	CHECK(ctx_a && ctx_b && ctx_c, "CTX_CREATE failed");
+	vector_add(fd, ctx_a);
+	matmul_gated(fd, ctx_a, ctx_b);
+	endless_loop(fd, ctx_c, ctx_b, &info);
+	printf("\ncontexts:\n");
+	print_context(fd, ctx_a);
+	print_context(fd, ctx_b);
+	print_context(fd, ctx_c);
+	print_debugfs();
 	close(fd);
 	return 0;
 }

@@ -42,6 +42,9 @@ pub(crate) struct ContextState {
     pub(crate) jobs_completed: u64,
     /// A job of this context hung: new work is refused.
     pub(crate) guilty: bool,
+    /// Destroyed (or its file closed): a submission racing with that is
+    /// refused, so no job outlives its context.
+    pub(crate) closed: bool,
     /// Modeled time the context's waves occupied the device.
     pub(crate) runtime_ns: u64,
     /// End of the latest interval counted in `runtime_ns`.
@@ -123,6 +126,7 @@ impl Context {
                     recent: [const { None }; MAX_JOBS_IN_FLIGHT as usize],
                     jobs_completed: 0,
                     guilty: false,
+                    closed: false,
                     runtime_ns: 0,
                     busy_until_ns: 0,
                 }),

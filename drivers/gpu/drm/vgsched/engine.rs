@@ -213,6 +213,9 @@ impl Engine {
             return Err(ENODEV);
         }
         let mut cs = ctx.state.lock();
+        if cs.closed {
+            return Err(ENOENT);
+        }
         if cs.guilty {
             return Err(ECANCELED);
         }
@@ -261,6 +264,7 @@ impl Engine {
     /// file is closed, so nothing of it outlives it.
     pub(crate) fn cancel_context(this: ArcBorrow<'_, Self>, ctx: &Arc<Context>) {
         let mut st = this.state.lock();
+        ctx.state.lock().closed = true;
         let Some(i) = st.queues.iter().position(|q| Arc::ptr_eq(&q.ctx, ctx)) else {
             return;
         };
@@ -549,7 +553,11 @@ impl Engine {
             "jobs: done {} faulted {} hung {} cancelled {}",
             st.jobs_done, st.jobs_faulted, st.jobs_hung, st.jobs_cancelled
         )?;
-        writeln!(f, "per unit: waves/{} vgpr/{} sgpr/{}", t.wave_slots, t.vgpr_blocks, t.sgpr_blocks)?;
+        writeln!(
+            f,
+            "per unit [waves vgpr sgpr] of {} {} {}; instructions per class: move alu load store matrix compare jump",
+            t.wave_slots, t.vgpr_blocks, t.sgpr_blocks
+        )?;
         for m in 0..t.modules {
             write!(f, "module {m}: shared {}/{} units", st.shared[m as usize], t.shared_mem_blocks)?;
             for u in 0..t.units_per_module {
@@ -563,7 +571,6 @@ impl Engine {
             }
             writeln!(f)?;
         }
-        writeln!(f, "instruction classes: move alu load store matrix compare jump")?;
         for q in st.queues.iter() {
             writeln!(
                 f,

@@ -36,7 +36,7 @@ mod topology {
 #[kernel::macros::kunit_tests(vgsched_isa_uapi)]
 mod isa_uapi {
     use crate::uapi;
-    use crate::vgsched_core::isa::{self, Op, Special};
+    use crate::vgsched_core::isa::{self, Class, Op, Special};
 
     #[test]
     fn limits_match_the_header() {
@@ -102,6 +102,27 @@ mod isa_uapi {
         for (special, code) in header {
             assert_eq!(special as u32, code);
         }
+    }
+
+    #[test]
+    fn instruction_classes_match_the_header() {
+        let header = [
+            (Class::Move, uapi::DRM_VGSCHED_CLASS_MOVE),
+            (Class::Alu, uapi::DRM_VGSCHED_CLASS_ALU),
+            (Class::Load, uapi::DRM_VGSCHED_CLASS_LOAD),
+            (Class::Store, uapi::DRM_VGSCHED_CLASS_STORE),
+            (Class::Matrix, uapi::DRM_VGSCHED_CLASS_MATRIX),
+            (Class::Compare, uapi::DRM_VGSCHED_CLASS_COMPARE),
+            (Class::Jump, uapi::DRM_VGSCHED_CLASS_JUMP),
+        ];
+        assert_eq!(header.len(), isa::NUM_CLASSES);
+        assert_eq!(isa::NUM_CLASSES as u32, uapi::DRM_VGSCHED_NUM_CLASSES);
+        for (class, code) in header {
+            assert_eq!(class as u32, code);
+        }
+        // The uAPI's cycle_costs array has room for every class.
+        let info = uapi::drm_vgsched_gpu_info::default();
+        assert!(info.cycle_costs.len() >= isa::NUM_CLASSES);
     }
 }
 
