@@ -214,3 +214,87 @@ mod exec {
         assert_eq!(run.end, WaveEnd::Fault { exit: Exit::OutOfBounds { pc: 4, slot: 2, index: 2 } });
     }
 }
+
+/// The bitmask resource finder (SEEDS C4), checked inside the kernel against
+/// a bit-by-bit scan: the same code the host tests check, under the
+/// kernel's compiler flags (overflow checks, no 128-bit division helpers).
+#[kernel::macros::kunit_tests(vgsched_bitmask)]
+mod bitmask {
+    use crate::vgsched_core::bitmask::{self, FinderKind, PackedFinder};
+
+    /// Lowest start of `len` free bits, one bit at a time.
+    fn naive_first(map: &[u64], nbits: usize, len: usize) -> Option<usize> {
+        let free = |i: usize| map[i / 64] & (1 << (i % 64)) == 0;
+        let mut run = 0;
+        for i in 0..nbits {
+            run = if free(i) { run + 1 } else { 0 };
+            if run == len {
+                return Some(i + 1 - len);
+            }
+        }
+        None
+    }
+
+    /// Longest free run (lowest start among equals), one bit at a time.
+    fn naive_largest(map: &[u64], nbits: usize) -> Option<(usize, usize)> {
+        (1..=nbits).rev().find_map(|len| naive_first(map, nbits, len).map(|s| (s, len)))
+    }
+
+    #[test]
+    fn exact_finders_on_every_12_bit_map() {
+        for bits in 0u64..1 << 12 {
+            // Garbage above the map's end must read as in use.
+            let map = [bits | !0 << 12];
+            assert_eq!(bitmask::largest_free_run(&map, 12), naive_largest(&map, 12));
+            for len in 1..=12 {
+                assert_eq!(bitmask::first_free_run(&map, 12, len), naive_first(&map, 12, len));
+            }
+        }
+    }
+
+    #[test]
+    fn runs_across_words_of_a_4096_bit_map() {
+        let mut map = [!0u64; 64];
+        // Free runs of 70 bits from bit 100 and of 200 bits from bit 3000.
+        bitmask::clear_range(&mut map, 100, 70);
+        bitmask::clear_range(&mut map, 3000, 200);
+        assert_eq!(bitmask::largest_free_run(&map, 4096), Some((3000, 200)));
+        assert_eq!(bitmask::first_free_run(&map, 4096, 70), Some(100));
+        assert_eq!(bitmask::first_free_run(&map, 4096, 71), Some(3000));
+        assert_eq!(bitmask::first_free_run(&map, 4096, 201), None);
+        assert_eq!(bitmask::count_free(&map, 4096), 270);
+        bitmask::set_range(&mut map, 3000, 200);
+        assert_eq!(bitmask::largest_free_run(&map, 4096), Some((100, 70)));
+    }
+
+    #[test]
+    fn approximate_finders_never_over_report() {
+        for bits in 0u64..1 << 12 {
+            let map = [bits | !0 << 12];
+            for len in 1..=12 {
+                for kind in [FinderKind::Grouped { group: 4 }, FinderKind::Sampled] {
+                    if let Some(start) = bitmask::finds(kind, &map, 12, len) {
+                        assert!(naive_first(&map[..], 12, len).is_some());
+                        for i in start..start + len {
+                            assert_eq!(map[0] & (1 << i), 0);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn packed_finder_matches_the_exact_one() {
+        let maps: [(u64, usize); 3] = [(0x0f0f_00ff, 40), (0x5555, 16), (0x8000_0001, 64)];
+        let mut packed = PackedFinder::new();
+        for (map, nbits) in maps {
+            assert!(packed.push(&[map], nbits).is_some());
+        }
+        let mut out = [None; 3];
+        packed.largest_free_runs(&mut out);
+        for (i, (map, nbits)) in maps.into_iter().enumerate() {
+            assert_eq!(out[i], bitmask::largest_free_run(&[map], nbits));
+        }
+    }
+}
