@@ -348,7 +348,8 @@ struct drm_vgsched_wait {
 	 * @status: out: how the job ended: 0 success, -EFAULT an access out
 	 * of its buffers, -ETIME it ran past the job timeout, -ECANCELED it
 	 * never ran (context destroyed or guilty, or its in-fence failed),
-	 * -ENODATA it ended more than DRM_VGSCHED_MAX_JOBS_IN_FLIGHT jobs ago.
+	 * -ENODATA its context has accepted DRM_VGSCHED_MAX_JOBS_IN_FLIGHT
+	 * or more jobs since, so its result is no longer kept.
 	 */
 	__s32 status;
 	/** @pad: must be zero. */

@@ -105,8 +105,9 @@ pub struct WaveRun {
 
 /// Runs wave `wave` of work-group `group` to completion. A thread that
 /// would take more than `cycle_limit` cycles is stopped and the wave is
-/// reported hung; a faulting thread ends the wave at once (its later
-/// lanes do not run).
+/// reported hung; a faulting thread ends the wave at once. Either way its
+/// later lanes do not run: the job has failed, and interpreting every lane
+/// of a hung wave to the limit would only burn CPU time.
 pub fn run_wave<M: Memory>(
     prog: &[Instr],
     grid: &Grid,
@@ -130,7 +131,10 @@ pub fn run_wave<M: Memory>(
         run.cycles = run.cycles.max(cycles.min(cycle_limit));
         match exit {
             Exit::Ended if cycles <= cycle_limit => {}
-            Exit::Ended | Exit::Budget => run.end = WaveEnd::Hung,
+            Exit::Ended | Exit::Budget => {
+                run.end = WaveEnd::Hung;
+                return run;
+            }
             fault @ Exit::OutOfBounds { .. } => {
                 run.end = WaveEnd::Fault { exit: fault };
                 return run;
@@ -203,6 +207,8 @@ mod tests {
         let run = run_wave(&prog[..n], &grid, 0, 0, &mut Buffers(&mut bufs), &CycleCosts::DEFAULT, 10_000);
         assert_eq!(run.end, WaveEnd::Hung);
         assert_eq!(run.cycles, 10_000);
+        // The second lane never ran: one lane's budget of jumps (2 cycles each).
+        assert_eq!(run.counters.total(), 10_001);
     }
 
     #[test]

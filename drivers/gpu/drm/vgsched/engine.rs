@@ -165,7 +165,9 @@ impl Engine {
             shut_down: false,
             next_job_id: 1,
             queues: KVec::new(),
-            running: KVec::new(),
+            // At most one work-group per wave slot can be on the device,
+            // so placing never needs to allocate.
+            running: KVec::with_capacity(n_units * topology.wave_slots as usize, GFP_KERNEL)?,
             units: KVec::from_elem(UnitUse::default(), n_units, GFP_KERNEL)?,
             shared: KVec::from_elem(0, n_modules, GFP_KERNEL)?,
             counters: KVec::from_elem(Counters::default(), n_modules, GFP_KERNEL)?,
@@ -273,6 +275,8 @@ impl Engine {
         };
         let EngineState { running, units, shared, .. } = &mut *st;
         let mut occ = this.occupancy(units, shared);
+        // Only a context's first job places work-groups (jobs of a context
+        // run in order), so every running group of it has that job's needs.
         running.retain(|g| {
             if !Arc::ptr_eq(&g.ctx, ctx) {
                 return true;
@@ -479,9 +483,6 @@ impl Engine {
         let Some(placement) = occ.find(&needs) else {
             return false;
         };
-        if running.reserve(1, GFP_KERNEL).is_err() {
-            return false;
-        }
         occ.take(&placement, &needs);
         let group = job.next_group;
         job.next_group += 1;
@@ -492,6 +493,12 @@ impl Engine {
         let mut wave_end_ns = [u64::MAX; MAX_WAVES_PER_GROUP as usize];
         let mut last_end = now;
         for wave in 0..needs.waves {
+            if job.error != 0 {
+                // The job has failed: its other waves need not run; they
+                // give their resources back at once.
+                wave_end_ns[wave as usize] = now;
+                continue;
+            }
             let run = run_wave(&job.spec.program, &job.spec.grid, group, wave, &mut mem, &self.costs, limit);
             counters[placement.module as usize].add(&run.counters);
             let end = now.saturating_add(self.topology.cycles_to_ns(run.cycles));
@@ -518,7 +525,7 @@ impl Engine {
             wave_end_ns,
             waves_left: needs.waves,
         };
-        // Capacity reserved above.
+        // Capacity for every wave slot was reserved in `new`.
         let _ = running.push_within_capacity(entry);
         true
     }

@@ -17,6 +17,7 @@
 #include <linux/dma-fence.h>
 #include <linux/fcntl.h>
 #include <linux/file.h>
+#include <linux/jiffies.h>
 #include <linux/slab.h>
 #include <linux/sync_file.h>
 
@@ -76,7 +77,8 @@ int vgsched_fence_status(struct dma_fence *fence)
 
 long vgsched_fence_wait(struct dma_fence *fence, u64 timeout_ns)
 {
-	unsigned long jiffies = nsecs_to_jiffies64(timeout_ns);
+	/* Rounded up, so a wait never ends before the time asked for. */
+	u64 jiffies = timeout_ns / TICK_NSEC + (timeout_ns % TICK_NSEC != 0);
 
 	/* A timeout of 0 asks whether it has signalled without waiting. */
 	return dma_fence_wait_timeout(fence, true, min_t(u64, jiffies, MAX_SCHEDULE_TIMEOUT));
