@@ -544,18 +544,7 @@ mod tests {
         (start..start + len).all(|i| !used(map, nbits, i))
     }
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
+    use super::super::test_rng::Rng;
 
     const MAXW: usize = 65;
     const DENSITIES: usize = 5;
@@ -565,17 +554,17 @@ mod tests {
     fn random_map(rng: &mut Rng, nbits: usize, density: usize) -> [u64; MAXW] {
         let mut m = [0u64; MAXW];
         match density {
-            0 => m.iter_mut().for_each(|w| *w = rng.next()),
+            0 => m.iter_mut().for_each(|w| *w = rng.next_u64()),
             // Sparse: about 1 bit in 16 used.
-            1 => m.iter_mut().for_each(|w| *w = rng.next() & rng.next() & rng.next() & rng.next()),
+            1 => m.iter_mut().for_each(|w| *w = rng.next_u64() & rng.next_u64() & rng.next_u64() & rng.next_u64()),
             // Dense: about 1 bit in 16 free.
-            2 => m.iter_mut().for_each(|w| *w = rng.next() | rng.next() | rng.next() | rng.next()),
+            2 => m.iter_mut().for_each(|w| *w = rng.next_u64() | rng.next_u64() | rng.next_u64() | rng.next_u64()),
             // Fragmented: alternating used and free runs of 1..300 bits.
             3 | 4 => {
-                let (mut i, mut busy) = (0, rng.next() & 1 == 1);
+                let (mut i, mut busy) = (0, rng.next_u64() & 1 == 1);
                 while i < MAXW * 64 {
                     let n =
-                        if density == 3 { 1 + rng.below(300) } else { 1 + rng.below(70) } as usize;
+                        if density == 3 { 1 + rng.below_u64(300) } else { 1 + rng.below_u64(70) } as usize;
                     if busy {
                         set_range(&mut m, i, n);
                     }
@@ -586,7 +575,7 @@ mod tests {
             _ => unreachable!(),
         }
         let tail = nbits.min(MAXW * 64);
-        match rng.below(3) {
+        match rng.below_u64(3) {
             0 => set_range(&mut m, tail, usize::MAX),
             1 => clear_range(&mut m, tail, usize::MAX),
             _ => {}
@@ -789,16 +778,16 @@ mod tests {
         let mut rng = Rng(3);
         for _ in 0..3000 {
             let mut m = [0u64; 5];
-            m.iter_mut().for_each(|w| *w = rng.next());
+            m.iter_mut().for_each(|w| *w = rng.next_u64());
             let mut want = m;
-            let start = rng.below(340) as usize;
-            let len = match rng.below(4) {
-                0 => rng.below(4),
-                1 => rng.below(70),
+            let start = rng.below_u64(340) as usize;
+            let len = match rng.below_u64(4) {
+                0 => rng.below_u64(4),
+                1 => rng.below_u64(70),
                 2 => usize::MAX as u64,
-                _ => rng.below(340),
+                _ => rng.below_u64(340),
             } as usize;
-            let set = rng.next() & 1 == 1;
+            let set = rng.next_u64() & 1 == 1;
             for i in start..start.saturating_add(len).min(320) {
                 if set {
                     want[i / 64] |= 1 << (i % 64);
@@ -825,10 +814,10 @@ mod tests {
             let mut maps = [[0u64; 3]; PACK_MAX_FIELDS];
             let mut p = PackedFinder::new();
             for (k, &w) in layout.iter().enumerate() {
-                let density = rng.below(DENSITIES as u64) as usize;
+                let density = rng.below_u64(DENSITIES as u64) as usize;
                 let mut m = random_map(&mut rng, w, density);
                 if round % 3 == 0 {
-                    m[..3].iter_mut().for_each(|x| *x ^= rng.next());
+                    m[..3].iter_mut().for_each(|x| *x ^= rng.next_u64());
                 }
                 maps[k].copy_from_slice(&m[..3]);
                 assert_eq!(p.push(&maps[k], w), Some(k));
@@ -848,7 +837,7 @@ mod tests {
             }
             // Different lengths per field in one call.
             let mut lens = [0; PACK_MAX_FIELDS];
-            lens.iter_mut().for_each(|l| *l = rng.below(20) as usize);
+            lens.iter_mut().for_each(|l| *l = rng.below_u64(20) as usize);
             let mut out = [None; PACK_MAX_FIELDS];
             p.first_free_runs(&lens, &mut out);
             for (k, &w) in layout.iter().enumerate() {

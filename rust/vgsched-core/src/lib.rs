@@ -23,3 +23,6 @@ pub mod pool;
 pub mod slice;
 pub mod softfloat;
 pub mod topology;
+
+#[cfg(test)]
+mod test_rng;

@@ -249,7 +249,7 @@ mod tests {
         assert_eq!(occ.unit(0, 0), UnitUse { waves: 2, vgpr: 8, sgpr: 2 });
         for (i, &unit) in a.units[..3].iter().enumerate() {
             occ.release_wave(0, unit as u32, &n.wave);
-            assert_eq!(occ.find(&n).is_some(), false, "wave {i}: shared memory still held");
+            assert!(occ.find(&n).is_none(), "wave {i}: shared memory still held");
         }
         occ.release_shared(0, 6);
         assert_eq!(occ.find(&n).map(|p| p.module), Some(0));

@@ -266,18 +266,7 @@ mod tests {
         Candidate { id, priority, created_ns, runtime_ns, runnable: true }
     }
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u32 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) as u32
-        }
-        fn below(&mut self, n: u32) -> u32 {
-            self.next() % n
-        }
-    }
+    use super::super::test_rng::Rng;
 
     /// Indices chosen, as a sorted fixed array prefix, for set comparison.
     fn sorted(sel: &[usize]) -> [usize; 64] {
@@ -503,10 +492,10 @@ mod tests {
         let mut rng = Rng(42);
         let wide = |r: &mut Rng| {
             let bits = r.below(129);
-            let v = ((r.next() as u128) << 96)
-                | ((r.next() as u128) << 64)
-                | ((r.next() as u128) << 32)
-                | r.next() as u128;
+            let v = ((r.next_u32() as u128) << 96)
+                | ((r.next_u32() as u128) << 64)
+                | ((r.next_u32() as u128) << 32)
+                | r.next_u32() as u128;
             if bits == 128 {
                 v
             } else {

@@ -213,26 +213,18 @@ pub fn lt(a: u32, b: u32) -> bool {
 mod tests {
     use super::*;
 
-    /// A small deterministic generator (xorshift64*), so runs repeat.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u32 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) as u32
-        }
-        /// Bit patterns biased toward the interesting places: specials,
-        /// subnormals, near-equal exponents.
-        fn float(&mut self) -> u32 {
-            let r = self.next();
-            match r % 8 {
-                0 => [0, SIGN, INF, INF | SIGN, QNAN, 1, 0x7f_ffff, 0x80_0000, 0x7f7f_ffff]
-                    [(self.next() % 9) as usize] ^ (self.next() & SIGN),
-                1 => self.next() & 0x807f_ffff, // subnormal or zero
-                2 => (self.next() & 0x80ff_ffff) | 0x3f00_0000, // exponents near 1.0
-                _ => self.next(),
-            }
+    use super::super::test_rng::Rng;
+
+    /// Bit patterns biased toward the interesting places: specials,
+    /// subnormals, near-equal exponents.
+    fn float(rng: &mut Rng) -> u32 {
+        let r = rng.next_u32();
+        match r % 8 {
+            0 => [0, SIGN, INF, INF | SIGN, QNAN, 1, 0x7f_ffff, 0x80_0000, 0x7f7f_ffff]
+                [(rng.next_u32() % 9) as usize] ^ (rng.next_u32() & SIGN),
+            1 => rng.next_u32() & 0x807f_ffff, // subnormal or zero
+            2 => (rng.next_u32() & 0x80ff_ffff) | 0x3f00_0000, // exponents near 1.0
+            _ => rng.next_u32(),
         }
     }
 
@@ -248,7 +240,7 @@ mod tests {
     fn add_sub_mul_match_hardware() {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         for _ in 0..N {
-            let (a, b) = (rng.float(), rng.float());
+            let (a, b) = (float(&mut rng), float(&mut rng));
             let (fa, fb) = (f32::from_bits(a), f32::from_bits(b));
             same(add(a, b), fa + fb, "add", a, b);
             same(sub(a, b), fa - fb, "sub", a, b);
@@ -260,8 +252,8 @@ mod tests {
     fn conversions_and_compare_match_hardware() {
         let mut rng = Rng(7);
         for _ in 0..N {
-            let (a, b) = (rng.float(), rng.float());
-            let i = rng.next() as i32 >> (rng.next() % 32);
+            let (a, b) = (float(&mut rng), float(&mut rng));
+            let i = rng.next_u32() as i32 >> (rng.next_u32() % 32);
             assert_eq!(from_i32(i), (i as f32).to_bits(), "from_i32({i})");
             assert_eq!(to_i32(a), f32::from_bits(a) as i32, "to_i32({a:#x})");
             assert_eq!(lt(a, b), f32::from_bits(a) < f32::from_bits(b), "lt({a:#x}, {b:#x})");
