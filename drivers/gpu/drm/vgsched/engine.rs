@@ -68,13 +68,17 @@ struct Job {
     next_group: u32,
     /// Work-groups placed and not yet retired.
     groups_running: u32,
-    /// First error (negative errno), 0 while all is well.
+    /// First error (negative errno), 0 while all is well; `-ETIME` means
+    /// it hung, and only a hang sets that.
     error: i32,
-    /// The error is a hang: the context turns guilty.
-    hung: bool,
 }
 
 impl Job {
+    /// The job ran past the timeout: its context turns guilty.
+    fn hung(&self) -> bool {
+        self.error == ETIME.to_errno()
+    }
+
     /// The job needs nothing more from the device.
     fn is_finished(&self) -> bool {
         self.groups_running == 0 && (self.error != 0 || self.next_group == self.spec.grid.groups)
@@ -246,7 +250,6 @@ impl Engine {
             next_group: 0,
             groups_running: 0,
             error: 0,
-            hung: false,
         };
         // Capacity for MAX_JOBS_IN_FLIGHT was reserved with the queue and
         // `in_flight()` is below that.
@@ -344,10 +347,10 @@ impl Engine {
                 if placed && finished.len() == before {
                     break;
                 }
-                this.dispatch(this, &mut st, now);
+                Self::dispatch(this, &mut st, now);
                 placed = true;
             }
-            this.arm_timer(this, &mut st, now);
+            Self::arm_timer(this, &mut st, now);
         }
         // Jobs drop outside the lock: unmapping buffers may sleep.
         drop(finished);
@@ -397,11 +400,11 @@ impl Engine {
             job.fence.signal(job.error);
             match job.error {
                 0 => st.jobs_done += 1,
-                _ if job.hung => st.jobs_hung += 1,
+                _ if job.hung() => st.jobs_hung += 1,
                 e if e == EFAULT.to_errno() => st.jobs_faulted += 1,
                 _ => st.jobs_cancelled += 1,
             }
-            if job.hung {
+            if job.hung() {
                 // Like drm_sched's timeout handling: the context is guilty
                 // and what it queued behind the hung job never runs.
                 cs.guilty = true;
@@ -452,7 +455,7 @@ impl Engine {
     }
 
     /// Places work-groups in submission order until one does not fit.
-    fn dispatch(&self, this: ArcBorrow<'_, Self>, st: &mut EngineState, now: u64) {
+    fn dispatch(this: ArcBorrow<'_, Self>, st: &mut EngineState, now: u64) {
         loop {
             // The oldest first job among the contexts that can go.
             let mut best: Option<(usize, u64)> = None;
@@ -466,7 +469,7 @@ impl Engine {
                 }
             }
             let Some((qi, _)) = best else { return };
-            if !self.place_group(st, qi, now) {
+            if !this.place_group(st, qi, now) {
                 return;
             }
         }
@@ -506,15 +509,10 @@ impl Engine {
             last_end = last_end.max(end);
             match run.end {
                 WaveEnd::Done => {}
-                WaveEnd::Hung => {
-                    job.error = ETIME.to_errno();
-                    job.hung = true;
-                }
-                WaveEnd::Fault { .. } => {
-                    if job.error == 0 {
-                        job.error = EFAULT.to_errno();
-                    }
-                }
+                // Waves after a failed one are skipped above, so the
+                // first failure is the only one.
+                WaveEnd::Hung => job.error = ETIME.to_errno(),
+                WaveEnd::Fault { .. } => job.error = EFAULT.to_errno(),
             }
         }
         q.ctx.state.lock().account(now, last_end);
@@ -531,7 +529,7 @@ impl Engine {
     }
 
     /// Arms the timer for the earliest wave end still ahead.
-    fn arm_timer(&self, this: ArcBorrow<'_, Self>, st: &mut EngineState, now: u64) {
+    fn arm_timer(this: ArcBorrow<'_, Self>, st: &mut EngineState, now: u64) {
         let next = st
             .running
             .iter()
