@@ -474,23 +474,23 @@ impl PackedFinder {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    // Naive references, one bit at a time.
-
-    fn used(map: &[u64], nbits: usize, i: usize) -> bool {
+/// Naive references, one bit at a time: what the tests check the finders
+/// against and what the benchmarks compare them with.
+pub mod naive {
+    /// Whether bit `i` is in use; bits at or past `nbits` or past the end
+    /// of `map` count as used.
+    pub fn is_used(map: &[u64], nbits: usize, i: usize) -> bool {
         i >= nbits || i / 64 >= map.len() || map[i / 64] >> (i % 64) & 1 == 1
     }
 
-    fn ref_first(map: &[u64], nbits: usize, len: usize) -> Option<usize> {
+    /// Lowest start of `len` free bits, scanning bit by bit.
+    pub fn first_free_run(map: &[u64], nbits: usize, len: usize) -> Option<usize> {
         if len == 0 {
             return Some(0);
         }
         let mut run = 0;
         for i in 0..nbits {
-            if used(map, nbits, i) {
+            if is_used(map, nbits, i) {
                 run = 0;
             } else {
                 run += 1;
@@ -502,10 +502,11 @@ mod tests {
         None
     }
 
-    fn ref_largest(map: &[u64], nbits: usize) -> Option<(usize, usize)> {
+    /// Longest free run (lowest start among equals), scanning bit by bit.
+    pub fn largest_free_run(map: &[u64], nbits: usize) -> Option<(usize, usize)> {
         let (mut best, mut run) = (None, 0);
         for i in 0..nbits {
-            if used(map, nbits, i) {
+            if is_used(map, nbits, i) {
                 run = 0;
             } else {
                 run += 1;
@@ -516,6 +517,13 @@ mod tests {
         }
         best
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use super::naive::{first_free_run as ref_first, is_used as used, largest_free_run as ref_largest};
 
     /// Lowest start that is a multiple of `g` with `g`-aligned `len` bits free.
     fn ref_grouped_first(map: &[u64], nbits: usize, len: usize, g: usize) -> Option<usize> {
@@ -544,7 +552,7 @@ mod tests {
         (start..start + len).all(|i| !used(map, nbits, i))
     }
 
-    use super::super::test_rng::Rng;
+    use super::super::rng::Rng;
 
     const MAXW: usize = 65;
     const DENSITIES: usize = 5;

@@ -20,9 +20,7 @@ pub mod grid;
 pub mod isa;
 pub mod occupancy;
 pub mod pool;
+pub mod rng;
 pub mod slice;
 pub mod softfloat;
 pub mod topology;
-
-#[cfg(test)]
-mod test_rng;

@@ -266,7 +266,7 @@ mod tests {
         Candidate { id, priority, created_ns, runtime_ns, runnable: true }
     }
 
-    use super::super::test_rng::Rng;
+    use super::super::rng::Rng;
 
     /// Indices chosen, as a sorted fixed array prefix, for set comparison.
     fn sorted(sel: &[usize]) -> [usize; 64] {

@@ -213,7 +213,7 @@ pub fn lt(a: u32, b: u32) -> bool {
 mod tests {
     use super::*;
 
-    use super::super::test_rng::Rng;
+    use super::super::rng::Rng;
 
     /// Bit patterns biased toward the interesting places: specials,
     /// subnormals, near-equal exponents.

@@ -33,6 +33,7 @@ pub mod vgsched_core {
     pub mod isa;
     pub mod occupancy;
     pub mod pool;
+    pub mod rng;
     pub mod slice;
     pub mod softfloat;
     pub mod topology;
