@@ -7,8 +7,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 kdir=$(kernel_build_dir)
-bin="$VGSCHED_CACHE/guest-bin"
-spec="$VGSCHED_CACHE/initramfs.spec"
+bin="$VGSCHED_OUT/guest-bin"
+spec="$VGSCHED_OUT/initramfs.spec"
 {
 	printf '%s\n' \
 		'dir /dev 755 0 0' 'nod /dev/console 600 0 0 c 5 1' \
@@ -23,4 +23,4 @@ spec="$VGSCHED_CACHE/initramfs.spec"
 		echo "file /tests/$(basename "$t") $t 755 0 0"
 	done
 } > "$spec"
-"$kdir/usr/gen_init_cpio" "$spec" | gzip -1 > "$VGSCHED_CACHE/initramfs.cpio.gz"
+"$kdir/usr/gen_init_cpio" "$spec" | gzip -1 > "$VGSCHED_OUT/initramfs.cpio.gz"

@@ -12,7 +12,7 @@ step "building vgsched.ko"
 make -s -C "$kdir" M="$TOP" modules
 
 step "building guest programs"
-out="$VGSCHED_CACHE/guest-bin"
+out="$VGSCHED_OUT/guest-bin"
 mkdir -p "$out"
 CFLAGS=(-static -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -D_GNU_SOURCE -pthread
 	-I"$KSRC/tools/testing/selftests"

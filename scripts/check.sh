@@ -8,7 +8,7 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-logs="$VGSCHED_CACHE/logs"
+logs="$VGSCHED_OUT/logs"
 mkdir -p "$logs"
 timed() { # label command...
 	local label=$1 t0=$SECONDS rc=0

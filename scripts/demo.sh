@@ -12,11 +12,11 @@ t0=$SECONDS
 "$TOP/scripts/build-module.sh"
 "$TOP/scripts/build-initramfs.sh"
 "$TOP/scripts/run-guest.sh" demo
-results="$VGSCHED_CACHE/logs/demo-results.log"
+results="$VGSCHED_OUT/logs/demo-results.log"
 step "what the guest printed"
 awk '{sub(/\r$/, "")} /^@@begin demo/{on=1; next} /^@@end demo/{on=0; rc=$NF} on{print "  " $0}
      /^@@end cmd/ && $NF != "rc=0" {bad=1; print "  " $0}
      END{exit (rc != "rc=0" || bad)}' "$results" ||
-	die "the demonstration failed (see $results and $VGSCHED_CACHE/logs/demo-console.log)"
-grep -E 'vgsched: ' "$VGSCHED_CACHE/logs/demo-console.log" | sed 's/^/  kernel: /'
+	die "the demonstration failed (see $results and $VGSCHED_OUT/logs/demo-console.log)"
+grep -E 'vgsched: ' "$VGSCHED_OUT/logs/demo-console.log" | sed 's/^/  kernel: /'
 step "done in $((SECONDS - t0)) s"

@@ -3,6 +3,10 @@
 # kernel source and build go, and the toolchain environment.
 : "${VGSCHED_CACHE:=$HOME/.cache/vgsched}"
 export VGSCHED_CACHE
+# Per-checkout outputs (guest programs, initramfs, logs); a second checkout
+# can set its own and still share the cached kernel build.
+: "${VGSCHED_OUT:=$VGSCHED_CACHE}"
+export VGSCHED_OUT
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 KSRC="$VGSCHED_CACHE/linux-7.3"
 export PATH="$HOME/.cargo/bin:$PATH"

@@ -3,14 +3,14 @@
 #
 # Boots the guest kernel with the initramfs in MODE (demo or test) under
 # QEMU. TCG by default; VGSCHED_KVM=1 asks for KVM (it hangs on some nested
-# hosts). The kernel console goes to $VGSCHED_CACHE/logs/MODE-console.log,
-# framed program output to $VGSCHED_CACHE/logs/MODE-results.log.
+# hosts). The kernel console goes to $VGSCHED_OUT/logs/MODE-console.log,
+# framed program output to $VGSCHED_OUT/logs/MODE-results.log.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 mode=${1:?usage: run-guest.sh demo|test}
 kdir=$(kernel_build_dir)
-logs="$VGSCHED_CACHE/logs"
+logs="$VGSCHED_OUT/logs"
 mkdir -p "$logs"
 console="$logs/$mode-console.log" results="$logs/$mode-results.log"
 rm -f "$console" "$results"
@@ -22,7 +22,7 @@ timeout_s=${VGSCHED_GUEST_TIMEOUT:-900}
 step "booting guest ($mode, ${accel[1]}), console log: $console"
 rc=0
 timeout --foreground -k 10 "$timeout_s" qemu-system-x86_64 "${accel[@]}" -smp 2 -m 1024 \
-	-kernel "$kdir/arch/x86/boot/bzImage" -initrd "$VGSCHED_CACHE/initramfs.cpio.gz" \
+	-kernel "$kdir/arch/x86/boot/bzImage" -initrd "$VGSCHED_OUT/initramfs.cpio.gz" \
 	-append "console=ttyS0 panic=-1 vgsched_run=$mode${VGSCHED_TESTS:+ vgsched_tests=$VGSCHED_TESTS}" \
 	-display none -monitor none -no-reboot \
 	-serial "file:$console" -serial "file:$results" || rc=$?
