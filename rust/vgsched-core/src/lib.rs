@@ -23,4 +23,5 @@ pub mod pool;
 pub mod rng;
 pub mod slice;
 pub mod softfloat;
+pub mod split;
 pub mod topology;
