@@ -18,6 +18,7 @@ pub mod bitmask;
 pub mod exec;
 pub mod grid;
 pub mod isa;
+pub mod module_choice;
 pub mod occupancy;
 pub mod pool;
 pub mod rng;
