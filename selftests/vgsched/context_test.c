@@ -27,21 +27,13 @@ FIXTURE_TEARDOWN(ctx)
 	close(self->fd);
 }
 
-static __u64 now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 TEST_F(ctx, create_query_destroy)
 {
-	__u64 before = now_ns(), after;
+	__u64 before = vg_now_ns(), after;
 	__u32 id = vgsched_ctx_create(self->fd, 11);
 	struct drm_vgsched_ctx_query q = { .ctx_id = id };
 
-	after = now_ns();
+	after = vg_now_ns();
 	ASSERT_NE(0, id);
 	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_VGSCHED_CTX_QUERY, &q));
 	EXPECT_EQ(11, q.priority);

@@ -230,7 +230,7 @@ TEST_F(submit, bad_input_gets_precise_errno_and_changes_nothing)
 	BAD(s.ctx_id = 999, ENOENT);
 	BAD(s.ctx_id = 0, ENOENT);
 	BAD(s.flags = 1u << 7, EINVAL);
-	BAD(s.pad = 1, EINVAL);
+	BAD(s.group_priority = DRM_VGSCHED_GROUP_PRIORITIES, EINVAL);
 	BAD(s.program_handle = 0xdead, ENOENT);
 	BAD(s.program_instrs = 0, EINVAL);
 	BAD(s.program_instrs = 4096 / 8 + 1, EINVAL);		/* past the object's end */

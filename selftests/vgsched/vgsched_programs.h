@@ -78,6 +78,27 @@ static inline unsigned int vg_prog_busy_store(__u64 *p, int loops)
 	return n;
 }
 
+/*
+ * Like vg_prog_busy_store, but each loop iteration also loads four times
+ * from binding 0 (index 0): 67 modeled cycles for 6 instructions, so long
+ * modeled runs cost little interpretation.
+ */
+#define VG_SLOW_LOOP_CYCLES 67
+static inline unsigned int vg_prog_slow_store(__u64 *p, int loops)
+{
+	unsigned int n = 0;
+
+	p[n++] = I(MOVI, 0, 0, 0, loops);
+	for (int i = 0; i < 4; i++)
+		p[n++] = I(LD, 2, 3, 0, 0);			/* 1-4: loop */
+	p[n++] = I(ADDI, 0, 0, 0, -1);
+	p[n++] = I(BRNZ, 0, 0, 0, 1);
+	p[n++] = I(SREG, 1, 0, 0, DRM_VGSCHED_SREG_GLOBAL_ID);
+	p[n++] = I(ST, 1, 1, 0, 0);
+	p[n++] = I(END, 0, 0, 0, 0);
+	return n;
+}
+
 #undef I
 
 /* A submission of @prog over @groups x @waves x @threads with bindings. */

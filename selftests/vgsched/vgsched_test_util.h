@@ -10,7 +10,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -161,5 +163,94 @@ static inline int vgsched_wait(int fd, __u32 ctx, __u64 seqno, __u64 timeout_ns,
 }
 
 #define VG_SECOND_NS 1000000000ull
+
+/* CLOCK_MONOTONIC in nanoseconds: the clock the driver's times use. */
+static inline __u64 vg_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * VG_SECOND_NS + ts.tv_nsec;
+}
+
+/* Reads /sys/kernel/debug/vgsched/@name into @buf (NUL-terminated); 0 or -errno. */
+static inline int vgsched_debugfs_read(const char *name, char *buf, size_t size)
+{
+	char path[128];
+	size_t len = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/vgsched/%s", name);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	while (len + 1 < size && (n = read(fd, buf + len, size - 1 - len)) > 0)
+		len += n;
+	close(fd);
+	buf[len] = 0;
+	return n < 0 ? -errno : 0;
+}
+
+/* The client id debugfs shows for the file owning context @ctx. */
+static inline __u64 vgsched_client_id(int fd, __u32 ctx)
+{
+	struct drm_vgsched_ctx_query q = { .ctx_id = ctx };
+
+	return ioctl(fd, DRM_IOCTL_VGSCHED_CTX_QUERY, &q) ? 0 : q.client_id;
+}
+
+/* One line of /sys/kernel/debug/vgsched/placements. */
+struct vg_placement {
+	__u64 number, time_ns, client, job;
+	unsigned int ctx, group, first_wave, waves, band, module, shared_start, shared_len;
+	struct {
+		unsigned int unit, vgpr, vgpr_len, sgpr, sgpr_len;
+	} wave[64];
+};
+
+/*
+ * Parses the placement log into @out (at most @max entries), keeping only
+ * those of context @ctx of client @client (all when @client is 0).
+ * Returns how many were kept, or -errno.
+ */
+static inline int vgsched_placements(__u64 client, unsigned int ctx, struct vg_placement *out, int max)
+{
+	size_t size = 2 << 20;
+	char *buf = malloc(size), *line, *save = NULL;
+	int n = 0, ret;
+
+	if (!buf)
+		return -ENOMEM;
+	ret = vgsched_debugfs_read("placements", buf, size);
+	for (line = strtok_r(buf, "\n", &save); !ret && line && n < max; line = strtok_r(NULL, "\n", &save)) {
+		struct vg_placement *p = &out[n];
+		char *w;
+		int used = 0;
+
+		if (sscanf(line, "#%llu t=%llu client=%llu ctx=%u job=%llu group=%u waves=%u+%u band=%u module=%u shared=%u+%u%n",
+			   &p->number, &p->time_ns, &p->client, &p->ctx, &p->job, &p->group,
+			   &p->first_wave, &p->waves, &p->band, &p->module, &p->shared_start,
+			   &p->shared_len, &used) != 12 || p->waves > 64) {
+			ret = -EPROTO;
+			break;
+		}
+		w = line + used;
+		for (unsigned int i = 0; i < p->waves; i++) {
+			int k = 0;
+
+			if (sscanf(w, " w=%u:%u+%u:%u+%u%n", &p->wave[i].unit, &p->wave[i].vgpr,
+				   &p->wave[i].vgpr_len, &p->wave[i].sgpr, &p->wave[i].sgpr_len, &k) != 5) {
+				ret = -EPROTO;
+				break;
+			}
+			w += k;
+		}
+		if (!ret && (!client || (p->client == client && p->ctx == ctx)))
+			n++;
+	}
+	free(buf);
+	return ret ? ret : n;
+}
 
 #endif /* VGSCHED_TEST_UTIL_H */

@@ -21,7 +21,7 @@ extern "C" {
 /** The uAPI version a driver reports; bump minor for additions. */
 enum drm_vgsched_uapi_version {
 	DRM_VGSCHED_UAPI_MAJOR = 1,
-	DRM_VGSCHED_UAPI_MINOR = 0,
+	DRM_VGSCHED_UAPI_MINOR = 1,
 };
 
 /** Driver-private ioctl numbers, offset from DRM_COMMAND_BASE. */
@@ -272,6 +272,11 @@ struct drm_vgsched_ctx_query {
 	__u64 jobs_submitted;
 	/** @jobs_completed: out: jobs finished so far (with or without error). */
 	__u64 jobs_completed;
+	/**
+	 * @client_id: out: device-wide number of the open file that owns the
+	 * context, as debugfs shows it (uAPI 1.1).
+	 */
+	__u64 client_id;
 };
 
 /* Flags of struct drm_vgsched_submit. */
@@ -281,6 +286,8 @@ struct drm_vgsched_ctx_query {
 #define DRM_VGSCHED_SUBMIT_IN_FENCE	(1u << 1)
 /** Return a sync_file of the job's completion in @out_fence_fd. */
 #define DRM_VGSCHED_SUBMIT_OUT_FENCE	(1u << 2)
+/** Work-group priority levels of the dispatcher (SEEDS C2's S). */
+#define DRM_VGSCHED_GROUP_PRIORITIES	4
 #define DRM_VGSCHED_SUBMIT_FLAGS \
 	(DRM_VGSCHED_SUBMIT_INDEPENDENT | DRM_VGSCHED_SUBMIT_IN_FENCE | \
 	 DRM_VGSCHED_SUBMIT_OUT_FENCE)
@@ -323,8 +330,13 @@ struct drm_vgsched_submit {
 	__s32 in_fence_fd;
 	/** @out_fence_fd: out: sync_file fd, with DRM_VGSCHED_SUBMIT_OUT_FENCE. */
 	__s32 out_fence_fd;
-	/** @pad: must be zero. */
-	__u32 pad;
+	/**
+	 * @group_priority: priority of the job's work-groups in the
+	 * dispatcher, 0 (first) to DRM_VGSCHED_GROUP_PRIORITIES - 1; the
+	 * dispatcher's rotating windows still serve every level (uAPI 1.1;
+	 * was padding, so 0 is the old behaviour).
+	 */
+	__u32 group_priority;
 	/** @seqno: out: the job's sequence number in its context, from 1. */
 	__u64 seqno;
 };

@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod bitmask;
+pub mod dispatch;
 pub mod exec;
 pub mod grid;
 pub mod isa;

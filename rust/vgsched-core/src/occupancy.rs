@@ -1,18 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What the execution units and modules have in use, and first-fit
-//! placement of a work-group onto one module.
+//! What the execution units and modules have in use, as bitmaps, and the
+//! placement of a work-group onto one module as contiguous ranges.
 //!
 //! A work-group runs on one execution module (its waves share the module's
-//! shared memory); each of its waves occupies one wave slot and its vector
-//! and scalar register blocks on one unit of that module. This is the
-//! simple placement the first scheduler uses: modules in index order, each
-//! wave on the first unit with room. Counts only; SEEDS C's contiguous
-//! ranges and module choice replace it in the dispatch layer.
+//! shared memory); each of its waves occupies one wave slot and a range of
+//! vector and of scalar register blocks on one unit of that module. SEEDS C
+//! calls registers and shared memory *first-class* resources: they must be
+//! allocated contiguously, so each is a bitmap searched with the resource
+//! finder ([`super::bitmask`]) and handed out as start + count. Wave slots
+//! are *second-class*: a count. Which unit each wave goes to is decided by
+//! the caller (the split table, [`super::split`]); which module, by the
+//! dispatcher.
 //!
-//! The usage arrays are owned by the caller (the kernel keeps them in one
+//! The maps are owned by the caller (the kernel keeps them in one
 //! allocation); [`Occupancy`] is a view over them.
 
+use super::bitmask::{clear_range, count_free, finds, largest_free_run, set_range, FinderKind};
 use super::grid::MAX_WAVES_PER_GROUP;
 use super::topology::{limits, Topology};
 
@@ -39,27 +43,6 @@ pub struct GroupNeeds {
     pub shared: u32,
 }
 
-/// Resources in use on one execution unit.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct UnitUse {
-    /// Occupied wave slots.
-    pub waves: u32,
-    /// Vector register blocks in use.
-    pub vgpr: u32,
-    /// Scalar register blocks in use.
-    pub sgpr: u32,
-}
-
-/// Where a work-group's waves go.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Placement {
-    /// The execution module.
-    pub module: u32,
-    /// Unit (index within the module) of each wave; the first
-    /// `GroupNeeds::waves` entries are meaningful.
-    pub units: [u8; MAX_WAVES_PER_GROUP as usize],
-}
-
 /// Why a work-group can never be placed, even on an idle device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FitError {
@@ -71,132 +54,296 @@ pub enum FitError {
     GroupTooBig,
 }
 
-/// A view of the device's usage arrays.
+/// Where one wave runs: its unit and the first block of each of its
+/// register ranges (each range is as long as the wave's need).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WaveSlot {
+    /// Unit within the module.
+    pub unit: u8,
+    /// First vector register block.
+    pub vgpr_start: u16,
+    /// First scalar register block.
+    pub sgpr_start: u16,
+}
+
+/// Where a work-group runs and which contiguous ranges it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// The execution module.
+    pub module: u32,
+    /// First shared-memory block (meaningless when the need is 0).
+    pub shared_start: u32,
+    /// Each wave's unit and register ranges; the first `GroupNeeds::waves`
+    /// entries are meaningful. The waves a unit gets hold adjacent ranges:
+    /// the unit's part of the work-group is one contiguous allocation.
+    pub waves: [WaveSlot; MAX_WAVES_PER_GROUP as usize],
+}
+
+/// What remains free on one module, for choosing between modules: first-
+/// class resources as largest contiguous runs (summed over the units for
+/// per-unit ones), wave slots as a count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Remaining {
+    /// Sum over the units of the largest free vector-register run.
+    pub vgpr: u64,
+    /// Sum over the units of the largest free scalar-register run.
+    pub sgpr: u64,
+    /// Largest free shared-memory run of the module.
+    pub shared: u64,
+    /// Free wave slots over the module's units.
+    pub waves: u64,
+}
+
+/// Where each map lives in the one array of words the caller owns: per
+/// module the shared-memory map, then per unit its vector- and its
+/// scalar-register map, each rounded up to whole words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MapLayout {
+    vgpr_words: usize,
+    sgpr_words: usize,
+    shared_words: usize,
+    unit_words: usize,
+    module_words: usize,
+}
+
+impl MapLayout {
+    /// The layout for `topo`.
+    pub fn new(topo: &Topology) -> Self {
+        let words = |bits: u32| (bits as usize).div_ceil(64);
+        let (vgpr_words, sgpr_words) = (words(topo.vgpr_blocks), words(topo.sgpr_blocks));
+        let shared_words = words(topo.shared_mem_blocks);
+        let unit_words = vgpr_words + sgpr_words;
+        let module_words = shared_words + unit_words * topo.units_per_module as usize;
+        Self { vgpr_words, sgpr_words, shared_words, unit_words, module_words }
+    }
+
+    /// Words of bitmap the whole device needs.
+    pub fn total_words(&self, topo: &Topology) -> usize {
+        self.module_words * topo.modules as usize
+    }
+
+    fn shared(&self, module: u32) -> core::ops::Range<usize> {
+        let at = self.module_words * module as usize;
+        at..at + self.shared_words
+    }
+
+    fn vgpr(&self, module: u32, unit: u32) -> core::ops::Range<usize> {
+        let at = self.module_words * module as usize + self.shared_words + self.unit_words * unit as usize;
+        at..at + self.vgpr_words
+    }
+
+    fn sgpr(&self, module: u32, unit: u32) -> core::ops::Range<usize> {
+        let at = self.vgpr(module, unit).end;
+        at..at + self.sgpr_words
+    }
+}
+
+/// A view of the device's resource maps: one bitmap per first-class
+/// resource (set bit = block in use, as in Linux bitmaps) and a count of
+/// occupied wave slots per unit. First-class resources are handed out as
+/// start + count from the resource finder ([`super::bitmask`]).
 ///
 /// # Invariants
 ///
-/// `units` has `modules * units_per_module` entries (module-major) and
-/// `shared` has `modules` entries; usage never exceeds the topology.
+/// `words` has [`MapLayout::total_words`] entries and `waves` one per unit
+/// (module-major); a bit is set exactly while a placed wave or work-group
+/// holds that block, and no count exceeds the topology.
 pub struct Occupancy<'a> {
     topo: &'a Topology,
-    units: &'a mut [UnitUse],
-    shared: &'a mut [u32],
+    layout: MapLayout,
+    words: &'a mut [u64],
+    waves: &'a mut [u32],
+    finder: FinderKind,
 }
 
 impl<'a> Occupancy<'a> {
-    /// A view over `units` and `shared`, or `None` if their lengths do not
-    /// match `topo`.
-    pub fn new(topo: &'a Topology, units: &'a mut [UnitUse], shared: &'a mut [u32]) -> Option<Self> {
-        let n = topo.modules as usize * topo.units_per_module as usize;
-        (units.len() == n && shared.len() == topo.modules as usize)
-            .then_some(Self { topo, units, shared })
+    /// A view over `words` and `waves`, or `None` if their lengths do not
+    /// match `topo`. Ranges are found with the exact finder.
+    pub fn new(topo: &'a Topology, words: &'a mut [u64], waves: &'a mut [u32]) -> Option<Self> {
+        let layout = MapLayout::new(topo);
+        (words.len() == layout.total_words(topo) && waves.len() == topo.total_units() as usize).then_some(Self {
+            topo,
+            layout,
+            words,
+            waves,
+            finder: FinderKind::Exact,
+        })
     }
 
-    /// Checks that `needs` fits an idle module, so it is worth queueing.
-    pub fn check_fits(topo: &Topology, needs: &GroupNeeds) -> Result<(), FitError> {
+    /// Uses `finder` to find free ranges (an approximate finder may miss a
+    /// range that exists, never return one that does not).
+    pub fn with_finder(mut self, finder: FinderKind) -> Self {
+        self.finder = finder;
+        self
+    }
+
+    /// Checks that a work-group with `needs` fits an idle module, so it is
+    /// worth queueing. With `independent`, only one wave (plus the shared
+    /// memory) must fit: the dispatcher may split such a group into
+    /// single-wave pieces (SEEDS C3).
+    pub fn check_fits(topo: &Topology, needs: &GroupNeeds, independent: bool) -> Result<(), FitError> {
         if needs.waves == 0 || needs.waves > MAX_WAVES_PER_GROUP {
             return Err(FitError::BadWaves);
         }
         if needs.wave.vgpr > topo.vgpr_blocks || needs.wave.sgpr > topo.sgpr_blocks {
             return Err(FitError::WaveTooBig);
         }
-        // On an idle module every unit takes the same number of waves.
+        if needs.shared > topo.shared_mem_blocks {
+            return Err(FitError::GroupTooBig);
+        }
+        // The split table gives an idle unit at most ceil(waves / units)
+        // waves, each holding its register blocks.
         let fit = |blocks: u32, need: u32| blocks.checked_div(need).unwrap_or(u32::MAX);
         let per_unit = topo
             .wave_slots
             .min(fit(topo.vgpr_blocks, needs.wave.vgpr))
             .min(fit(topo.sgpr_blocks, needs.wave.sgpr));
         let capacity = per_unit as u64 * topo.units_per_module as u64;
-        if needs.shared > topo.shared_mem_blocks || (needs.waves as u64) > capacity {
+        if !independent && (needs.waves as u64) > capacity {
             return Err(FitError::GroupTooBig);
         }
         Ok(())
+    }
+
+    /// The vector-register map of a unit.
+    pub fn vgpr_map(&self, module: u32, unit: u32) -> &[u64] {
+        &self.words[self.layout.vgpr(module, unit)]
+    }
+
+    /// The scalar-register map of a unit.
+    pub fn sgpr_map(&self, module: u32, unit: u32) -> &[u64] {
+        &self.words[self.layout.sgpr(module, unit)]
+    }
+
+    /// The shared-memory map of a module.
+    pub fn shared_map(&self, module: u32) -> &[u64] {
+        &self.words[self.layout.shared(module)]
+    }
+
+    /// Occupied wave slots of a unit.
+    pub fn unit_waves(&self, module: u32, unit: u32) -> u32 {
+        self.waves[self.unit_index(module, unit)]
     }
 
     fn unit_index(&self, module: u32, unit: u32) -> usize {
         (module * self.topo.units_per_module + unit) as usize
     }
 
-    fn unit_has_room(&self, used: &UnitUse, wave: &WaveNeeds) -> bool {
-        used.waves < self.topo.wave_slots
-            && used.vgpr + wave.vgpr <= self.topo.vgpr_blocks
-            && used.sgpr + wave.sgpr <= self.topo.sgpr_blocks
+    fn find(&self, map: &[u64], nbits: u32, len: u32) -> Option<u32> {
+        if len == 0 {
+            return Some(0);
+        }
+        finds(self.finder, map, nbits as usize, len as usize).map(|s| s as u32)
     }
 
-    /// First-fit placement of a work-group, without taking anything.
-    pub fn find(&self, needs: &GroupNeeds) -> Option<Placement> {
-        let upm = self.topo.units_per_module as usize;
-        'modules: for module in 0..self.topo.modules {
-            if self.shared[module as usize] + needs.shared > self.topo.shared_mem_blocks {
+    /// Places a work-group on `module` with wave `k` on unit
+    /// `wave_units[k]` (the split table's combination), without taking
+    /// anything: each unit needs its wave slots and one contiguous range of
+    /// each register class for all its waves, the module one range of
+    /// shared memory. `None` if the module does not match.
+    pub fn try_place(&self, module: u32, needs: &GroupNeeds, wave_units: &[u8]) -> Option<Placement> {
+        let waves = needs.waves as usize;
+        if module >= self.topo.modules || waves > MAX_WAVES_PER_GROUP as usize || wave_units.len() < waves {
+            return None;
+        }
+        let shared_start = self.find(self.shared_map(module), self.topo.shared_mem_blocks, needs.shared)?;
+        let mut p = Placement { module, shared_start, waves: [WaveSlot::default(); MAX_WAVES_PER_GROUP as usize] };
+        let mut per_unit = [0u32; MAX_UNITS_PER_MODULE];
+        for &unit in &wave_units[..waves] {
+            *per_unit.get_mut(unit as usize).filter(|_| (unit as u32) < self.topo.units_per_module)? += 1;
+        }
+        let mut starts = [(0u32, 0u32); MAX_UNITS_PER_MODULE];
+        for (unit, &count) in per_unit.iter().enumerate().take(self.topo.units_per_module as usize) {
+            if count == 0 {
                 continue;
             }
-            let first = self.unit_index(module, 0);
-            // A scratch copy of this module's units to count tentative waves.
-            let mut scratch = [UnitUse::default(); MAX_UNITS_PER_MODULE];
-            let scratch = &mut scratch[..upm.min(MAX_UNITS_PER_MODULE)];
-            for (s, u) in scratch.iter_mut().zip(&self.units[first..]) {
-                *s = *u;
+            let unit = unit as u32;
+            if self.unit_waves(module, unit) + count > self.topo.wave_slots {
+                return None;
             }
-            let mut placement = Placement { module, units: [0; MAX_WAVES_PER_GROUP as usize] };
-            for wave in 0..needs.waves as usize {
-                let Some(unit) = (0..scratch.len()).find(|&u| self.unit_has_room(&scratch[u], &needs.wave))
-                else {
-                    continue 'modules;
-                };
-                scratch[unit].waves += 1;
-                scratch[unit].vgpr += needs.wave.vgpr;
-                scratch[unit].sgpr += needs.wave.sgpr;
-                placement.units[wave] = unit as u8;
-            }
-            return Some(placement);
+            let vgpr = self.find(self.vgpr_map(module, unit), self.topo.vgpr_blocks, count * needs.wave.vgpr)?;
+            let sgpr = self.find(self.sgpr_map(module, unit), self.topo.sgpr_blocks, count * needs.wave.sgpr)?;
+            starts[unit as usize] = (vgpr, sgpr);
         }
-        None
+        // Each wave takes the next piece of its unit's ranges.
+        for (slot, &unit) in p.waves.iter_mut().zip(&wave_units[..waves]) {
+            let (vgpr, sgpr) = &mut starts[unit as usize];
+            *slot = WaveSlot { unit, vgpr_start: *vgpr as u16, sgpr_start: *sgpr as u16 };
+            *vgpr += needs.wave.vgpr;
+            *sgpr += needs.wave.sgpr;
+        }
+        Some(p)
     }
 
-    /// Takes the resources of a placement [`Occupancy::find`] returned.
+    /// Takes the resources of a placement [`Occupancy::try_place`] returned.
     pub fn take(&mut self, p: &Placement, needs: &GroupNeeds) {
-        self.shared[p.module as usize] += needs.shared;
-        for &unit in &p.units[..needs.waves as usize] {
-            let i = self.unit_index(p.module, unit as u32);
-            self.units[i].waves += 1;
-            self.units[i].vgpr += needs.wave.vgpr;
-            self.units[i].sgpr += needs.wave.sgpr;
+        let shared = self.layout.shared(p.module);
+        set_range(&mut self.words[shared], p.shared_start as usize, needs.shared as usize);
+        for w in &p.waves[..needs.waves as usize] {
+            self.change_wave(p.module, w, &needs.wave, true);
         }
     }
 
-    /// Gives back one wave's unit resources.
-    pub fn release_wave(&mut self, module: u32, unit: u32, wave: &WaveNeeds) {
+    fn change_wave(&mut self, module: u32, w: &WaveSlot, need: &WaveNeeds, take: bool) {
+        let unit = w.unit as u32;
+        let fill = if take { set_range } else { clear_range };
+        let vgpr = self.layout.vgpr(module, unit);
+        fill(&mut self.words[vgpr], w.vgpr_start as usize, need.vgpr as usize);
+        let sgpr = self.layout.sgpr(module, unit);
+        fill(&mut self.words[sgpr], w.sgpr_start as usize, need.sgpr as usize);
         let i = self.unit_index(module, unit);
-        let used = &mut self.units[i];
-        used.waves = used.waves.saturating_sub(1);
-        used.vgpr = used.vgpr.saturating_sub(wave.vgpr);
-        used.sgpr = used.sgpr.saturating_sub(wave.sgpr);
+        self.waves[i] = if take { self.waves[i] + 1 } else { self.waves[i].saturating_sub(1) };
     }
 
-    /// Gives back a work-group's shared memory.
-    pub fn release_shared(&mut self, module: u32, shared: u32) {
-        let used = &mut self.shared[module as usize];
-        *used = used.saturating_sub(shared);
+    /// Gives back one wave's slot and register ranges.
+    pub fn release_wave(&mut self, module: u32, w: &WaveSlot, need: &WaveNeeds) {
+        self.change_wave(module, w, need, false);
     }
 
-    /// Usage of one unit.
-    pub fn unit(&self, module: u32, unit: u32) -> UnitUse {
-        self.units[self.unit_index(module, unit)]
+    /// Gives back a work-group's shared memory: `len` blocks from `start`
+    /// on `module`.
+    pub fn release_shared(&mut self, module: u32, start: u32, len: u32) {
+        let range = self.layout.shared(module);
+        clear_range(&mut self.words[range], start as usize, len as usize);
     }
 
-    /// Shared-memory blocks in use on a module.
-    pub fn shared(&self, module: u32) -> u32 {
-        self.shared[module as usize]
+    /// What remains free on `module`, for choosing between modules (C9).
+    pub fn remaining(&self, module: u32) -> Remaining {
+        let t = self.topo;
+        let largest = |map: &[u64], bits: u32| largest_free_run(map, bits as usize).map_or(0, |(_, n)| n as u64);
+        let mut r = Remaining { shared: largest(self.shared_map(module), t.shared_mem_blocks), ..Remaining::default() };
+        for unit in 0..t.units_per_module {
+            r.vgpr += largest(self.vgpr_map(module, unit), t.vgpr_blocks);
+            r.sgpr += largest(self.sgpr_map(module, unit), t.sgpr_blocks);
+            r.waves += (t.wave_slots - self.unit_waves(module, unit).min(t.wave_slots)) as u64;
+        }
+        r
+    }
+
+    /// Blocks in use of each first-class resource and occupied wave slots
+    /// on `module`: (vgpr, sgpr, shared, waves).
+    pub fn used(&self, module: u32) -> (u32, u32, u32, u32) {
+        let t = self.topo;
+        let used = |map: &[u64], bits: u32| bits - count_free(map, bits as usize) as u32;
+        let mut u = (0, 0, used(self.shared_map(module), t.shared_mem_blocks), 0);
+        for unit in 0..t.units_per_module {
+            u.0 += used(self.vgpr_map(module, unit), t.vgpr_blocks);
+            u.1 += used(self.sgpr_map(module, unit), t.sgpr_blocks);
+            u.3 += self.unit_waves(module, unit);
+        }
+        u
     }
 
     /// Whether nothing at all is in use.
     pub fn is_idle(&self) -> bool {
-        self.shared.iter().all(|&s| s == 0) && self.units.iter().all(|u| *u == UnitUse::default())
+        self.words.iter().all(|&w| w == 0) && self.waves.iter().all(|&n| n == 0)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::bitmask::naive;
+    use super::super::rng::Rng;
     use super::*;
 
     fn topo() -> Topology {
@@ -217,53 +364,172 @@ mod tests {
         GroupNeeds { waves, wave: WaveNeeds { vgpr, sgpr }, shared }
     }
 
-    #[test]
-    fn fit_checks_name_the_reason() {
-        let t = topo();
-        assert_eq!(Occupancy::check_fits(&t, &needs(0, 1, 1, 0)), Err(FitError::BadWaves));
-        assert_eq!(Occupancy::check_fits(&t, &needs(65, 1, 1, 0)), Err(FitError::BadWaves));
-        assert_eq!(Occupancy::check_fits(&t, &needs(1, 9, 1, 0)), Err(FitError::WaveTooBig));
-        assert_eq!(Occupancy::check_fits(&t, &needs(1, 1, 5, 0)), Err(FitError::WaveTooBig));
-        assert_eq!(Occupancy::check_fits(&t, &needs(1, 1, 1, 11)), Err(FitError::GroupTooBig));
-        // 2 units x min(3 slots, 8/4 vgpr, 4/1 sgpr) = 4 waves per module.
-        assert_eq!(Occupancy::check_fits(&t, &needs(4, 4, 1, 10)), Ok(()));
-        assert_eq!(Occupancy::check_fits(&t, &needs(5, 4, 1, 0)), Err(FitError::GroupTooBig));
-        assert_eq!(Occupancy::check_fits(&t, &needs(6, 0, 0, 0)), Ok(()));
-        assert_eq!(Occupancy::check_fits(&t, &needs(7, 0, 0, 0)), Err(FitError::GroupTooBig));
+    struct Maps {
+        words: [u64; 64],
+        waves: [u32; 16],
+        len: (usize, usize),
+    }
+
+    impl Maps {
+        fn new(t: &Topology) -> Self {
+            let len = (MapLayout::new(t).total_words(t), t.total_units() as usize);
+            Self { words: [0; 64], waves: [0; 16], len }
+        }
+
+        fn occ<'a>(&'a mut self, t: &'a Topology) -> Occupancy<'a> {
+            Occupancy::new(t, &mut self.words[..self.len.0], &mut self.waves[..self.len.1]).unwrap()
+        }
     }
 
     #[test]
-    fn first_fit_fills_modules_in_order_and_releases() {
+    fn fit_checks_name_the_reason() {
         let t = topo();
-        let (mut units, mut shared) = ([UnitUse::default(); 4], [0u32; 2]);
-        let mut occ = Occupancy::new(&t, &mut units, &mut shared).unwrap();
-        let n = needs(3, 4, 1, 6);
-        let a = occ.find(&n).unwrap();
-        assert_eq!((a.module, &a.units[..3]), (0, &[0u8, 0, 1][..]));
-        occ.take(&a, &n);
-        // Module 0 has 4 shared blocks left: the next group goes to module 1.
-        let b = occ.find(&n).unwrap();
-        assert_eq!(b.module, 1);
-        occ.take(&b, &n);
-        assert_eq!(occ.find(&n), None);
-        assert_eq!(occ.unit(0, 0), UnitUse { waves: 2, vgpr: 8, sgpr: 2 });
-        for (i, &unit) in a.units[..3].iter().enumerate() {
-            occ.release_wave(0, unit as u32, &n.wave);
-            assert!(occ.find(&n).is_none(), "wave {i}: shared memory still held");
-        }
-        occ.release_shared(0, 6);
-        assert_eq!(occ.find(&n).map(|p| p.module), Some(0));
-        for &unit in &b.units[..3] {
-            occ.release_wave(1, unit as u32, &n.wave);
-        }
-        occ.release_shared(1, 6);
+        let fits = |n: GroupNeeds| Occupancy::check_fits(&t, &n, false);
+        assert_eq!(fits(needs(0, 1, 1, 0)), Err(FitError::BadWaves));
+        assert_eq!(fits(needs(65, 1, 1, 0)), Err(FitError::BadWaves));
+        assert_eq!(fits(needs(1, 9, 1, 0)), Err(FitError::WaveTooBig));
+        assert_eq!(fits(needs(1, 1, 5, 0)), Err(FitError::WaveTooBig));
+        assert_eq!(fits(needs(1, 1, 1, 11)), Err(FitError::GroupTooBig));
+        // 2 units x min(3 slots, 8/4 vgpr, 4/1 sgpr) = 4 waves per module.
+        assert_eq!(fits(needs(4, 4, 1, 10)), Ok(()));
+        assert_eq!(fits(needs(5, 4, 1, 0)), Err(FitError::GroupTooBig));
+        assert_eq!(fits(needs(6, 0, 0, 0)), Ok(()));
+        assert_eq!(fits(needs(7, 0, 0, 0)), Err(FitError::GroupTooBig));
+        // An independent group may be larger than a module: it can be split.
+        assert_eq!(Occupancy::check_fits(&t, &needs(7, 4, 1, 0), true), Ok(()));
+        assert_eq!(Occupancy::check_fits(&t, &needs(7, 9, 1, 0), true), Err(FitError::WaveTooBig));
+        assert_eq!(Occupancy::check_fits(&t, &needs(7, 1, 1, 11), true), Err(FitError::GroupTooBig));
+    }
+
+    #[test]
+    fn a_unit_gets_one_contiguous_range_for_its_waves() {
+        let t = topo();
+        let mut m = Maps::new(&t);
+        let mut occ = m.occ(&t);
+        let n = needs(3, 2, 1, 4);
+        let p = occ.try_place(0, &n, &[1, 1, 0]).unwrap();
+        assert_eq!(p.shared_start, 0);
+        assert_eq!(&p.waves[..3], &[
+            WaveSlot { unit: 1, vgpr_start: 0, sgpr_start: 0 },
+            WaveSlot { unit: 1, vgpr_start: 2, sgpr_start: 1 },
+            WaveSlot { unit: 0, vgpr_start: 0, sgpr_start: 0 },
+        ]);
+        occ.take(&p, &n);
+        assert_eq!(occ.vgpr_map(0, 1)[0], 0b1111);
+        assert_eq!(occ.sgpr_map(0, 1)[0], 0b11);
+        assert_eq!(occ.shared_map(0)[0], 0b1111);
+        assert_eq!(occ.used(0), (6, 3, 4, 3));
+        // The next group on unit 1 starts after the first one's range.
+        let q = occ.try_place(0, &needs(1, 2, 1, 0), &[1]).unwrap();
+        assert_eq!(q.waves[0], WaveSlot { unit: 1, vgpr_start: 4, sgpr_start: 2 });
+        // Unit 1 has one wave slot left: two more waves do not match.
+        assert_eq!(occ.try_place(0, &needs(2, 1, 0, 0), &[1, 1]), None);
+        // A unit index beyond the module is refused, not a panic.
+        assert_eq!(occ.try_place(0, &needs(1, 1, 0, 0), &[2]), None);
+        occ.release_wave(0, &p.waves[1], &n.wave);
+        assert_eq!(occ.vgpr_map(0, 1)[0], 0b0011);
+        occ.release_wave(0, &p.waves[0], &n.wave);
+        occ.release_wave(0, &p.waves[2], &n.wave);
+        occ.release_shared(p.module, p.shared_start, n.shared);
         assert!(occ.is_idle());
+    }
+
+    #[test]
+    fn fragmentation_is_seen_by_contiguity_not_counts() {
+        let t = topo();
+        let mut m = Maps::new(&t);
+        let mut occ = m.occ(&t);
+        // Three one-wave groups of 2 vgpr blocks on unit 0, then free the
+        // middle one: 4 blocks are free but the largest run is 2 + 2 apart.
+        let n = needs(1, 2, 0, 0);
+        let ps: [Placement; 3] = core::array::from_fn(|_| {
+            let p = occ.try_place(0, &n, &[0]).unwrap();
+            occ.take(&p, &n);
+            p
+        });
+        occ.release_wave(0, &ps[1].waves[0], &n.wave);
+        assert_eq!(occ.remaining(0).vgpr, 2 + 8);
+        // 4 contiguous blocks: not on unit 0 (2 + 2 split), yes on unit 1.
+        assert_eq!(occ.try_place(0, &needs(1, 4, 0, 0), &[0]), None);
+        assert!(occ.try_place(0, &needs(1, 4, 0, 0), &[1]).is_some());
+        let r = occ.remaining(0);
+        assert_eq!((r.shared, r.waves, r.sgpr), (10, 4, 8));
+    }
+
+    /// Random placements and releases against a model that records every
+    /// live range: nothing ever overlaps, the maps are exactly the union of
+    /// live ranges, and a placement is refused only when a unit or the
+    /// module really lacks a contiguous run or a slot.
+    #[test]
+    fn random_placements_never_overlap_and_refuse_only_when_full() {
+        let t = Topology { vgpr_blocks: 100, sgpr_blocks: 70, shared_mem_blocks: 90, wave_slots: 6, ..topo() };
+        let mut m = Maps::new(&t);
+        let mut rng = Rng(0x5eed);
+        // Live groups: (placement, needs).
+        let mut live: [(Option<Placement>, GroupNeeds); 24] = [(None, GroupNeeds::default()); 24];
+        for _ in 0..20_000 {
+            let slot = rng.below(24) as usize;
+            let mut occ = m.occ(&t);
+            if let (Some(p), n) = live[slot] {
+                for w in &p.waves[..n.waves as usize] {
+                    occ.release_wave(p.module, w, &n.wave);
+                }
+                occ.release_shared(p.module, p.shared_start, n.shared);
+                live[slot].0 = None;
+                continue;
+            }
+            let n = needs(1 + rng.below(4), rng.below(20), rng.below(12), rng.below(30));
+            let module = rng.below(2);
+            let units: [u8; 4] = core::array::from_fn(|_| rng.below(2) as u8);
+            match occ.try_place(module, &n, &units) {
+                Some(p) => {
+                    occ.take(&p, &n);
+                    live[slot] = (Some(p), n);
+                }
+                None => {
+                    // Some unit or the module must really lack room.
+                    let mut lacks = naive::first_free_run(occ.shared_map(module), 90, n.shared as usize).is_none();
+                    for unit in 0..2u8 {
+                        let k = units[..n.waves as usize].iter().filter(|&&u| u == unit).count() as u32;
+                        let u = unit as u32;
+                        lacks |= k > 0
+                            && (occ.unit_waves(module, u) + k > 6
+                                || naive::first_free_run(occ.vgpr_map(module, u), 100, (k * n.wave.vgpr) as usize).is_none()
+                                || naive::first_free_run(occ.sgpr_map(module, u), 70, (k * n.wave.sgpr) as usize).is_none());
+                    }
+                    assert!(lacks, "refused although it fits: {n:?} on {module} units {units:?}");
+                }
+            }
+            // Rebuild the maps from the live ranges and compare.
+            let mut model = Maps::new(&t);
+            let mut mo = model.occ(&t);
+            for (p, n) in live.iter().filter_map(|(p, n)| p.map(|p| (p, *n))) {
+                for w in &p.waves[..n.waves as usize] {
+                    for b in 0..n.wave.vgpr as usize {
+                        assert!(!naive::is_used(mo.vgpr_map(p.module, w.unit as u32), 100, w.vgpr_start as usize + b), "overlap");
+                    }
+                    for b in 0..n.wave.sgpr as usize {
+                        assert!(!naive::is_used(mo.sgpr_map(p.module, w.unit as u32), 70, w.sgpr_start as usize + b), "overlap");
+                    }
+                    mo.change_wave(p.module, w, &n.wave, true);
+                }
+                for b in 0..n.shared as usize {
+                    assert!(!naive::is_used(mo.shared_map(p.module), 90, p.shared_start as usize + b), "overlap");
+                }
+                let shared = mo.layout.shared(p.module);
+                set_range(&mut mo.words[shared], p.shared_start as usize, n.shared as usize);
+            }
+            drop(mo);
+            assert_eq!(model.words, m.words);
+            assert_eq!(model.waves, m.waves);
+        }
     }
 
     #[test]
     fn wrong_array_sizes_are_refused() {
         let t = topo();
-        let (mut units, mut shared) = ([UnitUse::default(); 3], [0u32; 2]);
-        assert!(Occupancy::new(&t, &mut units, &mut shared).is_none());
+        let (mut words, mut waves) = ([0u64; 64], [0u32; 4]);
+        assert!(Occupancy::new(&t, &mut words[..3], &mut waves).is_none());
+        assert!(Occupancy::new(&t, &mut words[..MapLayout::new(&t).total_words(&t)], &mut waves[..3]).is_none());
     }
 }

@@ -121,6 +121,13 @@ impl Topology {
         cycles.saturating_mul(1_000_000) / self.clock_khz.max(1) as u64
     }
 
+    /// The clock cycle at monotonic time `ns`: where the modeled clock
+    /// stands. Exact and overflow-free for any `ns` (no u128 division).
+    pub fn ns_to_cycles(&self, ns: u64) -> u64 {
+        let khz = self.clock_khz as u64;
+        (ns / 1_000_000) * khz + (ns % 1_000_000) * khz / 1_000_000
+    }
+
     /// The job timeout in clock cycles: a wave is stopped there.
     pub fn timeout_cycles(&self) -> u64 {
         self.job_timeout_ms as u64 * self.clock_khz as u64

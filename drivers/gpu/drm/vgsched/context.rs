@@ -150,6 +150,7 @@ impl Context {
         };
         args.jobs_submitted = state.last_seqno;
         args.jobs_completed = state.jobs_completed;
+        args.client_id = self.client;
     }
 }
 

@@ -11,17 +11,21 @@
 //! fences) and places more work. Every state change happens in that work
 //! item or in an ioctl, under [`Engine::state`].
 //!
-//! Scheduling here is the simple in-order one: among the contexts whose
-//! next job may start, the oldest job goes first, and the device waits when
-//! its next work-group does not fit (head-of-line blocking). Jobs of one
-//! context run one after the other, in submission order. SEEDS A (pool
-//! selection, time slices) and C (dispatch) replace [`EngineState::dispatch`].
+//! Work reaches the device through the dispatcher of SEEDS C
+//! ([`dispatch`]): every context with work is a FIFO channel, all channel
+//! heads are matched against all execution modules at once, and contiguous
+//! register and shared-memory ranges are handed out by the bitmask resource
+//! finder. Jobs of one context run one after the other, in submission
+//! order; their work-groups run side by side.
 //!
 //! A wave that runs past the job timeout hangs its job: the job's fence
 //! gets `-ETIME` when the timeout has passed in modeled time, its context
 //! turns guilty and its queued jobs are cancelled; other contexts go on.
 
-use core::fmt;
+mod dispatch;
+mod dump;
+
+pub(crate) use dump::{EngineDump, OccupancyDump, PlacementsDump};
 
 use kernel::{
     bindings,
@@ -42,15 +46,28 @@ use kernel::{
 use crate::{
     context::{monotonic_ns, Context, MAX_JOBS_IN_FLIGHT},
     fence::{Fence, OutFenceFd, Waiter},
-    job::{BoMemory, JobSpec},
+    job::JobSpec,
     vgsched_core::{
+        dispatch::{Candidate, DispatchParams, Rotation, SplitTrigger, BANDS},
         exec::{Counters, CycleCosts},
-        grid::{run_wave, WaveEnd, MAX_WAVES_PER_GROUP},
-        isa::NUM_CLASSES,
-        occupancy::{GroupNeeds, Occupancy, Placement, UnitUse},
+        module_choice::{ModuleScore, PowerWeights, PowerWindow},
+        occupancy::{GroupNeeds, MapLayout, Occupancy, WaveSlot},
+        rng::Rng,
+        split::RotatingPointer,
         topology::Topology,
     },
 };
+
+use dump::PlacementLog;
+
+/// The one-wave pieces of a split work-group still to place (SEEDS C3).
+#[derive(Clone, Copy)]
+struct SplitGroup {
+    /// The work-group that was split.
+    group: u32,
+    /// Its next wave to place.
+    next_wave: u32,
+}
 
 /// One queued or running job.
 struct Job {
@@ -64,9 +81,11 @@ struct Job {
     spec: JobSpec,
     /// Armed while the job waits for its in-fence.
     waiter: Option<Waiter>,
-    /// Next work-group to place.
+    /// Next whole work-group to place.
     next_group: u32,
-    /// Work-groups placed and not yet retired.
+    /// A work-group being placed wave by wave, after a split.
+    split: Option<SplitGroup>,
+    /// Work-groups (or pieces) placed and not yet retired.
     groups_running: u32,
     /// First error (negative errno), 0 while all is well; `-ETIME` means
     /// it hung, and only a hang sets that.
@@ -81,33 +100,71 @@ impl Job {
 
     /// The job needs nothing more from the device.
     fn is_finished(&self) -> bool {
-        self.groups_running == 0 && (self.error != 0 || self.next_group == self.spec.grid.groups)
+        self.groups_running == 0
+            && (self.error != 0 || (self.next_group == self.spec.grid.groups && self.split.is_none()))
     }
 
-    /// The job could place a work-group if one fits.
+    /// The job could place a work-group (or a piece of one) if it fits.
     fn has_groups_to_place(&self) -> bool {
-        self.error == 0 && self.next_group < self.spec.grid.groups
+        self.error == 0 && (self.split.is_some() || self.next_group < self.spec.grid.groups)
     }
 }
 
-/// The queued jobs of one context, oldest first.
+/// The queued jobs of one context, oldest first: a dispatch channel.
 struct ContextQueue {
     ctx: Arc<Context>,
     jobs: KVec<Job>,
+    /// SEEDS C1's "selected" mark of this channel, per priority band.
+    selected: [bool; BANDS],
 }
 
-/// A placed work-group.
+/// A placed work-group (or one-wave piece of a split one).
 struct RunningGroup {
     /// Its job.
     job_id: u64,
-    /// Its context (for accounting).
+    /// Its context (for accounting and cancelling).
     ctx: Arc<Context>,
-    /// Where it runs and what it holds.
-    placement: Placement,
-    /// Its waves' modeled end times, `u64::MAX` once retired.
-    wave_end_ns: [u64; MAX_WAVES_PER_GROUP as usize],
+    /// What it holds: the job's needs, or one wave's for a piece.
+    needs: GroupNeeds,
+    /// Its execution module.
+    module: u32,
+    /// First shared-memory block it holds.
+    shared_start: u32,
     /// Waves not yet retired.
     waves_left: u32,
+}
+
+/// A wave on the device.
+struct RunningWave {
+    /// Index of its work-group in [`EngineState::groups`].
+    slot: usize,
+    /// Its unit and register ranges.
+    place: WaveSlot,
+    /// Its modeled end.
+    end_ns: u64,
+    /// Its share of its module's recent-power count (SEEDS C10).
+    power_token: u64,
+}
+
+/// Per execution module dispatch state.
+struct ModuleState {
+    /// Where the split table's combination starts next (SEEDS C8).
+    pointer: RotatingPointer,
+    /// Weighted instructions issued recently (SEEDS C10).
+    power: PowerWindow,
+    /// Instructions executed per class since load.
+    counters: Counters,
+}
+
+/// Totals for debugfs.
+#[derive(Default)]
+struct Totals {
+    jobs_done: u64,
+    jobs_faulted: u64,
+    jobs_hung: u64,
+    jobs_cancelled: u64,
+    groups_dispatched: u64,
+    groups_split: u64,
 }
 
 /// Everything the engine changes, under one lock.
@@ -116,23 +173,37 @@ struct EngineState {
     shut_down: bool,
     /// Next job id.
     next_job_id: u64,
-    /// Contexts with queued jobs.
+    /// Contexts with queued jobs: the dispatch channels.
     queues: KVec<ContextQueue>,
-    /// Work-groups on the device.
-    running: KVec<RunningGroup>,
-    /// Per-unit usage, module-major.
-    units: KVec<UnitUse>,
-    /// Per-module shared-memory usage.
-    shared: KVec<u32>,
-    /// Instructions executed per module and class (SEEDS C10).
-    counters: KVec<Counters>,
+    /// Work-groups on the device, by slot; at most one per wave slot.
+    groups: KVVec<Option<RunningGroup>>,
+    /// Waves on the device; capacity for every wave slot.
+    waves: KVVec<RunningWave>,
+    /// The resource bitmaps ([`MapLayout`]).
+    maps: KVVec<u64>,
+    /// Occupied wave slots per unit.
+    unit_waves: KVec<u32>,
+    /// Per-module dispatch state.
+    modules: KVec<ModuleState>,
+    /// Scratch of a dispatch round, sized with `queues`.
+    heads: KVec<dispatch::Head>,
+    /// Scratch: the heads that fit somewhere, for [`dispatch::pick`].
+    candidates: KVec<Candidate>,
+    /// Scratch: index into `heads` of each candidate.
+    candidate_heads: KVec<usize>,
+    /// Scratch: the modules a winner matches and their scores.
+    scores: KVec<ModuleScore>,
+    /// Random tie-break between channels (SEEDS C1).
+    rng: Rng,
+    /// Failed-round counter of SEEDS C3.
+    trigger: SplitTrigger,
+    /// An unsplit independent head is waiting: arm the split timer.
+    splittable_waiting: bool,
+    /// The last placements, for debugfs.
+    log: PlacementLog,
     /// The armed completion timer.
     timer: Option<ArcHrTimerHandle<Engine>>,
-    /// Totals for debugfs.
-    jobs_done: u64,
-    jobs_faulted: u64,
-    jobs_hung: u64,
-    jobs_cancelled: u64,
+    totals: Totals,
 }
 
 /// The execution engine of one device.
@@ -140,8 +211,14 @@ struct EngineState {
 pub(crate) struct Engine {
     /// Shape and clock of the device.
     topology: Topology,
+    /// Policy settings of the dispatcher.
+    params: DispatchParams,
+    /// The priority rotation (SEEDS C2), in modeled nanoseconds.
+    rotation: Rotation,
     /// Cycle cost per instruction class.
     costs: CycleCosts,
+    /// Power weight per instruction class (SEEDS C10).
+    power_weights: PowerWeights,
     #[pin]
     state: Mutex<EngineState>,
     #[pin]
@@ -162,29 +239,53 @@ impl_has_hr_timer! {
 
 impl Engine {
     /// An idle engine for a device of shape `topology`.
-    pub(crate) fn new(topology: Topology) -> Result<Arc<Self>> {
+    pub(crate) fn new(topology: Topology, params: DispatchParams) -> Result<Arc<Self>> {
         let n_units = topology.total_units() as usize;
         let n_modules = topology.modules as usize;
+        let wave_slots = n_units * topology.wave_slots as usize;
+        let mut groups = KVVec::with_capacity(wave_slots, GFP_KERNEL)?;
+        for _ in 0..wave_slots {
+            groups.push(None, GFP_KERNEL)?;
+        }
+        let mut modules = KVec::with_capacity(n_modules, GFP_KERNEL)?;
+        for _ in 0..n_modules {
+            modules.push(
+                ModuleState {
+                    pointer: RotatingPointer::new(topology.units_per_module),
+                    power: PowerWindow::new(params.power_window_cycles),
+                    counters: Counters::default(),
+                },
+                GFP_KERNEL,
+            )?;
+        }
         let state = EngineState {
             shut_down: false,
             next_job_id: 1,
             queues: KVec::new(),
-            // At most one work-group per wave slot can be on the device,
-            // so placing never needs to allocate.
-            running: KVec::with_capacity(n_units * topology.wave_slots as usize, GFP_KERNEL)?,
-            units: KVec::from_elem(UnitUse::default(), n_units, GFP_KERNEL)?,
-            shared: KVec::from_elem(0, n_modules, GFP_KERNEL)?,
-            counters: KVec::from_elem(Counters::default(), n_modules, GFP_KERNEL)?,
+            groups,
+            // Placing never allocates: every wave holds a wave slot.
+            waves: KVVec::with_capacity(wave_slots, GFP_KERNEL)?,
+            maps: KVVec::from_elem(0, MapLayout::new(&topology).total_words(&topology), GFP_KERNEL)?,
+            unit_waves: KVec::from_elem(0, n_units, GFP_KERNEL)?,
+            modules,
+            heads: KVec::new(),
+            candidates: KVec::new(),
+            candidate_heads: KVec::new(),
+            scores: KVec::with_capacity(n_modules, GFP_KERNEL)?,
+            rng: Rng::new(monotonic_ns()),
+            trigger: SplitTrigger::new(topology.cycles_to_ns(params.split_after_rounds)),
+            splittable_waiting: false,
+            log: PlacementLog::new()?,
             timer: None,
-            jobs_done: 0,
-            jobs_faulted: 0,
-            jobs_hung: 0,
-            jobs_cancelled: 0,
+            totals: Totals::default(),
         };
         Arc::pin_init(
             try_pin_init!(Self {
                 topology,
+                params,
+                rotation: Rotation::new(topology.cycles_to_ns(params.rotation_period_cycles)),
                 costs: CycleCosts::DEFAULT,
+                power_weights: PowerWeights::DEFAULT,
                 state <- new_mutex!(state),
                 work <- new_work!("vgsched::Engine::work"),
                 timer <- HrTimer::new(),
@@ -235,8 +336,13 @@ impl Engine {
         let queue = match st.queues.iter().position(|q| Arc::ptr_eq(&q.ctx, ctx)) {
             Some(i) => i,
             None => {
+                // A dispatch round needs scratch room for every channel.
+                let channels = st.queues.len() + 1;
+                st.heads.reserve(channels, GFP_KERNEL)?;
+                st.candidates.reserve(channels, GFP_KERNEL)?;
+                st.candidate_heads.reserve(channels, GFP_KERNEL)?;
                 let jobs = KVec::with_capacity(MAX_JOBS_IN_FLIGHT as usize, GFP_KERNEL)?;
-                st.queues.push(ContextQueue { ctx: ctx.clone(), jobs }, GFP_KERNEL)?;
+                st.queues.push(ContextQueue { ctx: ctx.clone(), jobs, selected: [false; BANDS] }, GFP_KERNEL)?;
                 st.queues.len() - 1
             }
         };
@@ -248,6 +354,7 @@ impl Engine {
             spec,
             waiter: None,
             next_group: 0,
+            split: None,
             groups_running: 0,
             error: 0,
         };
@@ -276,23 +383,34 @@ impl Engine {
         let Ok(queue) = st.queues.remove(i) else {
             return;
         };
-        let EngineState { running, units, shared, .. } = &mut *st;
-        let mut occ = this.occupancy(units, shared);
-        // Only a context's first job places work-groups (jobs of a context
-        // run in order), so every running group of it has that job's needs.
-        running.retain(|g| {
+        let now = monotonic_ns();
+        let EngineState { groups, waves, maps, unit_waves, modules, .. } = &mut *st;
+        let mut occ = this.occupancy(maps, unit_waves);
+        let now_cycle = this.topology.ns_to_cycles(now);
+        let of_ctx = |g: &Option<RunningGroup>| g.as_ref().is_some_and(|g| Arc::ptr_eq(&g.ctx, ctx));
+        waves.retain(|w| {
+            let Some(g) = groups[w.slot].as_ref() else {
+                return true;
+            };
             if !Arc::ptr_eq(&g.ctx, ctx) {
                 return true;
             }
-            release_group(&mut occ, g, &queue.jobs[0].spec.needs);
+            occ.release_wave(g.module, &w.place, &g.needs.wave);
+            // Cut short now: it issued nothing after this.
+            modules[g.module as usize].power.stop(now_cycle, now_cycle, w.power_token);
             false
         });
+        for slot in groups.iter_mut().filter(|g| of_ctx(g)) {
+            if let Some(g) = slot.take() {
+                occ.release_shared(g.module, g.shared_start, g.needs.shared);
+            }
+        }
         let mut cs = ctx.state.lock();
         for job in queue.jobs.iter() {
             job.fence.signal(ECANCELED.to_errno());
             cs.jobs_completed += 1;
         }
-        st.jobs_cancelled += queue.jobs.len() as u64;
+        st.totals.jobs_cancelled += queue.jobs.len() as u64;
         drop(cs);
         drop(st);
         // Buffer mappings and waiters go here, outside the locks.
@@ -306,7 +424,8 @@ impl Engine {
         let (timer, queues) = {
             let mut st = self.state.lock();
             st.shut_down = true;
-            st.running.clear();
+            st.waves.clear();
+            st.groups.iter_mut().for_each(|g| *g = None);
             (st.timer.take(), core::mem::take(&mut st.queues))
         };
         for queue in queues.iter() {
@@ -321,13 +440,16 @@ impl Engine {
         unsafe { bindings::flush_work(Work::raw_get(&self.work)) };
     }
 
-    fn occupancy<'a>(&'a self, units: &'a mut [UnitUse], shared: &'a mut [u32]) -> Occupancy<'a> {
+    /// A view of the resource maps.
+    fn occupancy<'a>(&'a self, maps: &'a mut [u64], unit_waves: &'a mut [u32]) -> Occupancy<'a> {
         // The arrays were sized from `self.topology` in `new`.
-        Occupancy::new(&self.topology, units, shared).expect("usage arrays match the topology")
+        Occupancy::new(&self.topology, maps, unit_waves)
+            .expect("resource maps match the topology")
+            .with_finder(self.params.finder)
     }
 
     /// One engine step: retire what has ended, finish jobs, place more
-    /// work, arm the timer for the next end.
+    /// work, arm the timer for the next event.
     fn step(this: ArcBorrow<'_, Self>) {
         let mut finished = KVec::new();
         {
@@ -356,33 +478,38 @@ impl Engine {
         drop(finished);
     }
 
-    /// Retires waves whose modeled end has passed.
+    /// Retires waves whose modeled end has passed, giving back their
+    /// ranges, and work-groups whose last wave has.
     fn retire(&self, st: &mut EngineState, now: u64) {
-        let EngineState { running, units, shared, queues, .. } = st;
-        let mut occ = self.occupancy(units, shared);
-        running.retain(|g| {
-            let Some(job) = find_job(queues, g.job_id) else {
-                return false;
-            };
-            let needs = job.spec.needs;
-            for w in 0..needs.waves as usize {
-                let end = g.wave_end_ns[w];
-                if end != u64::MAX && end <= now {
-                    occ.release_wave(g.placement.module, g.placement.units[w] as u32, &needs.wave);
-                    g.wave_end_ns[w] = u64::MAX;
-                    g.waves_left -= 1;
-                }
-            }
-            if g.waves_left > 0 {
+        let EngineState { groups, waves, maps, unit_waves, modules, queues, .. } = st;
+        let mut occ = self.occupancy(maps, unit_waves);
+        let now_cycle = self.topology.ns_to_cycles(now);
+        waves.retain(|w| {
+            if w.end_ns > now {
                 return true;
             }
-            occ.release_shared(g.placement.module, needs.shared);
-            job.groups_running -= 1;
+            let Some(g) = groups[w.slot].as_mut() else {
+                return false;
+            };
+            occ.release_wave(g.module, &w.place, &g.needs.wave);
+            modules[g.module as usize].power.stop(self.topology.ns_to_cycles(w.end_ns), now_cycle, w.power_token);
+            g.waves_left -= 1;
+            if g.waves_left == 0 {
+                occ.release_shared(g.module, g.shared_start, g.needs.shared);
+                if let Some(job) = find_job(queues, g.job_id) {
+                    job.groups_running -= 1;
+                }
+                groups[w.slot] = None;
+            }
             false
         });
     }
 
     /// Moves finished jobs out of their queues, signalling their fences.
+    ///
+    /// A context's finished jobs are all signalled under one hold of its
+    /// lock, so a WAIT that saw the first (a hang, say) also sees the jobs
+    /// the hang cancelled.
     fn collect_finished(&self, st: &mut EngineState, out: &mut KVec<Job>) {
         let mut qi = 0;
         while qi < st.queues.len() {
@@ -391,36 +518,42 @@ impl Engine {
                 qi += 1;
                 continue;
             }
-            let Ok(job) = q.jobs.remove(0) else {
-                break;
-            };
             let ctx = q.ctx.clone();
             let mut cs = ctx.state.lock();
-            cs.jobs_completed += 1;
-            job.fence.signal(job.error);
-            match job.error {
-                0 => st.jobs_done += 1,
-                _ if job.hung() => st.jobs_hung += 1,
-                e if e == EFAULT.to_errno() => st.jobs_faulted += 1,
-                _ => st.jobs_cancelled += 1,
-            }
-            if job.hung() {
-                // Like drm_sched's timeout handling: the context is guilty
-                // and what it queued behind the hung job never runs.
-                cs.guilty = true;
-                for later in q.jobs.iter_mut() {
-                    if later.error == 0 {
-                        later.error = ECANCELED.to_errno();
+            while q.jobs.first().is_some_and(Job::is_finished) {
+                let Ok(job) = q.jobs.remove(0) else {
+                    break;
+                };
+                cs.jobs_completed += 1;
+                job.fence.signal(job.error);
+                let t = &mut st.totals;
+                match job.error {
+                    0 => t.jobs_done += 1,
+                    _ if job.hung() => t.jobs_hung += 1,
+                    e if e == EFAULT.to_errno() => t.jobs_faulted += 1,
+                    _ => t.jobs_cancelled += 1,
+                }
+                if job.hung() {
+                    // Like drm_sched's timeout handling: the context is
+                    // guilty and what it queued behind the hung job never
+                    // runs.
+                    cs.guilty = true;
+                    for later in q.jobs.iter_mut() {
+                        if later.error == 0 {
+                            later.error = ECANCELED.to_errno();
+                        }
                     }
                 }
+                // Keeping the job costs no allocation failure path: if the
+                // push fails the job simply drops here, under the lock.
+                let _ = out.push(job, GFP_KERNEL);
             }
             drop(cs);
             if q.jobs.is_empty() {
                 let _ = st.queues.remove(qi);
+            } else {
+                qi += 1;
             }
-            // Keeping the job costs no allocation failure path: if the push
-            // fails the job simply drops here, under the lock.
-            let _ = out.push(job, GFP_KERNEL);
         }
     }
 
@@ -454,88 +587,15 @@ impl Engine {
         }
     }
 
-    /// Places work-groups in submission order until one does not fit.
-    fn dispatch(this: ArcBorrow<'_, Self>, st: &mut EngineState, now: u64) {
-        loop {
-            // The oldest first job among the contexts that can go.
-            let mut best: Option<(usize, u64)> = None;
-            for (qi, q) in st.queues.iter_mut().enumerate() {
-                let Some(job) = q.jobs.first_mut() else { continue };
-                if !job.has_groups_to_place() || !Self::ready(this, job) {
-                    continue;
-                }
-                if best.is_none_or(|(_, id)| job.id < id) {
-                    best = Some((qi, job.id));
-                }
-            }
-            let Some((qi, _)) = best else { return };
-            if !this.place_group(st, qi, now) {
-                return;
-            }
-        }
-    }
-
-    /// Places the next work-group of queue `qi`'s first job, running its
-    /// waves; `false` if it does not fit now.
-    fn place_group(&self, st: &mut EngineState, qi: usize, now: u64) -> bool {
-        let EngineState { queues, running, units, shared, counters, .. } = st;
-        let q = &mut queues[qi];
-        let job = &mut q.jobs[0];
-        let needs = job.spec.needs;
-        let mut occ = self.occupancy(units, shared);
-        let Some(placement) = occ.find(&needs) else {
-            return false;
-        };
-        occ.take(&placement, &needs);
-        let group = job.next_group;
-        job.next_group += 1;
-        job.groups_running += 1;
-
-        let limit = self.topology.timeout_cycles();
-        let mut mem = BoMemory(&job.spec.bindings);
-        let mut wave_end_ns = [u64::MAX; MAX_WAVES_PER_GROUP as usize];
-        let mut last_end = now;
-        for wave in 0..needs.waves {
-            if job.error != 0 {
-                // The job has failed: its other waves need not run; they
-                // give their resources back at once.
-                wave_end_ns[wave as usize] = now;
-                continue;
-            }
-            let run = run_wave(&job.spec.program, &job.spec.grid, group, wave, &mut mem, &self.costs, limit);
-            counters[placement.module as usize].add(&run.counters);
-            let end = now.saturating_add(self.topology.cycles_to_ns(run.cycles));
-            wave_end_ns[wave as usize] = end;
-            last_end = last_end.max(end);
-            match run.end {
-                WaveEnd::Done => {}
-                // Waves after a failed one are skipped above, so the
-                // first failure is the only one.
-                WaveEnd::Hung => job.error = ETIME.to_errno(),
-                WaveEnd::Fault { .. } => job.error = EFAULT.to_errno(),
-            }
-        }
-        q.ctx.state.lock().account(now, last_end);
-        let entry = RunningGroup {
-            job_id: job.id,
-            ctx: q.ctx.clone(),
-            placement,
-            wave_end_ns,
-            waves_left: needs.waves,
-        };
-        // Capacity for every wave slot was reserved in `new`.
-        let _ = running.push_within_capacity(entry);
-        true
-    }
-
-    /// Arms the timer for the earliest wave end still ahead.
+    /// Arms the timer for the next event: the earliest wave end, or the
+    /// moment blocked independent work-groups are due to be split.
     fn arm_timer(this: ArcBorrow<'_, Self>, st: &mut EngineState, now: u64) {
-        let next = st
-            .running
-            .iter()
-            .flat_map(|g| g.wave_end_ns.iter().copied())
-            .min()
-            .filter(|&end| end != u64::MAX);
+        let mut next = st.waves.iter().map(|w| w.end_ns).min();
+        if st.splittable_waiting {
+            if let Some(at) = st.trigger.fire_time().filter(|&at| at > now) {
+                next = Some(next.map_or(at, |n| n.min(at)));
+            }
+        }
         // Dropping the old handle cancels it before the timer is reused.
         st.timer = None;
         if let Some(end) = next {
@@ -543,74 +603,6 @@ impl Engine {
             st.timer = Some(Arc::from(this).start(delta));
         }
     }
-
-    /// A human-readable dump of the device for debugfs.
-    fn dump(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.state.lock();
-        let t = &self.topology;
-        writeln!(
-            f,
-            "device: {} modules x {} units, clock {} kHz, job timeout {} ms",
-            t.modules, t.units_per_module, t.clock_khz, t.job_timeout_ms
-        )?;
-        writeln!(
-            f,
-            "jobs: done {} faulted {} hung {} cancelled {}",
-            st.jobs_done, st.jobs_faulted, st.jobs_hung, st.jobs_cancelled
-        )?;
-        writeln!(
-            f,
-            "per unit [waves vgpr sgpr] of {} {} {}; instructions per class: move alu load store matrix compare jump",
-            t.wave_slots, t.vgpr_blocks, t.sgpr_blocks
-        )?;
-        for m in 0..t.modules {
-            write!(f, "module {m}: shared {}/{} units", st.shared[m as usize], t.shared_mem_blocks)?;
-            for u in 0..t.units_per_module {
-                let used = st.units[(m * t.units_per_module + u) as usize];
-                write!(f, " [{} {} {}]", used.waves, used.vgpr, used.sgpr)?;
-            }
-            write!(f, " instructions")?;
-            let c = &st.counters[m as usize];
-            for class in 0..NUM_CLASSES {
-                write!(f, " {}", c.per_class[class])?;
-            }
-            writeln!(f)?;
-        }
-        for q in st.queues.iter() {
-            writeln!(
-                f,
-                "context client {} id {} priority {}: {} jobs queued",
-                q.ctx.client,
-                q.ctx.id,
-                q.ctx.priority,
-                q.jobs.len()
-            )?;
-            for job in q.jobs.iter() {
-                writeln!(
-                    f,
-                    "  job seqno {}: groups {}/{} placed, {} running, error {}{}{}",
-                    job.seqno,
-                    job.next_group,
-                    job.spec.grid.groups,
-                    job.groups_running,
-                    job.error,
-                    if job.spec.independent { ", independent" } else { "" },
-                    if job.spec.in_fence.is_some() { ", waits for a fence" } else { "" }
-                )?;
-            }
-        }
-        writeln!(f, "work-groups on the device: {}", st.running.len())
-    }
-}
-
-/// Gives back everything a work-group still holds.
-fn release_group(occ: &mut Occupancy<'_>, g: &RunningGroup, needs: &GroupNeeds) {
-    for w in 0..needs.waves as usize {
-        if g.wave_end_ns[w] != u64::MAX {
-            occ.release_wave(g.placement.module, g.placement.units[w] as u32, &needs.wave);
-        }
-    }
-    occ.release_shared(g.placement.module, needs.shared);
 }
 
 fn find_job(queues: &mut KVec<ContextQueue>, id: u64) -> Option<&mut Job> {
@@ -642,14 +634,5 @@ impl HrTimerCallback for Engine {
     fn run(this: ArcBorrow<'_, Self>, _ctx: HrTimerCallbackContext<'_, Self>) -> HrTimerRestart {
         Engine::kick(this);
         HrTimerRestart::NoRestart
-    }
-}
-
-/// The debugfs view of an engine: `/sys/kernel/debug/vgsched/state`.
-pub(crate) struct EngineDump(pub(crate) Arc<Engine>);
-
-impl fmt::Debug for EngineDump {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.dump(f)
     }
 }

@@ -19,6 +19,7 @@ use crate::{
     gem::{Bo, VgObject},
     uapi,
     vgsched_core::{
+        dispatch::BANDS,
         exec::Memory,
         grid::{Grid, GridError},
         isa::{self, Instr, Op},
@@ -41,8 +42,10 @@ pub(crate) struct JobSpec {
     pub(crate) grid: Grid,
     /// What each work-group needs.
     pub(crate) needs: GroupNeeds,
-    /// Work-groups do not depend on each other (SEEDS C may split them).
+    /// Work-groups do not depend on each other (SEEDS C3 may split them).
     pub(crate) independent: bool,
+    /// Priority band of the work-groups in the dispatcher (SEEDS C1/C2).
+    pub(crate) band: u8,
     /// Fence to wait for before starting.
     pub(crate) in_fence: Option<Fence>,
     /// Return a sync_file of the job's completion.
@@ -56,7 +59,7 @@ impl JobSpec {
         topo: &Topology,
         file: &DrmFile,
     ) -> Result<Self> {
-        if args.flags & !KNOWN_FLAGS != 0 || args.pad != 0 {
+        if args.flags & !KNOWN_FLAGS != 0 || args.group_priority >= BANDS as u32 {
             return Err(EINVAL);
         }
         let grid = Grid {
@@ -73,7 +76,8 @@ impl JobSpec {
             wave: WaveNeeds { vgpr: args.vgpr_blocks, sgpr: args.sgpr_blocks },
             shared: args.shared_mem_blocks,
         };
-        Occupancy::check_fits(topo, &needs).map_err(|e| match e {
+        let independent = args.flags & uapi::DRM_VGSCHED_SUBMIT_INDEPENDENT != 0;
+        Occupancy::check_fits(topo, &needs, independent).map_err(|e| match e {
             FitError::BadWaves => EINVAL,
             FitError::WaveTooBig | FitError::GroupTooBig => E2BIG,
         })?;
@@ -89,7 +93,8 @@ impl JobSpec {
             bindings,
             grid,
             needs,
-            independent: args.flags & uapi::DRM_VGSCHED_SUBMIT_INDEPENDENT != 0,
+            independent,
+            band: args.group_priority as u8,
             in_fence,
             want_out_fence: args.flags & uapi::DRM_VGSCHED_SUBMIT_OUT_FENCE != 0,
         })

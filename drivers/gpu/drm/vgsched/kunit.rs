@@ -36,7 +36,10 @@ mod topology {
 #[kernel::macros::kunit_tests(vgsched_isa_uapi)]
 mod isa_uapi {
     use crate::uapi;
-    use crate::vgsched_core::isa::{self, Class, Op, Special};
+    use crate::vgsched_core::{
+        dispatch,
+        isa::{self, Class, Op, Special},
+    };
 
     #[test]
     fn limits_match_the_header() {
@@ -44,6 +47,7 @@ mod isa_uapi {
         assert_eq!(isa::NUM_REGS, uapi::DRM_VGSCHED_ISA_NUM_REGS as usize);
         assert_eq!(isa::MAX_INSTRS, uapi::DRM_VGSCHED_ISA_MAX_INSTRS as usize);
         assert_eq!(isa::MAX_BINDINGS, uapi::DRM_VGSCHED_ISA_MAX_BINDINGS as usize);
+        assert_eq!(dispatch::BANDS, uapi::DRM_VGSCHED_GROUP_PRIORITIES as usize);
     }
 
     #[test]
@@ -220,25 +224,11 @@ mod exec {
 /// kernel's compiler flags (overflow checks, no 128-bit division helpers).
 #[kernel::macros::kunit_tests(vgsched_bitmask)]
 mod bitmask {
-    use crate::vgsched_core::bitmask::{self, FinderKind, PackedFinder};
-
-    /// Lowest start of `len` free bits, one bit at a time.
-    fn naive_first(map: &[u64], nbits: usize, len: usize) -> Option<usize> {
-        let free = |i: usize| map[i / 64] & (1 << (i % 64)) == 0;
-        let mut run = 0;
-        for i in 0..nbits {
-            run = if free(i) { run + 1 } else { 0 };
-            if run == len {
-                return Some(i + 1 - len);
-            }
-        }
-        None
-    }
-
-    /// Longest free run (lowest start among equals), one bit at a time.
-    fn naive_largest(map: &[u64], nbits: usize) -> Option<(usize, usize)> {
-        (1..=nbits).rev().find_map(|len| naive_first(map, nbits, len).map(|s| (s, len)))
-    }
+    use crate::vgsched_core::bitmask::{
+        self,
+        naive::{first_free_run as naive_first, largest_free_run as naive_largest},
+        FinderKind, PackedFinder,
+    };
 
     #[test]
     fn exact_finders_on_every_12_bit_map() {

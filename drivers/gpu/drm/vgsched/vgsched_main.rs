@@ -28,18 +28,21 @@ mod uapi;
 #[path = "../../../../rust/vgsched-core/src"]
 pub mod vgsched_core {
     pub mod bitmask;
+    pub mod dispatch;
     pub mod exec;
     pub mod grid;
     pub mod isa;
+    pub mod module_choice;
     pub mod occupancy;
     pub mod pool;
     pub mod rng;
     pub mod slice;
     pub mod softfloat;
+    pub mod split;
     pub mod topology;
 }
 
-use vgsched_core::topology::Topology;
+use vgsched_core::{dispatch::DispatchParams, topology::Topology};
 
 module! {
     type: VgschedModule,
@@ -88,6 +91,26 @@ module! {
             default: 2000,
             description: "A wave running longer than this (modeled ms) hangs its job (10-60000)",
         },
+        module_choice: u32 {
+            default: 0,
+            description: "Execution module choice: 0 least recent power (C10), 1 most free resources (C9), 2 both",
+        },
+        finder: u32 {
+            default: 0,
+            description: "Resource finder: 0 exact, 1 grouped by 4 (C5), 2 sampled (C6)",
+        },
+        rotation_period_cycles: u64 {
+            default: 15000,
+            description: "Period of the rotating priority windows, modeled cycles (15-2^32)",
+        },
+        split_after_rounds: u64 {
+            default: 256,
+            description: "Failed dispatch rounds (cycles) before blocked independent work-groups are split (1-2^32)",
+        },
+        power_window_cycles: u64 {
+            default: 1024,
+            description: "Window of the recent-power count of C10, modeled cycles (16-2^24)",
+        },
     },
 }
 
@@ -107,6 +130,21 @@ fn topology_from_params() -> Topology {
     }
 }
 
+/// Reads the dispatcher's settings from the module parameters.
+fn dispatch_params() -> Result<DispatchParams> {
+    DispatchParams::from_params(
+        module_parameters::rotation_period_cycles.value(),
+        module_parameters::split_after_rounds.value(),
+        module_parameters::power_window_cycles.value(),
+        module_parameters::module_choice.value(),
+        module_parameters::finder.value(),
+    )
+    .map_err(|e| {
+        pr_err!("invalid parameter {}={} (must be {}..={})\n", e.field, e.value, e.min, e.max);
+        EINVAL
+    })
+}
+
 /// The loaded module: the debugfs dump, the DRM registration and the faux
 /// device it sits on.
 ///
@@ -117,6 +155,8 @@ fn topology_from_params() -> Topology {
 /// unplugged, before the faux device is destroyed.
 struct VgschedModule {
     _state_file: Pin<KBox<debugfs::File<engine::EngineDump>>>,
+    _occupancy_file: Pin<KBox<debugfs::File<engine::OccupancyDump>>>,
+    _placements_file: Pin<KBox<debugfs::File<engine::PlacementsDump>>>,
     _debugfs: debugfs::Dir,
     _drm: drm::Registration<'static, driver::VgDriver>,
     _faux: faux::Registration,
@@ -136,7 +176,8 @@ impl kernel::Module for VgschedModule {
             EINVAL
         })?;
 
-        let engine = engine::Engine::new(topology)?;
+        let params = dispatch_params()?;
+        let engine = engine::Engine::new(topology, params)?;
         let faux = faux::Registration::new(c"vgsched", None)?;
         let unregistered = drm::UnregisteredDevice::<driver::VgDriver>::new(
             faux.as_ref(),
@@ -165,11 +206,21 @@ impl kernel::Module for VgschedModule {
         );
         let debugfs = debugfs::Dir::new(c"vgsched");
         let state_file = KBox::pin_init(
-            debugfs.read_only_file(c"state", engine::EngineDump(engine)),
+            debugfs.read_only_file(c"state", engine::EngineDump(engine.clone())),
+            GFP_KERNEL,
+        )?;
+        let occupancy_file = KBox::pin_init(
+            debugfs.read_only_file(c"occupancy", engine::OccupancyDump(engine.clone())),
+            GFP_KERNEL,
+        )?;
+        let placements_file = KBox::pin_init(
+            debugfs.read_only_file(c"placements", engine::PlacementsDump(engine)),
             GFP_KERNEL,
         )?;
         Ok(Self {
             _state_file: state_file,
+            _occupancy_file: occupancy_file,
+            _placements_file: placements_file,
             _debugfs: debugfs,
             _drm: drm,
             _faux: faux,
