@@ -107,6 +107,54 @@ TEST(parameters_reach_the_device)
 	ASSERT_EQ(0, unload());
 }
 
+/*
+ * Every other dispatcher setting (C9 choice, grouped or sampled finder,
+ * short windows, eager splitting) still runs jobs right, and debugfs says
+ * which settings are in force.
+ */
+TEST(dispatcher_settings_take_effect_and_jobs_stay_right)
+{
+	static const struct { const char *params, *shown; } cases[] = {
+		{ "module_choice=1 finder=1", "module choice FreeResources, finder Grouped { group: 4 }" },
+		{ "module_choice=2 finder=2 rotation_period_cycles=15 split_after_rounds=1 power_window_cycles=16",
+		  "module choice Mixed { power_weight: 1, free_weight: 1 }, finder Sampled, rotation period 15 cycles" },
+	};
+	static char state[1 << 16];
+	__u64 words[16];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct vg_buf prog, out;
+		unsigned int len = vg_prog_busy_store(words, 50);
+		int fd, status = 1;
+		__u32 ctx;
+
+		ASSERT_EQ(0, load(cases[i].params)) TH_LOG("%s", cases[i].params);
+		fd = vgsched_open_render_node();
+		ASSERT_GE(fd, 0);
+		ASSERT_EQ(0, vgsched_debugfs_read("state", state, sizeof(state)));
+		EXPECT_NE(NULL, strstr(state, cases[i].shown)) TH_LOG("%s", state);
+		ctx = vgsched_ctx_create(fd, 8);
+		ASSERT_NE(0, ctx);
+		ASSERT_EQ(0, vg_program(fd, words, len, &prog));
+		ASSERT_EQ(0, vg_buf_create(fd, 4096, &out));
+		/* Independent groups bigger than a module: split at once. */
+		struct drm_vgsched_submit s = vg_job(ctx, &prog, len, &out.handle, 1, 8, 64, 2);
+
+		s.vgpr_blocks = 40;
+		s.flags = DRM_VGSCHED_SUBMIT_INDEPENDENT;
+		ASSERT_EQ(0, vgsched_submit(fd, &s));
+		ASSERT_EQ(0, vgsched_wait(fd, ctx, s.seqno, 60 * VG_SECOND_NS, &status));
+		ASSERT_EQ(0, status);
+		for (int t = 0; t < 8 * 64 * 2; t++) {
+			ASSERT_EQ(t, ((__u32 *)out.map)[t]);
+		}
+		vg_buf_destroy(fd, &prog);
+		vg_buf_destroy(fd, &out);
+		close(fd);
+		ASSERT_EQ(0, unload());
+	}
+}
+
 /* Opens the device and queues a job that never ends, with an out-fence. */
 static int submit_endless(int *fd_out, int *fence_fd)
 {
@@ -192,6 +240,11 @@ TEST(invalid_parameters_fail_with_einval_and_a_log_line)
 		{ "shared_mem_blocks=0", "invalid parameter shared_mem_blocks=0" },
 		{ "clock_khz=0", "invalid parameter clock_khz=0 (must be 1..=1000000)" },
 		{ "job_timeout_ms=9", "invalid parameter job_timeout_ms=9 (must be 10..=60000)" },
+		{ "module_choice=3", "invalid parameter module_choice=3 (must be 0..=2)" },
+		{ "finder=3", "invalid parameter finder=3 (must be 0..=2)" },
+		{ "rotation_period_cycles=14", "invalid parameter rotation_period_cycles=14" },
+		{ "split_after_rounds=0", "invalid parameter split_after_rounds=0" },
+		{ "power_window_cycles=15", "invalid parameter power_window_cycles=15" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

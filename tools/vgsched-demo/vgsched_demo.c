@@ -6,6 +6,9 @@
  *  - a float vector add and an integer matrix multiply, results checked;
  *  - a job on a second context gated by the first one's sync_file;
  *  - an endless loop stopped at the job timeout, its context turned guilty;
+ *  - the dispatcher: a low-priority job served while high-priority work
+ *    fills the device, a blocked independent work-group split into
+ *    pieces, placements and occupancy bitmaps read back from debugfs;
  *  - the device as its debugfs dump sees it (per-module instruction counts).
  */
 #include <poll.h>
@@ -191,6 +194,111 @@ static void endless_loop(int fd, __u32 bad, __u32 good, const struct drm_vgsched
 	vg_buf_destroy(fd, &out);
 }
 
+/* Prints the lines of debugfs file @name that contain @match (all if NULL), at most @max. */
+static void print_debugfs_lines(const char *name, const char *match, int max)
+{
+	static char buf[2 << 20];
+	char *line, *save = NULL;
+
+	if (vgsched_debugfs_read(name, buf, sizeof(buf)))
+		return;
+	for (line = strtok_r(buf, "\n", &save); line && max > 0; line = strtok_r(NULL, "\n", &save)) {
+		if (!match || strstr(line, match)) {
+			printf("    %.150s%s\n", line, strlen(line) > 150 ? " ..." : "");
+			max--;
+		}
+	}
+}
+
+/* A job of vg_prog_slow_store: @ms of modeled time per wave, results in @out. */
+static struct drm_vgsched_submit slow_job(int fd, __u32 ctx, struct vg_buf *prog, struct vg_buf *out,
+					  int ms, __u32 groups, __u32 waves, __u32 vgpr)
+{
+	__u64 words[16];
+	unsigned int len = vg_prog_slow_store(words, ms * 1000 / VG_SLOW_LOOP_CYCLES + 1);
+
+	CHECK(!vg_program(fd, words, len, prog), "program upload failed");
+	CHECK(!vg_buf_create(fd, groups * waves * 4, out), "buffer creation failed");
+	struct drm_vgsched_submit s = vg_job(ctx, prog, len, &out->handle, 1, groups, waves, 1);
+
+	s.vgpr_blocks = vgpr;
+	s.sgpr_blocks = 1;
+	s.shared_mem_blocks = 0;
+	return s;
+}
+
+static int ids_right(const struct vg_buf *out, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (((uint32_t *)out->map)[i] != i)
+			return 0;
+	return 1;
+}
+
+static void dispatcher(int fd)
+{
+	__u32 hi1 = vgsched_ctx_create(fd, 8), hi2 = vgsched_ctx_create(fd, 8);
+	__u32 lo = vgsched_ctx_create(fd, 8), fill = vgsched_ctx_create(fd, 8);
+	__u32 ind = vgsched_ctx_create(fd, 8);
+	struct vg_buf prog[5], out[5];
+	int status = 1;
+
+	CHECK(hi1 && hi2 && lo && fill && ind, "CTX_CREATE failed");
+	printf("\nthe dispatcher (SEEDS C): two contexts fill the device with top-priority work\n"
+	       "(2 x 150 work-groups of 4 waves x 32 vector blocks, 6 ms each), then a context\n"
+	       "submits one work-group at the lowest priority:\n");
+	struct drm_vgsched_submit h1 = slow_job(fd, hi1, &prog[0], &out[0], 6, 150, 4, 32);
+	struct drm_vgsched_submit h2 = slow_job(fd, hi2, &prog[1], &out[1], 6, 150, 4, 32);
+	struct drm_vgsched_submit l = slow_job(fd, lo, &prog[2], &out[2], 1, 1, 1, 32);
+
+	h1.group_priority = h2.group_priority = 0;
+	l.group_priority = DRM_VGSCHED_GROUP_PRIORITIES - 1;
+	CHECK(!vgsched_submit(fd, &h1) && !vgsched_submit(fd, &h2), "SUBMIT failed");
+	usleep(20 * 1000);
+	printf("  module 0's bitmaps now (# in use):\n");
+	print_debugfs_lines("occupancy", NULL, 5);
+	double t0 = now_ms();
+
+	CHECK(!vgsched_submit(fd, &l), "SUBMIT failed");
+	CHECK(!vgsched_wait(fd, lo, l.seqno, 60 * VG_SECOND_NS, &status) && status == 0, "low job failed");
+	printf("  the lowest-priority job finished after %.1f ms (the rotating windows put its level\n"
+	       "  first for 1 ms of every 15 ms), while high-priority work was still queued:\n", now_ms() - t0);
+	print_debugfs_lines("state", "job seqno", 2);
+	print_debugfs_lines("placements", "band=3", 1);
+	CHECK(!vgsched_wait(fd, hi1, h1.seqno, 60 * VG_SECOND_NS, &status) && status == 0, "hi job failed");
+	CHECK(!vgsched_wait(fd, hi2, h2.seqno, 60 * VG_SECOND_NS, &status) && status == 0, "hi job failed");
+	printf("  all three jobs' results are right: %s\n",
+	       ids_right(&out[0], 600) && ids_right(&out[1], 600) && ids_right(&out[2], 1) ? "yes" : "NO");
+
+	printf("\nan independent work-group of 64 waves x 8 vector blocks (whole units) while a\n"
+	       "filler holds a little of every unit for 500 ms:\n");
+	struct drm_vgsched_submit f = slow_job(fd, fill, &prog[3], &out[3], 500, 4, 4, 4);
+	struct drm_vgsched_submit g = slow_job(fd, ind, &prog[4], &out[4], 1, 1, 64, 8);
+
+	g.flags = DRM_VGSCHED_SUBMIT_INDEPENDENT;
+	CHECK(!vgsched_submit(fd, &f), "SUBMIT failed");
+	t0 = now_ms();
+	CHECK(!vgsched_submit(fd, &g), "SUBMIT failed");
+	CHECK(!vgsched_wait(fd, ind, g.seqno, 60 * VG_SECOND_NS, &status) && status == 0, "split job failed");
+	printf("  it finished after %.1f ms, the filler still running: %s; split into one-wave\n"
+	       "  pieces of the lowest band, the first and last placements:\n", now_ms() - t0,
+	       vgsched_wait(fd, fill, f.seqno, 0, NULL) == -ETIMEDOUT ? "yes" : "no");
+	char key[96];
+
+	snprintf(key, sizeof(key), " ctx=%u job=%llu group=0 waves=0+1 ", ind, (unsigned long long)g.seqno);
+	print_debugfs_lines("placements", key, 1);
+	snprintf(key, sizeof(key), " ctx=%u job=%llu group=0 waves=63+1 ", ind, (unsigned long long)g.seqno);
+	print_debugfs_lines("placements", key, 1);
+	CHECK(!vgsched_wait(fd, fill, f.seqno, 60 * VG_SECOND_NS, &status) && status == 0, "filler failed");
+	printf("  results right: %s\n", ids_right(&out[4], 64) && ids_right(&out[3], 16) ? "yes" : "NO");
+	printf("  the dispatcher's line of the state file:\n");
+	print_debugfs_lines("state", "dispatcher:", 1);
+	for (int i = 0; i < 5; i++) {
+		vg_buf_destroy(fd, &prog[i]);
+		vg_buf_destroy(fd, &out[i]);
+	}
+}
+
 static void print_debugfs(void)
 {
 	char line[512];
@@ -247,6 +355,7 @@ int main(void)
 	vector_add(fd, ctx_a);
 	matmul_gated(fd, ctx_a, ctx_b);
 	endless_loop(fd, ctx_c, ctx_b, &info);
+	dispatcher(fd);
 	printf("\ncontexts:\n");
 	print_context(fd, ctx_a);
 	print_context(fd, ctx_b);

@@ -156,6 +156,82 @@ impl Rotation {
     }
 }
 
+/// Which band a dispatch decision promotes: C2's window band, or a band
+/// whose window passed while no decision was taken.
+///
+/// The engine decides only when something happens (a wave ends, work
+/// arrives). If those events fall into a fixed phase of the period (work-
+/// groups of equal length started together end together), a short window
+/// may never see one, and its band would wait for ever although the
+/// rotation exists to prevent that. So a band that had waiting work while
+/// its window passed is *owed* a turn: the next decision promotes the
+/// band owed longest instead of the window's, until a work-group of that
+/// band is dispatched or it has no work left. When events do fall inside
+/// the windows this is exactly C2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowDebts {
+    /// Since when each band is owed a turn.
+    owed_since: [Option<u64>; BANDS],
+    /// Time of the last decision.
+    last: Option<u64>,
+    /// Bands with waiting work at the last decision: they kept it until
+    /// now, since only a decision changes what waits.
+    last_waiting: [bool; BANDS],
+}
+
+impl WindowDebts {
+    /// No band owed.
+    pub const fn new() -> Self {
+        Self { owed_since: [None; BANDS], last: None, last_waiting: [false; BANDS] }
+    }
+
+    /// Brings the debts up to `now`: every band that had waiting work at
+    /// the last decision and whose window began after it, up to `now`,
+    /// becomes owed; bands without work now (`waiting`) are owed nothing.
+    pub fn update(&mut self, rotation: &Rotation, now: u64, waiting: [bool; BANDS]) {
+        // The window of the last decision had its decision; look at each
+        // one that began since, up to `now` (a period's worth at most).
+        let mut t = self.last.map_or(now, |last| rotation.next_change(last));
+        self.last = Some(now.max(self.last.unwrap_or(0)));
+        for _ in 0..=BANDS {
+            if t > now {
+                break;
+            }
+            let band = rotation.promoted(t) as usize;
+            if self.last_waiting[band] && self.owed_since[band].is_none() && band != rotation.promoted(now) as usize {
+                self.owed_since[band] = Some(t);
+            }
+            t = rotation.next_change(t);
+        }
+        for (owed, &w) in self.owed_since.iter_mut().zip(waiting.iter()) {
+            if !w {
+                *owed = None;
+            }
+        }
+        self.last_waiting = waiting;
+    }
+
+    /// The band to promote at `now`: the one owed longest, else the
+    /// window's.
+    pub fn promoted(&self, rotation: &Rotation, now: u64) -> u8 {
+        let owed = (0..BANDS).filter_map(|b| self.owed_since[b].map(|t| (t, b))).min();
+        owed.map_or(rotation.promoted(now), |(_, b)| b as u8)
+    }
+
+    /// A work-group of `band` was dispatched: its debt is paid.
+    pub fn served(&mut self, band: u8) {
+        if let Some(owed) = self.owed_since.get_mut(band as usize) {
+            *owed = None;
+        }
+    }
+}
+
+impl Default for WindowDebts {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Rank of `band` in the order where `promoted` comes first and the
 /// others keep their order; lower ranks are dispatched first.
 pub fn rank(band: u8, promoted: u8) -> u8 {
@@ -315,6 +391,44 @@ mod tests {
         assert_eq!([0, 1, 2, 3].map(|b| rank(b, 0)), [0, 2, 3, 4]);
         assert_eq!([0, 1, 2, 3].map(|b| rank(b, 2)), [1, 2, 0, 4]);
         assert_eq!([0, 1, 2, 3].map(|b| rank(b, 3)), [1, 2, 3, 0]);
+    }
+
+    /// Equal work-groups started together end together: decisions at
+    /// 0, 6, 12, ... never fall into band 3's window [14, 15) of a period
+    /// of 15. The debt gives band 3 the decision at 18, right after its
+    /// window; without waiting work nothing is owed.
+    #[test]
+    fn a_window_without_a_decision_is_owed_to_its_band() {
+        let r = Rotation::new(15);
+        let mut d = WindowDebts::new();
+        let waiting = [true, false, false, true];
+        let mut promoted = [0u8; 5];
+        for (i, t) in [0u64, 6, 12, 18, 24].into_iter().enumerate() {
+            d.update(&r, t, waiting);
+            promoted[i] = d.promoted(&r, t);
+            d.served(promoted[i]);
+        }
+        // 12 and 24 fall in the windows of bands 2 and 1 (which have no
+        // work, so band 0 wins those decisions).
+        assert_eq!(promoted, [0, 0, 2, 3, 1]);
+        // Decisions inside the windows: exactly C2, nothing owed.
+        let mut d = WindowDebts::new();
+        for t in 0..45 {
+            d.update(&r, t, [true; BANDS]);
+            assert_eq!(d.promoted(&r, t), r.promoted(t), "t {t}");
+        }
+        // Band 1 had no work while its window passed: owed nothing.
+        let mut d = WindowDebts::new();
+        d.update(&r, 0, [true, false, true, true]);
+        d.update(&r, 13, [true, true, true, true]);
+        assert_eq!(d.promoted(&r, 13), 2);
+        // A debt lapses when the band's work is gone.
+        let mut d = WindowDebts::new();
+        d.update(&r, 0, [true; BANDS]);
+        d.update(&r, 16, [true; BANDS]);
+        assert_eq!(d.promoted(&r, 16), 1);
+        d.update(&r, 17, [true, false, true, true]);
+        assert_eq!(d.promoted(&r, 17), 2);
     }
 
     /// Simulates channels that always have a head of `bands[i]`.

@@ -48,7 +48,7 @@ use crate::{
     fence::{Fence, OutFenceFd, Waiter},
     job::JobSpec,
     vgsched_core::{
-        dispatch::{Candidate, DispatchParams, Rotation, SplitTrigger, BANDS},
+        dispatch::{Candidate, DispatchParams, Rotation, SplitTrigger, WindowDebts, BANDS},
         exec::{Counters, CycleCosts},
         module_choice::{ModuleScore, PowerWeights, PowerWindow},
         occupancy::{GroupNeeds, MapLayout, Occupancy, WaveSlot},
@@ -195,6 +195,8 @@ struct EngineState {
     scores: KVec<ModuleScore>,
     /// Random tie-break between channels (SEEDS C1).
     rng: Rng,
+    /// Turns owed to bands whose rotation window passed unseen (C2).
+    debts: WindowDebts,
     /// Failed-round counter of SEEDS C3.
     trigger: SplitTrigger,
     /// An unsplit independent head is waiting: arm the split timer.
@@ -273,6 +275,7 @@ impl Engine {
             candidate_heads: KVec::new(),
             scores: KVec::with_capacity(n_modules, GFP_KERNEL)?,
             rng: Rng::new(monotonic_ns()),
+            debts: WindowDebts::new(),
             trigger: SplitTrigger::new(topology.cycles_to_ns(params.split_after_rounds)),
             splittable_waiting: false,
             log: PlacementLog::new()?,

@@ -14,7 +14,7 @@ use super::{dump::PlacementRecord, Engine, EngineState, RunningGroup, RunningWav
 use crate::{
     job::BoMemory,
     vgsched_core::{
-        dispatch::{pick, Candidate, MarkUpdate, LOWEST_BAND},
+        dispatch::{pick, Candidate, MarkUpdate, BANDS, LOWEST_BAND},
         grid::{run_wave, WaveEnd, MAX_WAVES_PER_GROUP},
         module_choice::{choose, free_score, FreeResources, FreeWeights, ModuleScore},
         occupancy::{GroupNeeds, Remaining},
@@ -65,7 +65,10 @@ impl Engine {
                 return;
             }
             this.match_heads(st);
-            let promoted = this.rotation.promoted(now);
+            let mut waiting = [false; BANDS];
+            st.heads.iter().for_each(|h| waiting[h.band as usize] = true);
+            st.debts.update(&this.rotation, now, waiting);
+            let promoted = st.debts.promoted(&this.rotation, now);
             let Some((ci, update)) = pick(&st.candidates, promoted, &mut st.rng) else {
                 // Every head failed to match: a failed round (C3).
                 st.trigger.blocked(now);
@@ -82,6 +85,7 @@ impl Engine {
             }
             st.queues[head.queue].selected[band] = true;
             this.place(st, &head, now);
+            st.debts.served(head.band);
             st.trigger.progress(now);
         }
     }

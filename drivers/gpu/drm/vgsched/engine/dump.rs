@@ -112,7 +112,7 @@ impl Engine {
             p.choice,
             p.finder,
             p.rotation_period_cycles,
-            self.rotation.promoted(now),
+            st.debts.promoted(&self.rotation, now),
             p.split_after_rounds,
             st.trigger.failed(now),
             tot.groups_dispatched,
