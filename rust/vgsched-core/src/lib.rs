@@ -16,11 +16,13 @@
 
 pub mod bitmask;
 pub mod exec;
+pub mod finder_bench;
 pub mod grid;
 pub mod isa;
 pub mod occupancy;
 pub mod pool;
 pub mod rng;
+pub mod sample_maps;
 pub mod slice;
 pub mod softfloat;
 pub mod topology;
