@@ -11,6 +11,7 @@
 
 use kernel::{debugfs, drm, faux, prelude::*};
 
+mod bench;
 mod context;
 mod driver;
 mod engine;
@@ -29,11 +30,13 @@ mod uapi;
 pub mod vgsched_core {
     pub mod bitmask;
     pub mod exec;
+    pub mod finder_bench;
     pub mod grid;
     pub mod isa;
     pub mod occupancy;
     pub mod pool;
     pub mod rng;
+    pub mod sample_maps;
     pub mod slice;
     pub mod softfloat;
     pub mod topology;
@@ -107,8 +110,8 @@ fn topology_from_params() -> Topology {
     }
 }
 
-/// The loaded module: the debugfs dump, the DRM registration and the faux
-/// device it sits on.
+/// The loaded module: the debugfs files (state dump, finder benchmark), the DRM
+/// registration and the faux device it sits on.
 ///
 /// # Invariants
 ///
@@ -117,6 +120,7 @@ fn topology_from_params() -> Topology {
 /// unplugged, before the faux device is destroyed.
 struct VgschedModule {
     _state_file: Pin<KBox<debugfs::File<engine::EngineDump>>>,
+    _bench_file: Pin<KBox<debugfs::File<bench::FinderBench>>>,
     _debugfs: debugfs::Dir,
     _drm: drm::Registration<'static, driver::VgDriver>,
     _faux: faux::Registration,
@@ -168,8 +172,13 @@ impl kernel::Module for VgschedModule {
             debugfs.read_only_file(c"state", engine::EngineDump(engine)),
             GFP_KERNEL,
         )?;
+        let bench_file = KBox::pin_init(
+            debugfs.read_only_file(c"finder_bench", bench::FinderBench),
+            GFP_KERNEL,
+        )?;
         Ok(Self {
             _state_file: state_file,
+            _bench_file: bench_file,
             _debugfs: debugfs,
             _drm: drm,
             _faux: faux,
