@@ -393,9 +393,9 @@ pub fn report(opts: &Options) -> String {
 
     let _ = writeln!(
         out,
-        "\nDocument check (SEEDS C5): {NBITS} blocks, groups of {GROUP}, need {DOC_NEED}: \
-         \"a single module misses with probability {DOC_SINGLE}, with {MODULES} modules all miss with \
-         probability ~{DOC_ALL:.0e}\" ({DOC_SINGLE}^{MODULES} = {:.2e})",
+        "\nDocument check (SEEDS C5): {NBITS} blocks, groups of {GROUP}, need {DOC_NEED}:\n\
+         \x20 \"a single module misses with probability {DOC_SINGLE}, with {MODULES} modules all miss \
+         with probability ~{DOC_ALL:.0e}\" ({DOC_SINGLE}^{MODULES} = {:.2e})",
         DOC_SINGLE.powi(MODULES as i32)
     );
     let _ = writeln!(
@@ -490,8 +490,8 @@ pub fn report(opts: &Options) -> String {
     }
     let _ = writeln!(
         out,
-        "  events = trials where all {MODULES} grouped finders found nothing; lost = of those, trials where an \
-         exact finder would have placed the work-group"
+        "  events = trials where all {MODULES} grouped finders found nothing;\n\
+         \x20 lost = of those, trials where an exact finder would have placed the work-group"
     );
 
     let a_ok: Vec<String> = singles
