@@ -233,45 +233,72 @@ fn ratio(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     (a? * 100).checked_div(b?)
 }
 
-/// Timed blocks per cell; the fastest counts (see [`time_calls`]).
+/// Timed blocks per contender and row; the fastest counts (see
+/// [`time_row`]).
 pub const REPS: u64 = 5;
 
-/// Hundredths of nanoseconds per call of `f`, cycling over the maps of
-/// `words` words each in `maps`: after one untimed pass, [`REPS`] blocks of
-/// passes, each until at least `target_ns / REPS` have gone by, and the
-/// fastest block's time per call. The minimum rather than the mean, because
-/// on a shared machine (and more so under emulation) interference only ever
-/// adds time. `f` returns something derived from its answer, which is
-/// summed into a black box so the answer must really be computed.
-fn time_calls<F: FnMut(&[u64]) -> usize>(
+/// One timed block: one untimed pass over the maps of `words` words each in
+/// `maps` (to warm caches and predictors after the previous contender),
+/// then passes until at least `block_ns` have gone by, the clock read once
+/// per pass. Returns hundredths of nanoseconds per call of `f`. `f` returns
+/// something derived from its answer, which is summed into a black box so
+/// the answer must really be computed.
+fn time_block<F: FnMut(&[u64]) -> usize>(
     maps: &[u64],
     words: usize,
     clock: &mut dyn FnMut() -> u64,
-    target_ns: u64,
-    mut f: F,
+    block_ns: u64,
+    f: &mut F,
 ) -> u64 {
     let per_pass = (maps.len() / words.max(1)) as u64;
-    let block_ns = target_ns / REPS;
     let mut acc = 0usize;
     for m in maps.chunks_exact(words) {
         acc = acc.wrapping_add(f(black_box(m)));
     }
-    let mut best = u64::MAX;
-    for _ in 0..REPS {
-        let (t0, mut calls) = (clock(), 0u64);
-        let elapsed = loop {
-            for m in maps.chunks_exact(words) {
-                acc = acc.wrapping_add(f(black_box(m)));
-            }
-            calls += per_pass;
-            let dt = clock().saturating_sub(t0);
-            if dt >= block_ns {
-                break dt;
-            }
-        };
-        best = best.min((elapsed * 100).checked_div(calls).unwrap_or(0));
-    }
+    let (t0, mut calls) = (clock(), 0u64);
+    let elapsed = loop {
+        for m in maps.chunks_exact(words) {
+            acc = acc.wrapping_add(f(black_box(m)));
+        }
+        calls += per_pass;
+        let dt = clock().saturating_sub(t0);
+        if dt >= block_ns {
+            break dt;
+        }
+    };
     black_box(acc);
+    (elapsed * 100).checked_div(calls).unwrap_or(0)
+}
+
+/// Times up to three contenders on one row: [`REPS`] rounds, each giving
+/// every contender one block of `target_ns / REPS`, and for each the
+/// fastest of its blocks. The rounds interleave the contenders, so a burst
+/// of interference from elsewhere on the machine falls on all of them
+/// rather than on one, which keeps the ratios honest; and the minimum,
+/// rather than the mean, because interference only ever adds time.
+fn time_row<A, B, C>(
+    maps: &[u64],
+    words: usize,
+    clock: &mut dyn FnMut() -> u64,
+    target_ns: u64,
+    a: &mut A,
+    b: &mut B,
+    mut c: Option<&mut C>,
+) -> (u64, u64, Option<u64>)
+where
+    A: FnMut(&[u64]) -> usize,
+    B: FnMut(&[u64]) -> usize,
+    C: FnMut(&[u64]) -> usize,
+{
+    let block_ns = target_ns / REPS;
+    let mut best = (u64::MAX, u64::MAX, c.as_ref().map(|_| u64::MAX));
+    for _ in 0..REPS {
+        best.0 = best.0.min(time_block(maps, words, clock, block_ns, a));
+        best.1 = best.1.min(time_block(maps, words, clock, block_ns, b));
+        if let (Some(c), Some(t)) = (c.as_deref_mut(), best.2.as_mut()) {
+            *t = (*t).min(time_block(maps, words, clock, block_ns, c));
+        }
+    }
     best
 }
 
@@ -357,28 +384,33 @@ pub fn run<K: Fn(&[u64], usize, usize) -> Option<usize>>(
             let (exact, naive, kernel) = match q {
                 Some(len) => {
                     let len = black_box(len);
-                    let exact = time_calls(maps, words, clock, target_ns, |m| {
-                        start_or_max(bitmask::first_free_run(m, nbits, len))
-                    });
-                    let naive = time_calls(maps, words, clock, target_ns, |m| {
-                        start_or_max(bitmask::naive::first_free_run(m, nbits, len))
-                    });
-                    let kernel = external.map(|x| {
-                        time_calls(maps, words, clock, target_ns, |m| {
-                            start_or_max((x.first_free_run)(m, nbits, len))
-                        })
-                    });
-                    (exact, naive, kernel)
+                    time_row(
+                        maps,
+                        words,
+                        clock,
+                        target_ns,
+                        &mut |m: &[u64]| start_or_max(bitmask::first_free_run(m, nbits, len)),
+                        &mut |m: &[u64]| {
+                            start_or_max(bitmask::naive::first_free_run(m, nbits, len))
+                        },
+                        external
+                            .map(|x| {
+                                move |m: &[u64]| start_or_max((x.first_free_run)(m, nbits, len))
+                            })
+                            .as_mut(),
+                    )
                 }
                 None => {
                     let largest = |r: Option<(usize, usize)>| r.map_or(0, |(s, l)| s ^ l);
-                    let exact = time_calls(maps, words, clock, target_ns, |m| {
-                        largest(bitmask::largest_free_run(m, nbits))
-                    });
-                    let naive = time_calls(maps, words, clock, target_ns, |m| {
-                        largest(bitmask::naive::largest_free_run(m, nbits))
-                    });
-                    (exact, naive, None)
+                    time_row(
+                        maps,
+                        words,
+                        clock,
+                        target_ns,
+                        &mut |m: &[u64]| largest(bitmask::largest_free_run(m, nbits)),
+                        &mut |m: &[u64]| largest(bitmask::naive::largest_free_run(m, nbits)),
+                        None::<&mut fn(&[u64]) -> usize>,
+                    )
                 }
             };
             let mut query = Buf::new();
@@ -508,21 +540,32 @@ mod tests {
         assert!(out.contains("MISMATCH"));
     }
 
-    /// Interference only adds time: the fastest block counts.
+    /// Interference only adds time: the fastest block counts, for each
+    /// contender, and the blocks interleave.
     #[test]
     fn fastest_block_counts() {
         let maps = [0u64; 8];
-        // One pass (8 calls) per reading; 10 ns per reading in the first
-        // block, 1 ns afterwards.
-        let mut readings = 0u64;
+        // One pass (8 calls) per reading after the block's first; 10 ns
+        // per call in the first round, 1 ns afterwards.
+        let readings = core::cell::Cell::new(0u64);
         let mut t = 0u64;
         let mut clock = || {
-            readings += 1;
-            t += if readings <= 2 { 80 } else { 8 };
+            readings.set(readings.get() + 1);
+            t += if readings.get() <= 6 { 80 } else { 8 };
             t
         };
-        let per_call = time_calls(&maps, 1, &mut clock, 5, |m| m[0] as usize);
-        assert_eq!(per_call, 100, "1.00 ns, not the first block's 10 ns");
+        let mut f = |m: &[u64]| m[0] as usize;
+        let (mut g, mut h) = (f, f);
+        let got = time_row(&maps, 1, &mut clock, 5, &mut f, &mut g, Some(&mut h));
+        assert_eq!(
+            got,
+            (100, 100, Some(100)),
+            "1.00 ns, not the first round's 10 ns"
+        );
+        assert_eq!(readings.get(), 2 * 3 * REPS, "two readings per block");
+        let none = None::<&mut fn(&[u64]) -> usize>;
+        let got = time_row(&maps, 1, &mut clock, 5, &mut f, &mut g, none);
+        assert_eq!(got, (100, 100, None));
     }
 
     #[test]
