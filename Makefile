@@ -4,13 +4,14 @@
 #
 #   make demo     set up, build, boot the guest and run the demonstration
 #   make check    run every test layer; ends with "N passed, N failed"
+#   make bench    host and in-guest benchmarks, report in $VGSCHED_OUT/logs/bench.txt
 #
 # The cache of heavy artefacts (kernel source and build, toolchain pieces)
 # lives in $VGSCHED_CACHE, default ~/.cache/vgsched.
 
 SCRIPTS := $(CURDIR)/scripts
 
-.PHONY: all demo check setup kernel module initramfs host-test clean
+.PHONY: all demo check bench setup kernel module initramfs host-test clean
 all: demo
 
 demo:
@@ -18,6 +19,9 @@ demo:
 
 check:
 	@$(SCRIPTS)/check.sh
+
+bench:
+	@$(SCRIPTS)/bench.sh
 
 setup:
 	@$(SCRIPTS)/setup.sh
@@ -37,4 +41,4 @@ host-test:
 clean:
 	@. $(SCRIPTS)/lib.sh && kdir=$$(kernel_build_dir) && \
 		[ ! -d "$$kdir" ] || $(MAKE) -s -C "$$kdir" M=$(CURDIR) clean
-	rm -rf rust/vgsched-core/target
+	rm -rf rust/vgsched-core/target rust/vgsched-bench/target

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Boots the guest kernel with the initramfs in MODE (demo or test) under
+# Boots the guest kernel with the initramfs in MODE (demo, test or bench) under
 # QEMU. TCG by default; VGSCHED_KVM=1 asks for KVM (it hangs on some nested
 # hosts). The kernel console goes to $VGSCHED_OUT/logs/MODE-console.log,
 # framed program output to $VGSCHED_OUT/logs/MODE-results.log.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-mode=${1:?usage: run-guest.sh demo|test}
+mode=${1:?usage: run-guest.sh demo|test|bench}
 kdir=$(kernel_build_dir)
 logs="$VGSCHED_OUT/logs"
 mkdir -p "$logs"

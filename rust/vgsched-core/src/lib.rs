@@ -17,12 +17,14 @@
 pub mod bitmask;
 pub mod dispatch;
 pub mod exec;
+pub mod finder_bench;
 pub mod grid;
 pub mod isa;
 pub mod module_choice;
 pub mod occupancy;
 pub mod pool;
 pub mod rng;
+pub mod sample_maps;
 pub mod slice;
 pub mod softfloat;
 pub mod split;

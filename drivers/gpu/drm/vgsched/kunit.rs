@@ -288,3 +288,44 @@ mod bitmask {
         }
     }
 }
+
+/// The benchmark's maps and the kernel's finder (`bench.rs`): the guest
+/// builds the very maps the host does, and `bitmap_find_next_zero_area()`
+/// answers as the core crate's exact finder on them.
+#[kernel::macros::kunit_tests(vgsched_finder_bench)]
+mod finder_bench {
+    use kernel::prelude::*;
+
+    use crate::bench::kernel_first_free_run;
+    use crate::vgsched_core::{
+        bitmask,
+        finder_bench::{CASES, CASE_FNV1A, SCRATCH_WORDS},
+        sample_maps::{fnv1a, FNV_OFFSET},
+    };
+
+    #[test]
+    fn maps_match_the_host() -> Result {
+        let mut scratch = KVec::from_elem(0u64, SCRATCH_WORDS, GFP_KERNEL)?;
+        for (case, &hash) in CASES.iter().zip(&CASE_FNV1A) {
+            assert_eq!(fnv1a(case.generate(&mut scratch), FNV_OFFSET), hash);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn kernel_finder_agrees_with_exact() -> Result {
+        let mut scratch = KVec::from_elem(0u64, SCRATCH_WORDS, GFP_KERNEL)?;
+        for case in &CASES {
+            let (nbits, words) = (case.nbits, case.words());
+            for map in case.generate(&mut scratch).chunks_exact(words) {
+                for len in [1, 2, 3, 4, 5, 7, 8, 9, 16, 31, 32, 33, 64, 65] {
+                    let want = bitmask::first_free_run(map, nbits, len);
+                    assert_eq!(kernel_first_free_run(map, nbits, len), want);
+                }
+            }
+        }
+        // A map too short for nbits is refused rather than read past.
+        assert_eq!(kernel_first_free_run(&[0], 128, 1), None);
+        Ok(())
+    }
+}

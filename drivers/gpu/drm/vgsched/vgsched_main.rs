@@ -11,6 +11,7 @@
 
 use kernel::{debugfs, drm, faux, prelude::*};
 
+mod bench;
 mod context;
 mod driver;
 mod engine;
@@ -30,12 +31,14 @@ pub mod vgsched_core {
     pub mod bitmask;
     pub mod dispatch;
     pub mod exec;
+    pub mod finder_bench;
     pub mod grid;
     pub mod isa;
     pub mod module_choice;
     pub mod occupancy;
     pub mod pool;
     pub mod rng;
+    pub mod sample_maps;
     pub mod slice;
     pub mod softfloat;
     pub mod split;
@@ -145,8 +148,8 @@ fn dispatch_params() -> Result<DispatchParams> {
     })
 }
 
-/// The loaded module: the debugfs dump, the DRM registration and the faux
-/// device it sits on.
+/// The loaded module: the debugfs files (state, occupancy, placements,
+/// finder benchmark), the DRM registration and the faux device it sits on.
 ///
 /// # Invariants
 ///
@@ -157,6 +160,7 @@ struct VgschedModule {
     _state_file: Pin<KBox<debugfs::File<engine::EngineDump>>>,
     _occupancy_file: Pin<KBox<debugfs::File<engine::OccupancyDump>>>,
     _placements_file: Pin<KBox<debugfs::File<engine::PlacementsDump>>>,
+    _bench_file: Pin<KBox<debugfs::File<bench::FinderBench>>>,
     _debugfs: debugfs::Dir,
     _drm: drm::Registration<'static, driver::VgDriver>,
     _faux: faux::Registration,
@@ -217,10 +221,15 @@ impl kernel::Module for VgschedModule {
             debugfs.read_only_file(c"placements", engine::PlacementsDump(engine)),
             GFP_KERNEL,
         )?;
+        let bench_file = KBox::pin_init(
+            debugfs.read_only_file(c"finder_bench", bench::FinderBench),
+            GFP_KERNEL,
+        )?;
         Ok(Self {
             _state_file: state_file,
             _occupancy_file: occupancy_file,
             _placements_file: placements_file,
+            _bench_file: bench_file,
             _debugfs: debugfs,
             _drm: drm,
             _faux: faux,

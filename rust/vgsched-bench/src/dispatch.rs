@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Section 3: dispatch decisions per second with 16 channels and 16
+//! modules, by the very code the kernel's dispatcher calls (core crate):
+//! every round matches the head of each channel against every module (the
+//! split table rotated by the module's pointer, the resource finder on
+//! each unit's register maps and the module's shared memory), picks the
+//! winner (bands, rotation windows, selected marks), scores the modules it
+//! matches (free resources and recent power) and takes its ranges. Work-
+//! groups leave oldest first when nothing fits or the device holds 256 of
+//! them, so the device stays full and fragmented. Needs are random: 1–16
+//! waves of 2–32 vector and 1–8 scalar blocks, 0–12 shared blocks.
+
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use vgsched_core::{
+    bitmask::FinderKind,
+    dispatch::{pick, Candidate, MarkUpdate, Rotation, WindowDebts, BANDS},
+    module_choice::{choose, free_score, FreeResources, FreeWeights, ModuleChoice, ModuleScore, PowerWindow},
+    occupancy::{GroupNeeds, MapLayout, Occupancy, Placement, WaveNeeds},
+    rng::Rng,
+    split::RotatingPointer,
+    topology::Topology,
+};
+
+use super::Options;
+
+const CHANNELS: usize = 16;
+const MODULES: u32 = 16;
+/// Work-groups on the device before the oldest is retired anyway.
+const MAX_LIVE: usize = 256;
+
+/// What one configuration measured.
+struct Measured {
+    rounds_per_s: f64,
+    dispatches: u64,
+    rounds: u64,
+    matches_per_round: f64,
+}
+
+fn random_needs(rng: &mut Rng) -> GroupNeeds {
+    GroupNeeds {
+        waves: 1 + rng.below(16),
+        wave: WaveNeeds { vgpr: 2 + rng.below(31), sgpr: 1 + rng.below(8) },
+        shared: rng.below(13),
+    }
+}
+
+fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64) -> Measured {
+    let topo = Topology { modules: MODULES, ..Topology::DEFAULT };
+    let units = topo.units_per_module;
+    let mut words = vec![0u64; MapLayout::new(&topo).total_words(&topo)];
+    let mut slots = vec![0u32; topo.total_units() as usize];
+    let mut pointers = vec![RotatingPointer::new(units); MODULES as usize];
+    let mut power = vec![PowerWindow::new(1024); MODULES as usize];
+    let mut rng = Rng::new(0x5eed_d15);
+    let mut heads: Vec<(GroupNeeds, u8)> = (0..CHANNELS).map(|_| (random_needs(&mut rng), rng.below(BANDS as u32) as u8)).collect();
+    let mut marks = [[false; BANDS]; CHANNELS];
+    let mut live: VecDeque<(Placement, GroupNeeds, u64)> = VecDeque::new();
+    let rotation = Rotation::new(15_000);
+    let mut debts = WindowDebts::new();
+    let cap = FreeResources {
+        vgpr: (units * topo.vgpr_blocks) as u64,
+        sgpr: (units * topo.sgpr_blocks) as u64,
+        shared: topo.shared_mem_blocks as u64,
+        waves: (units * topo.wave_slots) as u64,
+    };
+    let (mut dispatches, mut matches) = (0u64, 0u64);
+    let mut wu = [0u8; 64];
+    let start = Instant::now();
+    for round in 0..rounds {
+        // Modeled time: a cycle per round, as in the document's hardware.
+        let now = round;
+        let mut occ = Occupancy::new(&topo, &mut words, &mut slots).unwrap().with_finder(finder);
+        let mut cands = [Candidate { band: 0, marked: false }; CHANNELS];
+        let mut cand_of = [0usize; CHANNELS];
+        let mut n = 0;
+        let mut waiting = [false; BANDS];
+        for (c, (needs, band)) in heads.iter().enumerate() {
+            waiting[*band as usize] = true;
+            let fits = (0..MODULES).any(|m| {
+                pointers[m as usize].wave_units(needs.waves, units, &mut wu);
+                occ.try_place(m, needs, &wu).is_some()
+            });
+            if fits {
+                cands[n] = Candidate { band: *band, marked: marks[c][*band as usize] };
+                cand_of[n] = c;
+                n += 1;
+            }
+        }
+        matches += n as u64;
+        debts.update(&rotation, now, waiting);
+        let promoted = debts.promoted(&rotation, now);
+        let Some((ci, update)) = pick(&cands[..n], promoted, &mut rng) else {
+            // A failed round: the oldest work-group leaves.
+            if let Some((p, needs, _)) = live.pop_front() {
+                for w in &p.waves[..needs.waves as usize] {
+                    occ.release_wave(p.module, w, &needs.wave);
+                }
+                occ.release_shared(p.module, p.shared_start, needs.shared);
+            }
+            continue;
+        };
+        let c = cand_of[ci];
+        let (needs, band) = heads[c];
+        if update == MarkUpdate::KeepOnlyWinner {
+            marks.iter_mut().for_each(|m| m[band as usize] = false);
+        }
+        marks[c][band as usize] = true;
+        let mut scores = [ModuleScore::default(); MODULES as usize];
+        let mut k = 0;
+        for m in 0..MODULES {
+            pointers[m as usize].wave_units(needs.waves, units, &mut wu);
+            if occ.try_place(m, &needs, &wu).is_some() {
+                let r = occ.remaining(m);
+                let free = FreeResources { vgpr: r.vgpr, sgpr: r.sgpr, shared: r.shared, waves: r.waves };
+                power[m as usize].advance(now);
+                scores[k] = ModuleScore { module: m, free: free_score(&free, &cap, &FreeWeights::DEFAULT), power: power[m as usize].recent() };
+                k += 1;
+            }
+        }
+        let module = choose(choice, &scores[..k]).unwrap();
+        pointers[module as usize].wave_units(needs.waves, units, &mut wu);
+        let p = occ.try_place(module, &needs, &wu).unwrap();
+        occ.take(&p, &needs);
+        pointers[module as usize].advance(needs.waves, units);
+        let token = power[module as usize].start(now, 20 * needs.waves as u64, 200);
+        debts.served(band);
+        live.push_back((p, needs, token));
+        if live.len() > MAX_LIVE {
+            let (p, needs, _) = live.pop_front().unwrap();
+            for w in &p.waves[..needs.waves as usize] {
+                occ.release_wave(p.module, w, &needs.wave);
+            }
+            occ.release_shared(p.module, p.shared_start, needs.shared);
+        }
+        heads[c] = (random_needs(&mut rng), rng.below(BANDS as u32) as u8);
+        dispatches += 1;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    Measured { rounds_per_s: rounds as f64 / secs, dispatches, rounds, matches_per_round: matches as f64 / rounds as f64 }
+}
+
+/// The section's table.
+pub fn report(opts: &Options) -> String {
+    let mut out = String::new();
+    let rounds = opts.count(200_000);
+    let _ = writeln!(out, "Dispatch decisions per second: {CHANNELS} channels x {MODULES} modules of 4 units (host, release build)");
+    let _ = writeln!(out, "(a round = match all heads against all modules, pick, choose a module, take ranges; {rounds} rounds per row)");
+    let _ = writeln!(out, "{:<28} {:>14} {:>12} {:>14} {:>12}", "module choice / finder", "rounds/s", "us/round", "dispatched", "matches/rnd");
+    let configs = [
+        ("C10 recent power / exact", ModuleChoice::RecentPower, FinderKind::Exact),
+        ("C9 free resources / exact", ModuleChoice::FreeResources, FinderKind::Exact),
+        ("mixed / exact", ModuleChoice::Mixed { power_weight: 1, free_weight: 1 }, FinderKind::Exact),
+        ("C10 / grouped by 4", ModuleChoice::RecentPower, FinderKind::Grouped { group: 4 }),
+        ("C10 / sampled", ModuleChoice::RecentPower, FinderKind::Sampled),
+    ];
+    for (name, choice, finder) in configs {
+        let m = measure(choice, finder, rounds);
+        let _ = writeln!(
+            out,
+            "{:<28} {:>14.0} {:>12.2} {:>14} {:>12.2}",
+            name,
+            m.rounds_per_s,
+            1e6 / m.rounds_per_s,
+            format!("{} ({:.0}%)", m.dispatches, 100.0 * m.dispatches as f64 / m.rounds as f64),
+            m.matches_per_round
+        );
+    }
+    out
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make bench: sets up and builds what is missing (as make demo does), runs
+# the host benchmark (rust/vgsched-bench, release build), boots the guest in
+# bench mode to run the in-kernel one (debugfs vgsched/*_bench), and writes
+# both reports to $VGSCHED_OUT/logs/bench.txt. Numbers are printed, never
+# judged: nothing here fails on a slow result. See
+# Documentation/benchmarks.rst. Extra arguments go to the host benchmark
+# (--quick divides its loop counts by ten).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+t0=$SECONDS
+logs="$VGSCHED_OUT/logs"
+report="$logs/bench.txt"
+mkdir -p "$logs"
+
+"$TOP/scripts/setup.sh"
+"$TOP/scripts/build-kernel.sh"
+"$TOP/scripts/build-module.sh"
+"$TOP/scripts/build-initramfs.sh"
+
+step "host benchmark (cargo run --release)"
+cargo build --release --quiet --manifest-path "$TOP/rust/vgsched-bench/Cargo.toml"
+{
+	echo "vgsched benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $(rustc --version)"
+	echo "commit $(git -C "$TOP" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	echo
+	echo "=== host ==="
+	echo
+} > "$report"
+cargo run --release --quiet --manifest-path "$TOP/rust/vgsched-bench/Cargo.toml" -- "$@" | tee -a "$report"
+
+"$TOP/scripts/run-guest.sh" bench
+results="$logs/bench-results.log"
+step "what the guest printed"
+accel=TCG
+[ "${VGSCHED_KVM:-0}" = 1 ] && accel=KVM
+printf '\n=== guest kernel (QEMU %s, -smp 2) ===\n\n' "$accel" >> "$report"
+# The bench sections go to the report; a failed insmod, rmmod or read fails.
+awk '{sub(/\r$/, "")} /^@@begin bench/{on=1; next} /^@@end bench/{on=0; if ($NF != "rc=0") bad=1; next}
+     on{print}
+     /^@@end cmd/ && $NF != "rc=0" {bad=1; print "  " $0}
+     END{exit bad}' "$results" | tee -a "$report" ||
+	die "the guest benchmark failed (see $results and $logs/bench-console.log)"
+# Host and guest each say so once.
+[ "$(grep -c 'all finders agreed' "$report")" -ge 2 ] || die "the finders disagreed (see $report)"
+step "report written to $report ($((SECONDS - t0)) s)"
