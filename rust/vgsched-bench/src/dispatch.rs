@@ -48,6 +48,16 @@ fn random_needs(rng: &mut Rng) -> GroupNeeds {
     }
 }
 
+/// The oldest work-group on the device leaves, giving back its ranges.
+fn retire_oldest(occ: &mut Occupancy<'_>, live: &mut VecDeque<(Placement, GroupNeeds, u64)>) {
+    if let Some((p, needs, _)) = live.pop_front() {
+        for w in &p.waves[..needs.waves as usize] {
+            occ.release_wave(p.module, w, &needs.wave);
+        }
+        occ.release_shared(p.module, p.shared_start, needs.shared);
+    }
+}
+
 fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64) -> Measured {
     let topo = Topology { modules: MODULES, ..Topology::DEFAULT };
     let units = topo.units_per_module;
@@ -95,12 +105,7 @@ fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64) -> Measured {
         let promoted = debts.promoted(&rotation, now);
         let Some((ci, update)) = pick(&cands[..n], promoted, &mut rng) else {
             // A failed round: the oldest work-group leaves.
-            if let Some((p, needs, _)) = live.pop_front() {
-                for w in &p.waves[..needs.waves as usize] {
-                    occ.release_wave(p.module, w, &needs.wave);
-                }
-                occ.release_shared(p.module, p.shared_start, needs.shared);
-            }
+            retire_oldest(&mut occ, &mut live);
             continue;
         };
         let c = cand_of[ci];
@@ -130,11 +135,7 @@ fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64) -> Measured {
         debts.served(band);
         live.push_back((p, needs, token));
         if live.len() > MAX_LIVE {
-            let (p, needs, _) = live.pop_front().unwrap();
-            for w in &p.waves[..needs.waves as usize] {
-                occ.release_wave(p.module, w, &needs.wave);
-            }
-            occ.release_shared(p.module, p.shared_start, needs.shared);
+            retire_oldest(&mut occ, &mut live);
         }
         heads[c] = (random_needs(&mut rng), rng.below(BANDS as u32) as u8);
         dispatches += 1;
