@@ -84,7 +84,10 @@ impl Engine {
                 st.queues.iter_mut().for_each(|q| q.selected[band] = false);
             }
             st.queues[head.queue].selected[band] = true;
-            this.place(st, &head, now);
+            if !this.place(st, &head, now) {
+                // Cannot happen (the head matched); never spin on it.
+                return;
+            }
             st.debts.served(head.band);
             st.trigger.progress(now);
         }
@@ -156,8 +159,9 @@ impl Engine {
     }
 
     /// Chooses the module for `head` among those it matches (C9/C10),
-    /// takes its ranges, runs its waves and records it.
-    fn place(&self, st: &mut EngineState, head: &Head, now: u64) {
+    /// takes its ranges, runs its waves and records it; `false` if it
+    /// could not be placed after all.
+    fn place(&self, st: &mut EngineState, head: &Head, now: u64) -> bool {
         let units = self.topology.units_per_module;
         let EngineState { queues, groups, waves, maps, unit_waves, modules, scores, log, totals, .. } = st;
         let mut occ = self.occupancy(maps, unit_waves);
@@ -174,16 +178,16 @@ impl Engine {
             }
         }
         let Some(module) = choose(self.params.choice, scores) else {
-            return;
+            return false;
         };
         let ms = &mut modules[module as usize];
         let wu = wave_units(&ms.pointer, needs.waves, units);
         let Some(placement) = occ.try_place(module, &needs, &wu) else {
-            return;
+            return false;
         };
         let Some(slot) = groups.iter().position(Option::is_none) else {
-            // Cannot happen: a free wave slot means a free group slot.
-            return;
+            // Cannot happen: every group holds a wave slot until it retires.
+            return false;
         };
         occ.take(&placement, &needs);
         ms.pointer.advance(needs.waves, units);
@@ -253,6 +257,7 @@ impl Engine {
             shared_start: placement.shared_start,
             waves_left: needs.waves,
         });
+        true
     }
 
     /// Every resource of an idle module, the scale of C9's scores.
