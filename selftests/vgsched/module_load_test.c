@@ -155,55 +155,13 @@ TEST(dispatcher_settings_take_effect_and_jobs_stay_right)
 	}
 }
 
-/* Opens the device and queues a job that never ends, with an out-fence. */
-static int submit_endless(int *fd_out, int *fence_fd)
-{
-	struct vg_buf prog, out;
-	__u64 words[4];
-	unsigned int len = vg_prog_endless(words);
-	int fd = vgsched_open_render_node();
-	__u32 ctx = fd < 0 ? 0 : vgsched_ctx_create(fd, 8);
-
-	if (!ctx || vg_program(fd, words, len, &prog) || vg_buf_create(fd, 4096, &out))
-		return -1;
-	struct drm_vgsched_submit s = vg_job(ctx, &prog, len, &out.handle, 1, 4, 2, 1);
-
-	s.flags = DRM_VGSCHED_SUBMIT_OUT_FENCE;
-	if (vgsched_submit(fd, &s))
-		return -1;
-	/* A second job queued behind it. */
-	s.flags = 0;
-	if (vgsched_submit(fd, &s))
-		return -1;
-	/* Mappings hold the file open; only the jobs should remain. */
-	munmap(prog.map, prog.size);
-	munmap(out.map, out.size);
-	*fd_out = fd;
-	*fence_fd = s.out_fence_fd;
-	return 0;
-}
-
 TEST(rmmod_right_after_killing_a_process_mid_job)
 {
-	int pipefd[2];
 	pid_t pid;
 
 	ASSERT_EQ(0, load("job_timeout_ms=60000"));
-	ASSERT_EQ(0, pipe(pipefd));
-	pid = fork();
-	ASSERT_GE(pid, 0);
-	if (pid == 0) {
-		int fd, fence_fd;
-		char ok = submit_endless(&fd, &fence_fd) ? 'n' : 'y';
-
-		write(pipefd[1], &ok, 1);
-		pause();
-		_exit(0);
-	}
-	char ok = 0;
-
-	ASSERT_EQ(1, read(pipefd[0], &ok, 1));
-	ASSERT_EQ('y', ok);
+	pid = vg_spawn_endless_child();
+	ASSERT_GT(pid, 0);
 	/* The job would run for a minute; the process dies now. */
 	usleep(100 * 1000);
 	ASSERT_EQ(0, kill(pid, SIGKILL));
@@ -217,7 +175,7 @@ TEST(rmmod_with_a_sync_file_of_a_cancelled_job_still_open)
 	int fd, fence_fd;
 
 	ASSERT_EQ(0, load("job_timeout_ms=60000"));
-	ASSERT_EQ(0, submit_endless(&fd, &fence_fd));
+	ASSERT_EQ(0, vg_submit_endless(&fd, &fence_fd));
 	/* Closing the device cancels its jobs; the fence outlives the module. */
 	close(fd);
 	ASSERT_EQ(0, unload());

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Programs for the virtual GPU, shared by the kselftests and the demo.
- * Each fills a caller's array and returns the instruction count.
+ * Each fills a caller's array and returns the instruction count. Also
+ * the endless-job child the teardown tests kill mid-job.
  */
 #ifndef VGSCHED_PROGRAMS_H
 #define VGSCHED_PROGRAMS_H
+
+#include <signal.h>
+#include <sys/wait.h>
 
 #include "vgsched_test_util.h"
 
@@ -121,6 +125,69 @@ static inline struct drm_vgsched_submit vg_job(__u32 ctx, const struct vg_buf *p
 		.shared_mem_blocks = 1,
 	};
 	return s;
+}
+
+/*
+ * Opens the device and queues a job that never ends (with an out-fence,
+ * returned in *fence_fd) and a second job behind it; 0 or -1.
+ */
+static inline int vg_submit_endless(int *fd_out, int *fence_fd)
+{
+	struct vg_buf prog, out;
+	__u64 words[4];
+	unsigned int len = vg_prog_endless(words);
+	int fd = vgsched_open_render_node();
+	__u32 ctx = fd < 0 ? 0 : vgsched_ctx_create(fd, 8);
+
+	if (!ctx || vg_program(fd, words, len, &prog) || vg_buf_create(fd, 4096, &out))
+		return -1;
+	struct drm_vgsched_submit s = vg_job(ctx, &prog, len, &out.handle, 1, 4, 2, 1);
+
+	s.flags = DRM_VGSCHED_SUBMIT_OUT_FENCE;
+	if (vgsched_submit(fd, &s))
+		return -1;
+	/* A second job queued behind it. */
+	s.flags = 0;
+	if (vgsched_submit(fd, &s))
+		return -1;
+	/* Mappings hold the file open; only the jobs should remain. */
+	munmap(prog.map, prog.size);
+	munmap(out.map, out.size);
+	*fd_out = fd;
+	*fence_fd = s.out_fence_fd;
+	return 0;
+}
+
+/*
+ * Forks a child that queues vg_submit_endless()'s jobs and then waits to
+ * be killed, so a test can kill a process in the middle of a job. Returns
+ * the child's pid once its jobs are queued, or -1 (no child left).
+ */
+static inline pid_t vg_spawn_endless_child(void)
+{
+	int pipefd[2];
+	char ok = 'n';
+	pid_t pid;
+
+	if (pipe(pipefd))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		int fd, fence_fd;
+
+		ok = vg_submit_endless(&fd, &fence_fd) ? 'n' : 'y';
+		write(pipefd[1], &ok, 1);
+		pause();
+		_exit(0);
+	}
+	if (pid > 0 && (read(pipefd[0], &ok, 1) != 1 || ok != 'y')) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		pid = -1;
+	}
+	close(pipefd[0]);
+	close(pipefd[1]);
+	return pid;
 }
 
 #endif /* VGSCHED_PROGRAMS_H */
