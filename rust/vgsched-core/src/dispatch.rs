@@ -21,6 +21,7 @@
 use super::bitmask::FinderKind;
 use super::module_choice::ModuleChoice;
 use super::rng::Rng;
+use super::topology::ParamError;
 
 /// Priority bands of work-groups (SEEDS C2's `S`, equal to the number of
 /// rotation windows `Y`). Band 0 comes first.
@@ -47,19 +48,6 @@ pub struct DispatchParams {
     pub choice: ModuleChoice,
     /// Which resource finder hands out ranges (C4, or C5/C6 to compare).
     pub finder: FinderKind,
-}
-
-/// Which dispatcher setting is out of range, with the accepted range.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ParamError {
-    /// Name of the setting, identical to the module parameter's name.
-    pub field: &'static str,
-    /// The rejected value.
-    pub value: u64,
-    /// Smallest accepted value.
-    pub min: u64,
-    /// Largest accepted value.
-    pub max: u64,
 }
 
 impl DispatchParams {

@@ -57,17 +57,18 @@ pub struct Topology {
     pub job_timeout_ms: u32,
 }
 
-/// Which topology field is out of range, with the accepted range.
+/// Which module parameter is out of range, with the accepted range: a
+/// topology field here, a dispatcher setting in [`super::dispatch`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TopologyError {
+pub struct ParamError {
     /// Name of the field, identical to the module parameter's name.
     pub field: &'static str,
     /// The rejected value.
-    pub value: u32,
+    pub value: u64,
     /// Smallest accepted value.
-    pub min: u32,
+    pub min: u64,
     /// Largest accepted value.
-    pub max: u32,
+    pub max: u64,
 }
 
 impl Topology {
@@ -88,7 +89,7 @@ impl Topology {
 
     /// Checks every field against [`limits`]; reports the first field that
     /// is out of range, in declaration order.
-    pub fn validate(&self) -> Result<(), TopologyError> {
+    pub fn validate(&self) -> Result<(), ParamError> {
         let fields = [
             ("modules", self.modules, limits::MODULES),
             ("units_per_module", self.units_per_module, limits::UNITS_PER_MODULE),
@@ -103,7 +104,7 @@ impl Topology {
         ];
         for (field, value, (min, max)) in fields {
             if value < min || value > max {
-                return Err(TopologyError { field, value, min, max });
+                return Err(ParamError { field, value: value.into(), min: min.into(), max: max.into() });
             }
         }
         Ok(())
@@ -179,7 +180,7 @@ mod tests {
                 let mut t = Topology::DEFAULT;
                 set(&mut t, bad);
                 let err = t.validate().unwrap_err();
-                assert_eq!(err, TopologyError { field: name, value: bad, min, max });
+                assert_eq!(err, ParamError { field: name, value: bad.into(), min: min.into(), max: max.into() });
             }
         }
     }

@@ -20,7 +20,7 @@ mod topology {
         t.units_per_module = limits::UNITS_PER_MODULE.1 + 1;
         let err = t.validate().unwrap_err();
         assert_eq!(err.field, "units_per_module");
-        assert_eq!(err.max, limits::UNITS_PER_MODULE.1);
+        assert_eq!(err.max, u64::from(limits::UNITS_PER_MODULE.1));
     }
 
     #[test]

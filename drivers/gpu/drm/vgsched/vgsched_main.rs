@@ -45,7 +45,10 @@ pub mod vgsched_core {
     pub mod topology;
 }
 
-use vgsched_core::{dispatch::DispatchParams, topology::Topology};
+use vgsched_core::{
+    dispatch::DispatchParams,
+    topology::{ParamError, Topology},
+};
 
 module! {
     type: VgschedModule,
@@ -142,10 +145,13 @@ fn dispatch_params() -> Result<DispatchParams> {
         module_parameters::module_choice.value(),
         module_parameters::finder.value(),
     )
-    .map_err(|e| {
-        pr_err!("invalid parameter {}={} (must be {}..={})\n", e.field, e.value, e.min, e.max);
-        EINVAL
-    })
+    .map_err(invalid_parameter)
+}
+
+/// Logs which parameter is out of range; `EINVAL` for `insmod`.
+fn invalid_parameter(e: ParamError) -> Error {
+    pr_err!("invalid parameter {}={} (must be {}..={})\n", e.field, e.value, e.min, e.max);
+    EINVAL
 }
 
 /// The loaded module: the debugfs files (state, occupancy, placements,
@@ -169,16 +175,7 @@ struct VgschedModule {
 impl kernel::Module for VgschedModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let topology = topology_from_params();
-        topology.validate().map_err(|e| {
-            pr_err!(
-                "invalid parameter {}={} (must be {}..={})\n",
-                e.field,
-                e.value,
-                e.min,
-                e.max
-            );
-            EINVAL
-        })?;
+        topology.validate().map_err(invalid_parameter)?;
 
         let params = dispatch_params()?;
         let engine = engine::Engine::new(topology, params)?;
