@@ -26,6 +26,7 @@ pub mod pool;
 pub mod rng;
 pub mod sample_maps;
 pub mod slice;
+pub mod slots;
 pub mod softfloat;
 pub mod split;
 pub mod topology;

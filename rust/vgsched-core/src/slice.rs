@@ -132,8 +132,48 @@ fn effective_milli(w: &Weight, standin: u64) -> u64 {
 /// finite weight, at least 1 milli so it stays above weights of 0; 1 when
 /// there is no finite weight, as infinite weights are then all equal.
 pub fn infinite_standin_milli(weights: &[Weight]) -> u64 {
-    let largest = weights.iter().filter(|w| !w.is_infinite()).map(Weight::milli).max();
+    standin_of(weights.iter().copied())
+}
+
+fn standin_of(weights: impl Iterator<Item = Weight>) -> u64 {
+    let largest = weights.filter(|w| !w.is_infinite()).map(|w| w.milli()).max();
     largest.map_or(1, |m| m.saturating_mul(2).max(1))
+}
+
+/// Stage 2 over one loaded set: what every slice depends on besides the
+/// context's own weight, gathered in one pass so callers that keep their
+/// contexts in their own structures need no weight array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SliceSet {
+    formula: SliceFormula,
+    params: SliceParams,
+    n_loaded: usize,
+    standin_milli: u64,
+    wz_milli: u128,
+}
+
+impl SliceSet {
+    /// The loaded set whose weights `weights` yields (called twice: once
+    /// for the stand-in, once for the sum). O(n).
+    pub fn new<I>(formula: SliceFormula, params: SliceParams, weights: I) -> Self
+    where
+        I: Iterator<Item = Weight> + Clone,
+    {
+        let standin_milli = standin_of(weights.clone());
+        let (mut n_loaded, mut wz_milli) = (0usize, 0u128);
+        // At most n × 2^64, so the sum cannot overflow for any n.
+        for w in weights {
+            n_loaded += 1;
+            wz_milli += effective_milli(&w, standin_milli) as u128;
+        }
+        Self { formula, params, n_loaded, standin_milli, wz_milli }
+    }
+
+    /// The slice of the loaded context whose weight is `w`.
+    pub fn slice_of(&self, w: &Weight) -> u64 {
+        let wc = effective_milli(w, self.standin_milli);
+        slice_len(self.formula, &self.params, self.n_loaded, wc, self.wz_milli)
+    }
 }
 
 /// Stage 2 for the whole loaded set: writes the slice of the context with
@@ -147,12 +187,10 @@ pub fn slices(
     weights: &[Weight],
     out: &mut [u64],
 ) -> usize {
-    let standin = infinite_standin_milli(weights);
-    // At most n × 2^64, so the sum cannot overflow for any slice length.
-    let wz: u128 = weights.iter().map(|w| effective_milli(w, standin) as u128).sum();
+    let set = SliceSet::new(formula, *params, weights.iter().copied());
     let mut written = 0;
     for (o, w) in out.iter_mut().zip(weights) {
-        *o = slice_len(formula, params, weights.len(), effective_milli(w, standin), wz);
+        *o = set.slice_of(w);
         written += 1;
     }
     written
