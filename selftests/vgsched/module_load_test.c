@@ -17,26 +17,6 @@
 #include "kselftest_harness.h"
 #include "vgsched_programs.h"
 
-static int load(const char *params)
-{
-	const char *ko = getenv("VGSCHED_KO");
-	int fd, ret;
-
-	if (!ko)
-		return -ENOENT;
-	fd = open(ko, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
-	close(fd);
-	return ret;
-}
-
-static int unload(void)
-{
-	return syscall(SYS_delete_module, "vgsched", O_NONBLOCK) ? -errno : 0;
-}
-
 /* True if the kernel log holds @needle (read from /dev/kmsg, non-blocking). */
 static bool kmsg_contains(const char *needle)
 {
@@ -63,15 +43,15 @@ TEST(load_create_render_node_and_unload)
 	struct drm_vgsched_gpu_info info;
 	int fd;
 
-	ASSERT_EQ(0, load(""));
+	ASSERT_EQ(0, vgsched_module_load(""));
 	fd = vgsched_open_render_node();
 	ASSERT_GE(fd, 0);
 	EXPECT_EQ(0, vgsched_query_gpu_info(fd, &info));
 	/* An open file pins the module: rmmod is refused, nothing is torn down. */
-	EXPECT_EQ(-EWOULDBLOCK, unload());
+	EXPECT_EQ(-EWOULDBLOCK, vgsched_module_unload());
 	EXPECT_EQ(0, vgsched_query_gpu_info(fd, &info));
 	close(fd);
-	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, vgsched_module_unload());
 	EXPECT_EQ(-1, vgsched_open_render_node());
 }
 
@@ -80,7 +60,7 @@ TEST(parameters_reach_the_device)
 	struct drm_vgsched_gpu_info info;
 	int fd;
 
-	ASSERT_EQ(0, load("modules=16 units_per_module=2 hw_slots=3 time_slice_us=500 "
+	ASSERT_EQ(0, vgsched_module_load("modules=16 units_per_module=2 hw_slots=3 time_slice_us=500 "
 			  "vgpr_blocks=4096 sgpr_blocks=32 wave_slots=8 shared_mem_blocks=64"));
 	fd = vgsched_open_render_node();
 	ASSERT_GE(fd, 0);
@@ -96,15 +76,15 @@ TEST(parameters_reach_the_device)
 	EXPECT_EQ(1000, info.clock_khz);
 	EXPECT_EQ(2000, info.job_timeout_ms);
 	close(fd);
-	ASSERT_EQ(0, unload());
-	ASSERT_EQ(0, load("clock_khz=250000 job_timeout_ms=60000"));
+	ASSERT_EQ(0, vgsched_module_unload());
+	ASSERT_EQ(0, vgsched_module_load("clock_khz=250000 job_timeout_ms=60000"));
 	fd = vgsched_open_render_node();
 	ASSERT_GE(fd, 0);
 	ASSERT_EQ(0, vgsched_query_gpu_info(fd, &info));
 	EXPECT_EQ(250000, info.clock_khz);
 	EXPECT_EQ(60000, info.job_timeout_ms);
 	close(fd);
-	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, vgsched_module_unload());
 }
 
 /*
@@ -128,7 +108,7 @@ TEST(dispatcher_settings_take_effect_and_jobs_stay_right)
 		int fd, status = 1;
 		__u32 ctx;
 
-		ASSERT_EQ(0, load(cases[i].params)) TH_LOG("%s", cases[i].params);
+		ASSERT_EQ(0, vgsched_module_load(cases[i].params)) TH_LOG("%s", cases[i].params);
 		fd = vgsched_open_render_node();
 		ASSERT_GE(fd, 0);
 		ASSERT_EQ(0, vgsched_debugfs_read("state", state, sizeof(state)));
@@ -151,7 +131,7 @@ TEST(dispatcher_settings_take_effect_and_jobs_stay_right)
 		vg_buf_destroy(fd, &prog);
 		vg_buf_destroy(fd, &out);
 		close(fd);
-		ASSERT_EQ(0, unload());
+		ASSERT_EQ(0, vgsched_module_unload());
 	}
 }
 
@@ -159,14 +139,14 @@ TEST(rmmod_right_after_killing_a_process_mid_job)
 {
 	pid_t pid;
 
-	ASSERT_EQ(0, load("job_timeout_ms=60000"));
+	ASSERT_EQ(0, vgsched_module_load("job_timeout_ms=60000"));
 	pid = vg_spawn_endless_child();
 	ASSERT_GT(pid, 0);
 	/* The job would run for a minute; the process dies now. */
 	usleep(100 * 1000);
 	ASSERT_EQ(0, kill(pid, SIGKILL));
 	ASSERT_EQ(pid, waitpid(pid, NULL, 0));
-	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, vgsched_module_unload());
 }
 
 TEST(rmmod_with_a_sync_file_of_a_cancelled_job_still_open)
@@ -174,11 +154,11 @@ TEST(rmmod_with_a_sync_file_of_a_cancelled_job_still_open)
 	struct sync_file_info info = {};
 	int fd, fence_fd;
 
-	ASSERT_EQ(0, load("job_timeout_ms=60000"));
+	ASSERT_EQ(0, vgsched_module_load("job_timeout_ms=60000"));
 	ASSERT_EQ(0, vg_submit_endless(&fd, &fence_fd));
 	/* Closing the device cancels its jobs; the fence outlives the module. */
 	close(fd);
-	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, vgsched_module_unload());
 	ASSERT_EQ(0, ioctl(fence_fd, SYNC_IOC_FILE_INFO, &info));
 	EXPECT_EQ(-ECANCELED, info.status);
 	close(fence_fd);
@@ -206,7 +186,7 @@ TEST(invalid_parameters_fail_with_einval_and_a_log_line)
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		EXPECT_EQ(-EINVAL, load(bad[i].param)) TH_LOG("%s", bad[i].param);
+		EXPECT_EQ(-EINVAL, vgsched_module_load(bad[i].param)) TH_LOG("%s", bad[i].param);
 		EXPECT_TRUE(kmsg_contains(bad[i].log)) TH_LOG("no log line '%s'", bad[i].log);
 		EXPECT_EQ(-1, vgsched_open_render_node()) TH_LOG("%s left a device", bad[i].param);
 	}

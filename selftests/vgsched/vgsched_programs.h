@@ -8,6 +8,7 @@
 #define VGSCHED_PROGRAMS_H
 
 #include <signal.h>
+#include <stdint.h>
 #include <sys/wait.h>
 
 #include "vgsched_test_util.h"
@@ -125,6 +126,80 @@ static inline struct drm_vgsched_submit vg_job(__u32 ctx, const struct vg_buf *p
 		.shared_mem_blocks = 1,
 	};
 	return s;
+}
+
+
+/* Loop iterations of vg_prog_slow_store for @ms of modeled time at the default 1 MHz. */
+#define LOOPS_FOR_MS(ms) ((ms) * 1000 / VG_SLOW_LOOP_CYCLES + 1)
+
+/* A job of vg_prog_slow_store: every thread loops, then stores its id. */
+struct busy_job {
+	struct vg_buf prog, out;
+	unsigned int len;
+	__u32 binding;
+	struct drm_vgsched_submit s;
+	__u32 threads;
+};
+
+static inline int busy_job_init(int fd, struct busy_job *j, __u32 ctx, int ms, __u32 groups,
+			 __u32 waves, __u32 threads, __u32 vgpr)
+{
+	__u64 words[16];
+	int ret;
+
+	memset(j, 0, sizeof(*j));
+	j->len = vg_prog_slow_store(words, LOOPS_FOR_MS(ms));
+	ret = vg_program(fd, words, j->len, &j->prog);
+	if (ret)
+		return ret;
+	j->threads = groups * waves * threads;
+	ret = vg_buf_create(fd, j->threads * 4, &j->out);
+	if (ret)
+		return ret;
+	memset(j->out.map, 0xff, j->threads * 4);
+	j->binding = j->out.handle;
+	j->s = vg_job(ctx, &j->prog, j->len, &j->binding, 1, groups, waves, threads);
+	j->s.vgpr_blocks = vgpr;
+	j->s.sgpr_blocks = 1;
+	j->s.shared_mem_blocks = 0;
+	return 0;
+}
+
+/* Re-arms the submission after a SUBMIT overwrote its out fields. */
+static inline int busy_submit(int fd, struct busy_job *j)
+{
+	j->s.seqno = 0;
+	return vgsched_submit(fd, &j->s);
+}
+
+/* Index of the first thread whose stored id is wrong, or -1. */
+static inline int busy_job_wrong(const struct busy_job *j)
+{
+	for (__u32 i = 0; i < j->threads; i++)
+		if (((uint32_t *)j->out.map)[i] != i)
+			return i;
+	return -1;
+}
+
+static inline void busy_job_fini(int fd, struct busy_job *j)
+{
+	vg_buf_destroy(fd, &j->prog);
+	vg_buf_destroy(fd, &j->out);
+}
+
+/* Still running: WAIT with a zero timeout says so. */
+static inline int still_running(int fd, __u32 ctx, __u64 seqno)
+{
+	return vgsched_wait(fd, ctx, seqno, 0, NULL) == -ETIMEDOUT;
+}
+
+static inline int wait_ok(int fd, __u32 ctx, __u64 seqno)
+{
+	int status = 1;
+
+	if (vgsched_wait(fd, ctx, seqno, 60 * VG_SECOND_NS, &status))
+		return -1;
+	return status;
 }
 
 /*

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "vgsched_drm.h"
@@ -192,12 +193,45 @@ static inline int vgsched_debugfs_read(const char *name, char *buf, size_t size)
 	return n < 0 ? -errno : 0;
 }
 
+/* Fills @q with what CTX_QUERY says of context @ctx; 0 or -errno. */
+static inline int vgsched_ctx_query(int fd, __u32 ctx, struct drm_vgsched_ctx_query *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->ctx_id = ctx;
+	return ioctl(fd, DRM_IOCTL_VGSCHED_CTX_QUERY, q) ? -errno : 0;
+}
+
 /* The client id debugfs shows for the file owning context @ctx. */
 static inline __u64 vgsched_client_id(int fd, __u32 ctx)
 {
-	struct drm_vgsched_ctx_query q = { .ctx_id = ctx };
+	struct drm_vgsched_ctx_query q;
 
-	return ioctl(fd, DRM_IOCTL_VGSCHED_CTX_QUERY, &q) ? 0 : q.client_id;
+	return vgsched_ctx_query(fd, ctx, &q) ? 0 : q.client_id;
+}
+
+/*
+ * Loads vgsched.ko (path in $VGSCHED_KO) with @params through
+ * finit_module(2), as insmod does; 0 or -errno.
+ */
+static inline int vgsched_module_load(const char *params)
+{
+	const char *ko = getenv("VGSCHED_KO");
+	int fd, ret;
+
+	if (!ko)
+		return -ENOENT;
+	fd = open(ko, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+/* Unloads the module through delete_module(2), as rmmod does; 0 or -errno. */
+static inline int vgsched_module_unload(void)
+{
+	return syscall(SYS_delete_module, "vgsched", O_NONBLOCK) ? -errno : 0;
 }
 
 /* One line of /sys/kernel/debug/vgsched/placements. */

@@ -299,6 +299,76 @@ static void dispatcher(int fd)
 	}
 }
 
+/* The contexts file's lines of the contexts in @ctx (client @client), with its header. */
+static void print_contexts(__u64 client, const __u32 *ctx, int n)
+{
+	char key[48];
+
+	print_debugfs_lines("contexts", "# client", 1);
+	for (int i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "%llu %u ", (unsigned long long)client, ctx[i]);
+		print_debugfs_lines("contexts", key, 1);
+	}
+}
+
+static void slots(int fd, const struct drm_vgsched_gpu_info *info)
+{
+	enum { N = 10 };
+	__u32 ctx[N + 1];
+	struct vg_buf prog[N + 1], out[N + 1];
+	struct drm_vgsched_submit s[N + 1];
+	struct drm_vgsched_ctx_query q;
+	int status = 1;
+
+	printf("\nthe context scheduler (SEEDS A): %d contexts at priority 8, each with one\n"
+	       "300 ms job, compete for %u hardware slots (t0 %u us, proportional slices):\n",
+	       N, info->hw_slots, info->time_slice_us);
+	for (int i = 0; i < N; i++) {
+		ctx[i] = vgsched_ctx_create(fd, 8);
+		CHECK(ctx[i], "CTX_CREATE failed");
+		s[i] = slow_job(fd, ctx[i], &prog[i], &out[i], 300, 1, 1, 4);
+	}
+	for (int i = 0; i < N; i++)
+		CHECK(!vgsched_submit(fd, &s[i]), "SUBMIT failed");
+	usleep(60 * 1000);
+	__u64 client = vgsched_client_id(fd, ctx[0]);
+
+	printf("  60 ms later, from debugfs contexts (slot '-' = waiting, state saved):\n");
+	print_contexts(client, ctx, N);
+	ctx[N] = vgsched_ctx_create(fd, 2);
+	CHECK(ctx[N], "CTX_CREATE failed");
+	s[N] = slow_job(fd, ctx[N], &prog[N], &out[N], 100, 1, 1, 4);
+	double t0 = now_ms();
+
+	CHECK(!vgsched_submit(fd, &s[N]), "SUBMIT failed");
+	usleep(40 * 1000);
+	printf("  a priority-2 context submits a 100 ms job; 40 ms later it holds a slot and\n"
+	       "  the level-8 contexts hold none (strict priority), their preemptions counted:\n");
+	print_contexts(client, ctx, N + 1);
+	CHECK(!vgsched_wait(fd, ctx[N], s[N].seqno, 60 * VG_SECOND_NS, &status) && status == 0, "job failed");
+	printf("  its job was done %.1f ms after submission\n", now_ms() - t0);
+	for (int i = 0; i < N; i++)
+		CHECK(!vgsched_wait(fd, ctx[i], s[i].seqno, 60 * VG_SECOND_NS, &status) && status == 0,
+		      "job failed");
+	printf("  all %d level-8 jobs done, results right:", N);
+	int right = 1;
+
+	for (int i = 0; i <= N; i++) {
+		right &= ids_right(&out[i], 1);
+		vg_buf_destroy(fd, &prog[i]);
+		vg_buf_destroy(fd, &out[i]);
+	}
+	printf(" %s; GPU time each (300 ms asked):", right ? "yes" : "NO");
+	for (int i = 0; i < N; i++) {
+		CHECK(!vgsched_ctx_query(fd, ctx[i], &q), "CTX_QUERY failed");
+		printf(" %.1f", q.runtime_ns / 1e6);
+	}
+	printf(" ms\n  the slot line of the state file:\n");
+	print_debugfs_lines("state", "slots:", 1);
+	for (int i = 0; i <= N; i++)
+		vgsched_ctx_destroy(fd, ctx[i]);
+}
+
 static void print_debugfs(void)
 {
 	char line[512];
@@ -356,6 +426,7 @@ int main(void)
 	matmul_gated(fd, ctx_a, ctx_b);
 	endless_loop(fd, ctx_c, ctx_b, &info);
 	dispatcher(fd);
+	slots(fd, &info);
 	printf("\ncontexts:\n");
 	print_context(fd, ctx_a);
 	print_context(fd, ctx_b);

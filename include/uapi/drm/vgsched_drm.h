@@ -21,7 +21,7 @@ extern "C" {
 /** The uAPI version a driver reports; bump minor for additions. */
 enum drm_vgsched_uapi_version {
 	DRM_VGSCHED_UAPI_MAJOR = 1,
-	DRM_VGSCHED_UAPI_MINOR = 1,
+	DRM_VGSCHED_UAPI_MINOR = 2,
 };
 
 /** Driver-private ioctl numbers, offset from DRM_COMMAND_BASE. */
@@ -277,6 +277,27 @@ struct drm_vgsched_ctx_query {
 	 * context, as debugfs shows it (uAPI 1.1).
 	 */
 	__u64 client_id;
+	/*
+	 * The context scheduler's view (SEEDS A, uAPI 1.2). A caller built
+	 * against 1.1 passes the shorter struct and simply does not see these.
+	 */
+	/** @lifetime_ns: out: time since creation, at the query. */
+	__u64 lifetime_ns;
+	/**
+	 * @weight_milli: out: lifetime / runtime x 1000, the stage-1 weight;
+	 * ~0 (all bits set) while the context never ran (infinite weight).
+	 */
+	__u64 weight_milli;
+	/** @slices: out: time slices received (loads and renewals). */
+	__u64 slices;
+	/** @preemptions: out: times it lost its slot with work left. */
+	__u64 preemptions;
+	/** @switch_ns: out: modeled time spent saving and restoring its state. */
+	__u64 switch_ns;
+	/** @slot: out: hardware slot it holds, or -1 if none. */
+	__s32 slot;
+	/** @pad2: zero. */
+	__u32 pad2;
 };
 
 /* Flags of struct drm_vgsched_submit. */

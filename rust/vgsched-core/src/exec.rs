@@ -4,10 +4,10 @@
 //! modeled cycles they take.
 //!
 //! A [`Thread`] keeps its program counter and registers between calls, so
-//! the driver can run it in bounded steps (an instruction budget) and stop
-//! it at any instruction boundary. Memory is reached through the [`Memory`]
-//! trait; the kernel module implements it over buffer objects, the tests
-//! over arrays.
+//! the driver can run it in bounded steps (an instruction or a cycle
+//! budget) and stop it at any instruction boundary. Memory is reached
+//! through the [`Memory`] trait; the kernel module implements it over
+//! buffer objects, the tests over arrays.
 
 use super::isa::{Class, Instr, Op, NUM_CLASSES, NUM_REGS};
 use super::softfloat;
@@ -110,7 +110,7 @@ impl CycleCosts {
 pub enum Exit {
     /// It executed `END`.
     Ended,
-    /// The instruction budget ran out; it can be resumed.
+    /// The instruction or cycle budget ran out; it can be resumed.
     Budget,
     /// A load or store fell outside its buffer; the job is faulted.
     OutOfBounds {
@@ -132,6 +132,20 @@ pub struct Thread {
     pub regs: [u32; NUM_REGS],
 }
 
+/// What a fetch past the end of the program reads; validation makes that
+/// impossible, and ending the thread beats a panic in the kernel.
+const END: Instr = Instr { op: Op::End, rd: 0, ra: 0, rb: 0, imm: 0 };
+
+/// Register file index of register field `r`. Validation keeps fields below
+/// [`NUM_REGS`]; wrapping instead of a bounds check keeps the loop free of
+/// panics.
+#[inline(always)]
+fn reg(r: u8) -> usize {
+    r as usize % NUM_REGS
+}
+
+const _: () = assert!(NUM_REGS.is_power_of_two());
+
 impl Thread {
     /// Runs at most `budget` instructions of `prog`, a program accepted by
     /// [`super::isa::validate`]. Returns why it stopped and adds what it
@@ -144,87 +158,154 @@ impl Thread {
         budget: u64,
         counters: &mut Counters,
     ) -> Exit {
-        let mut left = budget;
-        loop {
-            if left == 0 {
-                return Exit::Budget;
-            }
-            left -= 1;
-            // Validation guarantees pc stays inside the program.
-            let ins = prog[self.pc as usize];
+        for _ in 0..budget {
+            let ins = self.fetch(prog);
             counters.per_class[ins.op.class() as usize] += 1;
-            let a = self.regs[ins.ra as usize];
-            // For LD/ST rb is a binding slot, below MAX_BINDINGS <= NUM_REGS.
-            let b = self.regs[ins.rb as usize];
-            let d = self.regs[ins.rd as usize];
-            let mut next = self.pc + 1;
-            let result: Option<u32> = match ins.op {
-                Op::End => return Exit::Ended,
-                Op::Mov => Some(a),
-                Op::Movi => Some(ins.imm as u32),
-                Op::Sreg => Some(match ins.imm {
-                    0 => ids.global,
-                    1 => ids.local,
-                    2 => ids.group,
-                    3 => ids.group_threads,
-                    4 => ids.num_groups,
-                    5 => ids.wave,
-                    _ => ids.lane,
-                }),
-                Op::Ld | Op::St => {
-                    let index = a as i64 + ins.imm as i64;
-                    let fault = Exit::OutOfBounds { pc: self.pc, slot: ins.rb, index };
-                    if index < 0 {
-                        return fault;
-                    }
-                    if ins.op == Op::Ld {
-                        match mem.load(ins.rb, index as u64) {
-                            Some(v) => Some(v),
-                            None => return fault,
-                        }
-                    } else {
-                        if !mem.store(ins.rb, index as u64, d) {
-                            return fault;
-                        }
-                        None
-                    }
-                }
-                Op::Add => Some(a.wrapping_add(b)),
-                Op::Sub => Some(a.wrapping_sub(b)),
-                Op::Mul => Some(a.wrapping_mul(b)),
-                Op::And => Some(a & b),
-                Op::Or => Some(a | b),
-                Op::Xor => Some(a ^ b),
-                Op::Shl => Some(a << (b % 32)),
-                Op::Shr => Some(a >> (b % 32)),
-                Op::Addi => Some(a.wrapping_add(ins.imm as u32)),
-                Op::Fadd => Some(softfloat::add(a, b)),
-                Op::Fsub => Some(softfloat::sub(a, b)),
-                Op::Fmul => Some(softfloat::mul(a, b)),
-                Op::Itof => Some(softfloat::from_i32(a as i32)),
-                Op::Ftoi => Some(softfloat::to_i32(a) as u32),
-                Op::Mad => Some(d.wrapping_add(a.wrapping_mul(b))),
-                Op::Fma => Some(softfloat::add(d, softfloat::mul(a, b))),
-                Op::Slt => Some(((a as i32) < (b as i32)) as u32),
-                Op::Sltu => Some((a < b) as u32),
-                Op::Seq => Some((a == b) as u32),
-                Op::Flt => Some(softfloat::lt(a, b) as u32),
-                Op::Br => {
-                    next = ins.imm as u32;
-                    None
-                }
-                Op::Brz | Op::Brnz => {
-                    if (a == 0) == (ins.op == Op::Brz) {
-                        next = ins.imm as u32;
-                    }
-                    None
-                }
-            };
-            if let Some(v) = result {
-                self.regs[ins.rd as usize] = v;
+            if let Some(exit) = self.step(ins, ids, mem) {
+                return exit;
             }
-            self.pc = next;
         }
+        Exit::Budget
+    }
+
+    /// Runs until `END`, a fault, or until the next instruction's cost would
+    /// take the cycles spent in this call above `cycle_budget`; that
+    /// instruction is not executed, so the thread resumes with it. Returns
+    /// why it stopped and the cycles spent: the [`CycleCosts`] of the
+    /// instructions executed (and added to `counters`), `END` and a faulting
+    /// access included, as [`Counters::cycles`] counts them.
+    ///
+    /// An instruction of a class costing zero cycles always fits, so a loop
+    /// made only of such instructions never stops here; the wave functions
+    /// of [`super::grid`] bound instructions too.
+    pub fn run_cycles<M: Memory>(
+        &mut self,
+        prog: &[Instr],
+        ids: &ThreadIds,
+        mem: &mut M,
+        costs: &CycleCosts,
+        cycle_budget: u64,
+        counters: &mut Counters,
+    ) -> (Exit, u64) {
+        let (exit, spent, _) = self.run_bounded(prog, ids, mem, costs, cycle_budget, u64::MAX, counters);
+        (exit, spent)
+    }
+
+    /// [`Thread::run_cycles`] that also stops after `instr_budget`
+    /// instructions. Returns why it stopped, the cycles spent and the
+    /// instructions executed.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn run_bounded<M: Memory>(
+        &mut self,
+        prog: &[Instr],
+        ids: &ThreadIds,
+        mem: &mut M,
+        costs: &CycleCosts,
+        cycle_budget: u64,
+        instr_budget: u64,
+        counters: &mut Counters,
+    ) -> (Exit, u64, u64) {
+        let (mut spent, mut done) = (0u64, 0u64);
+        while done < instr_budget {
+            let ins = self.fetch(prog);
+            let class = ins.op.class();
+            let cost = costs.of(class) as u64;
+            // spent <= cycle_budget always, so this cannot underflow.
+            if cost > cycle_budget - spent {
+                break;
+            }
+            spent += cost;
+            done += 1;
+            counters.per_class[class as usize] += 1;
+            if let Some(exit) = self.step(ins, ids, mem) {
+                return (exit, spent, done);
+            }
+        }
+        (Exit::Budget, spent, done)
+    }
+
+    #[inline(always)]
+    fn fetch(&self, prog: &[Instr]) -> Instr {
+        prog.get(self.pc as usize).copied().unwrap_or(END)
+    }
+
+    /// Executes `ins`, the instruction at `pc`. Returns why the thread
+    /// stops, or `None` once it has moved on to the next instruction. A
+    /// faulting access changes nothing, so `pc` still names it.
+    #[inline(always)]
+    fn step<M: Memory>(&mut self, ins: Instr, ids: &ThreadIds, mem: &mut M) -> Option<Exit> {
+        let a = self.regs[reg(ins.ra)];
+        // For LD/ST rb is a binding slot, below MAX_BINDINGS <= NUM_REGS.
+        let b = self.regs[reg(ins.rb)];
+        let d = self.regs[reg(ins.rd)];
+        let mut next = self.pc.wrapping_add(1);
+        let result: Option<u32> = match ins.op {
+            Op::End => return Some(Exit::Ended),
+            Op::Mov => Some(a),
+            Op::Movi => Some(ins.imm as u32),
+            Op::Sreg => Some(match ins.imm {
+                0 => ids.global,
+                1 => ids.local,
+                2 => ids.group,
+                3 => ids.group_threads,
+                4 => ids.num_groups,
+                5 => ids.wave,
+                _ => ids.lane,
+            }),
+            Op::Ld | Op::St => {
+                let index = a as i64 + ins.imm as i64;
+                let fault = Exit::OutOfBounds { pc: self.pc, slot: ins.rb, index };
+                if index < 0 {
+                    return Some(fault);
+                }
+                if ins.op == Op::Ld {
+                    match mem.load(ins.rb, index as u64) {
+                        Some(v) => Some(v),
+                        None => return Some(fault),
+                    }
+                } else {
+                    if !mem.store(ins.rb, index as u64, d) {
+                        return Some(fault);
+                    }
+                    None
+                }
+            }
+            Op::Add => Some(a.wrapping_add(b)),
+            Op::Sub => Some(a.wrapping_sub(b)),
+            Op::Mul => Some(a.wrapping_mul(b)),
+            Op::And => Some(a & b),
+            Op::Or => Some(a | b),
+            Op::Xor => Some(a ^ b),
+            Op::Shl => Some(a << (b % 32)),
+            Op::Shr => Some(a >> (b % 32)),
+            Op::Addi => Some(a.wrapping_add(ins.imm as u32)),
+            Op::Fadd => Some(softfloat::add(a, b)),
+            Op::Fsub => Some(softfloat::sub(a, b)),
+            Op::Fmul => Some(softfloat::mul(a, b)),
+            Op::Itof => Some(softfloat::from_i32(a as i32)),
+            Op::Ftoi => Some(softfloat::to_i32(a) as u32),
+            Op::Mad => Some(d.wrapping_add(a.wrapping_mul(b))),
+            Op::Fma => Some(softfloat::add(d, softfloat::mul(a, b))),
+            Op::Slt => Some(((a as i32) < (b as i32)) as u32),
+            Op::Sltu => Some((a < b) as u32),
+            Op::Seq => Some((a == b) as u32),
+            Op::Flt => Some(softfloat::lt(a, b) as u32),
+            Op::Br => {
+                next = ins.imm as u32;
+                None
+            }
+            Op::Brz | Op::Brnz => {
+                if (a == 0) == (ins.op == Op::Brz) {
+                    next = ins.imm as u32;
+                }
+                None
+            }
+        };
+        if let Some(v) = result {
+            self.regs[reg(ins.rd)] = v;
+        }
+        self.pc = next;
+        None
     }
 }
 

@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod bitmask;
+pub mod context_switch;
 pub mod dispatch;
 pub mod exec;
 pub mod finder_bench;

@@ -129,6 +129,11 @@ pub fn div_sat(num: u128, den: u128) -> u64 {
     if den == 0 {
         return u64::MAX;
     }
+    // Most weights and slices fit in 64 bits, where the division is one
+    // instruction.
+    if let (Ok(n), Ok(d)) = (u64::try_from(num), u64::try_from(den)) {
+        return n / d;
+    }
     // The quotient needs more than 64 bits exactly when num >= den * 2^64.
     if den <= u64::MAX as u128 && (num >> 64) >= den {
         return u64::MAX;

@@ -12,7 +12,7 @@ use kernel::{
     sync::{Arc, Mutex},
 };
 
-use crate::{fence, fence::Fence, uapi};
+use crate::{fence, fence::Fence, uapi, vgsched_core::pool::Weight};
 
 /// Priority levels; 0 is the highest.
 pub(crate) const PRIORITY_LEVELS: u32 = uapi::DRM_VGSCHED_PRIORITY_LEVELS;
@@ -49,6 +49,14 @@ pub(crate) struct ContextState {
     pub(crate) runtime_ns: u64,
     /// End of the latest interval counted in `runtime_ns`.
     pub(crate) busy_until_ns: u64,
+    /// The hardware slot it holds (SEEDS A), if any.
+    pub(crate) slot: Option<u32>,
+    /// Time slices received: loads into a slot and renewals.
+    pub(crate) slices: u64,
+    /// Times it lost its slot with work left.
+    pub(crate) preemptions: u64,
+    /// Modeled time spent saving and restoring its waves.
+    pub(crate) switch_ns: u64,
 }
 
 impl ContextState {
@@ -129,6 +137,10 @@ impl Context {
                     closed: false,
                     runtime_ns: 0,
                     busy_until_ns: 0,
+                    slot: None,
+                    slices: 0,
+                    preemptions: 0,
+                    switch_ns: 0,
                 }),
             }),
             GFP_KERNEL,
@@ -151,6 +163,13 @@ impl Context {
         args.jobs_submitted = state.last_seqno;
         args.jobs_completed = state.jobs_completed;
         args.client_id = self.client;
+        let now = monotonic_ns();
+        args.lifetime_ns = now.saturating_sub(self.created_ns);
+        args.weight_milli = Weight::new(now, self.created_ns, state.runtime_ns).milli();
+        args.slices = state.slices;
+        args.preemptions = state.preemptions;
+        args.switch_ns = state.switch_ns;
+        args.slot = state.slot.map_or(-1, |s| s as i32);
     }
 }
 

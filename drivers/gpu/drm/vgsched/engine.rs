@@ -2,14 +2,21 @@
 
 //! The execution engine: runs jobs on the modeled device.
 //!
-//! A work-group is placed on one execution module; its waves run at once
-//! through the interpreter, over the job's buffer objects, so their effects
-//! on memory are real, and each wave then holds its unit's resources for
-//! its modeled duration (its cycles at the modeled clock). An hrtimer fires
-//! at the earliest end; the timer callback only queues the engine's work
-//! item, which retires finished waves, completes jobs (signalling their
-//! fences) and places more work. Every state change happens in that work
-//! item or in an ioctl, under [`Engine::state`].
+//! A work-group is placed on one execution module; its waves run through
+//! the interpreter over the job's buffer objects, so their effects on
+//! memory are real, and each wave holds its unit's resources for its
+//! modeled duration (its cycles at the modeled clock). Waves are
+//! interpreted in chunks, each up to the next preemption point
+//! ([`slots`]), so a wave can stop at an instruction boundary and be
+//! saved when its context loses its hardware slot. An hrtimer fires at the
+//! earliest event (a wave's end or point, a slice's end); the timer
+//! callback only queues the engine's work item, which retires finished
+//! waves, completes jobs (signalling their fences), decides who holds the
+//! slots, advances or saves waves and places more work. Every state change
+//! happens in that work item or in an ioctl, under [`Engine::state`].
+//!
+//! Which contexts may run is SEEDS A ([`slots`]): only the contexts in the
+//! `hw_slots` hardware slots are dispatch channels.
 //!
 //! Work reaches the device through the dispatcher of SEEDS C
 //! ([`dispatch`]): every context with work is a FIFO channel, all channel
@@ -24,8 +31,9 @@
 
 mod dispatch;
 mod dump;
+mod slots;
 
-pub(crate) use dump::{EngineDump, OccupancyDump, PlacementsDump};
+pub(crate) use dump::{ContextsDump, EngineDump, OccupancyDump, PlacementsDump, SliceFormulaFile};
 
 use kernel::{
     bindings,
@@ -48,11 +56,16 @@ use crate::{
     fence::{Fence, OutFenceFd, Waiter},
     job::JobSpec,
     vgsched_core::{
+        context_switch::SchedParams,
         dispatch::{Candidate, DispatchParams, Rotation, SplitTrigger, WindowDebts, BANDS},
         exec::{Counters, CycleCosts},
+        grid::Lane,
         module_choice::{ModuleScore, PowerWeights, PowerWindow},
         occupancy::{GroupNeeds, MapLayout, Occupancy, WaveSlot},
+        pool,
         rng::Rng,
+        slice::SliceFormula,
+        slots::{SlotChange, SlotEntry},
         split::RotatingPointer,
         topology::Topology,
     },
@@ -87,6 +100,8 @@ struct Job {
     split: Option<SplitGroup>,
     /// Work-groups (or pieces) placed and not yet retired.
     groups_running: u32,
+    /// Work-groups (or pieces) stopped and waiting in the save area.
+    groups_saved: u32,
     /// First error (negative errno), 0 while all is well; `-ETIME` means
     /// it hung, and only a hang sets that.
     error: i32,
@@ -101,7 +116,8 @@ impl Job {
     /// The job needs nothing more from the device.
     fn is_finished(&self) -> bool {
         self.groups_running == 0
-            && (self.error != 0 || (self.next_group == self.spec.grid.groups && self.split.is_none()))
+            && (self.error != 0
+                || (self.next_group == self.spec.grid.groups && self.split.is_none() && self.groups_saved == 0))
     }
 
     /// The job could place a work-group (or a piece of one) if it fits.
@@ -110,18 +126,46 @@ impl Job {
     }
 }
 
-/// The queued jobs of one context, oldest first: a dispatch channel.
+/// The queued jobs of one context, oldest first: a dispatch channel while
+/// the context holds a hardware slot.
 struct ContextQueue {
     ctx: Arc<Context>,
     jobs: KVec<Job>,
     /// SEEDS C1's "selected" mark of this channel, per priority band.
     selected: [bool; BANDS],
+    /// The context as the slot decision sees it (SEEDS A).
+    entry: SlotEntry,
+    /// The slot it holds, while resident.
+    slot: Option<u32>,
+    /// Its save area: work-groups stopped at a preemption point, in the
+    /// order they were placed; they run again before anything new.
+    saved: KVec<slots::SavedGroup>,
+}
+
+impl AsRef<SlotEntry> for ContextQueue {
+    fn as_ref(&self) -> &SlotEntry {
+        &self.entry
+    }
+}
+
+impl AsMut<SlotEntry> for ContextQueue {
+    fn as_mut(&mut self) -> &mut SlotEntry {
+        &mut self.entry
+    }
 }
 
 /// A placed work-group (or one-wave piece of a split one).
 struct RunningGroup {
     /// Its job.
     job_id: u64,
+    /// Its index in the job's grid.
+    group: u32,
+    /// Its dispatch band (pieces of a split group: the lowest).
+    band: u8,
+    /// A one-wave piece of a split group.
+    piece: bool,
+    /// Waves of it saved to its context's save area.
+    saved_waves: u32,
     /// Its context (for accounting and cancelling).
     ctx: Arc<Context>,
     /// What it holds: the job's needs, or one wave's for a piece.
@@ -134,15 +178,39 @@ struct RunningGroup {
     waves_left: u32,
 }
 
+/// What a wave on the device is doing.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum WavePhase {
+    /// Executing; interpreted up to `end_ns`, a preemption point.
+    Running,
+    /// Finished (or abandoned with its failed job) at `end_ns`.
+    Ended,
+    /// Stopped, its state being moved to the save area until `end_ns`.
+    Saving,
+}
+
 /// A wave on the device.
 struct RunningWave {
     /// Index of its work-group in [`EngineState::groups`].
     slot: usize,
+    /// Its index in its work-group.
+    wave: u32,
     /// Its unit and register ranges.
     place: WaveSlot,
-    /// Its modeled end.
+    /// What it is doing.
+    phase: WavePhase,
+    /// Its next event: the point it is interpreted to while running, the
+    /// moment it gives its resources back otherwise.
     end_ns: u64,
-    /// Its share of its module's recent-power count (SEEDS C10).
+    /// When it started executing here (after its state was restored).
+    exec_from_ns: u64,
+    /// Its cycles when it started executing here (non-zero once resumed).
+    base_cycles: u64,
+    /// Its cycles so far.
+    cycles: u64,
+    /// Its threads, stopped at an instruction boundary.
+    lanes: KVVec<Lane>,
+    /// Its current chunk's share of its module's recent-power count (C10).
     power_token: u64,
 }
 
@@ -165,6 +233,8 @@ struct Totals {
     jobs_cancelled: u64,
     groups_dispatched: u64,
     groups_split: u64,
+    waves_saved: u64,
+    groups_restored: u64,
 }
 
 /// Everything the engine changes, under one lock.
@@ -203,6 +273,20 @@ struct EngineState {
     splittable_waiting: bool,
     /// The last placements, for debugfs.
     log: PlacementLog,
+    /// Stage 2's slice formula; debugfs can change it at run time.
+    formula: SliceFormula,
+    /// Every live context, for debugfs.
+    contexts: KVec<Arc<Context>>,
+    /// Numbers loads into slots (stage 2's FIFO order).
+    next_load_seq: u64,
+    /// Slots held, one bit each (at most 64 slots).
+    slots_used: u64,
+    /// Scratch of the slot decision, sized with `queues`.
+    slot_cands: KVec<pool::Candidate>,
+    /// Scratch: its winners (one per slot).
+    slot_chosen: KVec<usize>,
+    /// Scratch: its changes (at most two per channel).
+    slot_changes: KVec<SlotChange>,
     /// The armed completion timer.
     timer: Option<ArcHrTimerHandle<Engine>>,
     totals: Totals,
@@ -215,6 +299,9 @@ pub(crate) struct Engine {
     topology: Topology,
     /// Policy settings of the dispatcher.
     params: DispatchParams,
+    /// Settings of the slot decision (the formula in use is
+    /// [`EngineState::formula`]).
+    sched: SchedParams,
     /// The priority rotation (SEEDS C2), in modeled nanoseconds.
     rotation: Rotation,
     /// Cycle cost per instruction class.
@@ -241,7 +328,7 @@ impl_has_hr_timer! {
 
 impl Engine {
     /// An idle engine for a device of shape `topology`.
-    pub(crate) fn new(topology: Topology, params: DispatchParams) -> Result<Arc<Self>> {
+    pub(crate) fn new(topology: Topology, params: DispatchParams, sched: SchedParams) -> Result<Arc<Self>> {
         let n_units = topology.total_units() as usize;
         let n_modules = topology.modules as usize;
         let wave_slots = n_units * topology.wave_slots as usize;
@@ -279,6 +366,13 @@ impl Engine {
             trigger: SplitTrigger::new(topology.cycles_to_ns(params.split_after_rounds)),
             splittable_waiting: false,
             log: PlacementLog::new()?,
+            formula: sched.policy.formula,
+            contexts: KVec::new(),
+            next_load_seq: 0,
+            slots_used: 0,
+            slot_cands: KVec::new(),
+            slot_chosen: KVec::from_elem(0, sched.policy.slots, GFP_KERNEL)?,
+            slot_changes: KVec::new(),
             timer: None,
             totals: Totals::default(),
         };
@@ -286,6 +380,7 @@ impl Engine {
             try_pin_init!(Self {
                 topology,
                 params,
+                sched,
                 rotation: Rotation::new(topology.cycles_to_ns(params.rotation_period_cycles)),
                 costs: CycleCosts::DEFAULT,
                 power_weights: PowerWeights::DEFAULT,
@@ -339,13 +434,31 @@ impl Engine {
         let queue = match st.queues.iter().position(|q| Arc::ptr_eq(&q.ctx, ctx)) {
             Some(i) => i,
             None => {
-                // A dispatch round needs scratch room for every channel.
+                // A dispatch round and a slot decision need scratch room
+                // for every channel.
                 let channels = st.queues.len() + 1;
                 st.heads.reserve(channels, GFP_KERNEL)?;
                 st.candidates.reserve(channels, GFP_KERNEL)?;
                 st.candidate_heads.reserve(channels, GFP_KERNEL)?;
+                st.slot_cands.reserve(channels, GFP_KERNEL)?;
+                st.slot_changes.reserve(2 * channels, GFP_KERNEL)?;
                 let jobs = KVec::with_capacity(MAX_JOBS_IN_FLIGHT as usize, GFP_KERNEL)?;
-                st.queues.push(ContextQueue { ctx: ctx.clone(), jobs, selected: [false; BANDS] }, GFP_KERNEL)?;
+                let entry = SlotEntry::new(pool::Candidate {
+                    id: ctx.timeline as u32,
+                    priority: ctx.priority as u8,
+                    created_ns: ctx.created_ns,
+                    runtime_ns: cs.runtime_ns,
+                    runnable: false,
+                });
+                let queue = ContextQueue {
+                    ctx: ctx.clone(),
+                    jobs,
+                    selected: [false; BANDS],
+                    entry,
+                    slot: None,
+                    saved: KVec::new(),
+                };
+                st.queues.push(queue, GFP_KERNEL)?;
                 st.queues.len() - 1
             }
         };
@@ -359,6 +472,7 @@ impl Engine {
             next_group: 0,
             split: None,
             groups_running: 0,
+            groups_saved: 0,
             error: 0,
         };
         // Capacity for MAX_JOBS_IN_FLIGHT was reserved with the queue and
@@ -373,6 +487,12 @@ impl Engine {
         Ok((seqno, out_fd))
     }
 
+    /// Makes a new context known to the scheduler's debugfs view.
+    pub(crate) fn register_context(&self, ctx: &Arc<Context>) -> Result {
+        self.state.lock().contexts.push(ctx.clone(), GFP_KERNEL)?;
+        Ok(())
+    }
+
     /// Cancels every unfinished job of `ctx` at once: queued ones never
     /// run, running work-groups are taken off the device, and all their
     /// fences signal `-ECANCELED`. Used when a context is destroyed or its
@@ -380,6 +500,7 @@ impl Engine {
     pub(crate) fn cancel_context(this: ArcBorrow<'_, Self>, ctx: &Arc<Context>) {
         let mut st = this.state.lock();
         ctx.state.lock().closed = true;
+        st.contexts.retain(|c| !Arc::ptr_eq(c, ctx));
         let Some(i) = st.queues.iter().position(|q| Arc::ptr_eq(&q.ctx, ctx)) else {
             return;
         };
@@ -408,7 +529,11 @@ impl Engine {
                 occ.release_shared(g.module, g.shared_start, g.needs.shared);
             }
         }
+        if let Some(slot) = queue.slot {
+            st.slots_used &= !(1u64 << slot);
+        }
         let mut cs = ctx.state.lock();
+        cs.slot = None;
         for job in queue.jobs.iter() {
             job.fence.signal(ECANCELED.to_errno());
             cs.jobs_completed += 1;
@@ -451,8 +576,9 @@ impl Engine {
             .with_finder(self.params.finder)
     }
 
-    /// One engine step: retire what has ended, finish jobs, place more
-    /// work, arm the timer for the next event.
+    /// One engine step: retire what has ended, finish jobs, decide who
+    /// holds the slots, advance or save running waves, place more work,
+    /// arm the timer for the next event.
     fn step(this: ArcBorrow<'_, Self>) {
         let mut finished = KVec::new();
         {
@@ -461,19 +587,25 @@ impl Engine {
                 return;
             }
             let now = monotonic_ns();
-            this.retire(&mut st, now);
-            // Finishing a job can free its context's next one, and placing
-            // can finish a job at once (a failed in-fence): repeat until
-            // nothing more finishes.
-            let mut placed = false;
-            loop {
+            // Each of these can enable another (a finished job frees its
+            // context's next one or its slot, a new slot holder places
+            // work, placing can finish a job at once when its in-fence
+            // failed): repeat until a pass changes nothing. Every pass
+            // that changes something retires, finishes, moves a slot or
+            // places work, so this ends; the bound is only a safety net.
+            for _ in 0..64 {
+                let mut changed = this.retire(&mut st, now);
                 let before = finished.len();
                 this.collect_finished(&mut st, &mut finished);
-                if placed && finished.len() == before {
+                changed += finished.len() - before;
+                changed += Self::reschedule(this, &mut st, now);
+                changed += this.advance_waves(&mut st, now);
+                changed += Self::dispatch(this, &mut st, now);
+                // Checking an in-fence can fail a job at once: collect it.
+                changed += st.queues.iter().filter(|q| q.jobs.first().is_some_and(Job::is_finished)).count();
+                if changed == 0 {
                     break;
                 }
-                Self::dispatch(this, &mut st, now);
-                placed = true;
             }
             Self::arm_timer(this, &mut st, now);
         }
@@ -481,31 +613,46 @@ impl Engine {
         drop(finished);
     }
 
-    /// Retires waves whose modeled end has passed, giving back their
-    /// ranges, and work-groups whose last wave has.
-    fn retire(&self, st: &mut EngineState, now: u64) {
+    /// Retires waves that ended or finished saving by `now`, giving back
+    /// their ranges, and work-groups whose last wave has. Returns how many.
+    fn retire(&self, st: &mut EngineState, now: u64) -> usize {
         let EngineState { groups, waves, maps, unit_waves, modules, queues, .. } = st;
         let mut occ = self.occupancy(maps, unit_waves);
         let now_cycle = self.topology.ns_to_cycles(now);
+        let before = waves.len();
         waves.retain(|w| {
-            if w.end_ns > now {
+            // Running waves at their point are [`Engine::advance_waves`]'s.
+            if w.end_ns > now || w.phase == WavePhase::Running {
                 return true;
             }
             let Some(g) = groups[w.slot].as_mut() else {
                 return false;
             };
             occ.release_wave(g.module, &w.place, &g.needs.wave);
-            modules[g.module as usize].power.stop(self.topology.ns_to_cycles(w.end_ns), now_cycle, w.power_token);
+            if w.phase == WavePhase::Ended {
+                modules[g.module as usize].power.stop(self.topology.ns_to_cycles(w.end_ns), now_cycle, w.power_token);
+            }
             g.waves_left -= 1;
             if g.waves_left == 0 {
                 occ.release_shared(g.module, g.shared_start, g.needs.shared);
                 if let Some(job) = find_job(queues, g.job_id) {
                     job.groups_running -= 1;
                 }
+                if g.saved_waves > 0 {
+                    // Its last wave left the device: it may be restored.
+                    let q = queues.iter_mut().find(|q| Arc::ptr_eq(&q.ctx, &g.ctx));
+                    let same = |s: &&mut slots::SavedGroup| {
+                        s.job_id == g.job_id && s.group == g.group && s.piece == g.piece && !s.complete
+                    };
+                    if let Some(s) = q.and_then(|q| q.saved.iter_mut().find(same)) {
+                        s.complete = true;
+                    }
+                }
                 groups[w.slot] = None;
             }
             false
         });
+        before - waves.len()
     }
 
     /// Moves finished jobs out of their queues, signalling their fences.
@@ -527,6 +674,8 @@ impl Engine {
                 let Ok(job) = q.jobs.remove(0) else {
                     break;
                 };
+                // A failed job's stopped work-groups never run again.
+                q.saved.retain(|g| g.job_id != job.id);
                 cs.jobs_completed += 1;
                 job.fence.signal(job.error);
                 let t = &mut st.totals;
@@ -551,10 +700,16 @@ impl Engine {
                 // push fails the job simply drops here, under the lock.
                 let _ = out.push(job, GFP_KERNEL);
             }
-            drop(cs);
             if q.jobs.is_empty() {
+                // No more work: it leaves its slot (SEEDS A).
+                if let Some(slot) = q.slot.take() {
+                    st.slots_used &= !(1u64 << slot);
+                    cs.slot = None;
+                }
+                drop(cs);
                 let _ = st.queues.remove(qi);
             } else {
+                drop(cs);
                 qi += 1;
             }
         }
@@ -593,7 +748,12 @@ impl Engine {
     /// Arms the timer for the next event: the earliest wave end, or the
     /// moment blocked independent work-groups are due to be split.
     fn arm_timer(this: ArcBorrow<'_, Self>, st: &mut EngineState, now: u64) {
-        let mut next = st.waves.iter().map(|w| w.end_ns).min();
+        let waves = st.waves.iter().map(|w| w.end_ns).min();
+        let slices = crate::vgsched_core::slots::next_slice_end(&st.queues);
+        let mut next = match (waves, slices) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         if st.splittable_waiting {
             if let Some(at) = st.trigger.fire_time().filter(|&at| at > now) {
                 next = Some(next.map_or(at, |n| n.min(at)));

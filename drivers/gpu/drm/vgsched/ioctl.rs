@@ -218,12 +218,19 @@ impl Ioctl for CtxCreate {
     const NR: u32 = uapi::DRM_VGSCHED_CTX_CREATE;
     const NAME: &'static CStr = c"VGSCHED_CTX_CREATE";
 
-    fn handle(_dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
+    fn handle(dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
         -> Result<u32> {
         if args.flags != 0 || args.pad != 0 {
             return Err(EINVAL);
         }
-        let ctx = file.inner().contexts.lock().create(args.priority, file.inner().client)?;
+        let inner = file.inner();
+        let mut table = inner.contexts.lock();
+        let ctx = table.create(args.priority, inner.client)?;
+        if let Err(e) = dev.engine.register_context(&ctx) {
+            // A refused creation leaves nothing behind.
+            let _ = table.remove(ctx.id);
+            return Err(e);
+        }
         args.ctx_id = ctx.id;
         Ok(0)
     }

@@ -329,3 +329,65 @@ mod finder_bench {
         Ok(())
     }
 }
+
+/// SEEDS A's decision in the kernel: the document's examples, with the
+/// weights' 128-bit products and the slice formulas built by the kernel's
+/// compiler (which refuses 128-bit division: `div_sat` must avoid it).
+#[kernel::macros::kunit_tests(vgsched_slots)]
+mod slots {
+    use crate::vgsched_core::{
+        pool::{Candidate, Weight},
+        slice::{slice_len, SliceFormula, SliceParams},
+        slots::{reschedule, Scratch, SlotChange, SlotEntry, SlotPolicy},
+    };
+
+    const MIN: u64 = 60_000_000_000;
+
+    #[test]
+    fn only_the_highest_level_is_loaded() {
+        // 11 contexts: 5 at priority 3, 6 at priority 5; 8 slots.
+        let mut e: [Wrap; 11] = core::array::from_fn(|i| {
+            Wrap(SlotEntry::new(Candidate {
+                id: i as u32,
+                priority: if i < 5 { 3 } else { 5 },
+                created_ns: 0,
+                runtime_ns: MIN,
+                runnable: true,
+            }))
+        });
+        let mut cands = [Candidate { id: 0, priority: 0, created_ns: 0, runtime_ns: 0, runnable: false }; 11];
+        let mut chosen = [0usize; 8];
+        let mut changes = [SlotChange::Evict { index: 0, preempted: false }; 22];
+        let policy = SlotPolicy::new(8, SliceFormula::Proportional, 10_000_000);
+        let mut seq = 0;
+        let scratch = Scratch { cands: &mut cands, chosen: &mut chosen, changes: &mut changes };
+        assert_eq!(reschedule(&mut e, 60 * MIN, &policy, &mut seq, scratch), 5);
+        assert!(e.iter().enumerate().all(|(i, x)| x.0.resident == (i < 5)));
+    }
+
+    #[test]
+    fn weights_and_slices_of_the_document() {
+        let (nine, ten) = (9 * 60 * MIN, 10 * 60 * MIN);
+        assert_eq!(Weight::new(ten, nine, 3 * MIN).milli(), 20_000);
+        assert_eq!(Weight::new(ten, nine, 10 * MIN).milli(), 6_000);
+        let p = SliceParams { t0_ns: 30_000_000, min_ns: 1, max_ns: u64::MAX };
+        assert_eq!(slice_len(SliceFormula::Literal, &p, 10, 5_000, 30_000), 6 * p.t0_ns);
+        assert_eq!(slice_len(SliceFormula::Proportional, &p, 10, 5_000, 30_000), p.t0_ns * 50 / 30);
+    }
+
+    /// The engine keeps entries inside its queues; so does this test.
+    #[derive(Clone, Copy)]
+    struct Wrap(SlotEntry);
+
+    impl AsRef<SlotEntry> for Wrap {
+        fn as_ref(&self) -> &SlotEntry {
+            &self.0
+        }
+    }
+
+    impl AsMut<SlotEntry> for Wrap {
+        fn as_mut(&mut self) -> &mut SlotEntry {
+            &mut self.0
+        }
+    }
+}

@@ -29,6 +29,7 @@ mod uapi;
 #[path = "../../../../rust/vgsched-core/src"]
 pub mod vgsched_core {
     pub mod bitmask;
+    pub mod context_switch;
     pub mod dispatch;
     pub mod exec;
     pub mod finder_bench;
@@ -40,12 +41,14 @@ pub mod vgsched_core {
     pub mod rng;
     pub mod sample_maps;
     pub mod slice;
+    pub mod slots;
     pub mod softfloat;
     pub mod split;
     pub mod topology;
 }
 
 use vgsched_core::{
+    context_switch::SchedParams,
     dispatch::DispatchParams,
     topology::{ParamError, Topology},
 };
@@ -117,6 +120,14 @@ module! {
             default: 1024,
             description: "Window of the recent-power count of C10, modeled cycles (16-2^24)",
         },
+        slice_formula: u32 {
+            default: 0,
+            description: "Time-slice formula at load: 0 proportional (t0*n*wc/wz), 1 literal (t0*wz/wc); debugfs slice_formula changes it",
+        },
+        preemption_us: u32 {
+            default: 1000,
+            description: "Distance between preemption points, modeled us (100-1000000)",
+        },
     },
 }
 
@@ -148,6 +159,16 @@ fn dispatch_params() -> Result<DispatchParams> {
     .map_err(invalid_parameter)
 }
 
+/// Reads the context scheduler's settings (SEEDS A).
+fn sched_params(topology: &Topology) -> Result<SchedParams> {
+    SchedParams::from_params(
+        topology,
+        module_parameters::slice_formula.value(),
+        module_parameters::preemption_us.value(),
+    )
+    .map_err(invalid_parameter)
+}
+
 /// Logs which parameter is out of range; `EINVAL` for `insmod`.
 fn invalid_parameter(e: ParamError) -> Error {
     pr_err!("invalid parameter {}={} (must be {}..={})\n", e.field, e.value, e.min, e.max);
@@ -166,6 +187,8 @@ struct VgschedModule {
     _state_file: Pin<KBox<debugfs::File<engine::EngineDump>>>,
     _occupancy_file: Pin<KBox<debugfs::File<engine::OccupancyDump>>>,
     _placements_file: Pin<KBox<debugfs::File<engine::PlacementsDump>>>,
+    _contexts_file: Pin<KBox<debugfs::File<engine::ContextsDump>>>,
+    _formula_file: Pin<KBox<debugfs::File<engine::SliceFormulaFile>>>,
     _bench_file: Pin<KBox<debugfs::File<bench::FinderBench>>>,
     _debugfs: debugfs::Dir,
     _drm: drm::Registration<'static, driver::VgDriver>,
@@ -178,7 +201,8 @@ impl kernel::Module for VgschedModule {
         topology.validate().map_err(invalid_parameter)?;
 
         let params = dispatch_params()?;
-        let engine = engine::Engine::new(topology, params)?;
+        let sched = sched_params(&topology)?;
+        let engine = engine::Engine::new(topology, params, sched)?;
         let faux = faux::Registration::new(c"vgsched", None)?;
         let unregistered = drm::UnregisteredDevice::<driver::VgDriver>::new(
             faux.as_ref(),
@@ -215,7 +239,15 @@ impl kernel::Module for VgschedModule {
             GFP_KERNEL,
         )?;
         let placements_file = KBox::pin_init(
-            debugfs.read_only_file(c"placements", engine::PlacementsDump(engine)),
+            debugfs.read_only_file(c"placements", engine::PlacementsDump(engine.clone())),
+            GFP_KERNEL,
+        )?;
+        let contexts_file = KBox::pin_init(
+            debugfs.read_only_file(c"contexts", engine::ContextsDump(engine.clone())),
+            GFP_KERNEL,
+        )?;
+        let formula_file = KBox::pin_init(
+            debugfs.read_write_file(c"slice_formula", engine::SliceFormulaFile(engine)),
             GFP_KERNEL,
         )?;
         let bench_file = KBox::pin_init(
@@ -226,6 +258,8 @@ impl kernel::Module for VgschedModule {
             _state_file: state_file,
             _occupancy_file: occupancy_file,
             _placements_file: placements_file,
+            _contexts_file: contexts_file,
+            _formula_file: formula_file,
             _bench_file: bench_file,
             _debugfs: debugfs,
             _drm: drm,

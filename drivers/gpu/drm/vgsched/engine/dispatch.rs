@@ -6,20 +6,21 @@
 //! ([`crate::vgsched_core::dispatch`], [`crate::vgsched_core::split`],
 //! [`crate::vgsched_core::module_choice`]); this file feeds them the
 //! channels and modules of the device and carries out their answers: it
-//! takes the ranges, runs the waves and records the placement.
+//! takes the ranges, starts the waves and records the placement. Only
+//! contexts that hold a hardware slot are channels (SEEDS A); a channel's
+//! first heads are its work-groups stopped at a preemption point, which
+//! are restored before anything new of it is placed.
 
 use kernel::{prelude::*, sync::ArcBorrow};
 
-use super::{dump::PlacementRecord, Engine, EngineState, RunningGroup, RunningWave, SplitGroup};
-use crate::{
-    job::BoMemory,
-    vgsched_core::{
-        dispatch::{pick, Candidate, MarkUpdate, BANDS, LOWEST_BAND},
-        grid::{run_wave, WaveEnd, MAX_WAVES_PER_GROUP},
-        module_choice::{choose, free_score, FreeResources, FreeWeights, ModuleScore},
-        occupancy::{GroupNeeds, Remaining},
-        split::RotatingPointer,
-    },
+use super::{dump::PlacementRecord, Engine, EngineState, RunningGroup, RunningWave, SplitGroup, WavePhase};
+use crate::vgsched_core::{
+    context_switch::{shared_state_bytes, transfer_cycles, wave_state_bytes},
+    dispatch::{pick, Candidate, MarkUpdate, BANDS, LOWEST_BAND},
+    grid::{Lane, MAX_WAVES_PER_GROUP},
+    module_choice::{choose, free_score, FreeResources, FreeWeights, ModuleScore},
+    occupancy::{GroupNeeds, Remaining},
+    split::RotatingPointer,
 };
 
 /// The head of one channel in a dispatch round: its next work-group, or
@@ -36,6 +37,8 @@ pub(super) struct Head {
     first_wave: u32,
     /// It is a piece of a split work-group.
     piece: bool,
+    /// It is the channel's first saved work-group, to be restored.
+    restore: bool,
 }
 
 /// Units of a work-group's waves on a module, from the split table
@@ -52,17 +55,19 @@ fn free_resources(r: &Remaining) -> FreeResources {
 }
 
 impl Engine {
-    /// Dispatch rounds until no channel head fits anywhere.
-    pub(super) fn dispatch(this: ArcBorrow<'_, Self>, st: &mut EngineState, now: u64) {
+    /// Dispatch rounds until no channel head fits anywhere; returns how
+    /// many work-groups (or pieces) were placed.
+    pub(super) fn dispatch(this: ArcBorrow<'_, Self>, st: &mut EngineState, now: u64) -> usize {
         let now_cycle = this.topology.ns_to_cycles(now);
         for m in st.modules.iter_mut() {
             m.power.advance(now_cycle);
         }
+        let mut placed = 0;
         loop {
             Self::gather_heads(this, st);
             if st.heads.is_empty() {
                 st.trigger.progress(now);
-                return;
+                return placed;
             }
             this.match_heads(st);
             let mut waiting = [false; BANDS];
@@ -76,7 +81,7 @@ impl Engine {
                     st.trigger.reset(now);
                     continue;
                 }
-                return;
+                return placed;
             };
             let head = st.heads[st.candidate_heads[ci]];
             let band = head.band as usize;
@@ -85,19 +90,41 @@ impl Engine {
             }
             st.queues[head.queue].selected[band] = true;
             if !this.place(st, &head, now) {
-                // Cannot happen (the head matched); never spin on it.
-                return;
+                // The head matched, so only an allocation failure gets
+                // here; never spin on it.
+                return placed;
             }
+            placed += 1;
             st.debts.served(head.band);
             st.trigger.progress(now);
         }
     }
 
-    /// Collects the head of every channel whose first job may place work.
+    /// Collects the head of every resident channel whose first job may
+    /// place work.
     fn gather_heads(this: ArcBorrow<'_, Self>, st: &mut EngineState) {
         st.heads.clear();
         st.splittable_waiting = false;
         for (queue, q) in st.queues.iter_mut().enumerate() {
+            if !q.entry.resident {
+                continue;
+            }
+            if let Some(saved) = q.saved.first() {
+                if saved.complete {
+                    let head = Head {
+                        queue,
+                        needs: saved.restore_needs(),
+                        band: saved.band,
+                        first_wave: saved.waves.first().map_or(0, |w| w.wave),
+                        piece: saved.piece,
+                        restore: true,
+                    };
+                    // Room for one head per channel is reserved with the channel.
+                    let _ = st.heads.push_within_capacity(head);
+                }
+                // Saved work runs before anything new of the channel.
+                continue;
+            }
             let Some(job) = q.jobs.first_mut() else { continue };
             if !job.has_groups_to_place() || !Self::ready(this, job) {
                 continue;
@@ -110,10 +137,11 @@ impl Engine {
                     band: LOWEST_BAND,
                     first_wave: split.next_wave,
                     piece: true,
+                    restore: false,
                 },
                 None => {
                     st.splittable_waiting |= job.spec.independent && needs.waves > 1;
-                    Head { queue, needs, band: job.spec.band, first_wave: 0, piece: false }
+                    Head { queue, needs, band: job.spec.band, first_wave: 0, piece: false, restore: false }
                 }
             };
             // Room for one head per channel is reserved with the channel.
@@ -146,7 +174,7 @@ impl Engine {
     /// `false` if there was none.
     fn split_heads(&self, st: &mut EngineState) -> bool {
         let mut any = false;
-        for h in st.heads.iter().filter(|h| !h.piece && h.needs.waves > 1) {
+        for h in st.heads.iter().filter(|h| !h.piece && !h.restore && h.needs.waves > 1) {
             let job = &mut st.queues[h.queue].jobs[0];
             if job.spec.independent {
                 job.split = Some(SplitGroup { group: job.next_group, next_wave: 0 });
@@ -189,27 +217,57 @@ impl Engine {
             // Cannot happen: every group holds a wave slot until it retires.
             return false;
         };
+        let q = &mut queues[head.queue];
+        let job = &mut q.jobs[0];
+        // The threads of every wave: a restored group brings its own, new
+        // waves start from scratch. Allocated before anything is taken, so
+        // a failure changes nothing.
+        let mut lanes = KVec::new();
+        if !head.restore {
+            if lanes.reserve(needs.waves as usize, GFP_KERNEL).is_err() {
+                return false;
+            }
+            for _ in 0..needs.waves {
+                let threads = job.spec.grid.threads_per_wave as usize;
+                let Ok(fresh) = KVVec::from_elem(Lane::default(), threads, GFP_KERNEL) else {
+                    return false;
+                };
+                let _ = lanes.push_within_capacity(fresh);
+            }
+        }
         occ.take(&placement, &needs);
         ms.pointer.advance(needs.waves, units);
 
-        let q = &mut queues[head.queue];
-        let job = &mut q.jobs[0];
-        let group = match &mut job.split {
-            Some(split) if head.piece => {
-                let group = split.group;
-                split.next_wave += 1;
-                if split.next_wave == job.spec.needs.waves {
-                    job.split = None;
+        let mut cs = q.ctx.state.lock();
+        // Restoring copies the group's state back in before it executes.
+        let (group, exec_from, saved_waves) = if head.restore {
+            let Ok(sg) = q.saved.remove(0) else { return false };
+            let bytes = sg.waves.len() as u64 * wave_state_bytes(&sg.needs, job.spec.grid.threads_per_wave)
+                + shared_state_bytes(&sg.needs);
+            let restore_ns = self.topology.cycles_to_ns(transfer_cycles(bytes));
+            cs.switch_ns += restore_ns;
+            job.groups_saved -= 1;
+            totals.groups_restored += 1;
+            (sg.group, now.saturating_add(restore_ns), Some(sg.waves))
+        } else {
+            let group = match &mut job.split {
+                Some(split) if head.piece => {
+                    let group = split.group;
+                    split.next_wave += 1;
+                    if split.next_wave == job.spec.needs.waves {
+                        job.split = None;
+                    }
+                    group
                 }
-                group
-            }
-            _ => {
-                job.next_group += 1;
-                job.next_group - 1
-            }
+                _ => {
+                    job.next_group += 1;
+                    job.next_group - 1
+                }
+            };
+            totals.groups_dispatched += 1;
+            (group, now, None)
         };
         job.groups_running += 1;
-        totals.groups_dispatched += 1;
         log.record(PlacementRecord {
             time_ns: now,
             client: q.ctx.client,
@@ -221,42 +279,50 @@ impl Engine {
             needs,
             placement,
         });
-
-        let limit = self.topology.timeout_cycles();
-        let mut mem = BoMemory(&job.spec.bindings);
-        let mut last_end = now;
-        for (i, place) in placement.waves[..needs.waves as usize].iter().enumerate() {
-            let (mut end_ns, mut power_token) = (now, 0);
-            // Once the job has failed its other waves need not run; they
-            // give their resources back at once.
-            if job.error == 0 {
-                let wave = head.first_wave + i as u32;
-                let run = run_wave(&job.spec.program, &job.spec.grid, group, wave, &mut mem, &self.costs, limit);
-                ms.counters.add(&run.counters);
-                let duration = self.topology.cycles_to_ns(run.cycles);
-                end_ns = now.saturating_add(duration);
-                power_token = ms.power.start(self.topology.ns_to_cycles(now), self.power_weights.weigh(&run.counters), run.cycles);
-                last_end = last_end.max(end_ns);
-                match run.end {
-                    WaveEnd::Done => {}
-                    // Waves after a failed one are skipped, so the first
-                    // failure is the only one.
-                    WaveEnd::Hung => job.error = ETIME.to_errno(),
-                    WaveEnd::Fault { .. } => job.error = EFAULT.to_errno(),
-                }
-            }
-            // Capacity for every wave slot was reserved in `new`.
-            let _ = waves.push_within_capacity(RunningWave { slot, place: *place, end_ns, power_token });
-        }
-        q.ctx.state.lock().account(now, last_end);
-        groups[slot] = Some(RunningGroup {
+        let g = RunningGroup {
             job_id: job.id,
+            group,
+            band: head.band,
+            piece: head.piece,
+            saved_waves: 0,
             ctx: q.ctx.clone(),
             needs,
             module,
             shared_start: placement.shared_start,
             waves_left: needs.waves,
-        });
+        };
+        let to = self.sched.next_point(exec_from);
+        let mut saved_waves = saved_waves.map(|v| v.into_iter());
+        let mut fresh = lanes.into_iter();
+        for (i, place) in placement.waves[..needs.waves as usize].iter().enumerate() {
+            let (wave, cycles, lanes) = match saved_waves.as_mut().and_then(Iterator::next) {
+                Some(sw) => (sw.wave, sw.cycles, sw.lanes),
+                None => (head.first_wave + i as u32, 0, fresh.next().unwrap_or(KVVec::new())),
+            };
+            let mut w = RunningWave {
+                slot,
+                wave,
+                place: *place,
+                phase: WavePhase::Running,
+                end_ns: now,
+                exec_from_ns: exec_from,
+                base_cycles: cycles,
+                cycles,
+                lanes,
+                power_token: 0,
+            };
+            // Once the job has failed its other waves need not run; they
+            // give their resources back at once.
+            if job.error == 0 {
+                self.run_chunk(&mut w, &g, job, ms, &mut cs, &mut q.entry, now, to);
+            } else {
+                w.phase = WavePhase::Ended;
+            }
+            // Capacity for every wave slot was reserved in `new`.
+            let _ = waves.push_within_capacity(w);
+        }
+        drop(cs);
+        groups[slot] = Some(g);
         true
     }
 

@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What debugfs shows of the engine: its state, the resource bitmaps of
-//! every module and the placements of the last dispatched work-groups.
+//! What debugfs shows of the engine: its state, the contexts as the slot
+//! scheduler sees them, the resource bitmaps of every module and the
+//! placements of the last dispatched work-groups; and the one setting that
+//! can change at run time, the slice formula.
 
 use core::fmt;
 
-use kernel::{prelude::*, sync::Arc};
+use kernel::{debugfs::Reader, prelude::*, sync::Arc, uaccess::UserSliceReader};
 
 use super::Engine;
 use crate::vgsched_core::{
     isa::NUM_CLASSES,
     occupancy::{GroupNeeds, Placement},
+    pool::Weight,
+    slice::SliceFormula,
 };
 
 /// Placements debugfs keeps: enough for a test or a person to follow a
@@ -142,15 +146,34 @@ impl Engine {
             }
             writeln!(f)?;
         }
+        let sp = &self.sched.policy;
+        writeln!(
+            f,
+            "slots: {} of {} held, formula {}, t0 {} us (slices {}..={} us), preemption point every {} us, waves saved {} groups restored {}",
+            st.slots_used.count_ones(),
+            sp.slots,
+            st.formula.name(),
+            sp.slice.t0_ns / 1000,
+            sp.slice.min_ns / 1000,
+            sp.slice.max_ns / 1000,
+            self.sched.preemption_ns / 1000,
+            st.totals.waves_saved,
+            st.totals.groups_restored
+        )?;
         for q in st.queues.iter() {
-            writeln!(
+            write!(
                 f,
-                "context client {} id {} priority {}: {} jobs queued",
+                "context client {} id {} priority {}: {} jobs queued, ",
                 q.ctx.client,
                 q.ctx.id,
                 q.ctx.priority,
                 q.jobs.len()
             )?;
+            match q.slot {
+                Some(slot) => write!(f, "slot {slot}, slice ends in {} us", q.entry.slice_end_ns.saturating_sub(now) / 1000)?,
+                None => write!(f, "no slot")?,
+            }
+            writeln!(f, ", {} groups saved", q.saved.len())?;
             for job in q.jobs.iter() {
                 writeln!(
                     f,
@@ -173,6 +196,39 @@ impl Engine {
             st.groups.iter().filter(|g| g.is_some()).count(),
             st.waves.len()
         )
+    }
+
+    /// One line per live context: the numbers SEEDS A decides by.
+    fn dump_contexts(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = self.state.lock();
+        let now = crate::context::monotonic_ns();
+        writeln!(
+            f,
+            "# client ctx priority lifetime_ns runtime_ns weight_milli slot slices preemptions switch_ns jobs_in_flight"
+        )?;
+        for ctx in st.contexts.iter() {
+            let cs = ctx.state.lock();
+            let weight = Weight::new(now, ctx.created_ns, cs.runtime_ns);
+            write!(
+                f,
+                "{} {} {} {} {} ",
+                ctx.client,
+                ctx.id,
+                ctx.priority,
+                now.saturating_sub(ctx.created_ns),
+                cs.runtime_ns
+            )?;
+            match weight.is_infinite() {
+                true => write!(f, "inf ")?,
+                false => write!(f, "{} ", weight.milli())?,
+            }
+            match cs.slot {
+                Some(slot) => write!(f, "{slot} ")?,
+                None => write!(f, "- ")?,
+            }
+            writeln!(f, "{} {} {} {}", cs.slices, cs.preemptions, cs.switch_ns, cs.in_flight())?;
+        }
+        Ok(())
     }
 
     /// The resource bitmaps, `#` in use and `.` free.
@@ -254,5 +310,41 @@ pub(crate) struct PlacementsDump(pub(crate) Arc<Engine>);
 impl fmt::Debug for PlacementsDump {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.dump_placements(f)
+    }
+}
+
+/// `/sys/kernel/debug/vgsched/contexts`: every live context with its
+/// priority, lifetime, runtime, weight, slot, slices and preemptions.
+pub(crate) struct ContextsDump(pub(crate) Arc<Engine>);
+
+impl fmt::Debug for ContextsDump {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.dump_contexts(f)
+    }
+}
+
+/// `/sys/kernel/debug/vgsched/slice_formula`: reads as the formula in use,
+/// `proportional` or `literal`; writing either name switches to it for
+/// every slice given from then on.
+pub(crate) struct SliceFormulaFile(pub(crate) Arc<Engine>);
+
+impl fmt::Debug for SliceFormulaFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.state.lock().formula.name())
+    }
+}
+
+impl Reader for SliceFormulaFile {
+    fn read_from_slice(&self, reader: &mut UserSliceReader) -> Result {
+        let mut buf = [0u8; 16];
+        let n = reader.len();
+        if n > buf.len() {
+            return Err(EINVAL);
+        }
+        reader.read_slice(&mut buf[..n])?;
+        let name = core::str::from_utf8(&buf[..n]).map_err(|_| EINVAL)?;
+        let formula = SliceFormula::from_name(name).ok_or(EINVAL)?;
+        self.0.state.lock().formula = formula;
+        Ok(())
     }
 }
