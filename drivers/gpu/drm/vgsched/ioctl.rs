@@ -22,6 +22,7 @@ use kernel::{
 use crate::{
     driver::VgDevice,
     engine::Engine,
+    fdinfo,
     fence::WaitResult,
     file::DrmFile,
     gem,
@@ -223,7 +224,7 @@ impl Ioctl for CtxCreate {
         if args.flags != 0 || args.pad != 0 {
             return Err(EINVAL);
         }
-        let ctx = file.inner().contexts.lock().create(args.priority, file.inner().client)?;
+        let ctx = file.inner().contexts.lock().create(args.priority, fdinfo::client_id(file))?;
         args.ctx_id = ctx.id;
         Ok(0)
     }
@@ -245,6 +246,7 @@ impl Ioctl for CtxDestroy {
         let ctx = file.inner().contexts.lock().remove(args.ctx_id)?;
         // Its unfinished jobs go with it (their fences signal -ECANCELED).
         Engine::cancel_context(dev.engine.as_arc_borrow(), &ctx);
+        file.inner().retire_context(&ctx);
         Ok(0)
     }
 }
