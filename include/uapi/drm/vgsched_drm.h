@@ -273,8 +273,9 @@ struct drm_vgsched_ctx_query {
 	/** @jobs_completed: out: jobs finished so far (with or without error). */
 	__u64 jobs_completed;
 	/**
-	 * @client_id: out: device-wide number of the open file that owns the
-	 * context, as debugfs shows it (uAPI 1.1).
+	 * @client_id: out: number of the open file that owns the context, as
+	 * debugfs shows it: the DRM core's client id, drm-client-id in the
+	 * file's fdinfo (uAPI 1.1).
 	 */
 	__u64 client_id;
 	/*

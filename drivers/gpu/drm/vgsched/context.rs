@@ -98,7 +98,7 @@ impl ContextState {
 pub(crate) struct Context {
     /// Id within its file, as user space names it.
     pub(crate) id: u32,
-    /// Device-wide number of the file that owns it (for debugfs).
+    /// DRM client id of the file that owns it (fdinfo's `drm-client-id`).
     pub(crate) client: u64,
     /// Priority, 0 (highest) to 15.
     pub(crate) priority: u32,
@@ -190,6 +190,11 @@ impl ContextTable {
         let ctx = Context::new(priority, client, index as u32 + 1)?;
         self.slots[index] = Some(ctx.clone());
         Ok(ctx)
+    }
+
+    /// The contexts, in id order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<Context>> {
+        self.slots.iter().flatten()
     }
 
     /// Removes every context, for the file's release.

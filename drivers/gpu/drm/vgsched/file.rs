@@ -5,28 +5,22 @@
 use kernel::{
     drm, new_mutex,
     prelude::*,
-    sync::{
-        atomic::{ordering, Atomic},
-        Arc, Mutex,
-    },
+    sync::{atomic::Atomic, Arc, Mutex},
 };
 
 use crate::{context::ContextTable, driver::VgDriver, engine::Engine};
-
-/// Numbers the device's clients, for debugfs.
-static NEXT_CLIENT: Atomic<u64> = Atomic::new(1);
 
 /// One client of the device: what a process gets by opening the render node.
 /// Everything it owns is released when the file is closed.
 #[pin_data(PinnedDrop)]
 pub(crate) struct VgFile {
-    /// Device-wide client number.
-    pub(crate) client: u64,
     /// The engine its jobs run on.
     engine: Arc<Engine>,
     /// The file's contexts.
     #[pin]
     pub(crate) contexts: Mutex<ContextTable>,
+    /// Runtime of the file's destroyed contexts, for fdinfo (`fdinfo.rs`).
+    pub(crate) retired_runtime_ns: Atomic<u64>,
 }
 
 #[pinned_drop]
@@ -50,9 +44,9 @@ impl drm::file::DriverFile for VgFile {
     fn open(dev: &drm::Device<VgDriver>) -> Result<Pin<KBox<Self>>> {
         KBox::try_pin_init(
             try_pin_init!(Self {
-                client: NEXT_CLIENT.fetch_add(1, ordering::Relaxed),
                 engine: dev.engine.clone(),
                 contexts <- new_mutex!(ContextTable::new()),
+                retired_runtime_ns: Atomic::new(0),
             }),
             GFP_KERNEL,
         )

@@ -22,6 +22,7 @@ use kernel::{
 use crate::{
     driver::VgDevice,
     engine::Engine,
+    fdinfo,
     fence::WaitResult,
     file::DrmFile,
     gem,
@@ -225,7 +226,7 @@ impl Ioctl for CtxCreate {
         }
         let inner = file.inner();
         let mut table = inner.contexts.lock();
-        let ctx = table.create(args.priority, inner.client)?;
+        let ctx = table.create(args.priority, fdinfo::client_id(file))?;
         if let Err(e) = dev.engine.register_context(&ctx) {
             // A refused creation leaves nothing behind.
             let _ = table.remove(ctx.id);
@@ -252,6 +253,7 @@ impl Ioctl for CtxDestroy {
         let ctx = file.inner().contexts.lock().remove(args.ctx_id)?;
         // Its unfinished jobs go with it (their fences signal -ECANCELED).
         Engine::cancel_context(dev.engine.as_arc_borrow(), &ctx);
+        file.inner().retire_context(&ctx);
         Ok(0)
     }
 }

@@ -15,6 +15,7 @@ mod bench;
 mod context;
 mod driver;
 mod engine;
+mod fdinfo;
 mod fence;
 mod file;
 mod gem;
@@ -208,6 +209,7 @@ impl kernel::Module for VgschedModule {
             faux.as_ref(),
             driver::DeviceData::new(topology, engine.clone()),
         )?;
+        fdinfo::install(&unregistered)?;
         let parent: &kernel::device::Device<kernel::device::Bound> = faux.as_ref().as_ref();
         // SAFETY: The registration data is `()` and holds no borrow, and by the
         // type invariant of `VgschedModule` the registration is dropped before
