@@ -14,7 +14,10 @@
 //!    and the check of the document's estimate for 128 blocks in groups of 4
 //!    (`misses`);
 //! 3. dispatch decisions per second with 16 channels and 16 modules, by the
-//!    core crate's dispatcher logic (`dispatch`).
+//!    core crate's dispatcher logic (`dispatch`);
+//! 4. the context scheduler of SEEDS A (`slots`): fairness of the slice
+//!    formulas against FIFO, priority-0 latency to first dispatch, and the
+//!    cost of one `reschedule` decision as the number of contexts grows.
 //!
 //! `--quick` divides every loop and trial count by ten, for a smoke test.
 
@@ -24,6 +27,7 @@ use vgsched_core::finder_bench::{self, NoExternal, SCRATCH_WORDS};
 
 mod dispatch;
 mod misses;
+mod slots;
 
 /// Settings from the command line.
 #[derive(Clone, Copy, Debug)]
@@ -76,8 +80,8 @@ fn main() {
         }
     }
     let t0 = Instant::now();
-    let sections: [fn(&Options) -> String; 3] =
-        [finder_timing, misses::report, dispatch::report];
+    let sections: [fn(&Options) -> String; 4] =
+        [finder_timing, misses::report, dispatch::report, slots::report];
     for (i, section) in sections.iter().enumerate() {
         if i > 0 {
             println!();
