@@ -27,6 +27,9 @@ use std::fmt::Write as _;
 use std::hint::black_box;
 use std::time::Instant;
 
+use vgsched_core::context_switch::{shared_state_bytes, transfer_cycles, wave_state_bytes};
+use vgsched_core::occupancy::{GroupNeeds, WaveNeeds};
+use vgsched_core::topology::Topology;
 use vgsched_core::pool::{div_sat, Candidate};
 use vgsched_core::rng::Rng;
 use vgsched_core::slice::SliceFormula;
@@ -66,33 +69,20 @@ const SUBMISSIONS: u64 = 10_000;
 /// Decisions timed per row of the cost table (fewer for large counts).
 const COST_DECISIONS: u64 = 20_000;
 
-// The save cost of one wave, as `vgsched_core::context_switch` charges it
-// (mirrored here until that module is on this branch): a thread's program
-// counter and 16 registers, 1 KiB per vector-register block (4 registers of
-// a 64-thread wave), 16 B per scalar block, 1 KiB per shared-memory block
-// (moved with the group's first wave), 64 bytes per cycle of the 1 MHz
-// default clock.
-const THREAD_STATE_BYTES: u64 = 4 + 4 * 16;
-const VGPR_BLOCK_BYTES: u64 = 1024;
-const SGPR_BLOCK_BYTES: u64 = 16;
-const SHARED_BLOCK_BYTES: u64 = 1024;
-const BYTES_PER_CYCLE: u64 = 64;
-const NS_PER_CYCLE: u64 = 1_000;
 /// The waves filling the device in the latency table: 64 threads, 8 vector
 /// and 2 scalar register blocks, groups with 4 shared-memory blocks.
-const WAVE: (u64, u64, u64, u64) = (64, 8, 2, 4);
+const WAVE: GroupNeeds = GroupNeeds { waves: 1, wave: WaveNeeds { vgpr: 8, sgpr: 2 }, shared: 4 };
+/// Threads of each of those waves.
+const WAVE_THREADS: u32 = 64;
 
 /// Time to save the first wave of a group of [`WAVE`]s, the slowest of its
-/// waves as it also carries the shared memory. Waves are saved in parallel
-/// (each from its own preemption point), so this is when the last of them
-/// has freed its room.
+/// waves as it also carries the shared memory, as the engine charges it
+/// (`vgsched_core::context_switch`) at the default 1 MHz clock. Waves are
+/// saved in parallel (each from its own preemption point), so this is when
+/// the last of them has freed its room.
 fn wave_save_ns() -> u64 {
-    let (threads, vgpr, sgpr, shared) = WAVE;
-    let bytes = threads * THREAD_STATE_BYTES
-        + vgpr * VGPR_BLOCK_BYTES
-        + sgpr * SGPR_BLOCK_BYTES
-        + shared * SHARED_BLOCK_BYTES;
-    bytes.div_ceil(BYTES_PER_CYCLE) * NS_PER_CYCLE
+    let bytes = wave_state_bytes(&WAVE, WAVE_THREADS) + shared_state_bytes(&WAVE);
+    Topology::DEFAULT.cycles_to_ns(transfer_cycles(bytes))
 }
 
 /// One context of the model.
@@ -336,7 +326,7 @@ fn next_point(ns: u64, grid_ns: u64) -> u64 {
 fn latency_table(out: &mut String, opts: &Options) {
     let save_ns = wave_save_ns();
     let samples = opts.count(SUBMISSIONS);
-    let (t, v, s, sh) = WAVE;
+    let (t, v, s, sh) = (WAVE_THREADS, WAVE.wave.vgpr, WAVE.wave.sgpr, WAVE.shared);
     let _ = writeln!(out, "Priority-0 submission to first dispatch: n contexts of priority 5 (endless work, proportional) hold the");
     let _ = writeln!(out, "  L = {SLOTS} slots; a priority-0 context becomes runnable at a random time ({samples} times over {} s of steady state).", WINDOW_NS / SEC);
     let _ = writeln!(out, "  measured: the decision, one real reschedule() call (host, release build; ns include the clock read);");
@@ -483,7 +473,7 @@ fn cost_table(out: &mut String, opts: &Options) {
     let _ = writeln!(out, "  linear in n: {slope:.1} ns per added context between n = {} and {};", COST_COUNTS[a], COST_COUNTS[b]);
     let _ = writeln!(
         out,
-        "  pool::div_sat (128-round division, 2L + 2 calls per decision here): {:.0} ns per call",
+        "  pool::div_sat (one u64 division when both operands fit, else 128 rounds; 2L + 2 calls per decision here): {:.0} ns per call",
         div_sat_ns(opts)
     );
 }
