@@ -235,13 +235,20 @@ impl Engine {
                 let _ = lanes.push_within_capacity(fresh);
             }
         }
+        // The head is the first saved group; taken before anything changes.
+        let restored = match head.restore {
+            true => match q.saved.remove(0) {
+                Ok(sg) => Some(sg),
+                Err(_) => return false,
+            },
+            false => None,
+        };
         occ.take(&placement, &needs);
         ms.pointer.advance(needs.waves, units);
 
         let mut cs = q.ctx.state.lock();
         // Restoring copies the group's state back in before it executes.
-        let (group, exec_from, saved_waves) = if head.restore {
-            let Ok(sg) = q.saved.remove(0) else { return false };
+        let (group, exec_from, restored_waves) = if let Some(sg) = restored {
             let bytes = sg.waves.len() as u64 * wave_state_bytes(&sg.needs, job.spec.grid.threads_per_wave)
                 + shared_state_bytes(&sg.needs);
             let restore_ns = self.topology.cycles_to_ns(transfer_cycles(bytes));
@@ -292,10 +299,10 @@ impl Engine {
             waves_left: needs.waves,
         };
         let to = self.sched.next_point(exec_from);
-        let mut saved_waves = saved_waves.map(|v| v.into_iter());
+        let mut restored_waves = restored_waves.map(|v| v.into_iter());
         let mut fresh = lanes.into_iter();
         for (i, place) in placement.waves[..needs.waves as usize].iter().enumerate() {
-            let (wave, cycles, lanes) = match saved_waves.as_mut().and_then(Iterator::next) {
+            let (wave, cycles, lanes) = match restored_waves.as_mut().and_then(Iterator::next) {
                 Some(sw) => (sw.wave, sw.cycles, sw.lanes),
                 None => (head.first_wave + i as u32, 0, fresh.next().unwrap_or(KVVec::new())),
             };
