@@ -132,10 +132,6 @@ pub struct Thread {
     pub regs: [u32; NUM_REGS],
 }
 
-/// What a fetch past the end of the program reads; validation makes that
-/// impossible, and ending the thread beats a panic in the kernel.
-const END: Instr = Instr { op: Op::End, rd: 0, ra: 0, rb: 0, imm: 0 };
-
 /// Register file index of register field `r`. Validation keeps fields below
 /// [`NUM_REGS`]; wrapping instead of a bounds check keeps the loop free of
 /// panics.
@@ -149,7 +145,8 @@ const _: () = assert!(NUM_REGS.is_power_of_two());
 impl Thread {
     /// Runs at most `budget` instructions of `prog`, a program accepted by
     /// [`super::isa::validate`]. Returns why it stopped and adds what it
-    /// executed to `counters`.
+    /// executed to `counters`. Validation keeps `pc` inside the program; were
+    /// it not, the thread would end there rather than panic.
     pub fn run<M: Memory>(
         &mut self,
         prog: &[Instr],
@@ -159,7 +156,9 @@ impl Thread {
         counters: &mut Counters,
     ) -> Exit {
         for _ in 0..budget {
-            let ins = self.fetch(prog);
+            let Some(ins) = prog.get(self.pc as usize) else {
+                return Exit::Ended;
+            };
             counters.per_class[ins.op.class() as usize] += 1;
             if let Some(exit) = self.step(ins, ids, mem) {
                 return exit;
@@ -207,7 +206,9 @@ impl Thread {
     ) -> (Exit, u64, u64) {
         let (mut spent, mut done) = (0u64, 0u64);
         while done < instr_budget {
-            let ins = self.fetch(prog);
+            let Some(ins) = prog.get(self.pc as usize) else {
+                return (Exit::Ended, spent, done);
+            };
             let class = ins.op.class();
             let cost = costs.of(class) as u64;
             // spent <= cycle_budget always, so this cannot underflow.
@@ -224,16 +225,14 @@ impl Thread {
         (Exit::Budget, spent, done)
     }
 
-    #[inline(always)]
-    fn fetch(&self, prog: &[Instr]) -> Instr {
-        prog.get(self.pc as usize).copied().unwrap_or(END)
-    }
-
     /// Executes `ins`, the instruction at `pc`. Returns why the thread
     /// stops, or `None` once it has moved on to the next instruction. A
     /// faulting access changes nothing, so `pc` still names it.
+    ///
+    /// `ins` is a reference because by value LLVM keeps it packed in one
+    /// register and unpacks every field, a fifth more host instructions.
     #[inline(always)]
-    fn step<M: Memory>(&mut self, ins: Instr, ids: &ThreadIds, mem: &mut M) -> Option<Exit> {
+    fn step<M: Memory>(&mut self, ins: &Instr, ids: &ThreadIds, mem: &mut M) -> Option<Exit> {
         let a = self.regs[reg(ins.ra)];
         // For LD/ST rb is a binding slot, below MAX_BINDINGS <= NUM_REGS.
         let b = self.regs[reg(ins.rb)];
@@ -427,5 +426,130 @@ mod tests {
         let (prog, n) = load(&[ins(Op::Ld, 0, 0, 0, -1), ins(Op::End, 0, 0, 0, 0)], 1);
         let exit = Thread::default().run(&prog[..n], &ThreadIds::default(), &mut Arrays(&mut bufs), 10, &mut Counters::default());
         assert_eq!(exit, Exit::OutOfBounds { pc: 0, slot: 0, index: -1 });
+    }
+
+    /// MOVI (1 cycle), LD (16), END (2): 19 cycles by default.
+    fn movi_ld_end() -> ([Instr; 64], usize) {
+        load(&[ins(Op::Movi, 0, 0, 0, 3), ins(Op::Ld, 1, 0, 0, 0), ins(Op::End, 0, 0, 0, 0)], 1)
+    }
+
+    #[test]
+    fn run_cycles_budget_edges() {
+        let (prog, n) = movi_ld_end();
+        let costs = CycleCosts::DEFAULT;
+        let mut a = [0u32, 0, 0, 42];
+        let mut bufs: [&mut [u32]; 1] = [&mut a];
+        let ids = ThreadIds::default();
+        let mut run = |th: &mut Thread, budget: u64, c: &mut Counters| {
+            th.run_cycles(&prog[..n], &ids, &mut Arrays(&mut bufs), &costs, budget, c)
+        };
+        let mut c = Counters::default();
+
+        // Nothing fits in zero cycles.
+        let mut th = Thread::default();
+        assert_eq!(run(&mut th, 0, &mut c), (Exit::Budget, 0));
+        assert_eq!((th, c), (Thread::default(), Counters::default()));
+
+        // MOVI fits; LD, 16 cycles, does not fit the 9 left and is not run.
+        assert_eq!(run(&mut th, 10, &mut c), (Exit::Budget, 1));
+        assert_eq!((th.pc, th.regs[1], c.total()), (1, 0, 1));
+        // LD fits exactly; END (2) does not fit in the 0 left.
+        assert_eq!(run(&mut th, 16, &mut c), (Exit::Budget, 16));
+        assert_eq!((th.pc, th.regs[1]), (2, 42));
+        // END costs 2: one cycle is not enough, two are.
+        assert_eq!(run(&mut th, 1, &mut c), (Exit::Budget, 0));
+        assert_eq!(run(&mut th, 2, &mut c), (Exit::Ended, 2));
+        assert_eq!((c.total(), c.cycles(&costs)), (3, 19));
+
+        // In one call: exact fit ends, one cycle less stops before END.
+        for (budget, want) in [(19, (Exit::Ended, 19)), (18, (Exit::Budget, 17)), (u64::MAX, (Exit::Ended, 19))] {
+            let mut th = Thread::default();
+            assert_eq!(run(&mut th, budget, &mut Counters::default()), want, "budget {budget}");
+        }
+    }
+
+    #[test]
+    fn run_cycles_runs_zero_cost_instructions_on_an_empty_budget() {
+        let (prog, n) = movi_ld_end();
+        let mut costs = CycleCosts::DEFAULT;
+        costs.per_class[Class::Move as usize] = 0;
+        let mut a = [0u32; 4];
+        let mut bufs: [&mut [u32]; 1] = [&mut a];
+        let mut th = Thread::default();
+        let mut c = Counters::default();
+        let got = th.run_cycles(&prog[..n], &ThreadIds::default(), &mut Arrays(&mut bufs), &costs, 0, &mut c);
+        assert_eq!(got, (Exit::Budget, 0));
+        assert_eq!((th.pc, th.regs[0], c.per_class[Class::Move as usize]), (1, 3, 1));
+    }
+
+    #[test]
+    fn run_cycles_counts_the_faulting_access() {
+        let (prog, n) = load(&[ins(Op::Movi, 0, 0, 0, 4), ins(Op::St, 0, 0, 0, 0), ins(Op::End, 0, 0, 0, 0)], 1);
+        let mut a = [0u32; 4];
+        let mut bufs: [&mut [u32]; 1] = [&mut a];
+        let (ids, costs) = (ThreadIds::default(), CycleCosts::DEFAULT);
+        let mut th = Thread::default();
+        let mut c = Counters::default();
+        // The store does not fit: no fault yet.
+        assert_eq!(th.run_cycles(&prog[..n], &ids, &mut Arrays(&mut bufs), &costs, 16, &mut c), (Exit::Budget, 1));
+        let fault = Exit::OutOfBounds { pc: 1, slot: 0, index: 4 };
+        assert_eq!(th.run_cycles(&prog[..n], &ids, &mut Arrays(&mut bufs), &costs, 16, &mut c), (fault, 16));
+        assert_eq!((th.pc, c.cycles(&costs)), (1, 17));
+        assert!(bufs[0].iter().all(|&w| w == 0));
+    }
+
+    /// The dot product loop cut into random cycle slices ends exactly as it
+    /// does in one run, and each slice's cycles are what its instructions
+    /// cost.
+    #[test]
+    fn run_cycles_in_random_slices_matches_run() {
+        let (prog, n) = load(
+            &[
+                ins(Op::Movi, 0, 0, 0, 0),
+                ins(Op::Movi, 2, 0, 0, 0),
+                ins(Op::Ld, 3, 0, 0, 0),
+                ins(Op::Itof, 3, 3, 0, 0),
+                ins(Op::Fma, 2, 3, 3, 0),
+                ins(Op::Addi, 0, 0, 0, 1),
+                ins(Op::Slt, 5, 0, 1, 0),
+                ins(Op::Brnz, 0, 5, 0, 2),
+                ins(Op::St, 2, 6, 1, 0),
+                ins(Op::End, 0, 0, 0, 0),
+            ],
+            2,
+        );
+        let mut rng = super::super::rng::Rng::new(7);
+        let costs = CycleCosts { per_class: [0, 3, 16, 16, 5, 1, 2] };
+        let mut a: [u32; 64] = core::array::from_fn(|i| i as u32 * 3);
+        let (mut out1, mut out2) = ([0u32; 1], [0u32; 1]);
+        let mut whole = Thread::default();
+        whole.regs[1] = 64;
+        let mut sliced = whole;
+        let ids = ThreadIds::default();
+
+        let mut c1 = Counters::default();
+        let mut bufs: [&mut [u32]; 2] = [&mut a, &mut out1];
+        assert_eq!(whole.run(&prog[..n], &ids, &mut Arrays(&mut bufs), u64::MAX, &mut c1), Exit::Ended);
+
+        let (mut c2, mut spent, mut slices) = (Counters::default(), 0, 0);
+        let mut bufs: [&mut [u32]; 2] = [&mut a, &mut out2];
+        loop {
+            let budget = rng.below_u64(40);
+            let before = c2.cycles(&costs);
+            let (exit, cycles) = sliced.run_cycles(&prog[..n], &ids, &mut Arrays(&mut bufs), &costs, budget, &mut c2);
+            assert!(cycles <= budget);
+            assert_eq!(cycles, c2.cycles(&costs) - before);
+            spent += cycles;
+            slices += 1;
+            if exit != Exit::Budget {
+                assert_eq!(exit, Exit::Ended);
+                break;
+            }
+            // A stop is a boundary: the next instruction did not fit.
+            assert!(costs.of(prog[sliced.pc as usize].op.class()) as u64 > budget - cycles);
+        }
+        assert!(slices > 100, "{slices} slices");
+        assert_eq!((sliced, c2, out2), (whole, c1, out1));
+        assert_eq!(spent, c1.cycles(&costs));
     }
 }

@@ -103,79 +103,127 @@ pub struct WaveRun {
     pub counters: Counters,
 }
 
-/// One thread of a wave that can be stopped and resumed: its architectural
-/// state and the cycles it has spent. `Lane::default()` has not started.
+/// One thread of a wave that can be stopped and resumed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Lane {
-    /// Program counter and registers.
+    /// Its architectural state.
     pub thread: Thread,
-    /// Cycles spent since the wave started.
+    /// Cycles it has spent since the wave started.
     pub cycles: u64,
-    /// It executed `END`.
+    /// Instructions it has executed since the wave started: [`run_wave`]
+    /// bounds them, and a hung lane stops where that bound says.
+    pub instrs: u64,
+    /// It executed `END` within the cycle limit.
     pub ended: bool,
 }
 
 /// What one call of [`advance_wave`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WaveStep {
-    /// `None` while the wave runs on: every unfinished lane stopped at an
-    /// instruction boundary at or before the horizon. Otherwise how it
-    /// ended.
+    /// `None`: still running (every unfinished lane stopped at an
+    /// instruction boundary at or before `until_cycles`); `Some(end)`: the
+    /// wave finished (`Done`, `Hung` or `Fault`).
     pub end: Option<WaveEnd>,
-    /// The wave's cycles so far, the most any lane has spent; once it has
-    /// ended, its modeled duration (a hung wave lasts exactly the limit).
+    /// The wave's cycles so far: the most any lane has spent (capped at the
+    /// cycle limit); when `end` is `Some` this is the wave's modeled
+    /// duration, exactly what [`run_wave`] reports.
     pub cycles: u64,
-    /// Instructions executed in this call, per class.
+    /// Instructions executed in this call only, per class.
     pub counters: Counters,
 }
 
-/// Runs `lane` until it has spent `until` cycles in all (or `limit`, if
-/// lower), ends or faults. Returns how the wave ends if this lane ends it:
-/// a fault, or a hang when the lane cannot finish within `limit`.
+/// How far one lane got.
+enum LaneStop {
+    /// At an instruction boundary within `until_cycles` and the limit.
+    Boundary,
+    /// It executed `END` within the limit.
+    Ended,
+    /// It failed, which ends the wave.
+    Failed(WaveEnd),
+}
+
+/// Most instructions a lane may execute before it is hung: enough to reach
+/// `cycle_limit` even if each costs the fewest cycles (at least one, so a
+/// class costing nothing cannot loop forever).
+fn lane_instr_limit(costs: &CycleCosts, cycle_limit: u64) -> u64 {
+    let cheapest = costs.per_class.iter().copied().min().unwrap_or(1).max(1) as u64;
+    (cycle_limit / cheapest).saturating_add(1)
+}
+
+/// Advances `lane` until it has spent at most `until_cycles` in total, or
+/// ends, or fails. The one interpreter loop behind both wave functions.
+///
+/// A lane is hung exactly as if it ran in one go under an instruction
+/// budget of `max_instrs`: once its next instruction no longer fits in
+/// `cycle_limit`, it keeps going until that budget, `END` (too late) or a
+/// fault, which still wins.
 #[allow(clippy::too_many_arguments)]
 fn advance_lane<M: Memory>(
-    lane: &mut Lane,
     prog: &[Instr],
     ids: &ThreadIds,
+    lane: &mut Lane,
     mem: &mut M,
     costs: &CycleCosts,
-    until: u64,
-    limit: u64,
+    until_cycles: u64,
+    cycle_limit: u64,
+    max_instrs: u64,
     counters: &mut Counters,
-) -> Option<WaveEnd> {
+) -> LaneStop {
     if lane.ended {
-        return None;
+        return LaneStop::Ended;
     }
-    let stop = until.min(limit);
-    let budget = stop.saturating_sub(lane.cycles);
-    // The instruction bound only matters for classes costing no cycle.
-    let (exit, spent, _) = lane.thread.run_bounded(prog, ids, mem, costs, budget, budget.saturating_add(1), counters);
+    let target = until_cycles.min(cycle_limit);
+    let instrs_left = max_instrs.saturating_sub(lane.instrs);
+    // A lane already past `until_cycles` (an earlier call went further) waits.
+    if let Some(room) = target.checked_sub(lane.cycles) {
+        let (exit, spent, done) = lane.thread.run_bounded(prog, ids, mem, costs, room, instrs_left, counters);
+        lane.cycles += spent;
+        lane.instrs += done;
+        match exit {
+            Exit::Ended => {
+                lane.ended = true;
+                return LaneStop::Ended;
+            }
+            Exit::Budget => {}
+            fault @ Exit::OutOfBounds { .. } => {
+                return LaneStop::Failed(WaveEnd::Fault { exit: fault });
+            }
+        }
+    }
+    if target < cycle_limit && lane.instrs < max_instrs {
+        return LaneStop::Boundary;
+    }
+    // Past the limit: only the cycle sum is left to bound, and it cannot
+    // matter any more.
+    let room = u64::MAX - lane.cycles;
+    let instrs_left = max_instrs.saturating_sub(lane.instrs);
+    let (exit, spent, done) = lane.thread.run_bounded(prog, ids, mem, costs, room, instrs_left, counters);
     lane.cycles += spent;
+    lane.instrs += done;
     match exit {
-        Exit::Ended => {
-            lane.ended = true;
-            None
-        }
-        Exit::Budget => {
-            // Stopped before an instruction that would cross the limit:
-            // it cannot finish in time.
-            let next = prog.get(lane.thread.pc as usize).map_or(1, |i| costs.of(i.op.class()) as u64);
-            (until >= limit && lane.cycles.saturating_add(next.max(1)) > limit).then_some(WaveEnd::Hung)
-        }
-        fault @ Exit::OutOfBounds { .. } => Some(WaveEnd::Fault { exit: fault }),
+        fault @ Exit::OutOfBounds { .. } => LaneStop::Failed(WaveEnd::Fault { exit: fault }),
+        Exit::Ended | Exit::Budget => LaneStop::Failed(WaveEnd::Hung),
     }
 }
 
-/// Advances wave `wave` of work-group `group`, whose threads are `lanes`
-/// (one per thread, `Lane::default()` for a wave not started), until each
-/// lane has spent `until_cycles` cycles since the wave started, ended, or
-/// faulted. The wave hangs when a lane cannot finish within `cycle_limit`,
-/// and a fault ends it at once; either way its later lanes are not run, as
-/// the job has failed. Calling it again with a later horizon resumes every
-/// thread where it stopped, so a wave advanced in any number of steps that
-/// completes has exactly the effects, cycles and counters of one advanced
-/// at once; one that hangs or faults ends the same way at the same cycle,
-/// though its later lanes may have run part of the way first.
+/// Advances wave `wave` of work-group `group` until each lane has spent at
+/// most `until_cycles` cycles in total since the wave started (`lanes` =
+/// the wave's saved state, `len == grid.threads_per_wave`;
+/// `Lane::default()` is a wave not started). A lane reaching `cycle_limit`
+/// without `END` hangs the wave; a fault ends it at once (later lanes need
+/// not run), as [`run_wave`] does. Once `end` is `Some` the lanes are spent:
+/// do not advance them again.
+///
+/// Lanes take turns within each call, as lock-stepped threads would. So
+/// that a failed wave ends exactly as in [`run_wave`] (same [`WaveEnd`],
+/// same `cycles`), a failing lane first lets the lanes before it run to
+/// their end: one of them may fail instead, and [`run_wave`] reports the
+/// first failure in lane order. What the lanes after the failed one did
+/// in earlier calls cannot be undone, though: on `Hung` or `Fault`, the
+/// counters summed over all calls (and memory, if those lanes stored
+/// anything) can exceed [`run_wave`]'s, which never runs them. A wave that
+/// ends `Done` matches [`run_wave`] in everything for programs whose lanes
+/// do not read what other lanes of the wave write.
 #[allow(clippy::too_many_arguments)]
 pub fn advance_wave<M: Memory>(
     prog: &[Instr],
@@ -188,28 +236,59 @@ pub fn advance_wave<M: Memory>(
     until_cycles: u64,
     cycle_limit: u64,
 ) -> WaveStep {
+    let max_instrs = lane_instr_limit(costs, cycle_limit);
+    let len = lanes.len().min(grid.threads_per_wave as usize);
+    let lanes = &mut lanes[..len];
     let mut step = WaveStep { end: None, cycles: 0, counters: Counters::default() };
-    let mut all_ended = true;
-    for (i, lane) in lanes.iter_mut().enumerate() {
-        let ids = grid.thread_ids(group, wave, i as u32);
-        if let Some(end) = advance_lane(lane, prog, &ids, mem, costs, until_cycles, cycle_limit, &mut step.counters) {
-            step.end = Some(end);
-            break;
+    let mut done = true;
+    let mut failed = None;
+    for (i, lane) in (0u32..).zip(lanes.iter_mut()) {
+        let ids = grid.thread_ids(group, wave, i);
+        match advance_lane(prog, &ids, lane, mem, costs, until_cycles, cycle_limit, max_instrs, &mut step.counters) {
+            LaneStop::Boundary => done = false,
+            LaneStop::Ended => {}
+            LaneStop::Failed(end) => {
+                failed = Some((i, end));
+                break;
+            }
         }
-        all_ended &= lane.ended;
     }
-    step.cycles = lanes.iter().map(|l| l.cycles).max().unwrap_or(0);
-    match step.end {
-        Some(WaveEnd::Hung) => step.cycles = cycle_limit,
-        None if all_ended => step.end = Some(WaveEnd::Done),
-        _ => {}
-    }
+    let last = match failed {
+        None => {
+            if done {
+                step.end = Some(WaveEnd::Done);
+            }
+            lanes.len()
+        }
+        Some((failed, end)) => {
+            // Run the earlier lanes to their end, as run_wave would have.
+            let mut last = (failed, end);
+            for (i, lane) in (0u32..failed).zip(lanes.iter_mut()) {
+                let ids = grid.thread_ids(group, wave, i);
+                if let LaneStop::Failed(end) =
+                    advance_lane(prog, &ids, lane, mem, costs, u64::MAX, cycle_limit, max_instrs, &mut step.counters)
+                {
+                    last = (i, end);
+                    break;
+                }
+            }
+            step.end = Some(last.1);
+            last.0 as usize + 1
+        }
+    };
+    step.cycles = lanes.iter().take(last).map(|l| l.cycles.min(cycle_limit)).max().unwrap_or(0);
     step
 }
 
-/// Runs wave `wave` of work-group `group` to completion in one go, one
-/// thread after the other (no lane array: a thread's state is only needed
-/// while it runs). Ends as [`advance_wave`] with a horizon at the limit.
+/// Runs wave `wave` of work-group `group` to completion. A thread that
+/// would take more than `cycle_limit` cycles is stopped and the wave is
+/// reported hung; a faulting thread ends the wave at once. Either way its
+/// later lanes do not run: the job has failed, and interpreting every lane
+/// of a hung wave to the limit would only burn CPU time.
+///
+/// A thread past the limit runs on until `END`, a fault or its
+/// `cycle_limit / c + 1`th instruction, `c` being the cheapest class's cost
+/// (at least 1); its counters show all of that.
 pub fn run_wave<M: Memory>(
     prog: &[Instr],
     grid: &Grid,
@@ -219,18 +298,26 @@ pub fn run_wave<M: Memory>(
     costs: &CycleCosts,
     cycle_limit: u64,
 ) -> WaveRun {
+    let max_instrs = lane_instr_limit(costs, cycle_limit);
     let mut run = WaveRun { end: WaveEnd::Done, cycles: 0, counters: Counters::default() };
+    // One lane at a time, to its end: no lane array on the kernel stack.
     for i in 0..grid.threads_per_wave {
         let ids = grid.thread_ids(group, wave, i);
         let mut lane = Lane::default();
-        let end = advance_lane(&mut lane, prog, &ids, mem, costs, cycle_limit, cycle_limit, &mut run.counters);
-        run.cycles = run.cycles.max(lane.cycles);
-        if let Some(end) = end {
-            if end == WaveEnd::Hung {
-                run.cycles = cycle_limit;
+        let stop =
+            advance_lane(prog, &ids, &mut lane, mem, costs, u64::MAX, cycle_limit, max_instrs, &mut run.counters);
+        run.cycles = run.cycles.max(lane.cycles.min(cycle_limit));
+        match stop {
+            LaneStop::Ended => {}
+            // Unreachable with no horizon before the limit.
+            LaneStop::Boundary => {
+                run.end = WaveEnd::Hung;
+                return run;
             }
-            run.end = end;
-            break;
+            LaneStop::Failed(end) => {
+                run.end = end;
+                return run;
+            }
         }
     }
     run
@@ -285,8 +372,8 @@ mod tests {
                     assert_eq!(run.counters.total(), 6 * threads as u64);
                 }
             }
-            for i in 0..total {
-                assert_eq!(c[i], 1001 * i as u32, "shape {groups}x{waves}x{threads}, thread {i}");
+            for (i, &w) in c[..total].iter().enumerate() {
+                assert_eq!(w, 1001 * i as u32, "shape {groups}x{waves}x{threads}, thread {i}");
             }
         }
     }
@@ -299,9 +386,8 @@ mod tests {
         let run = run_wave(&prog[..n], &grid, 0, 0, &mut Buffers(&mut bufs), &CycleCosts::DEFAULT, 10_000);
         assert_eq!(run.end, WaveEnd::Hung);
         assert_eq!(run.cycles, 10_000);
-        // The second lane never ran; the first made the jumps (2 cycles
-        // each) that fit in the limit.
-        assert_eq!(run.counters.total(), 5_000);
+        // The second lane never ran: one lane's budget of jumps (2 cycles each).
+        assert_eq!(run.counters.total(), 10_001);
     }
 
     #[test]
@@ -329,121 +415,308 @@ mod tests {
         assert_eq!((ids.global, ids.local, ids.group_threads), (2 * 24 + 13, 13, 24));
     }
 
-    /// A loop keeping state in registers and memory: x = x * 5 + 1,
-    /// mem[id] += x, `loops` times; out[id] = x.
-    fn mix(loops: i32) -> ([Instr; 32], usize) {
+    use crate::rng::Rng;
+
+    /// Three bindings of a test job, `lens` words long each.
+    #[derive(Clone, Debug, PartialEq)]
+    struct Job {
+        words: [[u32; 256]; 3],
+        lens: [usize; 3],
+    }
+
+    impl Job {
+        fn new(lens: [usize; 3], rng: &mut Rng, a_below: u32) -> Self {
+            let mut words = [[0u32; 256]; 3];
+            for w in words[0].iter_mut() {
+                *w = rng.below(a_below);
+            }
+            for w in words[1].iter_mut() {
+                *w = rng.next_u32() >> 8;
+            }
+            Self { words, lens }
+        }
+
+        fn with_mem<R>(&mut self, f: impl FnOnce(&mut Buffers<'_, '_>) -> R) -> R {
+            let [a, b, c] = &mut self.words;
+            let [la, lb, lc] = self.lens;
+            let mut bufs: [&mut [u32]; 3] = [&mut a[..la], &mut b[..lb], &mut c[..lc]];
+            f(&mut Buffers(&mut bufs))
+        }
+    }
+
+    /// Runs a wave through `advance_wave` at random horizons, `max_step`
+    /// cycles apart at most (sometimes 0), checking at every stop that each
+    /// lane is at a boundary within the horizon and that a second call with
+    /// the same horizon does nothing. Returns the wave's summed result and
+    /// the number of calls.
+    #[allow(clippy::too_many_arguments)]
+    fn run_in_chunks(
+        prog: &[Instr],
+        grid: &Grid,
+        group: u32,
+        wave: u32,
+        job: &mut Job,
+        costs: &CycleCosts,
+        limit: u64,
+        rng: &mut Rng,
+        max_step: u64,
+    ) -> (WaveRun, usize) {
+        let mut lanes = [Lane::default(); MAX_THREADS_PER_WAVE as usize];
+        let n = grid.threads_per_wave as usize;
+        let (mut until, mut counters, mut calls) = (0u64, Counters::default(), 0);
+        loop {
+            until += rng.below_u64(max_step + 1);
+            let step =
+                job.with_mem(|mem| advance_wave(prog, grid, group, wave, &mut lanes[..n], mem, costs, until, limit));
+            calls += 1;
+            counters.add(&step.counters);
+            if let Some(end) = step.end {
+                return (WaveRun { end, cycles: step.cycles, counters }, calls);
+            }
+            assert!(step.cycles <= until);
+            for lane in &lanes[..n] {
+                assert!(lane.cycles <= until);
+                if !lane.ended {
+                    let next = costs.of(prog[lane.thread.pc as usize].op.class()) as u64;
+                    assert!(next > until - lane.cycles, "lane stopped early: {lane:?} at {until}");
+                }
+            }
+            let saved = (job.clone(), lanes);
+            let again =
+                job.with_mem(|mem| advance_wave(prog, grid, group, wave, &mut lanes[..n], mem, costs, until, limit));
+            assert_eq!(again, WaveStep { end: None, cycles: step.cycles, counters: Counters::default() });
+            assert!(saved == (job.clone(), lanes));
+        }
+    }
+
+    /// Float arithmetic of every kind on a[i] (as an integer) and b[i]
+    /// (as float bits), three results per thread.
+    fn float_mix() -> ([Instr; 32], usize) {
         program(
             &[
                 op(Op::Sreg, 0, 0, 0, Special::GlobalId as i32),
-                op(Op::Mov, 1, 0, 0, 0),
-                op(Op::Movi, 2, 0, 0, loops),
-                op(Op::Movi, 3, 0, 0, 5),
-                op(Op::Mul, 1, 1, 3, 0),
-                op(Op::Addi, 1, 1, 0, 1),
-                op(Op::Ld, 4, 0, 0, 0),
-                op(Op::Add, 4, 4, 1, 0),
-                op(Op::St, 4, 0, 0, 0),
-                op(Op::Addi, 2, 2, 0, -1),
-                op(Op::Brnz, 0, 2, 0, 4),
-                op(Op::St, 1, 0, 1, 0),
+                op(Op::Ld, 1, 0, 0, 0),
+                op(Op::Itof, 1, 1, 0, 0),
+                op(Op::Ld, 2, 0, 1, 0),
+                op(Op::Fmul, 3, 1, 2, 0),
+                op(Op::Fsub, 4, 3, 2, 0),
+                op(Op::Fadd, 4, 4, 1, 0),
+                op(Op::Fma, 4, 1, 2, 0),
+                op(Op::Flt, 5, 4, 3, 0),
+                op(Op::St, 4, 0, 2, 0),
+                op(Op::Ftoi, 6, 4, 0, 0),
+                op(Op::St, 6, 0, 2, 64),
+                op(Op::St, 5, 0, 2, 128),
                 op(Op::End, 0, 0, 0, 0),
             ],
-            2,
+            3,
         )
     }
 
-    /// Runs wave 1 of group 2 of a 3x2x8 grid of `prog` over two 64-word
-    /// buffers, either at once or in chunks ending at random horizons.
-    fn run_chunked(prog: &[Instr], limit: u64, chunked: Option<u64>) -> (WaveStep, [u32; 64], [u32; 64], usize) {
-        let grid = Grid { groups: 3, waves_per_group: 2, threads_per_wave: 8 };
-        let (mut a, mut b) = ([0u32; 64], [0u32; 64]);
-        let mut bufs: [&mut [u32]; 2] = [&mut a, &mut b];
-        let mut mem = Buffers(&mut bufs);
-        let mut lanes = [Lane::default(); 8];
-        let mut total = WaveStep { end: None, cycles: 0, counters: Counters::default() };
-        let mut rng = crate::rng::Rng::new(chunked.unwrap_or(1));
-        let (mut horizon, mut chunks) = (0u64, 0);
-        while total.end.is_none() {
-            horizon = match chunked {
-                Some(_) => horizon + 1 + rng.below_u64(40),
-                None => limit,
-            };
-            let step = advance_wave(prog, &grid, 2, 1, &mut lanes, &mut mem, &CycleCosts::DEFAULT, horizon, limit);
-            assert!(lanes.iter().all(|l| l.cycles <= horizon.min(limit)));
-            total.counters.add(&step.counters);
-            total.end = step.end;
-            total.cycles = step.cycles;
-            chunks += 1;
-        }
-        (total, a, b, chunks)
+    /// c[i] = sum of b[j] * j for j below a[i]: lanes of one wave take
+    /// very different times.
+    fn uneven_loop() -> ([Instr; 32], usize) {
+        program(
+            &[
+                op(Op::Sreg, 0, 0, 0, Special::GlobalId as i32),
+                op(Op::Ld, 1, 0, 0, 0),
+                op(Op::Movi, 2, 0, 0, 0),
+                op(Op::Movi, 3, 0, 0, 0),
+                op(Op::Seq, 4, 3, 1, 0), // loop: done?
+                op(Op::Brnz, 0, 4, 0, 10),
+                op(Op::Ld, 5, 3, 1, 0),
+                op(Op::Mad, 2, 5, 3, 0),
+                op(Op::Addi, 3, 3, 0, 1),
+                op(Op::Br, 0, 0, 0, 4),
+                op(Op::St, 2, 0, 2, 0),
+                op(Op::End, 0, 0, 0, 0),
+            ],
+            3,
+        )
     }
 
-    #[test]
-    fn chunked_waves_match_one_run() {
-        let (prog, n) = mix(100);
-        let once = run_chunked(&prog[..n], 100_000, None);
-        assert_eq!(once.0.end, Some(WaveEnd::Done));
-        for seed in 1..20 {
-            let chunked = run_chunked(&prog[..n], 100_000, Some(seed));
-            assert!(chunked.3 > 100, "{} chunks", chunked.3);
-            assert_eq!((chunked.0, chunked.1, chunked.2), (once.0, once.1, once.2), "seed {seed}");
-        }
-        // The same as run_wave, thread after thread.
-        let grid = Grid { groups: 3, waves_per_group: 2, threads_per_wave: 8 };
-        let (mut a, mut b) = ([0u32; 64], [0u32; 64]);
-        let mut bufs: [&mut [u32]; 2] = [&mut a, &mut b];
-        let run = run_wave(&prog[..n], &grid, 2, 1, &mut Buffers(&mut bufs), &CycleCosts::DEFAULT, 100_000);
-        assert_eq!((run.cycles, run.counters), (once.0.cycles, once.0.counters));
-        assert_eq!((a, b), (once.1, once.2));
-        assert_eq!(b[2 * 16 + 8], (0..100).fold(2 * 16 + 8u32, |x, _| x.wrapping_mul(5).wrapping_add(1)));
-    }
+    const ODD_COSTS: CycleCosts = CycleCosts { per_class: [0, 3, 7, 11, 5, 1, 2] };
+    const UNIT_COSTS: CycleCosts = CycleCosts { per_class: [1; 7] };
 
     #[test]
-    fn chunked_hangs_and_faults_match_one_run() {
-        // Hangs: the loop needs more than the limit.
-        let (prog, n) = mix(50);
-        let once = run_chunked(&prog[..n], 500, None);
-        assert_eq!((once.0.end, once.0.cycles), (Some(WaveEnd::Hung), 500));
-        for seed in 1..10 {
-            // Later lanes may have run part of the way before the first
-            // one hung: only how it ends and when are the same.
-            let chunked = run_chunked(&prog[..n], 500, Some(seed));
-            assert_eq!((chunked.0.end, chunked.0.cycles), (once.0.end, once.0.cycles), "seed {seed}");
-        }
-        // Faults: wave 1 of group 2 stores past a 64-word buffer at index 40+.
-        let (prog, n) = vector_add();
-        let grid = Grid { groups: 3, waves_per_group: 2, threads_per_wave: 8 };
-        let (mut a, mut b, mut c) = ([1u32; 64], [2u32; 64], [0u32; 44]);
-        let mut bufs: [&mut [u32]; 3] = [&mut a, &mut b, &mut c];
-        let mut lanes = [Lane::default(); 8];
-        let mut mem = Buffers(&mut bufs);
-        let mut ends = None;
-        for horizon in 1..1000 {
-            let s = advance_wave(&prog[..n], &grid, 2, 1, &mut lanes, &mut mem, &CycleCosts::DEFAULT, horizon, 1000);
-            if s.end.is_some() {
-                ends = s.end;
-                break;
+    fn chunked_waves_match_run_wave() {
+        let mut rng = Rng::new(42);
+        let mut most_calls = 0;
+        let programs = [(vector_add(), u32::MAX), (float_mix(), 1000), (uneven_loop(), 200)];
+        for ((prog, n), a_below) in programs {
+            for (groups, waves, threads) in [(1, 1, 1), (2, 3, 7), (1, 1, 64), (4, 2, 8)] {
+                let grid = Grid { groups, waves_per_group: waves, threads_per_wave: threads };
+                for costs in [CycleCosts::DEFAULT, ODD_COSTS, UNIT_COSTS] {
+                    for max_step in [7, 100, 5000] {
+                        let mut whole = Job::new([256; 3], &mut rng, a_below);
+                        let mut chunked = whole.clone();
+                        for g in 0..groups {
+                            for w in 0..waves {
+                                let want = whole.with_mem(|mem| run_wave(&prog[..n], &grid, g, w, mem, &costs, 1 << 20));
+                                let (got, calls) = run_in_chunks(
+                                    &prog[..n],
+                                    &grid,
+                                    g,
+                                    w,
+                                    &mut chunked,
+                                    &costs,
+                                    1 << 20,
+                                    &mut rng,
+                                    max_step,
+                                );
+                                assert_eq!(want.end, WaveEnd::Done);
+                                assert_eq!(got, want, "{grid:?} wave {g}.{w}, costs {costs:?}, steps {max_step}");
+                                assert!(chunked == whole);
+                                most_calls = most_calls.max(calls);
+                            }
+                        }
+                    }
+                }
             }
         }
-        assert_eq!(ends, Some(WaveEnd::Fault { exit: Exit::OutOfBounds { pc: 4, slot: 2, index: 44 } }));
-        assert_eq!(c[40..44], [3; 4]);
+        assert!(most_calls > 100, "{most_calls} calls at most");
+    }
+
+    /// Fresh lanes advanced once with no horizon: exactly run_wave, even
+    /// when the wave fails, since later lanes never start.
+    fn in_one_call(prog: &[Instr], grid: &Grid, job: &mut Job, costs: &CycleCosts, limit: u64) -> WaveRun {
+        let mut lanes = [Lane::default(); MAX_THREADS_PER_WAVE as usize];
+        let lanes = &mut lanes[..grid.threads_per_wave as usize];
+        let step = job.with_mem(|mem| advance_wave(prog, grid, 0, 0, lanes, mem, costs, u64::MAX, limit));
+        WaveRun { end: step.end.unwrap(), cycles: step.cycles, counters: step.counters }
     }
 
     #[test]
-    fn a_thread_stops_before_an_instruction_that_crosses_the_horizon() {
-        let (prog, n) = vector_add();
-        let grid = Grid { groups: 1, waves_per_group: 1, threads_per_wave: 1 };
-        let (mut a, mut b, mut c) = ([1u32; 1], [2u32; 1], [0u32; 1]);
-        let mut bufs: [&mut [u32]; 3] = [&mut a, &mut b, &mut c];
-        let mut lanes = [Lane::default(); 1];
-        let mut mem = Buffers(&mut bufs);
-        // SREG (1) fits in 16, the first LD (16) does not.
-        let s = advance_wave(&prog[..n], &grid, 0, 0, &mut lanes, &mut mem, &CycleCosts::DEFAULT, 16, 1000);
-        assert_eq!((s.end, s.cycles, lanes[0].thread.pc), (None, 1, 1));
-        let again = advance_wave(&prog[..n], &grid, 0, 0, &mut lanes, &mut mem, &CycleCosts::DEFAULT, 16, 1000);
-        assert_eq!((again.end, again.counters.total()), (None, 0), "the same horizon does nothing");
-        let s = advance_wave(&prog[..n], &grid, 0, 0, &mut lanes, &mut mem, &CycleCosts::DEFAULT, 17, 1000);
-        assert_eq!((s.cycles, lanes[0].thread.pc), (17, 2));
+    fn endless_loop_hangs_in_chunks_as_in_one_go() {
+        let (prog, n) = program(&[op(Op::Br, 0, 0, 0, 0)], 0);
+        let mut rng = Rng::new(3);
+        for costs in [CycleCosts::DEFAULT, ODD_COSTS, CycleCosts { per_class: [0; 7] }] {
+            for threads in [1, 2, 5] {
+                let grid = Grid { groups: 1, waves_per_group: 1, threads_per_wave: threads };
+                let mut job = Job::new([0; 3], &mut rng, 1);
+                let want = job.with_mem(|mem| run_wave(&prog[..n], &grid, 0, 0, mem, &costs, 10_000));
+                assert_eq!(want.end, WaveEnd::Hung);
+                assert_eq!(in_one_call(&prog[..n], &grid, &mut job, &costs, 10_000), want);
+                for max_step in [1, 300, 20_000] {
+                    let (got, _) = run_in_chunks(&prog[..n], &grid, 0, 0, &mut job, &costs, 10_000, &mut rng, max_step);
+                    if threads == 1 {
+                        assert_eq!(got, want, "costs {costs:?}, steps {max_step}");
+                    } else {
+                        // Later lanes ran until the first one hung.
+                        assert_eq!((got.end, got.cycles), (want.end, want.cycles));
+                        assert!(got.counters.total() >= want.counters.total());
+                    }
+                }
+            }
+        }
     }
 
+    /// Lane `hung` loops forever, the others end at once.
+    fn one_lane_loops(hung: i32) -> ([Instr; 32], usize) {
+        program(
+            &[
+                op(Op::Sreg, 0, 0, 0, Special::Lane as i32),
+                op(Op::Movi, 1, 0, 0, hung),
+                op(Op::Seq, 2, 0, 1, 0),
+                op(Op::Brz, 0, 2, 0, 5),
+                op(Op::Br, 0, 0, 0, 4),
+                op(Op::End, 0, 0, 0, 0),
+            ],
+            0,
+        )
+    }
+
+    #[test]
+    fn one_hung_lane_hangs_in_chunks_as_in_one_go() {
+        let grid = Grid { groups: 1, waves_per_group: 1, threads_per_wave: 8 };
+        let mut rng = Rng::new(5);
+        for hung in [7, 3, 0] {
+            let (prog, n) = one_lane_loops(hung);
+            for costs in [CycleCosts::DEFAULT, ODD_COSTS] {
+                let mut job = Job::new([0; 3], &mut rng, 1);
+                let want = job.with_mem(|mem| run_wave(&prog[..n], &grid, 0, 0, mem, &costs, 5_000));
+                assert_eq!((want.end, want.cycles), (WaveEnd::Hung, 5_000));
+                assert_eq!(in_one_call(&prog[..n], &grid, &mut job, &costs, 5_000), want);
+                for max_step in [1, 64, 4_999, 100_000] {
+                    let (got, _) = run_in_chunks(&prog[..n], &grid, 0, 0, &mut job, &costs, 5_000, &mut rng, max_step);
+                    if hung == 7 {
+                        assert_eq!(got, want, "costs {costs:?}, steps {max_step}");
+                    } else {
+                        // Later lanes may have run (5 instructions each at
+                        // most) in the calls before the one that hung.
+                        let later = (7 - hung) as u64 * 5;
+                        let extra = got.counters.total() - want.counters.total();
+                        assert_eq!((got.end, got.cycles), (want.end, want.cycles));
+                        assert!(extra <= later, "lane {hung}: {extra} more");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fault_in_chunks_matches_run_wave() {
+        let (prog, n) = vector_add();
+        let grid = Grid { groups: 1, waves_per_group: 1, threads_per_wave: 8 };
+        let mut rng = Rng::new(11);
+        for costs in [CycleCosts::DEFAULT, ODD_COSTS, UNIT_COSTS] {
+            for max_step in [1, 5, 40, 1_000] {
+                let mut whole = Job::new([8, 8, 5], &mut rng, 1000);
+                let mut chunked = whole.clone();
+                let mut once = whole.clone();
+                let want = whole.with_mem(|mem| run_wave(&prog[..n], &grid, 0, 0, mem, &costs, 1_000));
+                assert_eq!(want.end, WaveEnd::Fault { exit: Exit::OutOfBounds { pc: 4, slot: 2, index: 5 } });
+                assert_eq!(in_one_call(&prog[..n], &grid, &mut once, &costs, 1_000), want);
+                let (got, _) = run_in_chunks(&prog[..n], &grid, 0, 0, &mut chunked, &costs, 1_000, &mut rng, max_step);
+                assert_eq!((got.end, got.cycles), (want.end, want.cycles), "costs {costs:?}, steps {max_step}");
+                assert!(chunked == whole && once == whole);
+            }
+        }
+    }
+
+    /// Lane 0 fails late (after 300 cycles or more), the other lanes early
+    /// (19 cycles): in chunks a later lane fails first, yet the wave ends
+    /// with lane 0's failure, as in run_wave.
+    #[test]
+    fn first_failure_in_lane_order_wins_in_chunks() {
+        let late_fault = program(
+            &[
+                op(Op::Sreg, 0, 0, 0, Special::Lane as i32),
+                op(Op::Brnz, 0, 0, 0, 6),
+                op(Op::Movi, 1, 0, 0, 100),
+                op(Op::Addi, 1, 1, 0, -1),
+                op(Op::Brnz, 0, 1, 0, 3),
+                op(Op::Ld, 2, 1, 0, -1),
+                op(Op::Ld, 2, 0, 0, 1000),
+                op(Op::End, 0, 0, 0, 0),
+            ],
+            1,
+        );
+        let late_hang = program(
+            &[
+                op(Op::Sreg, 0, 0, 0, Special::Lane as i32),
+                op(Op::Brnz, 0, 0, 0, 3),
+                op(Op::Br, 0, 0, 0, 2),
+                op(Op::Ld, 2, 0, 0, 1000),
+                op(Op::End, 0, 0, 0, 0),
+            ],
+            1,
+        );
+        let wants = [
+            WaveEnd::Fault { exit: Exit::OutOfBounds { pc: 5, slot: 0, index: -1 } },
+            WaveEnd::Hung,
+        ];
+        let grid = Grid { groups: 1, waves_per_group: 1, threads_per_wave: 4 };
+        let mut rng = Rng::new(13);
+        for ((prog, n), end) in [late_fault, late_hang].into_iter().zip(wants) {
+            let mut job = Job::new([16, 0, 0], &mut rng, 1);
+            let want = job.with_mem(|mem| run_wave(&prog[..n], &grid, 0, 0, mem, &CycleCosts::DEFAULT, 2_000));
+            assert_eq!(want.end, end);
+            for max_step in [1, 10, 50] {
+                let (got, _) =
+                    run_in_chunks(&prog[..n], &grid, 0, 0, &mut job, &CycleCosts::DEFAULT, 2_000, &mut rng, max_step);
+                assert_eq!((got.end, got.cycles), (want.end, want.cycles), "steps {max_step}");
+            }
+        }
+    }
 }

@@ -61,6 +61,20 @@ pub struct SlotEntry {
     fresh: bool,
 }
 
+/// Lets a plain array of entries be decided over, as well as the caller's
+/// own structures that hold one.
+impl AsRef<SlotEntry> for SlotEntry {
+    fn as_ref(&self) -> &SlotEntry {
+        self
+    }
+}
+
+impl AsMut<SlotEntry> for SlotEntry {
+    fn as_mut(&mut self) -> &mut SlotEntry {
+        self
+    }
+}
+
 impl SlotEntry {
     /// A context that does not hold a slot.
     pub fn new(cand: Candidate) -> Self {
@@ -194,24 +208,8 @@ mod tests {
     const MS: u64 = 1_000_000;
     const MIN: u64 = 60_000 * MS;
 
-    /// An entry of the tests: AsRef/AsMut as the engine's queues have.
-    #[derive(Clone, Copy)]
-    struct Ctx(SlotEntry);
-
-    impl AsRef<SlotEntry> for Ctx {
-        fn as_ref(&self) -> &SlotEntry {
-            &self.0
-        }
-    }
-
-    impl AsMut<SlotEntry> for Ctx {
-        fn as_mut(&mut self) -> &mut SlotEntry {
-            &mut self.0
-        }
-    }
-
-    fn ctx(id: u32, priority: u8, created_ns: u64, runtime_ns: u64) -> Ctx {
-        Ctx(SlotEntry::new(Candidate { id, priority, created_ns, runtime_ns, runnable: true }))
+    fn ctx(id: u32, priority: u8, created_ns: u64, runtime_ns: u64) -> SlotEntry {
+        SlotEntry::new(Candidate { id, priority, created_ns, runtime_ns, runnable: true })
     }
 
     /// The decision's state between calls, as a caller keeps it.
@@ -235,7 +233,7 @@ mod tests {
             }
         }
 
-        fn run(&mut self, entries: &mut [Ctx], now: u64) -> &[SlotChange] {
+        fn run(&mut self, entries: &mut [SlotEntry], now: u64) -> &[SlotChange] {
             let scratch =
                 Scratch { cands: &mut self.cands, chosen: &mut self.chosen, changes: &mut self.changes };
             let n = reschedule(entries, now, &self.policy, &mut self.seq, scratch);
@@ -243,8 +241,8 @@ mod tests {
         }
     }
 
-    fn residents(entries: &[Ctx]) -> u64 {
-        entries.iter().enumerate().filter(|(_, e)| e.0.resident).map(|(i, _)| 1 << i).sum()
+    fn residents(entries: &[SlotEntry]) -> u64 {
+        entries.iter().enumerate().filter(|(_, e)| e.resident).map(|(i, _)| 1 << i).sum()
     }
 
     #[test]
@@ -282,7 +280,7 @@ mod tests {
         let changes = s.run(&mut e, ten);
         // Weights 20, 6, 60, 10, 30: the 60 and the 30 win, best first.
         assert!(matches!(changes, [SlotChange::Load { index: 2, .. }, SlotChange::Load { index: 4, .. }]));
-        assert!(e[2].0.loaded_seq < e[4].0.loaded_seq, "FIFO order of loading");
+        assert!(e[2].loaded_seq < e[4].loaded_seq, "FIFO order of loading");
     }
 
     #[test]
@@ -290,11 +288,11 @@ mod tests {
         let mut e = [ctx(0, 4, 0, 0), ctx(1, 4, 0, 0)];
         let mut s = Sched::new(2, SliceFormula::Proportional);
         assert_eq!(s.run(&mut e, 0).len(), 2);
-        let end = e[0].0.slice_end_ns;
+        let end = e[0].slice_end_ns;
         assert_eq!(end, 10 * MS, "equal weights: t0 each");
         assert_eq!(s.run(&mut e, end - 1), &[], "nothing ended, nothing changes");
-        e[0].0.cand.runtime_ns = end;
-        e[1].0.cand.runtime_ns = end;
+        e[0].cand.runtime_ns = end;
+        e[1].cand.runtime_ns = end;
         let changes = s.run(&mut e, end);
         assert!(changes.iter().all(|c| matches!(c, SlotChange::Renew { .. })), "{changes:?}");
         assert_eq!(changes.len(), 2);
@@ -304,12 +302,12 @@ mod tests {
     #[test]
     fn a_higher_level_preempts_at_once_and_lower_levels_wait_until_it_is_idle() {
         let mut e = [ctx(0, 5, 0, 0), ctx(1, 5, 0, 0), ctx(2, 0, 0, 0)];
-        e[2].0.cand.runnable = false;
+        e[2].cand.runnable = false;
         let mut s = Sched::new(4, SliceFormula::Proportional);
         s.run(&mut e, 0);
         assert_eq!(residents(&e), 0b011);
         // The priority-0 context gets work mid-slice.
-        e[2].0.cand.runnable = true;
+        e[2].cand.runnable = true;
         let changes = s.run(&mut e, MS);
         assert_eq!(
             changes,
@@ -323,7 +321,7 @@ mod tests {
         assert_eq!(s.run(&mut e, 30 * MS).len(), 1, "only its own renewal");
         assert_eq!(residents(&e), 0b100);
         // Idle: it leaves and the level below comes back.
-        e[2].0.cand.runnable = false;
+        e[2].cand.runnable = false;
         let changes = s.run(&mut e, 31 * MS);
         assert_eq!(changes[0], SlotChange::Evict { index: 2, preempted: false });
         assert_eq!(residents(&e), 0b011);
@@ -335,7 +333,7 @@ mod tests {
         let mut s = Sched::new(1, SliceFormula::Proportional);
         s.run(&mut e, 0);
         assert_eq!(residents(&e), 0b01, "older first among equal weights");
-        e[0].0.cand.runnable = false;
+        e[0].cand.runnable = false;
         let changes = s.run(&mut e, MS);
         assert_eq!(changes[0], SlotChange::Evict { index: 0, preempted: false });
         assert!(matches!(changes[1], SlotChange::Load { index: 1, .. }));
@@ -354,12 +352,12 @@ mod tests {
         for _ in 0..slices {
             s.run(&mut e[..n], now);
             let next = next_slice_end(&e[..n]).unwrap();
-            for x in e[..n].iter_mut().filter(|x| x.0.resident) {
-                x.0.cand.runtime_ns += next - now;
+            for x in e[..n].iter_mut().filter(|x| x.resident) {
+                x.cand.runtime_ns += next - now;
             }
             now = next;
         }
-        core::array::from_fn(|i| e[i].0.cand.runtime_ns)
+        core::array::from_fn(|i| e[i].cand.runtime_ns)
     }
 
     #[test]

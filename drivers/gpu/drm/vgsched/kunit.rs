@@ -346,14 +346,14 @@ mod slots {
     #[test]
     fn only_the_highest_level_is_loaded() {
         // 11 contexts: 5 at priority 3, 6 at priority 5; 8 slots.
-        let mut e: [Wrap; 11] = core::array::from_fn(|i| {
-            Wrap(SlotEntry::new(Candidate {
+        let mut e: [SlotEntry; 11] = core::array::from_fn(|i| {
+            SlotEntry::new(Candidate {
                 id: i as u32,
                 priority: if i < 5 { 3 } else { 5 },
                 created_ns: 0,
                 runtime_ns: MIN,
                 runnable: true,
-            }))
+            })
         });
         let mut cands = [Candidate { id: 0, priority: 0, created_ns: 0, runtime_ns: 0, runnable: false }; 11];
         let mut chosen = [0usize; 8];
@@ -362,7 +362,7 @@ mod slots {
         let mut seq = 0;
         let scratch = Scratch { cands: &mut cands, chosen: &mut chosen, changes: &mut changes };
         assert_eq!(reschedule(&mut e, 60 * MIN, &policy, &mut seq, scratch), 5);
-        assert!(e.iter().enumerate().all(|(i, x)| x.0.resident == (i < 5)));
+        assert!(e.iter().enumerate().all(|(i, x)| x.resident == (i < 5)));
     }
 
     #[test]
@@ -373,21 +373,5 @@ mod slots {
         let p = SliceParams { t0_ns: 30_000_000, min_ns: 1, max_ns: u64::MAX };
         assert_eq!(slice_len(SliceFormula::Literal, &p, 10, 5_000, 30_000), 6 * p.t0_ns);
         assert_eq!(slice_len(SliceFormula::Proportional, &p, 10, 5_000, 30_000), p.t0_ns * 50 / 30);
-    }
-
-    /// The engine keeps entries inside its queues; so does this test.
-    #[derive(Clone, Copy)]
-    struct Wrap(SlotEntry);
-
-    impl AsRef<SlotEntry> for Wrap {
-        fn as_ref(&self) -> &SlotEntry {
-            &self.0
-        }
-    }
-
-    impl AsMut<SlotEntry> for Wrap {
-        fn as_mut(&mut self) -> &mut SlotEntry {
-            &mut self.0
-        }
     }
 }
