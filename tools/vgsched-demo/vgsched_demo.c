@@ -299,15 +299,24 @@ static void dispatcher(int fd)
 	}
 }
 
-/* The contexts file's lines of the contexts in @ctx (client @client), with its header. */
+/* The contexts file's header and the lines of contexts @ctx of @client, from one read. */
 static void print_contexts(__u64 client, const __u32 *ctx, int n)
 {
-	char key[48];
+	static char buf[1 << 16];
+	char *line, *save = NULL;
 
-	print_debugfs_lines("contexts", "# client", 1);
-	for (int i = 0; i < n; i++) {
-		snprintf(key, sizeof(key), "%llu %u ", (unsigned long long)client, ctx[i]);
-		print_debugfs_lines("contexts", key, 1);
+	if (vgsched_debugfs_read("contexts", buf, sizeof(buf)))
+		return;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long c;
+		unsigned int id;
+		int show = line[0] == '#';
+
+		if (sscanf(line, "%llu %u ", &c, &id) == 2 && c == client)
+			for (int i = 0; i < n; i++)
+				show |= id == ctx[i];
+		if (show)
+			printf("    %s\n", line);
 	}
 }
 
