@@ -519,7 +519,6 @@ mod tests {
                 let shared = mo.layout.shared(p.module);
                 set_range(&mut mo.words[shared], p.shared_start as usize, n.shared as usize);
             }
-            drop(mo);
             assert_eq!(model.words, m.words);
             assert_eq!(model.waves, m.waves);
         }
