@@ -89,8 +89,8 @@ TEST(parameters_reach_the_device)
 
 /*
  * Every other dispatcher setting (C9 choice, grouped or sampled finder,
- * short windows, eager splitting) still runs jobs right, and debugfs says
- * which settings are in force.
+ * short windows, eager splitting) and the literal slice formula with one
+ * slot still run jobs right, and debugfs says which settings are in force.
  */
 TEST(dispatcher_settings_take_effect_and_jobs_stay_right)
 {
@@ -98,6 +98,8 @@ TEST(dispatcher_settings_take_effect_and_jobs_stay_right)
 		{ "module_choice=1 finder=1", "module choice FreeResources, finder Grouped { group: 4 }" },
 		{ "module_choice=2 finder=2 rotation_period_cycles=15 split_after_rounds=1 power_window_cycles=16",
 		  "module choice Mixed { power_weight: 1, free_weight: 1 }, finder Sampled, rotation period 15 cycles" },
+		{ "slice_formula=1 preemption_us=500 hw_slots=1",
+		  "slots: 0 of 1 held, formula literal, t0 10000 us (slices 2500..=80000 us), preemption point every 500 us" },
 	};
 	static char state[1 << 16];
 	__u64 words[16];
@@ -183,6 +185,8 @@ TEST(invalid_parameters_fail_with_einval_and_a_log_line)
 		{ "rotation_period_cycles=14", "invalid parameter rotation_period_cycles=14" },
 		{ "split_after_rounds=0", "invalid parameter split_after_rounds=0" },
 		{ "power_window_cycles=15", "invalid parameter power_window_cycles=15" },
+		{ "slice_formula=2", "invalid parameter slice_formula=2 (must be 0..=1)" },
+		{ "preemption_us=99", "invalid parameter preemption_us=99 (must be 100..=1000000)" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
