@@ -13,13 +13,26 @@ if [ -f "$kdir/.built" ]; then
 	step "guest kernel up to date: $kdir"
 	exit 0
 fi
+src=$(kernel_src_dir)
+if ! [ -f "$src/.patched" ]; then
+	step "applying kernel/patches/ to a copy of the source: $src"
+	rm -rf "$src"
+	cp -al "$KSRC" "$src"
+	for p in "$TOP"/kernel/patches/*.patch; do
+		[ -e "$p" ] || continue
+		echo "    $(basename "$p")"
+		patch -d "$src" -p1 -s --no-backup-if-mismatch -F0 <"$p" ||
+			die "kernel patch $(basename "$p") does not apply to 7.3.4"
+	done
+	touch "$src/.patched"
+fi
 step "building guest kernel into $kdir (takes several minutes once)"
 rm -rf "$kdir" && mkdir -p "$kdir"
 jobs=$(nproc)
-make -s -C "$KSRC" O="$kdir" LLVM= tinyconfig
-"$KSRC/scripts/kconfig/merge_config.sh" -m -O "$kdir" "$kdir/.config" "$TOP/kernel/vgsched.config" >/dev/null
-make -s -C "$KSRC" O="$kdir" olddefconfig
-make -s -C "$KSRC" O="$kdir" rustavailable
+make -s -C "$src" O="$kdir" LLVM= tinyconfig
+"$src/scripts/kconfig/merge_config.sh" -m -O "$kdir" "$kdir/.config" "$TOP/kernel/vgsched.config" >/dev/null
+make -s -C "$src" O="$kdir" olddefconfig
+make -s -C "$src" O="$kdir" rustavailable
 # Every line of the fragment must have survived olddefconfig; a silently
 # dropped option would give a guest that lacks what the tests assume.
 missing=0
@@ -33,7 +46,7 @@ while IFS= read -r line; do
 	fi
 done < "$TOP/kernel/vgsched.config"
 [ $missing = 0 ] || die "the kernel config fragment does not apply cleanly (see above)"
-make -s -C "$KSRC" O="$kdir" -j"$jobs" bzImage modules
-make -s -C "$KSRC" O="$kdir" headers_install
+make -s -C "$src" O="$kdir" -j"$jobs" bzImage modules
+make -s -C "$src" O="$kdir" headers_install
 touch "$kdir/.built"
 step "guest kernel built: $kdir/arch/x86/boot/bzImage"

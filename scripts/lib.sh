@@ -16,9 +16,25 @@ export RUST_LIB_SRC="$VGSCHED_CACHE/rust-src/usr/lib/rustlib/src/rust/library"
 step() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 die() { printf 'error: %s\n' "$@" >&2; exit 1; }
 
-# The guest kernel's build directory, keyed by everything it depends on.
+# The guest kernel's cache key: everything its build depends on (source
+# version, config fragment, the patches of kernel/patches/, rustc).
+kernel_key() {
+	{
+		echo 7.3.4
+		cat "$TOP/kernel/vgsched.config"
+		cat "$TOP"/kernel/patches/*.patch 2>/dev/null || true
+		rustc --version
+	} | sha256sum | cut -c1-16
+}
+
+# The guest kernel's build directory.
 kernel_build_dir() {
-	local key
-	key=$( { echo 7.3.4; cat "$TOP/kernel/vgsched.config"; rustc --version; } | sha256sum | cut -c1-16)
-	echo "$VGSCHED_CACHE/kbuild-$key"
+	echo "$VGSCHED_CACHE/kbuild-$(kernel_key)"
+}
+
+# The kernel source the build uses: the unpacked 7.3.4 tree with the patches
+# of kernel/patches/ applied, as a hard-linked copy (patch(1) replaces the
+# files it changes, so the shared tree stays pristine).
+kernel_src_dir() {
+	echo "$VGSCHED_CACHE/ksrc-$(kernel_key)"
 }

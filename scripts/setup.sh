@@ -13,7 +13,7 @@ KERNEL_SRC_VER=7.3.4-1~bpo13+1
 BINDGEN_MIN=0.71.1
 
 # --- bookworm packages -------------------------------------------------------
-BOOKWORM_PKGS=(build-essential bc bison flex cpio xz-utils rsync kmod
+BOOKWORM_PKGS=(build-essential patch bc bison flex cpio xz-utils rsync kmod
 	libelf-dev libssl-dev libclang1-19 libclang-19-dev
 	qemu-system-x86 busybox-static libc6-dev python3)
 
