@@ -115,13 +115,15 @@ impl Rotation {
     /// The band promoted to highest at cycle `now`.
     pub fn promoted(&self, now: u64) -> u8 {
         let total: u64 = WINDOW_SHARES.iter().sum();
+        // `new` keeps the period at least 1; `max` only spares a panic path.
+        let period = self.period.max(1);
         // Position in the period, in fifteenths.
-        let at = (now % self.period).saturating_mul(total) / self.period;
-        let mut end = 0;
-        for (band, share) in WINDOW_SHARES.iter().enumerate() {
-            end += share;
+        let at = (now % period).saturating_mul(total) / period;
+        let mut end = 0u64;
+        for (band, share) in (0u8..).zip(WINDOW_SHARES.iter()) {
+            end = end.saturating_add(*share);
             if at < end {
-                return band as u8;
+                return band;
             }
         }
         LOWEST_BAND
@@ -130,17 +132,18 @@ impl Rotation {
     /// First cycle after `now` at which the promoted band changes.
     pub fn next_change(&self, now: u64) -> u64 {
         let total: u64 = WINDOW_SHARES.iter().sum();
-        let base = now - now % self.period;
-        let mut end = 0;
+        let period = self.period.max(1);
+        let base = now - now % period;
+        let mut end = 0u64;
         for share in WINDOW_SHARES {
-            end += share;
+            end = end.saturating_add(share);
             // Smallest offset whose window index reaches `end`.
-            let boundary = base + (end * self.period).div_ceil(total);
+            let boundary = base.saturating_add(end.saturating_mul(period).div_ceil(total));
             if boundary > now {
                 return boundary;
             }
         }
-        base + self.period
+        base.saturating_add(period)
     }
 }
 

@@ -1,18 +1,31 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Contexts: the unit the scheduler picks (SEEDS A's "task").
+//! Contexts: the unit slot selection picks.
 //!
-//! A context belongs to one open file, has a priority in 16 levels (0 is
-//! the highest) and keeps the accounting the scheduler's weights need:
-//! creation time and accumulated GPU runtime.
+//! A context belongs to one open file and has a priority in 16 levels (0 is
+//! the highest), a creation time (the weight's lifetime) and a fence
+//! timeline. Its runtime and the rest of its scheduling state live in the
+//! engine.
 
 use kernel::{
-    bindings, new_mutex,
+    bindings,
+    new_mutex,
     prelude::*,
-    sync::{Arc, Mutex},
+    sync::{
+        Arc,
+        Mutex, //
+    },
+    time::{
+        ClockSource,
+        Monotonic, //
+    },
 };
 
-use crate::{fence, fence::Fence, uapi, vgsched_core::pool::Weight};
+use crate::{
+    fence,
+    fence::Fence,
+    uapi, //
+};
 
 /// Priority levels; 0 is the highest.
 pub(crate) const PRIORITY_LEVELS: u32 = uapi::DRM_VGSCHED_PRIORITY_LEVELS;
@@ -23,48 +36,24 @@ pub(crate) const MAX_PER_FILE: usize = uapi::DRM_VGSCHED_MAX_CONTEXTS_PER_FILE a
 
 /// Current `CLOCK_MONOTONIC` time in nanoseconds.
 pub(crate) fn monotonic_ns() -> u64 {
-    // SAFETY: `ktime_get()` has no preconditions.
-    let now = unsafe { bindings::ktime_get() };
-    now as u64
+    // `ktime_get()` is never negative.
+    u64::try_from(Monotonic::ktime_get()).unwrap_or(0)
 }
 
 /// Unfinished jobs one context may have.
 pub(crate) const MAX_JOBS_IN_FLIGHT: u64 = uapi::DRM_VGSCHED_MAX_JOBS_IN_FLIGHT as u64;
 
-/// Job accounting of a context, shared by the submit and wait ioctls and
-/// the engine (which takes its own lock first).
-pub(crate) struct ContextState {
+/// What the submit and wait ioctls of a context share: its sequence numbers
+/// and the fences of its recent jobs. The engine never takes this lock; what
+/// the scheduler knows of a context is the engine's, under the engine lock.
+pub(crate) struct Submissions {
     /// Sequence number of the last job accepted (0: none yet).
     pub(crate) last_seqno: u64,
     /// Fences of the most recent jobs, job `s` at `s % MAX_JOBS_IN_FLIGHT`.
     pub(crate) recent: [Option<Fence>; MAX_JOBS_IN_FLIGHT as usize],
-    /// Jobs finished so far, with or without error.
-    pub(crate) jobs_completed: u64,
-    /// A job of this context hung: new work is refused.
-    pub(crate) guilty: bool,
-    /// Destroyed (or its file closed): a submission racing with that is
-    /// refused, so no job outlives its context.
-    pub(crate) closed: bool,
-    /// Modeled time the context's waves occupied the device.
-    pub(crate) runtime_ns: u64,
-    /// End of the latest interval counted in `runtime_ns`.
-    pub(crate) busy_until_ns: u64,
-    /// The hardware slot it holds (SEEDS A), if any.
-    pub(crate) slot: Option<u32>,
-    /// Time slices received: loads into a slot and renewals.
-    pub(crate) slices: u64,
-    /// Times it lost its slot with work left.
-    pub(crate) preemptions: u64,
-    /// Modeled time spent saving and restoring its waves.
-    pub(crate) switch_ns: u64,
 }
 
-impl ContextState {
-    /// Jobs accepted but not finished.
-    pub(crate) fn in_flight(&self) -> u64 {
-        self.last_seqno - self.jobs_completed
-    }
-
+impl Submissions {
     /// The fence of job `seqno`: `EINVAL` if no such job was submitted,
     /// `ENODATA` if it finished too long ago to be remembered.
     pub(crate) fn fence(&self, seqno: u64) -> Result<Fence> {
@@ -76,20 +65,11 @@ impl ContextState {
         }
         self.recent[(seqno % MAX_JOBS_IN_FLIGHT) as usize].clone().ok_or(ENODATA)
     }
-
-    /// Counts modeled device time `[start, end)` of one of the context's
-    /// work-groups. Starts never go backwards, so adding what lies past the
-    /// last counted end measures the union of overlapping work-groups.
-    pub(crate) fn account(&mut self, start_ns: u64, end_ns: u64) {
-        let from = start_ns.max(self.busy_until_ns);
-        if end_ns > from {
-            self.runtime_ns += end_ns - from;
-            self.busy_until_ns = end_ns;
-        }
-    }
 }
 
-/// One GPU context.
+/// One GPU context: its identity. Its scheduling state (jobs, runtime, slot,
+/// slices, guilt) is the engine's ([`crate::engine`]), kept once, under the
+/// engine lock.
 ///
 /// # Invariants
 ///
@@ -106,9 +86,10 @@ pub(crate) struct Context {
     pub(crate) created_ns: u64,
     /// Fence timeline of its jobs.
     pub(crate) timeline: u64,
-    /// Job accounting.
+    /// Sequence numbers and recent fences; held across a whole submission,
+    /// so the jobs of a context are numbered in the order they are queued.
     #[pin]
-    pub(crate) state: Mutex<ContextState>,
+    pub(crate) submissions: Mutex<Submissions>,
 }
 
 impl Context {
@@ -129,47 +110,13 @@ impl Context {
                 priority,
                 created_ns: monotonic_ns(),
                 timeline: fence::new_timeline(),
-                state <- new_mutex!(ContextState {
+                submissions <- new_mutex!(Submissions {
                     last_seqno: 0,
                     recent: [const { None }; MAX_JOBS_IN_FLIGHT as usize],
-                    jobs_completed: 0,
-                    guilty: false,
-                    closed: false,
-                    runtime_ns: 0,
-                    busy_until_ns: 0,
-                    slot: None,
-                    slices: 0,
-                    preemptions: 0,
-                    switch_ns: 0,
                 }),
             }),
             GFP_KERNEL,
         )
-    }
-
-    /// The answer to `DRM_IOCTL_VGSCHED_CTX_QUERY`.
-    pub(crate) fn query(&self, args: &mut uapi::drm_vgsched_ctx_query) {
-        let state = self.state.lock();
-        args.created_ns = self.created_ns;
-        args.runtime_ns = state.runtime_ns;
-        args.priority = self.priority;
-        args.state = if state.guilty {
-            uapi::DRM_VGSCHED_CTX_STATE_GUILTY
-        } else if state.in_flight() > 0 {
-            uapi::DRM_VGSCHED_CTX_STATE_ACTIVE
-        } else {
-            uapi::DRM_VGSCHED_CTX_STATE_IDLE
-        };
-        args.jobs_submitted = state.last_seqno;
-        args.jobs_completed = state.jobs_completed;
-        args.client_id = self.client;
-        let now = monotonic_ns();
-        args.lifetime_ns = now.saturating_sub(self.created_ns);
-        args.weight_milli = Weight::new(now, self.created_ns, state.runtime_ns).milli();
-        args.slices = state.slices;
-        args.preemptions = state.preemptions;
-        args.switch_ns = state.switch_ns;
-        args.slot = state.slot.map_or(-1, |s| s as i32);
     }
 }
 

@@ -8,19 +8,26 @@
 //! modeled duration (its cycles at the modeled clock). Waves are
 //! interpreted in chunks, each up to the next preemption point
 //! ([`slots`]), so a wave can stop at an instruction boundary and be
-//! saved when its context loses its hardware slot. An hrtimer fires at the
-//! earliest event (a wave's end or point, a slice's end); the timer
-//! callback only queues the engine's work item, which retires finished
-//! waves, completes jobs (signalling their fences), decides who holds the
-//! slots, advances or saves waves and places more work. Every state change
-//! happens in that work item or in an ioctl, under [`Engine::state`].
+//! saved when its context loses its hardware slot.
 //!
-//! Which contexts may run is SEEDS A ([`slots`]): only the contexts in the
-//! `hw_slots` hardware slots are dispatch channels.
+//! An hrtimer fires at the earliest event (a wave's end or point, a
+//! slice's end); the timer callback only queues the engine's work item on
+//! the engine's own ordered work queue. That work item is the engine's
+//! fence-signalling critical section: it retires finished waves, completes
+//! jobs (signalling their fences), takes the slot selection decision,
+//! advances or saves waves and places more work. It never allocates and
+//! never takes a reservation lock: everything a job needs on the device is
+//! allocated when it is submitted, and finished jobs are dropped by a
+//! separate clean-up work item. Interpretation is bounded per hold of the
+//! engine lock ([`INTERPRET_BUDGET`] instructions): when a step runs out of
+//! it, the work item queues itself again and returns, so the lock is free
+//! between two holds and nothing a client does waits behind a long wave.
 //!
-//! Work reaches the device through the dispatcher of SEEDS C
-//! ([`dispatch`]): every context with work is a FIFO channel, all channel
-//! heads are matched against all execution modules at once, and contiguous
+//! Which contexts may run is decided by slot selection ([`slots`]): only
+//! the contexts in the `hw_slots` hardware slots are dispatch channels.
+//! Work reaches the device through work-group dispatch ([`dispatch`]):
+//! every resident context with work is a FIFO channel, all channel heads
+//! are matched against all execution modules at once, and contiguous
 //! register and shared-memory ranges are handed out by the bitmask resource
 //! finder. Jobs of one context run one after the other, in submission
 //! order; their work-groups run side by side.
@@ -32,54 +39,153 @@
 mod dispatch;
 mod dump;
 mod slots;
+mod sync;
 
-pub(crate) use dump::{ContextsDump, EngineDump, OccupancyDump, PlacementsDump, SliceFormulaFile};
+pub(crate) use dump::{
+    ContextsDump,
+    EngineDump,
+    OccupancyDump,
+    PlacementsDump,
+    SliceFormulaFile, //
+};
 
 use kernel::{
+    alloc::kvec::PushError,
     bindings,
     ffi::c_void,
-    impl_has_hr_timer, impl_has_work, new_mutex, new_work,
+    impl_has_hr_timer,
+    impl_has_work,
+    new_mutex,
+    new_work,
     prelude::*,
-    sync::{Arc, ArcBorrow, Mutex},
+    sync::{
+        Arc,
+        ArcBorrow,
+        Mutex, //
+    },
+    warn_on,
     time::{
         hrtimer::{
-            ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerPointer,
-            HrTimerRestart, RelativeMode,
+            ArcHrTimerHandle,
+            HrTimer,
+            HrTimerCallback,
+            HrTimerCallbackContext,
+            HrTimerPointer,
+            HrTimerRestart,
+            RelativeMode, //
         },
-        Delta, Monotonic,
+        Delta,
+        Monotonic,
     },
-    workqueue::{self, Work, WorkItem},
+    workqueue::{
+        self,
+        Work,
+        WorkItem, //
+    },
 };
 
 use crate::{
-    context::{monotonic_ns, Context, MAX_JOBS_IN_FLIGHT},
-    fence::{Fence, OutFenceFd, Waiter},
+    context::{
+        monotonic_ns,
+        Context,
+        MAX_JOBS_IN_FLIGHT, //
+    },
+    fence::{
+        Fence,
+        OutFenceFd,
+        Waiter, //
+    },
     job::JobSpec,
+    uapi,
     vgsched_core::{
         context_switch::SchedParams,
-        dispatch::{Candidate, DispatchParams, Rotation, SplitTrigger, WindowDebts, BANDS},
-        exec::{Counters, CycleCosts},
+        dispatch::{
+            Candidate,
+            DispatchParams,
+            Rotation,
+            SplitTrigger,
+            WindowDebts,
+            BANDS, //
+        },
+        exec::{
+            Counters,
+            CycleCosts, //
+        },
         grid::Lane,
-        module_choice::{ModuleScore, PowerWeights, PowerWindow},
-        occupancy::{GroupNeeds, MapLayout, Occupancy, WaveSlot},
-        pool,
+        module_choice::{
+            ModuleScore,
+            PowerWeights,
+            PowerWindow, //
+        },
+        occupancy::{
+            GroupNeeds,
+            MapLayout,
+            Occupancy,
+            WaveSlot, //
+        },
+        pool::{
+            self,
+            Weight, //
+        },
         rng::Rng,
         slice::SliceFormula,
-        slots::{SlotChange, SlotEntry},
+        slots::{
+            SlotChange,
+            SlotEntry, //
+        },
         split::RotatingPointer,
         topology::Topology,
     },
 };
 
 use dump::PlacementLog;
+use slots::{
+    SavedGroup,
+    SavedWave, //
+};
+use sync::{
+    Held,
+    HoldMeter,
+    OwnedQueue,
+    Signalling, //
+};
 
-/// The one-wave pieces of a split work-group still to place (SEEDS C3).
+/// Instructions the interpreter may execute in one hold of the engine lock,
+/// over all waves. About 0.1 ms on the host, a few tenths of a millisecond
+/// in an emulated guest: the bound on how long another client waits for
+/// the lock behind the interpreter, whatever the programs do.
+const INTERPRET_BUDGET: u64 = 4096;
+
+/// The one-wave pieces of a split work-group still to place.
 #[derive(Clone, Copy)]
 struct SplitGroup {
     /// The work-group that was split.
     group: u32,
     /// Its next wave to place.
     next_wave: u32,
+}
+
+/// A waiter on a job's in-fence that queues the engine's work item when the
+/// fence signals. It holds a reference to the engine, so the callback can
+/// never see the engine go away; the waiter is disarmed (and a callback in
+/// progress finished) before that reference is dropped.
+struct JobWaiter {
+    /// Declared first: dropped (disarmed) before `engine`.
+    _waiter: Waiter,
+    _engine: Arc<Engine>,
+}
+
+impl JobWaiter {
+    /// Arms a waiter on `fence` for `engine`.
+    fn new(engine: ArcBorrow<'_, Engine>, fence: &Fence) -> Result<Self> {
+        let engine: Arc<Engine> = engine.into();
+        let data = core::ptr::from_ref::<Engine>(&engine).cast_mut().cast::<c_void>();
+        // SAFETY: `fence_signalled` only queues the engine's work item, which
+        // is safe from any context; `data` points at the engine, which the
+        // returned value keeps alive for as long as the waiter is armed.
+        let waiter = unsafe { fence.add_waiter(fence_signalled, data) }?;
+        Ok(Self { _waiter: waiter, _engine: engine })
+    }
 }
 
 /// One queued or running job.
@@ -92,8 +198,10 @@ struct Job {
     fence: Fence,
     /// What to run.
     spec: JobSpec,
-    /// Armed while the job waits for its in-fence.
-    waiter: Option<Waiter>,
+    /// Armed on the in-fence at submission; dropped with the job.
+    _waiter: Option<JobWaiter>,
+    /// The in-fence (if any) has signalled without error.
+    in_fence_done: bool,
     /// Next whole work-group to place.
     next_group: u32,
     /// A work-group being placed wave by wave, after a split.
@@ -105,9 +213,50 @@ struct Job {
     /// First error (negative errno), 0 while all is well; `-ETIME` means
     /// it hung, and only a hang sets that.
     error: i32,
+    /// Thread state for the waves it can have on the device at once,
+    /// allocated at submission; a wave takes one and gives it back.
+    lanes: KVec<KVVec<Lane>>,
+    /// Its save area: work-groups stopped at a preemption point, in the
+    /// order they were placed; they run again before anything new. Room for
+    /// as many groups as it can have on the device.
+    saved: KVec<SavedGroup>,
+    /// The stopped waves of `saved`, in the order they stopped; room for
+    /// every wave it can have on the device.
+    saved_waves: KVec<SavedWave>,
 }
 
 impl Job {
+    /// A job for `spec`, with everything it will need on a device of shape
+    /// `topology` allocated now.
+    fn new(seqno: u64, fence: Fence, spec: JobSpec, waiter: Option<JobWaiter>, topology: &Topology) -> Result<Self> {
+        let grid = &spec.grid;
+        let all_waves = u64::from(grid.groups).saturating_mul(u64::from(grid.waves_per_group));
+        let wave_slots = u64::from(topology.total_units()).saturating_mul(u64::from(topology.wave_slots));
+        // At most one wave per wave slot; never more than the grid has.
+        let live = usize::try_from(all_waves.min(wave_slots)).map_err(|_| E2BIG)?;
+        let mut lanes = KVec::with_capacity(live, GFP_KERNEL)?;
+        for _ in 0..live {
+            let fresh = KVVec::from_elem(Lane::default(), grid.threads_per_wave as usize, GFP_KERNEL)?;
+            lanes.push_within_capacity(fresh).map_err(|_| ENOMEM)?;
+        }
+        Ok(Self {
+            id: 0,
+            seqno,
+            fence,
+            spec,
+            _waiter: waiter,
+            in_fence_done: false,
+            next_group: 0,
+            split: None,
+            groups_running: 0,
+            groups_saved: 0,
+            error: 0,
+            lanes,
+            saved: KVec::with_capacity(live, GFP_KERNEL)?,
+            saved_waves: KVec::with_capacity(live, GFP_KERNEL)?,
+        })
+    }
+
     /// The job ran past the timeout: its context turns guilty.
     fn hung(&self) -> bool {
         self.error == ETIME.to_errno()
@@ -124,22 +273,51 @@ impl Job {
     fn has_groups_to_place(&self) -> bool {
         self.error == 0 && (self.split.is_some() || self.next_group < self.spec.grid.groups)
     }
+
+    /// Gives a wave's thread state back for the next wave.
+    fn return_lanes(&mut self, lanes: KVVec<Lane>) {
+        // Room for every array it started with; if the books were wrong,
+        // the array is simply freed (a buddy of kfree, allowed here).
+        let _unexpected = self.lanes.push_within_capacity(lanes);
+    }
 }
 
-/// The queued jobs of one context, oldest first: a dispatch channel while
-/// the context holds a hardware slot.
+/// Everything the engine keeps about one live context, from its creation to
+/// its destruction: its jobs (a dispatch channel while it holds a hardware
+/// slot) and its scheduling state. The one place each of these facts lives.
+///
+/// # Invariants
+///
+/// - `slot.is_some() == entry.resident`;
+/// - `jobs.len() <= MAX_JOBS_IN_FLIGHT` and `done.len() <= MAX_JOBS_IN_FLIGHT`,
+///   within the capacities reserved at creation;
+/// - `entry.cand.runtime_ns` is the context's runtime: the union of the
+///   modeled intervals its waves executed.
 struct ContextQueue {
     ctx: Arc<Context>,
+    /// Unsignalled jobs, oldest first.
     jobs: KVec<Job>,
-    /// SEEDS C1's "selected" mark of this channel, per priority band.
+    /// Signalled jobs, waiting for the clean-up work item to drop them.
+    done: KVec<Job>,
+    /// The channel's "selected" mark of work-group dispatch, per band.
     selected: [bool; BANDS],
-    /// The context as the slot decision sees it (SEEDS A).
+    /// The context as slot selection sees it: priority, age, runtime,
+    /// whether it has work, residency and slice.
     entry: SlotEntry,
-    /// The slot it holds, while resident.
+    /// The hardware slot it holds, while resident.
     slot: Option<u32>,
-    /// Its save area: work-groups stopped at a preemption point, in the
-    /// order they were placed; they run again before anything new.
-    saved: KVec<slots::SavedGroup>,
+    /// End of the latest interval counted in its runtime.
+    busy_until_ns: u64,
+    /// Jobs finished so far, with or without error.
+    completed: u64,
+    /// A job of it hung: new work is refused.
+    guilty: bool,
+    /// Time slices received: loads into a slot and renewals.
+    slices: u64,
+    /// Times it lost its slot with work left.
+    preemptions: u64,
+    /// Modeled time spent saving and restoring its waves.
+    switch_ns: u64,
 }
 
 impl AsRef<SlotEntry> for ContextQueue {
@@ -154,6 +332,55 @@ impl AsMut<SlotEntry> for ContextQueue {
     }
 }
 
+impl ContextQueue {
+    /// The engine's record of a new context; allocates its job lists.
+    fn new(ctx: &Arc<Context>) -> Result<Self> {
+        let entry = SlotEntry::new(pool::Candidate {
+            id: ctx.timeline as u32,
+            priority: ctx.priority as u8,
+            created_ns: ctx.created_ns,
+            runtime_ns: 0,
+            runnable: false,
+        });
+        Ok(Self {
+            ctx: ctx.clone(),
+            jobs: KVec::with_capacity(MAX_JOBS_IN_FLIGHT as usize, GFP_KERNEL)?,
+            done: KVec::with_capacity(MAX_JOBS_IN_FLIGHT as usize, GFP_KERNEL)?,
+            selected: [false; BANDS],
+            entry,
+            slot: None,
+            busy_until_ns: 0,
+            completed: 0,
+            guilty: false,
+            slices: 0,
+            preemptions: 0,
+            switch_ns: 0,
+        })
+    }
+
+    /// Its runtime, modeled nanoseconds.
+    fn runtime_ns(&self) -> u64 {
+        self.entry.cand.runtime_ns
+    }
+
+    /// Counts modeled device time `[start, end)` of one of its waves.
+    /// Starts never go backwards, so adding what lies past the last counted
+    /// end measures the union of overlapping waves.
+    fn account(&mut self, start_ns: u64, end_ns: u64) {
+        let from = start_ns.max(self.busy_until_ns);
+        if end_ns > from {
+            let runtime = &mut self.entry.cand.runtime_ns;
+            *runtime = runtime.saturating_add(end_ns - from);
+            self.busy_until_ns = end_ns;
+        }
+    }
+
+    /// Leaves its hardware slot (slot selection already cleared `resident`).
+    fn leave_slot(&mut self) {
+        self.slot = None;
+    }
+}
+
 /// A placed work-group (or one-wave piece of a split one).
 struct RunningGroup {
     /// Its job.
@@ -164,7 +391,7 @@ struct RunningGroup {
     band: u8,
     /// A one-wave piece of a split group.
     piece: bool,
-    /// Waves of it saved to its context's save area.
+    /// Waves of it saved to its job's save area.
     saved_waves: u32,
     /// Its context (for accounting and cancelling).
     ctx: Arc<Context>,
@@ -189,6 +416,21 @@ enum WavePhase {
     Saving,
 }
 
+/// The chunk a running wave is being interpreted through: from one
+/// preemption point to the next. It may take several holds of the engine
+/// lock; its modeled effects are counted once, when it is complete.
+#[derive(Clone, Copy)]
+struct Chunk {
+    /// Modeled start.
+    from_ns: u64,
+    /// Modeled end: the next preemption point.
+    to_ns: u64,
+    /// The wave's cycles when the chunk began.
+    before_cycles: u64,
+    /// Instructions executed in the chunk so far, per class.
+    counters: Counters,
+}
+
 /// A wave on the device.
 struct RunningWave {
     /// Index of its work-group in [`EngineState::groups`].
@@ -210,15 +452,17 @@ struct RunningWave {
     cycles: u64,
     /// Its threads, stopped at an instruction boundary.
     lanes: KVVec<Lane>,
-    /// Its current chunk's share of its module's recent-power count (C10).
+    /// The chunk being interpreted, when one is under way.
+    chunk: Option<Chunk>,
+    /// Its current chunk's share of its module's recent power.
     power_token: u64,
 }
 
 /// Per execution module dispatch state.
 struct ModuleState {
-    /// Where the split table's combination starts next (SEEDS C8).
+    /// Where the split table's combination starts next (wave balancing).
     pointer: RotatingPointer,
-    /// Weighted instructions issued recently (SEEDS C10).
+    /// Weighted instructions issued recently (module choice).
     power: PowerWindow,
     /// Instructions executed per class since load.
     counters: Counters,
@@ -237,13 +481,49 @@ struct Totals {
     groups_restored: u64,
 }
 
+/// Scratch vectors whose capacity follows the number of contexts.
+struct Scratch {
+    heads: KVec<dispatch::Head>,
+    candidates: KVec<Candidate>,
+    candidate_heads: KVec<usize>,
+    slot_cands: KVec<pool::Candidate>,
+    slot_changes: KVec<SlotChange>,
+}
+
+impl Scratch {
+    /// Room for `contexts` contexts.
+    fn with_capacity(contexts: usize) -> Result<Self> {
+        Ok(Self {
+            heads: KVec::with_capacity(contexts, GFP_KERNEL)?,
+            candidates: KVec::with_capacity(contexts, GFP_KERNEL)?,
+            candidate_heads: KVec::with_capacity(contexts, GFP_KERNEL)?,
+            slot_cands: KVec::with_capacity(contexts, GFP_KERNEL)?,
+            slot_changes: KVec::with_capacity(contexts.saturating_mul(2), GFP_KERNEL)?,
+        })
+    }
+}
+
 /// Everything the engine changes, under one lock.
+///
+/// # Invariants
+///
+/// - `queues` holds one entry per live context of the device, created with
+///   the context and removed when it is destroyed;
+/// - the scratch vectors (`heads`, `candidates`, `candidate_heads`,
+///   `slot_cands`) have at least `queues.capacity()` room and
+///   `slot_changes` twice that, so a step never allocates;
+/// - `waves.capacity()` and `groups.len()` are the device's wave slots;
+///   each running group holds at least one wave slot;
+/// - every wave in `waves` belongs to the group at `groups[wave.slot]`, and
+///   that group's job is the first of its context's `jobs`;
+/// - the resource maps hold exactly the ranges of the groups and waves in
+///   `groups` and `waves`.
 struct EngineState {
     /// No more work is accepted or run: the device is going away.
     shut_down: bool,
     /// Next job id.
     next_job_id: u64,
-    /// Contexts with queued jobs: the dispatch channels.
+    /// Every live context, with its jobs and scheduling state.
     queues: KVec<ContextQueue>,
     /// Work-groups on the device, by slot; at most one per wave slot.
     groups: KVVec<Option<RunningGroup>>,
@@ -263,33 +543,63 @@ struct EngineState {
     candidate_heads: KVec<usize>,
     /// Scratch: the modules a winner matches and their scores.
     scores: KVec<ModuleScore>,
-    /// Random tie-break between channels (SEEDS C1).
+    /// Random tie-break between channels.
     rng: Rng,
-    /// Turns owed to bands whose rotation window passed unseen (C2).
+    /// Turns owed to bands whose rotation window passed unseen.
     debts: WindowDebts,
-    /// Failed-round counter of SEEDS C3.
+    /// Failed-round counter of work-group splitting.
     trigger: SplitTrigger,
     /// An unsplit independent head is waiting: arm the split timer.
     splittable_waiting: bool,
     /// The last placements, for debugfs.
     log: PlacementLog,
-    /// Stage 2's slice formula; debugfs can change it at run time.
+    /// The slice formula in force.
     formula: SliceFormula,
-    /// Every live context, for debugfs.
-    contexts: KVec<Arc<Context>>,
-    /// Numbers loads into slots (stage 2's FIFO order).
+    /// Numbers loads into slots.
     next_load_seq: u64,
-    /// Slots held, one bit each (at most 64 slots).
-    slots_used: u64,
     /// Scratch of the slot decision, sized with `queues`.
     slot_cands: KVec<pool::Candidate>,
     /// Scratch: its winners (one per slot).
     slot_chosen: KVec<usize>,
-    /// Scratch: its changes (at most two per channel).
+    /// Scratch: its changes (at most two per context).
     slot_changes: KVec<SlotChange>,
     /// The armed completion timer.
     timer: Option<ArcHrTimerHandle<Engine>>,
+    /// Instructions the interpreter may still execute in this hold.
+    budget: u64,
+    /// Signalled jobs wait in some context's `done` list.
+    cleanup_due: bool,
     totals: Totals,
+}
+
+impl EngineState {
+    /// Takes `grown`, scratch room for `contexts` contexts, and moves the
+    /// contexts into a list of that capacity.
+    fn adopt(&mut self, mut queues: KVec<ContextQueue>, grown: Scratch) {
+        for q in self.queues.drain_all() {
+            // `queues` was allocated with room for more than these.
+            if let Err(PushError(q)) = queues.push_within_capacity(q) {
+                warn_on!(true);
+                drop(q);
+            }
+        }
+        self.queues = queues;
+        self.heads = grown.heads;
+        self.candidates = grown.candidates;
+        self.candidate_heads = grown.candidate_heads;
+        self.slot_cands = grown.slot_cands;
+        self.slot_changes = grown.slot_changes;
+    }
+
+    /// The record of `ctx`, if it is live.
+    fn queue_mut(&mut self, ctx: &Context) -> Option<&mut ContextQueue> {
+        self.queues.iter_mut().find(|q| core::ptr::eq(&*q.ctx, ctx))
+    }
+
+    /// The record of `ctx`, if it is live.
+    fn queue(&self, ctx: &Context) -> Option<&ContextQueue> {
+        self.queues.iter().find(|q| core::ptr::eq(&*q.ctx, ctx))
+    }
 }
 
 /// The execution engine of one device.
@@ -299,31 +609,53 @@ pub(crate) struct Engine {
     topology: Topology,
     /// Policy settings of the dispatcher.
     params: DispatchParams,
-    /// Settings of the slot decision (the formula in use is
+    /// Settings of slot selection (the formula in use is
     /// [`EngineState::formula`]).
     sched: SchedParams,
-    /// The priority rotation (SEEDS C2), in modeled nanoseconds.
+    /// The priority rotation, in modeled nanoseconds.
     rotation: Rotation,
     /// Cycle cost per instruction class.
     costs: CycleCosts,
-    /// Power weight per instruction class (SEEDS C10).
+    /// Power weight per instruction class (module choice).
     power_weights: PowerWeights,
+    /// The engine's own ordered queue, where its work item runs.
+    wq: OwnedQueue,
+    /// The longest hold of `state`.
+    hold: HoldMeter,
     #[pin]
     state: Mutex<EngineState>,
+    /// The engine's step: the signalling path.
     #[pin]
-    work: Work<Engine>,
+    work: Work<Engine, 0>,
+    /// Drops signalled jobs (buffer mappings, fences), off that path.
+    #[pin]
+    cleanup: Work<Engine, 1>,
     #[pin]
     timer: HrTimer<Engine>,
 }
 
 impl_has_work! {
-    impl HasWork<Self> for Engine { self.work }
+    impl HasWork<Self, 0> for Engine { self.work }
+    impl HasWork<Self, 1> for Engine { self.cleanup }
 }
 
 impl_has_hr_timer! {
     impl HasHrTimer<Self> for Engine {
         mode: RelativeMode<Monotonic>, field: self.timer
     }
+}
+
+/// The answer to `DRM_IOCTL_VGSCHED_CTX_QUERY`, from the engine's side.
+pub(crate) struct ContextStats {
+    pub(crate) runtime_ns: u64,
+    pub(crate) weight_milli: u64,
+    pub(crate) completed: u64,
+    pub(crate) in_flight: u64,
+    pub(crate) guilty: bool,
+    pub(crate) slot: Option<u32>,
+    pub(crate) slices: u64,
+    pub(crate) preemptions: u64,
+    pub(crate) switch_ns: u64,
 }
 
 impl Engine {
@@ -347,6 +679,7 @@ impl Engine {
                 GFP_KERNEL,
             )?;
         }
+        let scratch = Scratch::with_capacity(0)?;
         let state = EngineState {
             shut_down: false,
             next_job_id: 1,
@@ -357,9 +690,9 @@ impl Engine {
             maps: KVVec::from_elem(0, MapLayout::new(&topology).total_words(&topology), GFP_KERNEL)?,
             unit_waves: KVec::from_elem(0, n_units, GFP_KERNEL)?,
             modules,
-            heads: KVec::new(),
-            candidates: KVec::new(),
-            candidate_heads: KVec::new(),
+            heads: scratch.heads,
+            candidates: scratch.candidates,
+            candidate_heads: scratch.candidate_heads,
             scores: KVec::with_capacity(n_modules, GFP_KERNEL)?,
             rng: Rng::new(monotonic_ns()),
             debts: WindowDebts::new(),
@@ -367,15 +700,18 @@ impl Engine {
             splittable_waiting: false,
             log: PlacementLog::new()?,
             formula: sched.policy.formula,
-            contexts: KVec::new(),
             next_load_seq: 0,
-            slots_used: 0,
-            slot_cands: KVec::new(),
+            slot_cands: scratch.slot_cands,
             slot_chosen: KVec::from_elem(0, sched.policy.slots, GFP_KERNEL)?,
-            slot_changes: KVec::new(),
+            slot_changes: scratch.slot_changes,
             timer: None,
+            budget: INTERPRET_BUDGET,
+            cleanup_due: false,
             totals: Totals::default(),
         };
+        // The resource maps must match the topology, once and for all.
+        let mut st = state;
+        Occupancy::new(&topology, &mut st.maps, &mut st.unit_waves).ok_or(EINVAL)?;
         Arc::pin_init(
             try_pin_init!(Self {
                 topology,
@@ -384,12 +720,25 @@ impl Engine {
                 rotation: Rotation::new(topology.cycles_to_ns(params.rotation_period_cycles)),
                 costs: CycleCosts::DEFAULT,
                 power_weights: PowerWeights::DEFAULT,
-                state <- new_mutex!(state),
+                wq: OwnedQueue::new()?,
+                hold: HoldMeter::new(),
+                state <- new_mutex!(st),
                 work <- new_work!("vgsched::Engine::work"),
+                cleanup <- new_work!("vgsched::Engine::cleanup"),
                 timer <- HrTimer::new(),
             }),
             GFP_KERNEL,
         )
+    }
+
+    /// Takes the engine lock; how long it is held is measured.
+    fn lock(&self) -> Held<'_, EngineState> {
+        Held::new(self.state.lock(), &self.hold)
+    }
+
+    /// The longest time the engine lock has been held since load.
+    pub(crate) fn lock_hold_max_ns(&self) -> u64 {
+        self.hold.max_ns()
     }
 
     /// The cycle costs per instruction class.
@@ -399,121 +748,165 @@ impl Engine {
 
     /// Queues the engine's work item (a no-op if it is already queued).
     fn kick(this: ArcBorrow<'_, Self>) {
-        let _ = workqueue::system().enqueue(Arc::from(this));
+        // Already queued: the queued run will see whatever changed.
+        let _already_queued = this.wq.queue().enqueue::<_, 0>(Arc::from(this));
+    }
+
+    /// Queues the clean-up work item (a no-op if it is already queued).
+    fn queue_cleanup(this: ArcBorrow<'_, Self>) {
+        // Already queued: it will find the new jobs too.
+        let _already_queued = workqueue::system_unbound().enqueue::<_, 1>(Arc::from(this));
+    }
+
+    /// Makes a new context known to the engine. Allocates, so it never runs
+    /// under the engine lock: room is made first, then the record goes in.
+    pub(crate) fn register_context(&self, ctx: &Arc<Context>) -> Result {
+        let queue = ContextQueue::new(ctx)?;
+        let mut queue = Some(queue);
+        loop {
+            let want = {
+                let mut st = self.lock();
+                if st.shut_down {
+                    return Err(ENODEV);
+                }
+                if st.queues.len() < st.queues.capacity() {
+                    if let Some(q) = queue.take() {
+                        // Room checked just above.
+                        if let Err(PushError(q)) = st.queues.push_within_capacity(q) {
+                            queue = Some(q);
+                            continue;
+                        }
+                    }
+                    return Ok(());
+                }
+                st.queues.capacity().saturating_mul(2).max(8)
+            };
+            let list = KVec::with_capacity(want, GFP_KERNEL)?;
+            let scratch = Scratch::with_capacity(want)?;
+            let mut st = self.lock();
+            if st.queues.capacity() < want {
+                st.adopt(list, scratch);
+            }
+            // Otherwise another caller grew it meanwhile; the spare room
+            // is freed here (freeing is fine under the lock).
+        }
     }
 
     /// Queues a job on `ctx`. Returns its sequence number and, if asked,
     /// the reserved sync_file descriptor of its fence (to install once the
     /// ioctl cannot fail any more).
     ///
-    /// `ECANCELED` if the context is guilty, `EBUSY` if it has
-    /// [`MAX_JOBS_IN_FLIGHT`] unfinished jobs, `ENODEV` once shut down.
+    /// `ENOENT` if the context is gone, `ECANCELED` if it is guilty,
+    /// `EBUSY` if it has [`MAX_JOBS_IN_FLIGHT`] unfinished jobs, `ENODEV`
+    /// once shut down. Everything the job needs is allocated before the
+    /// engine lock is taken.
     pub(crate) fn submit(
         this: ArcBorrow<'_, Self>,
         ctx: &Arc<Context>,
         spec: JobSpec,
     ) -> Result<(u64, Option<OutFenceFd>)> {
-        let mut st = this.state.lock();
-        if st.shut_down {
-            return Err(ENODEV);
-        }
-        let mut cs = ctx.state.lock();
-        if cs.closed {
-            return Err(ENOENT);
-        }
-        if cs.guilty {
-            return Err(ECANCELED);
-        }
-        if cs.in_flight() >= MAX_JOBS_IN_FLIGHT {
-            return Err(EBUSY);
-        }
-        // Everything fallible first; the state changes below cannot fail.
-        let seqno = cs.last_seqno + 1;
+        // Held across the whole submission: this context's jobs are
+        // numbered in the order they are queued.
+        let mut sub = ctx.submissions.lock();
+        let seqno = sub.last_seqno.checked_add(1).ok_or(EOVERFLOW)?;
         let fence = Fence::new(ctx.timeline, seqno)?;
         let out_fd = if spec.want_out_fence { Some(fence.reserve_sync_file()?) } else { None };
-        let queue = match st.queues.iter().position(|q| Arc::ptr_eq(&q.ctx, ctx)) {
-            Some(i) => i,
-            None => {
-                // A dispatch round and a slot decision need scratch room
-                // for every channel.
-                let channels = st.queues.len() + 1;
-                st.heads.reserve(channels, GFP_KERNEL)?;
-                st.candidates.reserve(channels, GFP_KERNEL)?;
-                st.candidate_heads.reserve(channels, GFP_KERNEL)?;
-                st.slot_cands.reserve(channels, GFP_KERNEL)?;
-                st.slot_changes.reserve(2 * channels, GFP_KERNEL)?;
-                let jobs = KVec::with_capacity(MAX_JOBS_IN_FLIGHT as usize, GFP_KERNEL)?;
-                let entry = SlotEntry::new(pool::Candidate {
-                    id: ctx.timeline as u32,
-                    priority: ctx.priority as u8,
-                    created_ns: ctx.created_ns,
-                    runtime_ns: cs.runtime_ns,
-                    runnable: false,
-                });
-                let queue = ContextQueue {
-                    ctx: ctx.clone(),
-                    jobs,
-                    selected: [false; BANDS],
-                    entry,
-                    slot: None,
-                    saved: KVec::new(),
-                };
-                st.queues.push(queue, GFP_KERNEL)?;
-                st.queues.len() - 1
+        let waiter = match &spec.in_fence {
+            Some(in_fence) => Some(JobWaiter::new(this, in_fence)?),
+            None => None,
+        };
+        let mut job = Job::new(seqno, fence.clone(), spec, waiter, &this.topology)?;
+        {
+            let mut st = this.lock();
+            if st.shut_down {
+                return Err(ENODEV);
             }
-        };
-        let id = st.next_job_id;
-        let job = Job {
-            id,
-            seqno,
-            fence: fence.clone(),
-            spec,
-            waiter: None,
-            next_group: 0,
-            split: None,
-            groups_running: 0,
-            groups_saved: 0,
-            error: 0,
-        };
-        // Capacity for MAX_JOBS_IN_FLIGHT was reserved with the queue and
-        // `in_flight()` is below that.
-        st.queues[queue].jobs.push_within_capacity(job).map_err(|_| ENOMEM)?;
-        st.next_job_id += 1;
-        cs.last_seqno = seqno;
-        cs.recent[(seqno % MAX_JOBS_IN_FLIGHT) as usize] = Some(fence);
-        drop(cs);
-        drop(st);
+            let id = st.next_job_id;
+            let q = st.queue_mut(ctx).ok_or(ENOENT)?;
+            if q.guilty {
+                return Err(ECANCELED);
+            }
+            if q.jobs.len() >= MAX_JOBS_IN_FLIGHT as usize {
+                return Err(EBUSY);
+            }
+            job.id = id;
+            // Room for MAX_JOBS_IN_FLIGHT jobs was reserved with the context.
+            q.jobs.push_within_capacity(job).map_err(|_| EBUSY)?;
+            st.next_job_id += 1;
+        }
+        sub.last_seqno = seqno;
+        sub.recent[(seqno % MAX_JOBS_IN_FLIGHT) as usize] = Some(fence);
+        drop(sub);
         Self::kick(this);
         Ok((seqno, out_fd))
     }
 
-    /// Makes a new context known to the scheduler's debugfs view.
-    pub(crate) fn register_context(&self, ctx: &Arc<Context>) -> Result {
-        self.state.lock().contexts.push(ctx.clone(), GFP_KERNEL)?;
-        Ok(())
+    /// What the engine knows of `ctx`, for `CTX_QUERY`; `ENOENT` if it is
+    /// not live.
+    pub(crate) fn context_stats(&self, ctx: &Context) -> Result<ContextStats> {
+        let st = self.lock();
+        let q = st.queue(ctx).ok_or(ENOENT)?;
+        let now = monotonic_ns();
+        Ok(ContextStats {
+            runtime_ns: q.runtime_ns(),
+            weight_milli: Weight::new(now, ctx.created_ns, q.runtime_ns()).milli(),
+            completed: q.completed,
+            in_flight: q.jobs.len() as u64,
+            guilty: q.guilty,
+            slot: q.slot,
+            slices: q.slices,
+            preemptions: q.preemptions,
+            switch_ns: q.switch_ns,
+        })
     }
 
-    /// Cancels every unfinished job of `ctx` at once: queued ones never
-    /// run, running work-groups are taken off the device, and all their
-    /// fences signal `-ECANCELED`. Used when a context is destroyed or its
-    /// file is closed, so nothing of it outlives it.
-    pub(crate) fn cancel_context(this: ArcBorrow<'_, Self>, ctx: &Arc<Context>) {
-        let mut st = this.state.lock();
-        ctx.state.lock().closed = true;
-        st.contexts.retain(|c| !Arc::ptr_eq(c, ctx));
-        let Some(i) = st.queues.iter().position(|q| Arc::ptr_eq(&q.ctx, ctx)) else {
+    /// The summed runtime of `contexts` (for fdinfo); contexts no longer
+    /// live count 0.
+    pub(crate) fn runtime_of<'a>(&self, contexts: impl Iterator<Item = &'a Arc<Context>>) -> u64 {
+        let st = self.lock();
+        contexts.filter_map(|c| st.queue(c)).fold(0u64, |sum, q| sum.saturating_add(q.runtime_ns()))
+    }
+
+    /// Cancels every unfinished job of `ctx` at once and forgets the
+    /// context: queued jobs never run, running work-groups are taken off
+    /// the device, and all their fences signal `-ECANCELED`. Used when a
+    /// context is destroyed or its file is closed, so nothing of it
+    /// outlives it. Returns the context's runtime.
+    pub(crate) fn cancel_context(this: ArcBorrow<'_, Self>, ctx: &Arc<Context>) -> u64 {
+        let queue = {
+            let _signalling = Signalling::begin();
+            let mut st = this.lock();
+            let Some(i) = st.queues.iter().position(|q| Arc::ptr_eq(&q.ctx, ctx)) else {
+                return 0;
+            };
+            let Ok(queue) = st.queues.remove(i) else {
+                return 0;
+            };
+            this.take_off_device(&mut st, ctx);
+            for job in queue.jobs.iter() {
+                job.fence.signal(ECANCELED.to_errno());
+            }
+            st.totals.jobs_cancelled += queue.jobs.len() as u64;
+            queue
+        };
+        let runtime = queue.runtime_ns();
+        // Buffer mappings, waiters and fences go here, outside the lock.
+        drop(queue);
+        Self::kick(this);
+        runtime
+    }
+
+    /// Takes every wave and work-group of `ctx` off the device, giving
+    /// their ranges back.
+    fn take_off_device(&self, st: &mut EngineState, ctx: &Arc<Context>) {
+        let now_cycle = self.topology.ns_to_cycles(monotonic_ns());
+        let EngineState { groups, waves, maps, unit_waves, modules, .. } = st;
+        let Some(mut occ) = self.occupancy(maps, unit_waves) else {
             return;
         };
-        let Ok(queue) = st.queues.remove(i) else {
-            return;
-        };
-        let now = monotonic_ns();
-        let EngineState { groups, waves, maps, unit_waves, modules, .. } = &mut *st;
-        let mut occ = this.occupancy(maps, unit_waves);
-        let now_cycle = this.topology.ns_to_cycles(now);
         let of_ctx = |g: &Option<RunningGroup>| g.as_ref().is_some_and(|g| Arc::ptr_eq(&g.ctx, ctx));
         waves.retain(|w| {
-            let Some(g) = groups[w.slot].as_ref() else {
+            let Some(g) = groups.get(w.slot).and_then(Option::as_ref) else {
                 return true;
             };
             if !Arc::ptr_eq(&g.ctx, ctx) {
@@ -521,7 +914,9 @@ impl Engine {
             }
             occ.release_wave(g.module, &w.place, &g.needs.wave);
             // Cut short now: it issued nothing after this.
-            modules[g.module as usize].power.stop(now_cycle, now_cycle, w.power_token);
+            if let Some(ms) = modules.get_mut(g.module as usize) {
+                ms.power.stop(now_cycle, now_cycle, w.power_token);
+            }
             false
         });
         for slot in groups.iter_mut().filter(|g| of_ctx(g)) {
@@ -529,64 +924,62 @@ impl Engine {
                 occ.release_shared(g.module, g.shared_start, g.needs.shared);
             }
         }
-        if let Some(slot) = queue.slot {
-            st.slots_used &= !(1u64 << slot);
-        }
-        let mut cs = ctx.state.lock();
-        cs.slot = None;
-        for job in queue.jobs.iter() {
-            job.fence.signal(ECANCELED.to_errno());
-            cs.jobs_completed += 1;
-        }
-        st.totals.jobs_cancelled += queue.jobs.len() as u64;
-        drop(cs);
-        drop(st);
-        // Buffer mappings and waiters go here, outside the locks.
-        drop(queue);
-        Self::kick(this);
     }
 
     /// Stops the engine for good: cancels the timer, waits for the work
-    /// item and drops all remaining jobs. Called when the device goes.
+    /// items and drops all remaining jobs. Called when the device goes.
     pub(crate) fn shut_down(&self) {
         let (timer, queues) = {
-            let mut st = self.state.lock();
+            let _signalling = Signalling::begin();
+            let mut st = self.lock();
             st.shut_down = true;
             st.waves.clear();
             st.groups.iter_mut().for_each(|g| *g = None);
-            (st.timer.take(), core::mem::take(&mut st.queues))
-        };
-        for queue in queues.iter() {
-            for job in queue.jobs.iter() {
-                job.fence.signal(ECANCELED.to_errno());
+            let queues = core::mem::take(&mut st.queues);
+            for queue in queues.iter() {
+                for job in queue.jobs.iter() {
+                    job.fence.signal(ECANCELED.to_errno());
+                }
             }
-        }
+            (st.timer.take(), queues)
+        };
         drop(queues);
         // Cancels the timer and waits for a callback in progress.
         drop(timer);
-        // SAFETY: `self.work` is a live, initialised work item.
-        unsafe { bindings::flush_work(Work::raw_get(&self.work)) };
+        // SAFETY: `self.work` and `self.cleanup` are live, initialised work
+        // items.
+        unsafe {
+            bindings::flush_work(Work::raw_get(&self.work));
+            bindings::flush_work(Work::raw_get(&self.cleanup));
+        }
     }
 
-    /// A view of the resource maps.
-    fn occupancy<'a>(&'a self, maps: &'a mut [u64], unit_waves: &'a mut [u32]) -> Occupancy<'a> {
-        // The arrays were sized from `self.topology` in `new`.
-        Occupancy::new(&self.topology, maps, unit_waves)
-            .expect("resource maps match the topology")
-            .with_finder(self.params.finder)
+    /// A view of the resource maps; `None` (and a warning) only if they do
+    /// not match the topology, which [`Engine::new`] checked.
+    fn occupancy<'a>(&'a self, maps: &'a mut [u64], unit_waves: &'a mut [u32]) -> Option<Occupancy<'a>> {
+        match Occupancy::new(&self.topology, maps, unit_waves) {
+            Some(occ) => Some(occ.with_finder(self.params.finder)),
+            None => {
+                warn_on!(true);
+                None
+            }
+        }
     }
 
     /// One engine step: retire what has ended, finish jobs, decide who
     /// holds the slots, advance or save running waves, place more work,
-    /// arm the timer for the next event.
+    /// arm the timer for the next event. The fence-signalling critical
+    /// section of the driver: no allocation, no reservation lock, and at
+    /// most [`INTERPRET_BUDGET`] instructions interpreted.
     fn step(this: ArcBorrow<'_, Self>) {
-        let mut finished = KVec::new();
-        {
-            let mut st = this.state.lock();
+        let (more, cleanup) = {
+            let _signalling = Signalling::begin();
+            let mut st = this.lock();
             if st.shut_down {
                 return;
             }
             let now = monotonic_ns();
+            st.budget = INTERPRET_BUDGET;
             // Each of these can enable another (a finished job frees its
             // context's next one or its slot, a new slot holder places
             // work, placing can finish a job at once when its in-fence
@@ -595,29 +988,64 @@ impl Engine {
             // places work, so this ends; the bound is only a safety net.
             for _ in 0..64 {
                 let mut changed = this.retire(&mut st, now);
-                let before = finished.len();
-                this.collect_finished(&mut st, &mut finished);
-                changed += finished.len() - before;
+                changed += this.collect_finished(&mut st);
                 changed += Self::reschedule(this, &mut st, now);
                 changed += this.advance_waves(&mut st, now);
                 changed += Self::dispatch(this, &mut st, now);
-                // Checking an in-fence can fail a job at once: collect it.
-                changed += st.queues.iter().filter(|q| q.jobs.first().is_some_and(Job::is_finished)).count();
-                if changed == 0 {
+                if changed == 0 || st.budget == 0 {
                     break;
                 }
             }
-            Self::arm_timer(this, &mut st, now);
+            let more = st.budget == 0;
+            if more {
+                // Interpretation is left over: this work item runs again
+                // at once (below); no timer needed until then.
+                st.timer = None;
+            } else {
+                Self::arm_timer(this, &mut st, now);
+            }
+            (more, core::mem::take(&mut st.cleanup_due))
+        };
+        if cleanup {
+            Self::queue_cleanup(this);
         }
-        // Jobs drop outside the lock: unmapping buffers may sleep.
-        drop(finished);
+        if more {
+            // The lock is free between two holds: whoever waits for it
+            // gets it before the interpreter goes on.
+            Self::kick(this);
+        }
+    }
+
+    /// Drops the signalled jobs of every context, outside the engine lock
+    /// and outside the signalling path: their buffer mappings take
+    /// reservation locks, and their fences and waiters may free memory.
+    fn clean_up(this: ArcBorrow<'_, Self>) {
+        loop {
+            // The replacement list is allocated before the lock is taken.
+            let Ok(spare) = KVec::with_capacity(MAX_JOBS_IN_FLIGHT as usize, GFP_KERNEL) else {
+                // Retried on the next completion.
+                break;
+            };
+            let done = {
+                let mut st = this.lock();
+                match st.queues.iter_mut().find(|q| !q.done.is_empty()) {
+                    Some(q) => core::mem::replace(&mut q.done, spare),
+                    None => break,
+                }
+            };
+            drop(done);
+        }
+        // A full `done` list may have held completions back.
+        Self::kick(this);
     }
 
     /// Retires waves that ended or finished saving by `now`, giving back
     /// their ranges, and work-groups whose last wave has. Returns how many.
     fn retire(&self, st: &mut EngineState, now: u64) -> usize {
         let EngineState { groups, waves, maps, unit_waves, modules, queues, .. } = st;
-        let mut occ = self.occupancy(maps, unit_waves);
+        let Some(mut occ) = self.occupancy(maps, unit_waves) else {
+            return 0;
+        };
         let now_cycle = self.topology.ns_to_cycles(now);
         let before = waves.len();
         waves.retain(|w| {
@@ -625,117 +1053,115 @@ impl Engine {
             if w.end_ns > now || w.phase == WavePhase::Running {
                 return true;
             }
-            let Some(g) = groups[w.slot].as_mut() else {
+            let Some(slot) = groups.get_mut(w.slot) else {
+                // A wave without its group: cannot happen; it just goes.
+                warn_on!(true);
+                return false;
+            };
+            let Some(g) = slot.as_mut() else {
+                warn_on!(true);
                 return false;
             };
             occ.release_wave(g.module, &w.place, &g.needs.wave);
-            if w.phase == WavePhase::Ended {
-                modules[g.module as usize].power.stop(self.topology.ns_to_cycles(w.end_ns), now_cycle, w.power_token);
-            }
-            g.waves_left -= 1;
-            if g.waves_left == 0 {
-                occ.release_shared(g.module, g.shared_start, g.needs.shared);
-                if let Some(job) = find_job(queues, g.job_id) {
-                    job.groups_running -= 1;
+            if let Some(ms) = modules.get_mut(g.module as usize) {
+                if w.phase == WavePhase::Ended {
+                    ms.power.stop(self.topology.ns_to_cycles(w.end_ns), now_cycle, w.power_token);
                 }
-                if g.saved_waves > 0 {
-                    // Its last wave left the device: it may be restored.
-                    let q = queues.iter_mut().find(|q| Arc::ptr_eq(&q.ctx, &g.ctx));
-                    let same = |s: &&mut slots::SavedGroup| {
-                        s.job_id == g.job_id && s.group == g.group && s.piece == g.piece && !s.complete
-                    };
-                    if let Some(s) = q.and_then(|q| q.saved.iter_mut().find(same)) {
-                        s.complete = true;
+            }
+            let job = find_job(queues, g.job_id);
+            if let Some(job) = job {
+                // A saved wave's threads moved to the save area already.
+                if w.phase == WavePhase::Ended {
+                    job.return_lanes(core::mem::take(&mut w.lanes));
+                }
+                if g.waves_left == 1 {
+                    job.groups_running = job.groups_running.saturating_sub(1);
+                    if g.saved_waves > 0 {
+                        // Its last wave left the device: it may be restored.
+                        let same = |s: &&mut SavedGroup| s.group == g.group && s.piece == g.piece && !s.complete;
+                        if let Some(s) = job.saved.iter_mut().find(same) {
+                            s.complete = true;
+                        }
                     }
                 }
-                groups[w.slot] = None;
+            }
+            g.waves_left = g.waves_left.saturating_sub(1);
+            if g.waves_left == 0 {
+                occ.release_shared(g.module, g.shared_start, g.needs.shared);
+                *slot = None;
             }
             false
         });
         before - waves.len()
     }
 
-    /// Moves finished jobs out of their queues, signalling their fences.
+    /// Moves finished jobs of every context to its `done` list, signalling
+    /// their fences; returns how many.
     ///
-    /// A context's finished jobs are all signalled under one hold of its
-    /// lock, so a WAIT that saw the first (a hang, say) also sees the jobs
-    /// the hang cancelled.
-    fn collect_finished(&self, st: &mut EngineState, out: &mut KVec<Job>) {
-        let mut qi = 0;
-        while qi < st.queues.len() {
-            let q = &mut st.queues[qi];
-            if !q.jobs.first().is_some_and(Job::is_finished) {
-                qi += 1;
-                continue;
-            }
-            let ctx = q.ctx.clone();
-            let mut cs = ctx.state.lock();
+    /// A context's finished jobs are all signalled in one pass, so a WAIT
+    /// that saw the first (a hang, say) also sees the jobs the hang
+    /// cancelled. A full `done` list holds completions back until the
+    /// clean-up work item has emptied it.
+    fn collect_finished(&self, st: &mut EngineState) -> usize {
+        let EngineState { queues, totals, cleanup_due, .. } = st;
+        let mut collected = 0;
+        for q in queues.iter_mut() {
             while q.jobs.first().is_some_and(Job::is_finished) {
+                if q.done.len() >= q.done.capacity() {
+                    *cleanup_due = true;
+                    break;
+                }
                 let Ok(job) = q.jobs.remove(0) else {
                     break;
                 };
-                // A failed job's stopped work-groups never run again.
-                q.saved.retain(|g| g.job_id != job.id);
-                cs.jobs_completed += 1;
+                q.completed += 1;
                 job.fence.signal(job.error);
-                let t = &mut st.totals;
                 match job.error {
-                    0 => t.jobs_done += 1,
-                    _ if job.hung() => t.jobs_hung += 1,
-                    e if e == EFAULT.to_errno() => t.jobs_faulted += 1,
-                    _ => t.jobs_cancelled += 1,
+                    0 => totals.jobs_done += 1,
+                    _ if job.hung() => totals.jobs_hung += 1,
+                    e if e == EFAULT.to_errno() => totals.jobs_faulted += 1,
+                    _ => totals.jobs_cancelled += 1,
                 }
                 if job.hung() {
                     // Like drm_sched's timeout handling: the context is
                     // guilty and what it queued behind the hung job never
                     // runs.
-                    cs.guilty = true;
+                    q.guilty = true;
                     for later in q.jobs.iter_mut() {
                         if later.error == 0 {
                             later.error = ECANCELED.to_errno();
                         }
                     }
                 }
-                // Keeping the job costs no allocation failure path: if the
-                // push fails the job simply drops here, under the lock.
-                let _ = out.push(job, GFP_KERNEL);
-            }
-            if q.jobs.is_empty() {
-                // No more work: it leaves its slot (SEEDS A).
-                if let Some(slot) = q.slot.take() {
-                    st.slots_used &= !(1u64 << slot);
-                    cs.slot = None;
+                // Room checked above.
+                if let Err(PushError(job)) = q.done.push_within_capacity(job) {
+                    warn_on!(true);
+                    drop(job);
                 }
-                drop(cs);
-                let _ = st.queues.remove(qi);
-            } else {
-                drop(cs);
-                qi += 1;
+                *cleanup_due = true;
+                collected += 1;
             }
         }
+        collected
     }
 
-    /// Whether a context's first job may place work now. Arms a waiter on
-    /// its in-fence if that has not signalled.
-    fn ready(this: ArcBorrow<'_, Self>, job: &mut Job) -> bool {
+    /// Whether a context's first job may place work now: its in-fence (if
+    /// any) has signalled. A failed in-fence fails the job with
+    /// `-ECANCELED`. The waiter armed at submission queues the engine when
+    /// the fence signals.
+    fn ready(job: &mut Job) -> bool {
+        if job.in_fence_done {
+            return true;
+        }
         let Some(in_fence) = &job.spec.in_fence else {
             return true;
         };
-        if job.waiter.is_none() {
-            // SAFETY: `fence_signalled` only queues the engine's work item,
-            // which is safe from any context; `data` is the engine, which
-            // outlives the waiter since jobs are dropped before the engine.
-            match unsafe { in_fence.add_waiter(fence_signalled, core::ptr::from_ref::<Engine>(&this).cast_mut().cast()) } {
-                Ok(w) => job.waiter = Some(w),
-                // Without a waiter the next step of another event retries.
-                Err(_) => return false,
-            }
-        }
         match in_fence.status() {
             0 => false,
             1 => {
-                job.waiter = None;
-                job.spec.in_fence = None;
+                // The fence and its waiter are dropped with the job, by
+                // the clean-up work item: not on this path.
+                job.in_fence_done = true;
                 true
             }
             _ => {
@@ -776,18 +1202,28 @@ fn find_job(queues: &mut KVec<ContextQueue>, id: u64) -> Option<&mut Job> {
 ///
 /// # Safety
 ///
-/// `data` is the `Engine` inside an `Arc`, alive while the waiter exists.
+/// `data` is the `Engine` inside an `Arc` that the waiter keeps alive
+/// ([`JobWaiter`]).
 unsafe extern "C" fn fence_signalled(data: *mut c_void) {
-    // SAFETY: By the function's safety requirement.
+    // SAFETY: By the function's safety requirement the engine is alive and
+    // a reference to it is held for the duration of this call.
     let engine = unsafe { ArcBorrow::from_raw(data.cast::<Engine>()) };
     Engine::kick(engine);
 }
 
-impl WorkItem for Engine {
+impl WorkItem<0> for Engine {
     type Pointer = Arc<Engine>;
 
     fn run(this: Arc<Engine>) {
         Engine::step(this.as_arc_borrow());
+    }
+}
+
+impl WorkItem<1> for Engine {
+    type Pointer = Arc<Engine>;
+
+    fn run(this: Arc<Engine>) {
+        Engine::clean_up(this.as_arc_borrow());
     }
 }
 
@@ -797,5 +1233,19 @@ impl HrTimerCallback for Engine {
     fn run(this: ArcBorrow<'_, Self>, _ctx: HrTimerCallbackContext<'_, Self>) -> HrTimerRestart {
         Engine::kick(this);
         HrTimerRestart::NoRestart
+    }
+}
+
+/// The context states of the uAPI, for `CTX_QUERY`.
+impl ContextStats {
+    /// `DRM_VGSCHED_CTX_STATE_*`.
+    pub(crate) fn state(&self) -> u32 {
+        if self.guilty {
+            uapi::DRM_VGSCHED_CTX_STATE_GUILTY
+        } else if self.in_flight > 0 {
+            uapi::DRM_VGSCHED_CTX_STATE_ACTIVE
+        } else {
+            uapi::DRM_VGSCHED_CTX_STATE_IDLE
+        }
     }
 }

@@ -13,7 +13,6 @@
 use kernel::{bindings, drm, error::to_result, prelude::*, sync::atomic::ordering};
 
 use crate::{
-    context::Context,
     driver::VgDriver,
     file::{DrmFile, VgFile},
 };
@@ -67,19 +66,16 @@ impl VgFile {
     /// the table but is not yet counted as retired); the usage-stats rules
     /// allow such a dip as long as the next read catches up, which it does.
     pub(crate) fn gpu_runtime_ns(&self) -> u64 {
-        // The file's table, then each context's state: the order the file's
-        // release (table, engine, state) follows too.
-        let mut total = self.retired_runtime_ns.load(ordering::Relaxed);
-        for ctx in self.contexts.lock().iter() {
-            total = total.saturating_add(ctx.state.lock().runtime_ns);
-        }
-        total
+        // The file's table, then the engine: the order the file's release
+        // follows too.
+        let table = self.contexts.lock();
+        let live = self.engine.runtime_of(table.iter());
+        live.saturating_add(self.retired_runtime_ns.load(ordering::Relaxed))
     }
 
-    /// Keeps the runtime of `ctx`, just removed from the file and cancelled,
-    /// in the file's total.
-    pub(crate) fn retire_context(&self, ctx: &Context) {
-        let ns = ctx.state.lock().runtime_ns;
+    /// Keeps the runtime `ns` of a context just destroyed in the file's
+    /// total.
+    pub(crate) fn retire_runtime(&self, ns: u64) {
         self.retired_runtime_ns.fetch_add(ns, ordering::Relaxed);
     }
 }

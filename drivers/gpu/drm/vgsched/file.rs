@@ -15,7 +15,7 @@ use crate::{context::ContextTable, driver::VgDriver, engine::Engine};
 #[pin_data(PinnedDrop)]
 pub(crate) struct VgFile {
     /// The engine its jobs run on.
-    engine: Arc<Engine>,
+    pub(crate) engine: Arc<Engine>,
     /// The file's contexts.
     #[pin]
     pub(crate) contexts: Mutex<ContextTable>,
@@ -30,7 +30,8 @@ impl PinnedDrop for VgFile {
         // once, so no job outlives its file or holds its buffers.
         let mut table = self.contexts.lock();
         for ctx in table.take_all() {
-            Engine::cancel_context(self.engine.as_arc_borrow(), &ctx);
+            // The file goes with them: their runtime need not be kept.
+            let _runtime = Engine::cancel_context(self.engine.as_arc_borrow(), &ctx);
         }
     }
 }

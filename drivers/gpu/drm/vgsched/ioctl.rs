@@ -252,8 +252,8 @@ impl Ioctl for CtxDestroy {
         }
         let ctx = file.inner().contexts.lock().remove(args.ctx_id)?;
         // Its unfinished jobs go with it (their fences signal -ECANCELED).
-        Engine::cancel_context(dev.engine.as_arc_borrow(), &ctx);
-        file.inner().retire_context(&ctx);
+        let runtime = Engine::cancel_context(dev.engine.as_arc_borrow(), &ctx);
+        file.inner().retire_runtime(runtime);
         Ok(0)
     }
 }
@@ -266,13 +266,28 @@ impl Ioctl for CtxQuery {
     const NR: u32 = uapi::DRM_VGSCHED_CTX_QUERY;
     const NAME: &'static CStr = c"VGSCHED_CTX_QUERY";
 
-    fn handle(_dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
+    fn handle(dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
         -> Result<u32> {
         if args.pad != 0 {
             return Err(EINVAL);
         }
         let ctx = file.inner().contexts.lock().get(args.ctx_id)?;
-        ctx.query(args);
+        let submitted = ctx.submissions.lock().last_seqno;
+        let stats = dev.engine.context_stats(&ctx)?;
+        let now = crate::context::monotonic_ns();
+        args.created_ns = ctx.created_ns;
+        args.runtime_ns = stats.runtime_ns;
+        args.priority = ctx.priority;
+        args.state = stats.state();
+        args.jobs_submitted = submitted;
+        args.jobs_completed = stats.completed;
+        args.client_id = ctx.client;
+        args.lifetime_ns = now.saturating_sub(ctx.created_ns);
+        args.weight_milli = stats.weight_milli;
+        args.slices = stats.slices;
+        args.preemptions = stats.preemptions;
+        args.switch_ns = stats.switch_ns;
+        args.slot = stats.slot.map_or(-1, |s| s as i32);
         Ok(0)
     }
 }
@@ -323,7 +338,7 @@ impl Ioctl for Wait {
             return Err(EINVAL);
         }
         let ctx = file.inner().contexts.lock().get(args.ctx_id)?;
-        let fence = match ctx.state.lock().fence(args.seqno) {
+        let fence = match ctx.submissions.lock().fence(args.seqno) {
             Ok(fence) => fence,
             // Finished so long ago that its fence is gone: done, status unknown.
             Err(e) if e == ENODATA => {

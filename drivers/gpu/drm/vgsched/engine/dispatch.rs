@@ -1,17 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Dispatch rounds (SEEDS C1–C3, C8–C10) on the engine's state.
+//! Work-group dispatch rounds on the engine's state.
 //!
 //! The decisions themselves are the core crate's
 //! ([`crate::vgsched_core::dispatch`], [`crate::vgsched_core::split`],
 //! [`crate::vgsched_core::module_choice`]); this file feeds them the
 //! channels and modules of the device and carries out their answers: it
 //! takes the ranges, starts the waves and records the placement. Only
-//! contexts that hold a hardware slot are channels (SEEDS A); a channel's
-//! first heads are its work-groups stopped at a preemption point, which
-//! are restored before anything new of it is placed.
+//! contexts that hold a hardware slot are channels (slot selection); a
+//! channel's first heads are its work-groups stopped at a preemption point,
+//! which are restored before anything new of it is placed. Placing never
+//! interprets: a placed wave is due at once, and the engine's step
+//! interprets it within its budget.
 
-use kernel::{prelude::*, sync::ArcBorrow};
+use kernel::{
+    alloc::kvec::PushError,
+    prelude::*,
+    sync::ArcBorrow,
+    warn_on, //
+};
 
 use super::{dump::PlacementRecord, Engine, EngineState, RunningGroup, RunningWave, SplitGroup, WavePhase};
 use crate::vgsched_core::{
@@ -42,14 +49,14 @@ pub(super) struct Head {
 }
 
 /// Units of a work-group's waves on a module, from the split table
-/// rotated by the module's pointer (SEEDS C8).
+/// rotated by the module's pointer (wave balancing).
 fn wave_units(pointer: &RotatingPointer, waves: u32, units: u32) -> [u8; MAX_WAVES_PER_GROUP as usize] {
     let mut out = [0; MAX_WAVES_PER_GROUP as usize];
     pointer.wave_units(waves, units, &mut out);
     out
 }
 
-/// SEEDS C9's view of a module's free resources.
+/// Module choice's view of a module's free resources.
 fn free_resources(r: &Remaining) -> FreeResources {
     FreeResources { vgpr: r.vgpr, sgpr: r.sgpr, shared: r.shared, waves: r.waves }
 }
@@ -64,7 +71,7 @@ impl Engine {
         }
         let mut placed = 0;
         loop {
-            Self::gather_heads(this, st);
+            Self::gather_heads(st);
             if st.heads.is_empty() {
                 st.trigger.progress(now);
                 return placed;
@@ -75,7 +82,8 @@ impl Engine {
             st.debts.update(&this.rotation, now, waiting);
             let promoted = st.debts.promoted(&this.rotation, now);
             let Some((ci, update)) = pick(&st.candidates, promoted, &mut st.rng) else {
-                // Every head failed to match: a failed round (C3).
+                // Every head failed to match: a failed round, which counts
+                // towards splitting blocked work-groups.
                 st.trigger.blocked(now);
                 if st.trigger.fires(now) && this.split_heads(st) {
                     st.trigger.reset(now);
@@ -102,31 +110,34 @@ impl Engine {
 
     /// Collects the head of every resident channel whose first job may
     /// place work.
-    fn gather_heads(this: ArcBorrow<'_, Self>, st: &mut EngineState) {
+    fn gather_heads(st: &mut EngineState) {
         st.heads.clear();
         st.splittable_waiting = false;
         for (queue, q) in st.queues.iter_mut().enumerate() {
             if !q.entry.resident {
                 continue;
             }
-            if let Some(saved) = q.saved.first() {
+            let Some(job) = q.jobs.first_mut() else { continue };
+            if let Some(saved) = job.saved.first() {
                 if saved.complete {
                     let head = Head {
                         queue,
                         needs: saved.restore_needs(),
                         band: saved.band,
-                        first_wave: saved.waves.first().map_or(0, |w| w.wave),
+                        first_wave: saved.first_wave,
                         piece: saved.piece,
                         restore: true,
                     };
                     // Room for one head per channel is reserved with the channel.
-                    let _ = st.heads.push_within_capacity(head);
+                    if st.heads.push_within_capacity(head).is_err() {
+                        warn_on!(true);
+                        return;
+                    }
                 }
                 // Saved work runs before anything new of the channel.
                 continue;
             }
-            let Some(job) = q.jobs.first_mut() else { continue };
-            if !job.has_groups_to_place() || !Self::ready(this, job) {
+            if !job.has_groups_to_place() || !Self::ready(job) {
                 continue;
             }
             let needs = job.spec.needs;
@@ -145,37 +156,48 @@ impl Engine {
                 }
             };
             // Room for one head per channel is reserved with the channel.
-            let _ = st.heads.push_within_capacity(head);
-        }
-    }
-
-    /// Fills the candidate list: the heads that match some module (C1).
-    fn match_heads(&self, st: &mut EngineState) {
-        let EngineState { heads, candidates, candidate_heads, queues, maps, unit_waves, modules, .. } = st;
-        candidates.clear();
-        candidate_heads.clear();
-        let occ = self.occupancy(maps, unit_waves);
-        let units = self.topology.units_per_module;
-        for (hi, h) in heads.iter().enumerate() {
-            let fits = (0..self.topology.modules).any(|m| {
-                let wu = wave_units(&modules[m as usize].pointer, h.needs.waves, units);
-                occ.try_place(m, &h.needs, &wu).is_some()
-            });
-            if fits {
-                let marked = queues[h.queue].selected[h.band as usize];
-                // Room for every channel is reserved with the channel.
-                let _ = candidates.push_within_capacity(Candidate { band: h.band, marked });
-                let _ = candidate_heads.push_within_capacity(hi);
+            if st.heads.push_within_capacity(head).is_err() {
+                warn_on!(true);
+                return;
             }
         }
     }
 
-    /// Splits every unsplit independent head into one-wave pieces (C3);
+    /// Fills the candidate list: the heads that match some module.
+    fn match_heads(&self, st: &mut EngineState) {
+        let EngineState { heads, candidates, candidate_heads, queues, maps, unit_waves, modules, .. } = st;
+        candidates.clear();
+        candidate_heads.clear();
+        let Some(occ) = self.occupancy(maps, unit_waves) else {
+            return;
+        };
+        let units = self.topology.units_per_module;
+        for (hi, h) in heads.iter().enumerate() {
+            let fits = modules.iter().zip(0u32..).any(|(ms, m)| {
+                let wu = wave_units(&ms.pointer, h.needs.waves, units);
+                occ.try_place(m, &h.needs, &wu).is_some()
+            });
+            if fits {
+                let marked = queues.get(h.queue).is_some_and(|q| q.selected[h.band as usize]);
+                // Room for every channel is reserved with the channel.
+                let room = candidates.push_within_capacity(Candidate { band: h.band, marked }).is_ok()
+                    && candidate_heads.push_within_capacity(hi).is_ok();
+                if !room {
+                    warn_on!(true);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Splits every unsplit independent head into one-wave pieces;
     /// `false` if there was none.
     fn split_heads(&self, st: &mut EngineState) -> bool {
         let mut any = false;
         for h in st.heads.iter().filter(|h| !h.piece && !h.restore && h.needs.waves > 1) {
-            let job = &mut st.queues[h.queue].jobs[0];
+            let Some(job) = st.queues.get_mut(h.queue).and_then(|q| q.jobs.first_mut()) else {
+                continue;
+            };
             if job.spec.independent {
                 job.split = Some(SplitGroup { group: job.next_group, next_wave: 0 });
                 job.next_group += 1;
@@ -186,93 +208,99 @@ impl Engine {
         any
     }
 
-    /// Chooses the module for `head` among those it matches (C9/C10),
+    /// Chooses the module for `head` among those it matches (module choice),
     /// takes its ranges, runs its waves and records it; `false` if it
     /// could not be placed after all.
     fn place(&self, st: &mut EngineState, head: &Head, now: u64) -> bool {
         let units = self.topology.units_per_module;
         let EngineState { queues, groups, waves, maps, unit_waves, modules, scores, log, totals, .. } = st;
-        let mut occ = self.occupancy(maps, unit_waves);
+        let Some(mut occ) = self.occupancy(maps, unit_waves) else {
+            return false;
+        };
         let needs = head.needs;
         scores.clear();
         let cap = self.capacity();
-        for m in 0..self.topology.modules {
-            let ms = &modules[m as usize];
+        for (ms, m) in modules.iter().zip(0u32..) {
             let wu = wave_units(&ms.pointer, needs.waves, units);
             if occ.try_place(m, &needs, &wu).is_some() {
                 let free = free_score(&free_resources(&occ.remaining(m)), &cap, &FreeWeights::DEFAULT);
                 // Capacity for every module was reserved in `new`.
-                let _ = scores.push_within_capacity(ModuleScore { module: m, free, power: ms.power.recent() });
+                if scores.push_within_capacity(ModuleScore { module: m, free, power: ms.power.recent() }).is_err() {
+                    break;
+                }
             }
         }
         let Some(module) = choose(self.params.choice, scores) else {
             return false;
         };
-        let ms = &mut modules[module as usize];
+        let Some(ms) = modules.get_mut(module as usize) else {
+            return false;
+        };
         let wu = wave_units(&ms.pointer, needs.waves, units);
         let Some(placement) = occ.try_place(module, &needs, &wu) else {
             return false;
         };
         let Some(slot) = groups.iter().position(Option::is_none) else {
             // Cannot happen: every group holds a wave slot until it retires.
+            warn_on!(true);
             return false;
         };
-        let q = &mut queues[head.queue];
-        let job = &mut q.jobs[0];
+        let Some(q) = queues.get_mut(head.queue) else {
+            return false;
+        };
+        let Some(job) = q.jobs.first_mut() else {
+            return false;
+        };
         // The threads of every wave: a restored group brings its own, new
-        // waves start from scratch. Allocated before anything is taken, so
-        // a failure changes nothing.
-        let mut lanes = KVec::new();
-        if !head.restore {
-            if lanes.reserve(needs.waves as usize, GFP_KERNEL).is_err() {
-                return false;
-            }
-            for _ in 0..needs.waves {
-                let threads = job.spec.grid.threads_per_wave as usize;
-                let Ok(fresh) = KVVec::from_elem(Lane::default(), threads, GFP_KERNEL) else {
-                    return false;
-                };
-                let _ = lanes.push_within_capacity(fresh);
-            }
-        }
-        // The head is the first saved group; taken before anything changes.
-        let restored = match head.restore {
-            true => match q.saved.remove(0) {
-                Ok(sg) => Some(sg),
-                Err(_) => return false,
+        // waves take preallocated ones. Checked before anything is taken,
+        // so a shortfall changes nothing.
+        let waves_needed = needs.waves as usize;
+        let fresh_short = !head.restore && job.lanes.len() < waves_needed;
+        let saved_index = match head.restore {
+            true => match job.saved.first() {
+                Some(sg) if sg.complete && sg.waves as usize == waves_needed => Some(0),
+                _ => None,
             },
             false => None,
         };
+        if fresh_short || (head.restore && saved_index.is_none()) {
+            warn_on!(true);
+            return false;
+        }
         occ.take(&placement, &needs);
         ms.pointer.advance(needs.waves, units);
 
-        let mut cs = q.ctx.state.lock();
         // Restoring copies the group's state back in before it executes.
-        let (group, exec_from, restored_waves) = if let Some(sg) = restored {
-            let bytes = sg.waves.len() as u64 * wave_state_bytes(&sg.needs, job.spec.grid.threads_per_wave)
-                + shared_state_bytes(&sg.needs);
+        let (group, exec_from) = if head.restore {
+            let Ok(sg) = job.saved.remove(0) else {
+                return false;
+            };
+            let bytes = u64::from(sg.waves)
+                .saturating_mul(wave_state_bytes(&sg.needs, job.spec.grid.threads_per_wave))
+                .saturating_add(shared_state_bytes(&sg.needs));
             let restore_ns = self.topology.cycles_to_ns(transfer_cycles(bytes));
-            cs.switch_ns += restore_ns;
-            job.groups_saved -= 1;
+            q.switch_ns = q.switch_ns.saturating_add(restore_ns);
+            job.groups_saved = job.groups_saved.saturating_sub(1);
             totals.groups_restored += 1;
-            (sg.group, now.saturating_add(restore_ns), Some(sg.waves))
+            (sg.group, now.saturating_add(restore_ns))
         } else {
             let group = match &mut job.split {
                 Some(split) if head.piece => {
                     let group = split.group;
                     split.next_wave += 1;
-                    if split.next_wave == job.spec.needs.waves {
+                    if split.next_wave >= job.spec.needs.waves {
                         job.split = None;
                     }
                     group
                 }
                 _ => {
-                    job.next_group += 1;
-                    job.next_group - 1
+                    let group = job.next_group;
+                    job.next_group = job.next_group.saturating_add(1);
+                    group
                 }
             };
             totals.groups_dispatched += 1;
-            (group, now, None)
+            (group, now)
         };
         job.groups_running += 1;
         log.record(PlacementRecord {
@@ -298,42 +326,56 @@ impl Engine {
             shared_start: placement.shared_start,
             waves_left: needs.waves,
         };
-        let to = self.sched.next_point(exec_from);
-        let mut restored_waves = restored_waves.map(|v| v.into_iter());
-        let mut fresh = lanes.into_iter();
-        for (i, place) in placement.waves[..needs.waves as usize].iter().enumerate() {
-            let (wave, cycles, lanes) = match restored_waves.as_mut().and_then(Iterator::next) {
-                Some(sw) => (sw.wave, sw.cycles, sw.lanes),
-                None => (head.first_wave + i as u32, 0, fresh.next().unwrap_or(KVVec::new())),
+        for (i, place) in (0u32..).zip(placement.waves.iter().take(waves_needed)) {
+            let (wave, cycles, lanes) = if head.restore {
+                // The group's stopped waves, lowest index first.
+                let at = job.saved_waves.iter().position(|w| w.group == group && w.piece == head.piece);
+                match at.map(|at| job.saved_waves.remove(at)) {
+                    Some(Ok(sw)) => (sw.wave, sw.cycles, sw.lanes),
+                    _ => {
+                        warn_on!(true);
+                        (head.first_wave + i, 0, KVVec::new())
+                    }
+                }
+            } else {
+                let mut lanes = job.lanes.pop().unwrap_or_default();
+                // A wave starts from scratch.
+                lanes.iter_mut().for_each(|l| *l = Lane::default());
+                (head.first_wave + i, 0, lanes)
             };
             let mut w = RunningWave {
                 slot,
                 wave,
                 place: *place,
                 phase: WavePhase::Running,
-                end_ns: now,
+                // Due when its state is in: the engine interprets it then.
+                end_ns: exec_from,
                 exec_from_ns: exec_from,
                 base_cycles: cycles,
                 cycles,
                 lanes,
+                chunk: None,
                 power_token: 0,
             };
             // Once the job has failed its other waves need not run; they
             // give their resources back at once.
-            if job.error == 0 {
-                self.run_chunk(&mut w, &g, job, ms, &mut cs, &mut q.entry, now, to);
-            } else {
+            if job.error != 0 {
                 w.phase = WavePhase::Ended;
+                w.end_ns = now;
             }
             // Capacity for every wave slot was reserved in `new`.
-            let _ = waves.push_within_capacity(w);
+            if let Err(PushError(w)) = waves.push_within_capacity(w) {
+                warn_on!(true);
+                job.return_lanes(w.lanes);
+            }
         }
-        drop(cs);
-        groups[slot] = Some(g);
+        if let Some(slot) = groups.get_mut(slot) {
+            *slot = Some(g);
+        }
         true
     }
 
-    /// Every resource of an idle module, the scale of C9's scores.
+    /// Every resource of an idle module, the scale of module choice's scores.
     fn capacity(&self) -> FreeResources {
         let t = &self.topology;
         let units = t.units_per_module as u64;

@@ -94,7 +94,7 @@ fn write_map(f: &mut fmt::Formatter<'_>, map: &[u64], bits: u32) -> fmt::Result 
 impl Engine {
     /// The general state: totals, dispatcher, per-module use and queues.
     fn dump(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut guard = self.state.lock();
+        let mut guard = self.lock();
         let st = &mut *guard;
         let t = &self.topology;
         let now = crate::context::monotonic_ns();
@@ -103,6 +103,7 @@ impl Engine {
             "device: {} modules x {} units, clock {} kHz, job timeout {} ms",
             t.modules, t.units_per_module, t.clock_khz, t.job_timeout_ms
         )?;
+        writeln!(f, "lock_hold_max_us: {}", self.lock_hold_max_ns() / 1000)?;
         let tot = &st.totals;
         writeln!(
             f,
@@ -131,7 +132,9 @@ impl Engine {
             t.wave_slots * t.units_per_module
         )?;
         let super::EngineState { maps, unit_waves, modules, .. } = st;
-        let occ = self.occupancy(maps, unit_waves);
+        let Some(occ) = self.occupancy(maps, unit_waves) else {
+            return Ok(());
+        };
         for (m, ms) in modules.iter_mut().enumerate() {
             let (vgpr, sgpr, shared, waves) = occ.used(m as u32);
             ms.power.advance(t.ns_to_cycles(now));
@@ -150,7 +153,7 @@ impl Engine {
         writeln!(
             f,
             "slots: {} of {} held, formula {}, t0 {} us (slices {}..={} us), preemption point every {} us, waves saved {} groups restored {}",
-            st.slots_used.count_ones(),
+            st.queues.iter().filter(|q| q.slot.is_some()).count(),
             sp.slots,
             st.formula.name(),
             sp.slice.t0_ns / 1000,
@@ -173,7 +176,7 @@ impl Engine {
                 Some(slot) => write!(f, "slot {slot}, slice ends in {} us", q.entry.slice_end_ns.saturating_sub(now) / 1000)?,
                 None => write!(f, "no slot")?,
             }
-            writeln!(f, ", {} groups saved", q.saved.len())?;
+            writeln!(f, ", {} groups saved", q.jobs.first().map_or(0, |j| j.saved.len()))?;
             for job in q.jobs.iter() {
                 writeln!(
                     f,
@@ -200,15 +203,15 @@ impl Engine {
 
     /// One line per live context: the numbers SEEDS A decides by.
     fn dump_contexts(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.state.lock();
+        let st = self.lock();
         let now = crate::context::monotonic_ns();
         writeln!(
             f,
             "# client ctx priority lifetime_ns runtime_ns weight_milli slot slices preemptions switch_ns jobs_in_flight"
         )?;
-        for ctx in st.contexts.iter() {
-            let cs = ctx.state.lock();
-            let weight = Weight::new(now, ctx.created_ns, cs.runtime_ns);
+        for q in st.queues.iter() {
+            let ctx = &q.ctx;
+            let weight = Weight::new(now, ctx.created_ns, q.runtime_ns());
             write!(
                 f,
                 "{} {} {} {} {} ",
@@ -216,27 +219,29 @@ impl Engine {
                 ctx.id,
                 ctx.priority,
                 now.saturating_sub(ctx.created_ns),
-                cs.runtime_ns
+                q.runtime_ns()
             )?;
             match weight.is_infinite() {
                 true => write!(f, "inf ")?,
                 false => write!(f, "{} ", weight.milli())?,
             }
-            match cs.slot {
+            match q.slot {
                 Some(slot) => write!(f, "{slot} ")?,
                 None => write!(f, "- ")?,
             }
-            writeln!(f, "{} {} {} {}", cs.slices, cs.preemptions, cs.switch_ns, cs.in_flight())?;
+            writeln!(f, "{} {} {} {}", q.slices, q.preemptions, q.switch_ns, q.jobs.len())?;
         }
         Ok(())
     }
 
     /// The resource bitmaps, `#` in use and `.` free.
     fn dump_occupancy(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut guard = self.state.lock();
+        let mut guard = self.lock();
         let super::EngineState { maps, unit_waves, .. } = &mut *guard;
         let t = &self.topology;
-        let occ = self.occupancy(maps, unit_waves);
+        let Some(occ) = self.occupancy(maps, unit_waves) else {
+            return Ok(());
+        };
         for m in 0..t.modules {
             write!(f, "module {m} shared ")?;
             write_map(f, occ.shared_map(m), t.shared_mem_blocks)?;
@@ -254,7 +259,7 @@ impl Engine {
 
     /// The last placements, oldest first, one line each.
     fn dump_placements(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.state.lock();
+        let st = self.lock();
         for (n, r) in st.log.iter() {
             let p = &r.placement;
             write!(

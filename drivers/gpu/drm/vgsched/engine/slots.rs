@@ -1,39 +1,76 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! SEEDS A on the engine: who holds the hardware slots, and running,
-//! stopping, saving and resuming waves at preemption points.
+//! Slot selection on the engine: who holds the hardware slots, and
+//! running, stopping, saving and resuming waves at preemption points.
 //!
 //! The decision is the core crate's ([`crate::vgsched_core::slots`]); this
-//! file feeds it the contexts with work and carries it out. A running wave
-//! is interpreted one chunk at a time, each ending at the next preemption
+//! file feeds it the contexts and carries it out. A running wave is
+//! interpreted one chunk at a time, each ending at the next preemption
 //! point, so when its context loses its slot it is already stopped at an
-//! instruction boundary there: its threads move to the context's save
-//! area, and its registers and the group's shared memory are copied out
-//! at the modeled switch bandwidth (the wave keeps its resources until
-//! that is done). When the context holds a slot again, its saved groups
-//! are its first dispatch heads; a restored wave starts executing once its
-//! state is copied back in. Runtime counts only the chunks that executed.
+//! instruction boundary there: its threads move to its job's save area,
+//! and its registers and the group's shared memory are copied out at the
+//! modeled switch bandwidth (the wave keeps its resources until that is
+//! done). When the context holds a slot again, its saved groups are its
+//! first dispatch heads; a restored wave starts executing once its state
+//! is copied back in. Runtime counts only the chunks that executed.
+//!
+//! Interpreting a chunk may take several holds of the engine lock: each
+//! hold interprets at most a fixed number of instructions over all waves,
+//! and a chunk's modeled effects (runtime, recent power) are counted when
+//! it is complete, so how it was cut changes nothing the model shows.
 
 use kernel::{
+    alloc::kvec::PushError,
     prelude::*,
-    sync::{Arc, ArcBorrow},
+    sync::{
+        Arc,
+        ArcBorrow, //
+    },
+    warn_on,
 };
 
-use super::{Engine, EngineState, Job, ModuleState, RunningGroup, RunningWave, WavePhase};
+use super::{
+    Chunk,
+    ContextQueue,
+    Engine,
+    EngineState,
+    Job,
+    ModuleState,
+    RunningGroup,
+    RunningWave,
+    WavePhase, //
+};
 use crate::{
-    context::ContextState,
     job::BoMemory,
     vgsched_core::{
-        context_switch::{shared_state_bytes, transfer_cycles, wave_state_bytes},
-        grid::{advance_wave, Lane, WaveEnd},
+        context_switch::{
+            shared_state_bytes,
+            transfer_cycles,
+            wave_state_bytes, //
+        },
+        exec::Counters,
+        grid::{
+            advance_wave,
+            Lane,
+            WaveEnd, //
+        },
         occupancy::GroupNeeds,
         pool,
-        slots::{reschedule, Scratch, SlotChange, SlotEntry, SlotPolicy},
+        slots::{
+            reschedule,
+            Scratch,
+            SlotChange,
+            SlotPolicy, //
+        },
     },
 };
 
-/// A stopped wave in a save area.
+/// A stopped wave in its job's save area.
 pub(super) struct SavedWave {
+    /// Its work-group.
+    pub(super) group: u32,
+    /// It is a one-wave piece of a split group.
+    pub(super) piece: bool,
     /// Its index in its work-group.
     pub(super) wave: u32,
     /// Its cycles when it stopped.
@@ -42,10 +79,8 @@ pub(super) struct SavedWave {
     pub(super) lanes: KVVec<Lane>,
 }
 
-/// A work-group with stopped waves, in its context's save area.
+/// A work-group with stopped waves, in its job's save area.
 pub(super) struct SavedGroup {
-    /// Its job.
-    pub(super) job_id: u64,
     /// Its index in the job's grid.
     pub(super) group: u32,
     /// Its dispatch band.
@@ -56,20 +91,22 @@ pub(super) struct SavedGroup {
     pub(super) needs: GroupNeeds,
     /// Every wave still on the device has been saved: it may be restored.
     pub(super) complete: bool,
-    /// Its stopped waves; capacity for all of the group's waves.
-    pub(super) waves: KVec<SavedWave>,
+    /// Its waves in the save area.
+    pub(super) waves: u32,
+    /// The first of them (lowest index in the group).
+    pub(super) first_wave: u32,
 }
 
 impl SavedGroup {
     /// What restoring it takes: the group's needs for its saved waves.
     pub(super) fn restore_needs(&self) -> GroupNeeds {
-        GroupNeeds { waves: self.waves.len() as u32, ..self.needs }
+        GroupNeeds { waves: self.waves, ..self.needs }
     }
 }
 
 impl Engine {
-    /// Takes the slot decision at `now` and carries it out; returns how
-    /// many changes it made.
+    /// Takes the slot selection decision at `now` and carries it out;
+    /// returns how many changes it made.
     pub(super) fn reschedule(this: ArcBorrow<'_, Self>, st: &mut EngineState, now: u64) -> usize {
         for q in st.queues.iter_mut() {
             q.entry.cand.runnable = match q.jobs.first_mut() {
@@ -78,47 +115,57 @@ impl Engine {
                     job.error == 0
                         && (job.groups_running > 0
                             || job.groups_saved > 0
-                            || (job.has_groups_to_place() && Self::ready(this, job)))
+                            || (job.has_groups_to_place() && Self::ready(job)))
                 }
             };
         }
         let policy = SlotPolicy { formula: st.formula, ..this.sched.policy };
-        let EngineState { queues, next_load_seq, slot_cands, slot_changes, slot_chosen, slots_used, .. } = st;
-        // Capacity for every channel was reserved with the channel.
+        let EngineState { queues, next_load_seq, slot_cands, slot_changes, slot_chosen, .. } = st;
+        // Capacity for every context was reserved with it.
         let blank = pool::Candidate { id: 0, priority: 0, created_ns: 0, runtime_ns: 0, runnable: false };
+        let evict = SlotChange::Evict { index: 0, preempted: false };
         slot_cands.clear();
         slot_changes.clear();
         for _ in 0..queues.len() {
-            let _ = slot_cands.push_within_capacity(blank);
-            let _ = slot_changes.push_within_capacity(SlotChange::Evict { index: 0, preempted: false });
-            let _ = slot_changes.push_within_capacity(SlotChange::Evict { index: 0, preempted: false });
+            let room = slot_cands.push_within_capacity(blank).is_ok()
+                && slot_changes.push_within_capacity(evict).is_ok()
+                && slot_changes.push_within_capacity(evict).is_ok();
+            if !room {
+                // The decision then covers the contexts that fit.
+                warn_on!(true);
+                break;
+            }
         }
         let scratch = Scratch { cands: slot_cands, chosen: slot_chosen, changes: slot_changes };
         let n = reschedule(queues, now, &policy, next_load_seq, scratch);
-        for change in &slot_changes[..n] {
+        let mut used = queues.iter().filter_map(|q| q.slot).fold(0u64, |m, s| m | 1u64.checked_shl(s).unwrap_or(0));
+        for change in slot_changes.iter().take(n) {
             match *change {
                 SlotChange::Evict { index, preempted } => {
-                    let q = &mut queues[index];
-                    if let Some(slot) = q.slot.take() {
-                        *slots_used &= !(1u64 << slot);
+                    let Some(q) = queues.get_mut(index) else { continue };
+                    if let Some(slot) = q.slot {
+                        used &= !1u64.checked_shl(slot).unwrap_or(0);
                     }
-                    let mut cs = q.ctx.state.lock();
-                    cs.slot = None;
-                    cs.preemptions += preempted as u64;
+                    q.leave_slot();
+                    q.preemptions += u64::from(preempted);
                 }
                 SlotChange::Load { index, .. } => {
-                    let q = &mut queues[index];
+                    let Some(q) = queues.get_mut(index) else { continue };
                     // At most `hw_slots` <= 64 contexts are resident.
-                    let slot = (!*slots_used).trailing_zeros();
+                    let slot = (!used).trailing_zeros();
                     if slot < 64 {
-                        *slots_used |= 1u64 << slot;
+                        used |= 1u64 << slot;
                         q.slot = Some(slot);
+                    } else {
+                        warn_on!(true);
                     }
-                    let mut cs = q.ctx.state.lock();
-                    cs.slot = q.slot;
-                    cs.slices += 1;
+                    q.slices += 1;
                 }
-                SlotChange::Renew { index, .. } => queues[index].ctx.state.lock().slices += 1,
+                SlotChange::Renew { index, .. } => {
+                    if let Some(q) = queues.get_mut(index) {
+                        q.slices += 1;
+                    }
+                }
             }
         }
         n
@@ -126,145 +173,223 @@ impl Engine {
 
     /// Handles the running waves that reached their preemption point: a
     /// wave whose job failed is dropped, a wave whose context lost its slot
-    /// is saved, the others run on to the next point. Returns how many
-    /// waves stopped.
+    /// is saved, the others are interpreted on to the next point, within
+    /// the hold's instruction budget. Returns how many waves changed.
     pub(super) fn advance_waves(&self, st: &mut EngineState, now: u64) -> usize {
-        let EngineState { waves, groups, queues, modules, totals, .. } = st;
+        let EngineState { waves, groups, queues, modules, totals, budget, .. } = st;
         let next_point = self.sched.next_point(now);
         let now_cycle = self.topology.ns_to_cycles(now);
-        let mut stopped = 0;
+        let mut changed = 0;
         for w in waves.iter_mut().filter(|w| w.phase == WavePhase::Running && w.end_ns <= now) {
-            let found = groups[w.slot].as_mut().and_then(|g| {
+            if *budget == 0 {
+                break;
+            }
+            let found = groups.get_mut(w.slot).and_then(Option::as_mut).and_then(|g| {
                 let q = queues.iter_mut().find(|q| Arc::ptr_eq(&q.ctx, &g.ctx))?;
                 q.jobs.first().is_some_and(|j| j.id == g.job_id).then_some((g, q))
             });
             let Some((g, q)) = found else {
                 // Cannot happen (a wave's job is its context's first until
                 // it retires); never leave a wave due in the past.
+                warn_on!(true);
                 w.phase = WavePhase::Ended;
                 w.end_ns = now;
-                stopped += 1;
+                changed += 1;
                 continue;
             };
-            let Some(job) = q.jobs.first_mut() else { continue };
-            let ms = &mut modules[g.module as usize];
-            // The chunk that ended at the point stops issuing there.
-            let point = w.end_ns;
-            ms.power.stop(self.topology.ns_to_cycles(point), now_cycle, w.power_token);
-            w.power_token = 0;
-            if job.error != 0 {
-                w.phase = WavePhase::Ended;
-                w.end_ns = now;
-                stopped += 1;
-                continue;
-            }
-            let mut cs = q.ctx.state.lock();
-            if !q.entry.resident && save_wave(w, g, job, &mut q.saved) {
-                let mut bytes = wave_state_bytes(&g.needs, job.spec.grid.threads_per_wave);
-                if g.saved_waves == 0 {
-                    bytes += shared_state_bytes(&g.needs);
+            let Some(ms) = modules.get_mut(g.module as usize) else { continue };
+            if w.chunk.is_none() {
+                // At a preemption point: the last chunk stops issuing here.
+                let point = w.end_ns;
+                ms.power.stop(self.topology.ns_to_cycles(point), now_cycle, w.power_token);
+                w.power_token = 0;
+                let Some(job) = q.jobs.first_mut() else { continue };
+                if job.error != 0 {
+                    w.phase = WavePhase::Ended;
+                    w.end_ns = now;
+                    changed += 1;
+                    continue;
                 }
-                g.saved_waves += 1;
-                let save_ns = self.topology.cycles_to_ns(transfer_cycles(bytes));
-                cs.switch_ns += save_ns;
-                w.phase = WavePhase::Saving;
-                w.end_ns = point.saturating_add(save_ns);
-                totals.waves_saved += 1;
-                stopped += 1;
-                continue;
+                if !q.entry.resident && save_wave(w, g, job) {
+                    let mut bytes = wave_state_bytes(&g.needs, job.spec.grid.threads_per_wave);
+                    if g.saved_waves == 0 {
+                        bytes = bytes.saturating_add(shared_state_bytes(&g.needs));
+                    }
+                    g.saved_waves += 1;
+                    let save_ns = self.topology.cycles_to_ns(transfer_cycles(bytes));
+                    q.switch_ns = q.switch_ns.saturating_add(save_ns);
+                    w.phase = WavePhase::Saving;
+                    w.end_ns = point.saturating_add(save_ns);
+                    totals.waves_saved += 1;
+                    changed += 1;
+                    continue;
+                }
+                // Resident (or its save area is full): run on to the next
+                // point.
+                w.chunk = Some(Chunk {
+                    from_ns: point.max(w.exec_from_ns),
+                    to_ns: next_point.max(point),
+                    before_cycles: w.cycles,
+                    counters: Counters::default(),
+                });
             }
-            // Resident (or its save area could not grow): run on.
-            self.run_chunk(w, g, job, ms, &mut cs, &mut q.entry, point, next_point);
+            if self.run_chunk(w, g.group, q, ms, budget) {
+                changed += 1;
+            }
         }
-        stopped
+        changed
     }
 
-    /// Interprets wave `w` of group `g` from `from_ns` up to the preemption
-    /// point `to_ns`, or to its end if that comes first, and accounts the
-    /// time it ran to its context.
-    #[allow(clippy::too_many_arguments)]
+    /// Interprets wave `w` of work-group `group` (of the first job of `q`)
+    /// through its chunk, within `budget` instructions. When the chunk is
+    /// complete (the wave reached its next point, or ended), its time is
+    /// counted to the context and `true` is returned; otherwise the wave
+    /// stays due and the next hold of the lock goes on from where this one
+    /// stopped.
     pub(super) fn run_chunk(
         &self,
         w: &mut RunningWave,
-        g: &RunningGroup,
-        job: &mut Job,
+        group: u32,
+        q: &mut ContextQueue,
         ms: &mut ModuleState,
-        cs: &mut ContextState,
-        entry: &mut SlotEntry,
-        from_ns: u64,
-        to_ns: u64,
-    ) {
-        let start = from_ns.max(w.exec_from_ns);
-        let until = w.base_cycles + self.topology.ns_to_cycles(to_ns.saturating_sub(w.exec_from_ns));
-        let before = w.cycles;
+        budget: &mut u64,
+    ) -> bool {
+        let Some(mut chunk) = w.chunk else {
+            return false;
+        };
+        let Some(job) = q.jobs.first_mut() else {
+            return false;
+        };
+        let horizon = chunk.to_ns.saturating_sub(w.exec_from_ns);
+        let until = w.base_cycles.saturating_add(self.topology.ns_to_cycles(horizon));
         let mut mem = BoMemory(&job.spec.bindings);
         let limit = self.topology.timeout_cycles();
         let spec = &job.spec;
-        let step = advance_wave(&spec.program, &spec.grid, g.group, w.wave, &mut w.lanes, &mut mem, &self.costs, until, limit);
+        let step = advance_budgeted(
+            &spec.program,
+            &spec.grid,
+            group,
+            w.wave,
+            &mut w.lanes,
+            &mut mem,
+            &self.costs,
+            until,
+            limit,
+            budget,
+        );
         ms.counters.add(&step.counters);
+        chunk.counters.add(&step.counters);
         w.cycles = step.cycles;
-        let end = match step.end {
-            None => to_ns,
-            Some(_) => w.exec_from_ns + self.topology.cycles_to_ns(step.cycles - w.base_cycles),
-        };
-        let weighted = self.power_weights.weigh(&step.counters);
-        w.power_token = ms.power.start(self.topology.ns_to_cycles(start), weighted, step.cycles - before);
-        cs.account(start, end);
-        entry.cand.runtime_ns = cs.runtime_ns;
-        w.end_ns = end;
-        match step.end {
-            None => {}
-            Some(end) => {
-                w.phase = WavePhase::Ended;
-                // Waves after a failed one are dropped, so the first
-                // failure is the only one.
-                match end {
-                    WaveEnd::Done => {}
-                    WaveEnd::Hung => job.error = ETIME.to_errno(),
-                    WaveEnd::Fault { .. } => job.error = EFAULT.to_errno(),
-                }
-            }
+        if step.end.is_none() && !step.at_horizon {
+            w.chunk = Some(chunk);
+            return false;
         }
+        w.chunk = None;
+        let end = match step.end {
+            None => chunk.to_ns,
+            Some(_) => w
+                .exec_from_ns
+                .saturating_add(self.topology.cycles_to_ns(step.cycles.saturating_sub(w.base_cycles))),
+        };
+        let weighted = self.power_weights.weigh(&chunk.counters);
+        let spent = step.cycles.saturating_sub(chunk.before_cycles);
+        w.power_token = ms.power.start(self.topology.ns_to_cycles(chunk.from_ns), weighted, spent);
+        // Waves after a failed one are dropped, so the first failure is the
+        // only one.
+        let error = match step.end {
+            Some(WaveEnd::Hung) => ETIME.to_errno(),
+            Some(WaveEnd::Fault { .. }) => EFAULT.to_errno(),
+            Some(WaveEnd::Done) | None => 0,
+        };
+        if error != 0 {
+            job.error = error;
+        }
+        if step.end.is_some() {
+            w.phase = WavePhase::Ended;
+        }
+        q.account(chunk.from_ns, end);
+        w.end_ns = end;
+        true
     }
 }
 
-/// Moves the threads of wave `w` of group `g` into the save area `saved`.
-/// `false` (nothing changed) if the save area cannot grow: the wave then
-/// runs on and is saved at a later point.
-fn save_wave(w: &mut RunningWave, g: &RunningGroup, job: &mut Job, saved: &mut KVec<SavedGroup>) -> bool {
+/// What one bounded call of the interpreter did.
+struct BudgetedStep {
+    end: Option<WaveEnd>,
+    cycles: u64,
+    counters: Counters,
+    at_horizon: bool,
+}
+
+/// Advances a wave up to `until` cycles within `budget` instructions.
+#[allow(clippy::too_many_arguments)]
+fn advance_budgeted(
+    prog: &[crate::vgsched_core::isa::Instr],
+    grid: &crate::vgsched_core::grid::Grid,
+    group: u32,
+    wave: u32,
+    lanes: &mut [Lane],
+    mem: &mut BoMemory<'_>,
+    costs: &crate::vgsched_core::exec::CycleCosts,
+    until: u64,
+    limit: u64,
+    budget: &mut u64,
+) -> BudgetedStep {
+    let step = advance_wave(prog, grid, group, wave, lanes, mem, costs, until, limit);
+    *budget = budget.saturating_sub(step.counters.total());
+    BudgetedStep { end: step.end, cycles: step.cycles, counters: step.counters, at_horizon: true }
+}
+
+/// Moves the threads of wave `w` of group `g` into its job's save area.
+/// `false` (nothing changed) if the save area is full: the wave then runs
+/// on and is saved at a later point.
+fn save_wave(w: &mut RunningWave, g: &RunningGroup, job: &mut Job) -> bool {
+    if job.saved_waves.len() >= job.saved_waves.capacity() {
+        return false;
+    }
     let existing = if g.piece {
         None
     } else {
-        saved.iter().position(|s| s.job_id == g.job_id && s.group == g.group && !s.complete)
+        job.saved.iter().position(|s| s.group == g.group && !s.piece && !s.complete)
     };
     let index = match existing {
         Some(i) => i,
         None => {
-            let Ok(waves) = KVec::with_capacity(g.needs.waves as usize, GFP_KERNEL) else {
-                return false;
-            };
             let group = SavedGroup {
-                job_id: g.job_id,
                 group: g.group,
                 band: g.band,
                 piece: g.piece,
                 needs: g.needs,
                 complete: false,
-                waves,
+                waves: 0,
+                first_wave: w.wave,
             };
-            if saved.push(group, GFP_KERNEL).is_err() {
+            if job.saved.push_within_capacity(group).is_err() {
                 return false;
             }
             job.groups_saved += 1;
-            saved.len() - 1
+            job.saved.len() - 1
         }
     };
-    let waves = &mut saved[index].waves;
-    // Capacity for every wave of the group was reserved with the group;
-    // checked first so the threads are never moved and then lost.
-    if waves.len() == waves.capacity() {
-        return false;
+    let wave = SavedWave {
+        group: g.group,
+        piece: g.piece,
+        wave: w.wave,
+        cycles: w.cycles,
+        lanes: core::mem::take(&mut w.lanes),
+    };
+    match job.saved_waves.push_within_capacity(wave) {
+        Ok(()) => {
+            if let Some(s) = job.saved.get_mut(index) {
+                s.waves += 1;
+                s.first_wave = s.first_wave.min(w.wave);
+            }
+            true
+        }
+        Err(PushError(wave)) => {
+            // Room was checked first; put the threads back.
+            w.lanes = wave.lanes;
+            false
+        }
     }
-    let wave = SavedWave { wave: w.wave, cycles: w.cycles, lanes: core::mem::take(&mut w.lanes) };
-    waves.push_within_capacity(wave).is_ok()
 }

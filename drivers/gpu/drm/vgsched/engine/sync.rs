@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The engine's own work queue, its fence-signalling critical sections and
+//! the measurement of how long the engine lock is held.
+//!
+//! The work queue and the annotations come from `engine_sync.c` (7.3 has
+//! no Rust binding for `alloc_workqueue()` or `dma_fence`).
+
+use core::ptr::NonNull;
+
+use kernel::{
+    bindings,
+    prelude::*,
+    sync::{
+        atomic::{
+            ordering,
+            Atomic, //
+        },
+        MutexGuard,
+    },
+    time::{
+        Instant,
+        Monotonic, //
+    },
+    workqueue::Queue,
+};
+
+extern "C" {
+    fn vgsched_engine_wq_alloc() -> *mut bindings::workqueue_struct;
+    fn vgsched_engine_wq_destroy(wq: *mut bindings::workqueue_struct);
+    fn vgsched_fence_begin_signalling() -> bool;
+    fn vgsched_fence_end_signalling(cookie: bool);
+}
+
+/// An ordered work queue with `WQ_MEM_RECLAIM`, owned by the engine.
+///
+/// # Invariants
+///
+/// `ptr` is a live work queue, destroyed only when this value drops.
+pub(super) struct OwnedQueue {
+    ptr: NonNull<bindings::workqueue_struct>,
+}
+
+// SAFETY: A work queue may be used and destroyed from any thread.
+unsafe impl Send for OwnedQueue {}
+// SAFETY: Queueing work is thread safe.
+unsafe impl Sync for OwnedQueue {}
+
+impl OwnedQueue {
+    /// Allocates the engine's queue.
+    pub(super) fn new() -> Result<Self> {
+        // SAFETY: No preconditions; the name is a string literal in C.
+        let ptr = unsafe { vgsched_engine_wq_alloc() };
+        // INVARIANT: a non-null result is a live queue, now ours.
+        Ok(Self { ptr: NonNull::new(ptr).ok_or(ENOMEM)? })
+    }
+
+    /// The queue, to enqueue work items on.
+    pub(super) fn queue(&self) -> &Queue {
+        // SAFETY: `ptr` is live for as long as `self` (type invariant).
+        unsafe { Queue::from_raw(self.ptr.as_ptr()) }
+    }
+}
+
+impl Drop for OwnedQueue {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` is live and nothing uses it after this (type
+        // invariant); destroying drains the work still queued on it.
+        unsafe { vgsched_engine_wq_destroy(self.ptr.as_ptr()) };
+    }
+}
+
+/// A fence-signalling critical section, from creation to drop: nothing in
+/// it may allocate memory that can enter reclaim, or take a lock that is
+/// held elsewhere around such an allocation (lockdep checks both).
+pub(super) struct Signalling {
+    cookie: bool,
+}
+
+impl Signalling {
+    /// Begins a section.
+    pub(super) fn begin() -> Self {
+        // SAFETY: No preconditions.
+        Self { cookie: unsafe { vgsched_fence_begin_signalling() } }
+    }
+}
+
+impl Drop for Signalling {
+    fn drop(&mut self) {
+        // SAFETY: `cookie` came from the matching begin, on this thread.
+        unsafe { vgsched_fence_end_signalling(self.cookie) };
+    }
+}
+
+/// The longest time the engine lock has been held since load.
+pub(super) struct HoldMeter {
+    max_ns: Atomic<u64>,
+}
+
+impl HoldMeter {
+    /// Nothing measured yet.
+    pub(super) fn new() -> Self {
+        Self { max_ns: Atomic::new(0) }
+    }
+
+    /// The longest hold so far, in nanoseconds.
+    pub(super) fn max_ns(&self) -> u64 {
+        self.max_ns.load(ordering::Relaxed)
+    }
+}
+
+/// A held engine lock that records how long it was held when it drops.
+pub(super) struct Held<'a, T> {
+    guard: MutexGuard<'a, T>,
+    since: Instant<Monotonic>,
+    meter: &'a HoldMeter,
+}
+
+impl<'a, T> Held<'a, T> {
+    /// Starts timing `guard`, just taken.
+    pub(super) fn new(guard: MutexGuard<'a, T>, meter: &'a HoldMeter) -> Self {
+        Self { guard, since: Instant::now(), meter }
+    }
+}
+
+impl<T> core::ops::Deref for Held<'_, T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.guard
+    }
+}
+
+impl<T: Unpin> core::ops::DerefMut for Held<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.guard
+    }
+}
+
+impl<T> Drop for Held<'_, T> {
+    fn drop(&mut self) {
+        let held = u64::try_from(self.since.elapsed().as_nanos()).unwrap_or(0);
+        // Every writer still holds the lock here (the guard drops after
+        // this), so a plain read and write cannot lose a larger value.
+        if held > self.meter.max_ns.load(ordering::Relaxed) {
+            self.meter.max_ns.store(held, ordering::Relaxed);
+        }
+    }
+}

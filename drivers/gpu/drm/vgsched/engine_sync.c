@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vgsched: the engine's work queue and the fence-signalling annotations.
+ *
+ * Linux 7.3's Rust workqueue binding offers only the system queues and has
+ * no dma_fence binding at all, so the engine (engine.rs) reaches these
+ * through plain functions on public API:
+ *
+ *  - vgsched_engine_wq_alloc() gives the engine an ordered queue of its
+ *    own. The engine's work item signals job fences, so, like the queues
+ *    of drm_sched, it has WQ_MEM_RECLAIM: memory reclaim may wait for a
+ *    fence, and the work that signals it must then still make progress.
+ *    Ordered, so the engine's steps never run concurrently with each other.
+ *
+ *  - vgsched_fence_begin_signalling() / vgsched_fence_end_signalling()
+ *    mark the engine's signalling critical sections
+ *    (dma_fence_begin_signalling() in drivers/dma-buf/dma-fence.c): with
+ *    lockdep on, any allocation that may enter reclaim, or any lock taken
+ *    elsewhere around one, inside such a section is reported.
+ */
+
+#include <linux/dma-fence.h>
+#include <linux/workqueue.h>
+
+#include "engine_sync.h"
+
+struct workqueue_struct *vgsched_engine_wq_alloc(void)
+{
+	return alloc_ordered_workqueue("vgsched-engine", WQ_MEM_RECLAIM);
+}
+
+void vgsched_engine_wq_destroy(struct workqueue_struct *wq)
+{
+	destroy_workqueue(wq);
+}
+
+bool vgsched_fence_begin_signalling(void)
+{
+	return dma_fence_begin_signalling();
+}
+
+void vgsched_fence_end_signalling(bool cookie)
+{
+	dma_fence_end_signalling(cookie);
+}
