@@ -115,11 +115,12 @@ impl Rotation {
     /// The band promoted to highest at cycle `now`.
     pub fn promoted(&self, now: u64) -> u8 {
         let total: u64 = WINDOW_SHARES.iter().sum();
-        // Position in the period, in fifteenths.
-        let at = (now % self.period).saturating_mul(total) / self.period;
-        let mut end = 0;
+        // Position in the period, in fifteenths. `period` is never 0 (see
+        // `new`); the checked forms keep a panic path out of the kernel.
+        let at = now.checked_rem(self.period).unwrap_or(0).saturating_mul(total).checked_div(self.period).unwrap_or(0);
+        let mut end = 0u64;
         for (band, share) in WINDOW_SHARES.iter().enumerate() {
-            end += share;
+            end = end.saturating_add(*share);
             if at < end {
                 return band as u8;
             }
@@ -130,17 +131,17 @@ impl Rotation {
     /// First cycle after `now` at which the promoted band changes.
     pub fn next_change(&self, now: u64) -> u64 {
         let total: u64 = WINDOW_SHARES.iter().sum();
-        let base = now - now % self.period;
-        let mut end = 0;
+        let base = now.saturating_sub(now.checked_rem(self.period).unwrap_or(0));
+        let mut end = 0u64;
         for share in WINDOW_SHARES {
-            end += share;
+            end = end.saturating_add(share);
             // Smallest offset whose window index reaches `end`.
-            let boundary = base + (end * self.period).div_ceil(total);
+            let boundary = base.saturating_add(end.saturating_mul(self.period).div_ceil(total));
             if boundary > now {
                 return boundary;
             }
         }
-        base + self.period
+        base.saturating_add(self.period)
     }
 }
 
