@@ -119,8 +119,7 @@ fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64) -> Measured {
         for m in 0..MODULES {
             pointers[m as usize].wave_units(needs.waves, units, &mut wu);
             if occ.try_place(m, &needs, &wu).is_some() {
-                let r = occ.remaining(m);
-                let free = FreeResources { vgpr: r.vgpr, sgpr: r.sgpr, shared: r.shared, waves: r.waves };
+                let free = occ.remaining(m);
                 power[m as usize].advance(now);
                 scores[k] = ModuleScore { module: m, free: free_score(&free, &cap, &FreeWeights::DEFAULT), power: power[m as usize].recent() };
                 k += 1;

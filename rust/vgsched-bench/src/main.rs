@@ -17,9 +17,13 @@
 //!    core crate's dispatcher logic (`dispatch`);
 //! 4. the context scheduler of SEEDS A (`slots`): fairness of the slice
 //!    formulas against FIFO, priority-0 latency to first dispatch, and the
-//!    cost of one `reschedule` decision as the number of contexts grows.
+//!    cost of one `reschedule` decision as the number of contexts grows;
+//! 5. the wave interpreter's work per call on the worst wave for a caller
+//!    holding a lock (`waves`): the whole wave, one call at a preemption
+//!    point, and the longest call under an instruction budget.
 //!
-//! `--quick` divides every loop and trial count by ten, for a smoke test.
+//! `--quick` divides every loop and trial count by ten, for a smoke test;
+//! `--section N` runs section `N` only.
 
 use std::time::Instant;
 
@@ -28,6 +32,7 @@ use vgsched_core::finder_bench::{self, NoExternal, SCRATCH_WORDS};
 mod dispatch;
 mod misses;
 mod slots;
+mod waves;
 
 /// Settings from the command line.
 #[derive(Clone, Copy, Debug)]
@@ -70,20 +75,32 @@ fn finder_timing(opts: &Options) -> String {
 
 fn main() {
     let mut opts = Options { scale: 1 };
-    for arg in std::env::args().skip(1) {
+    let mut only = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => opts.scale = 10,
+            "--section" => match args.next().and_then(|n| n.parse::<usize>().ok()) {
+                Some(n @ 1..=5) => only = Some(n - 1),
+                _ => {
+                    eprintln!("vgsched-bench: --section takes 1 to 5");
+                    std::process::exit(2);
+                }
+            },
             _ => {
-                eprintln!("usage: vgsched-bench [--quick]");
+                eprintln!("usage: vgsched-bench [--quick] [--section N]");
                 std::process::exit(2);
             }
         }
     }
     let t0 = Instant::now();
-    let sections: [fn(&Options) -> String; 4] =
-        [finder_timing, misses::report, dispatch::report, slots::report];
+    let sections: [fn(&Options) -> String; 5] =
+        [finder_timing, misses::report, dispatch::report, slots::report, waves::report];
     for (i, section) in sections.iter().enumerate() {
-        if i > 0 {
+        if only.is_some_and(|n| n != i) {
+            continue;
+        }
+        if i > 0 && only.is_none() {
             println!();
         }
         print!("{}", section(&opts));

@@ -115,15 +115,14 @@ impl Rotation {
     /// The band promoted to highest at cycle `now`.
     pub fn promoted(&self, now: u64) -> u8 {
         let total: u64 = WINDOW_SHARES.iter().sum();
-        // `new` keeps the period at least 1; `max` only spares a panic path.
-        let period = self.period.max(1);
-        // Position in the period, in fifteenths.
-        let at = (now % period).saturating_mul(total) / period;
+        // Position in the period, in fifteenths. `period` is never 0 (see
+        // `new`); the checked forms keep a panic path out of the kernel.
+        let at = now.checked_rem(self.period).unwrap_or(0).saturating_mul(total).checked_div(self.period).unwrap_or(0);
         let mut end = 0u64;
-        for (band, share) in (0u8..).zip(WINDOW_SHARES.iter()) {
+        for (band, share) in WINDOW_SHARES.iter().enumerate() {
             end = end.saturating_add(*share);
             if at < end {
-                return band;
+                return band as u8;
             }
         }
         LOWEST_BAND
@@ -132,18 +131,17 @@ impl Rotation {
     /// First cycle after `now` at which the promoted band changes.
     pub fn next_change(&self, now: u64) -> u64 {
         let total: u64 = WINDOW_SHARES.iter().sum();
-        let period = self.period.max(1);
-        let base = now - now % period;
+        let base = now.saturating_sub(now.checked_rem(self.period).unwrap_or(0));
         let mut end = 0u64;
         for share in WINDOW_SHARES {
             end = end.saturating_add(share);
             // Smallest offset whose window index reaches `end`.
-            let boundary = base.saturating_add(end.saturating_mul(period).div_ceil(total));
+            let boundary = base.saturating_add(end.saturating_mul(self.period).div_ceil(total));
             if boundary > now {
                 return boundary;
             }
         }
-        base.saturating_add(period)
+        base.saturating_add(self.period)
     }
 }
 

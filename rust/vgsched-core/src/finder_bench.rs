@@ -234,7 +234,7 @@ fn ratio(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 }
 
 /// Timed blocks per contender and row; the fastest counts (see
-/// [`time_row`]).
+/// `time_row`).
 pub const REPS: u64 = 5;
 
 /// One timed block: one untimed pass over the maps of `words` words each in

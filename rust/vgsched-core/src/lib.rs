@@ -24,6 +24,7 @@ pub mod isa;
 pub mod module_choice;
 pub mod occupancy;
 pub mod pool;
+pub mod progress;
 pub mod rng;
 pub mod sample_maps;
 pub mod slice;

@@ -18,6 +18,7 @@
 
 use super::bitmask::{clear_range, count_free, finds, largest_free_run, set_range, FinderKind};
 use super::grid::MAX_WAVES_PER_GROUP;
+use super::module_choice::FreeResources;
 use super::topology::{limits, Topology};
 
 /// Most units a (validated) module has.
@@ -79,20 +80,10 @@ pub struct Placement {
     pub waves: [WaveSlot; MAX_WAVES_PER_GROUP as usize],
 }
 
-/// What remains free on one module, for choosing between modules: first-
-/// class resources as largest contiguous runs (summed over the units for
-/// per-unit ones), wave slots as a count.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Remaining {
-    /// Sum over the units of the largest free vector-register run.
-    pub vgpr: u64,
-    /// Sum over the units of the largest free scalar-register run.
-    pub sgpr: u64,
-    /// Largest free shared-memory run of the module.
-    pub shared: u64,
-    /// Free wave slots over the module's units.
-    pub waves: u64,
-}
+/// The engine's former name of [`FreeResources`], which
+/// [`Occupancy::remaining`] returns: kept only until the engine uses the
+/// one name, then to be removed.
+pub type Remaining = FreeResources;
 
 /// Where each map lives in the one array of words the caller owns: per
 /// module the shared-memory map, then per unit its vector- and its
@@ -307,11 +298,14 @@ impl<'a> Occupancy<'a> {
         clear_range(&mut self.words[range], start as usize, len as usize);
     }
 
-    /// What remains free on `module`, for choosing between modules (C9).
-    pub fn remaining(&self, module: u32) -> Remaining {
+    /// What remains free on `module`, for choosing between modules (C9):
+    /// first-class resources as largest contiguous runs (summed over the
+    /// units for per-unit ones), wave slots as a count.
+    pub fn remaining(&self, module: u32) -> FreeResources {
         let t = self.topo;
         let largest = |map: &[u64], bits: u32| largest_free_run(map, bits as usize).map_or(0, |(_, n)| n as u64);
-        let mut r = Remaining { shared: largest(self.shared_map(module), t.shared_mem_blocks), ..Remaining::default() };
+        let mut r =
+            FreeResources { shared: largest(self.shared_map(module), t.shared_mem_blocks), ..FreeResources::default() };
         for unit in 0..t.units_per_module {
             r.vgpr += largest(self.vgpr_map(module, unit), t.vgpr_blocks);
             r.sgpr += largest(self.sgpr_map(module, unit), t.sgpr_blocks);

@@ -406,24 +406,40 @@ mod tests {
         assert_eq!(select(&c, 100, 2, &mut out), 2);
     }
 
+    /// SEEDS A.6: when a level has more contexts than slots, its other
+    /// contexts compete next, before any lower level, even one whose
+    /// contexts never ran (infinite weights, larger than every other); only
+    /// once the level has no runnable context does the next one compete.
+    /// (Turns themselves are taken by `slots::reschedule`, whose test
+    /// `drains_a_level_then_moves_to_the_next` runs them.)
     #[test]
-    fn drains_a_level_then_moves_to_the_next() {
-        // SEEDS A.6: a > L; the rest of level a competes next, then level b.
+    fn a_level_is_drained_before_the_next_competes() {
+        let now = 1_000;
+        // Level 1: contexts 0-3 had their turn (weight 2), 4-6 ran less
+        // (weights 1000, 500 and 333). Level 2: 7-9 never ran.
         let mut c = [cand(0, 0, 0, 0); 10];
         for (i, x) in c.iter_mut().enumerate() {
-            *x = cand(i as u32, if i < 7 { 1 } else { 2 }, 0, 1 + i as u64);
+            *x = match i {
+                0..=3 => cand(i as u32, 1, 0, 500),
+                4..=6 => cand(i as u32, 1, 0, i as u64 - 3),
+                _ => cand(i as u32, 2, 0, 0),
+            };
         }
         let mut out = [0; 4];
-        let mut rounds = [[usize::MAX; 4]; 3];
-        for round in &mut rounds {
-            let n = select(&c, 1000, 4, &mut out);
-            round[..n].copy_from_slice(&out[..n]);
-            for &i in &out[..n] {
-                c[i].runnable = false; // finished its turn and its work
-            }
-        }
-        let none = usize::MAX;
-        assert_eq!(rounds, [[0, 1, 2, 3], [4, 5, 6, none], [7, 8, 9, none]]);
+        // The rest of level 1 first, best first, then the best of those
+        // that ran (equal weights: the lowest id).
+        assert_eq!(select(&c, now, 4, &mut out), 4);
+        assert_eq!(out, [4, 5, 6, 0]);
+        // Level 1 idle but for one context: it alone is chosen, slots left
+        // free rather than given to level 2.
+        c[..7].iter_mut().for_each(|x| x.runnable = false);
+        c[2].runnable = true;
+        assert_eq!(select(&c, now, 4, &mut out), 1);
+        assert_eq!(out[0], 2);
+        // Level 1 idle: level 2 competes.
+        c[2].runnable = false;
+        assert_eq!(select(&c, now, 4, &mut out), 3);
+        assert_eq!(out[..3], [7, 8, 9]);
     }
 
     /// Reference: sort every candidate by the documented key, take a prefix.

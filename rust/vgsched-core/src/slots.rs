@@ -269,18 +269,72 @@ mod tests {
 
     #[test]
     fn more_candidates_than_slots_take_the_largest_weights() {
-        // Created 9:00, now 10:00; ran 3, 10, 1, 6 and 2 minutes.
+        // Created 9:00, now 10:00; ran 3, 10, 2, 6 and 1 minutes.
         let (nine, ten) = (9 * 60 * MIN, 10 * 60 * MIN);
-        let ran = [3, 10, 1, 6, 2];
+        let ran = [3, 10, 2, 6, 1];
         let mut e = [ctx(0, 0, 0, 0); 5];
         for (i, x) in e.iter_mut().enumerate() {
             *x = ctx(i as u32, 7, nine, ran[i] * MIN);
         }
         let mut s = Sched::new(2, SliceFormula::Proportional);
         let changes = s.run(&mut e, ten);
-        // Weights 20, 6, 60, 10, 30: the 60 and the 30 win, best first.
-        assert!(matches!(changes, [SlotChange::Load { index: 2, .. }, SlotChange::Load { index: 4, .. }]));
-        assert!(e[2].loaded_seq < e[4].loaded_seq, "FIFO order of loading");
+        // Weights 20, 6, 30, 10, 60: the 60 and the 30 win, best first.
+        assert!(matches!(changes, [SlotChange::Load { index: 4, .. }, SlotChange::Load { index: 2, .. }]));
+    }
+
+    /// Checks that the loads of `changes`, in the order they are listed,
+    /// got the load numbers `*seq`, `*seq + 1`, ... and moves `*seq` on.
+    fn check_load_order(changes: &[SlotChange], e: &[SlotEntry], seq: &mut u64) -> usize {
+        let mut loads = 0;
+        for c in changes {
+            if let SlotChange::Load { index, .. } = *c {
+                assert!(e[index].resident);
+                assert_eq!(e[index].loaded_seq, *seq, "load {loads} of {changes:?}");
+                *seq += 1;
+                loads += 1;
+            }
+        }
+        loads
+    }
+
+    /// Stage 2's FIFO order: every load is numbered in the order the loads
+    /// happen, within one decision (best first, which is not the order of
+    /// the entries) and across decisions, whoever is loaded.
+    #[test]
+    fn loads_are_numbered_in_the_order_they_happen() {
+        // Created at 0, now 60 ms; ran 3, 10, 2, 6, 1 and 4 ms.
+        let ran = [3, 10, 2, 6, 1, 4];
+        let mut e = [ctx(0, 0, 0, 0); 6];
+        for (i, x) in e.iter_mut().enumerate() {
+            *x = ctx(i as u32, 7, 0, ran[i] * MS);
+        }
+        let mut s = Sched::new(3, SliceFormula::Proportional);
+        let mut seq = 0;
+        let mut now = 60 * MS;
+        let changes = s.run(&mut e, now);
+        // Weights 20, 6, 30, 10, 60, 15: loaded 4, 2, 0 in that order.
+        let order: [usize; 3] = core::array::from_fn(|i| match changes[i] {
+            SlotChange::Load { index, .. } => index,
+            other => panic!("{other:?}"),
+        });
+        assert_eq!(order, [4, 2, 0]);
+        assert_eq!(check_load_order(changes, &e, &mut seq), 3);
+        // Slice after slice, residents run and others take their slots.
+        let mut loads = 3;
+        for _ in 0..40 {
+            let next = next_slice_end(&e).unwrap();
+            for x in e.iter_mut().filter(|x| x.resident) {
+                x.cand.runtime_ns += next - now;
+            }
+            now = next;
+            let changes = s.run(&mut e, now);
+            let changes: [SlotChange; 8] = core::array::from_fn(|i| {
+                changes.get(i).copied().unwrap_or(SlotChange::Evict { index: 0, preempted: false })
+            });
+            loads += check_load_order(&changes, &e, &mut seq);
+        }
+        assert!(loads > 30, "only {loads} loads");
+        assert_eq!(s.seq, seq);
     }
 
     #[test]
@@ -325,6 +379,41 @@ mod tests {
         let changes = s.run(&mut e, 31 * MS);
         assert_eq!(changes[0], SlotChange::Evict { index: 2, preempted: false });
         assert_eq!(residents(&e), 0b011);
+    }
+
+    /// SEEDS A.6 through the decision itself: seven contexts of level 1,
+    /// each with one slice of work, and three of level 2, on four slots.
+    /// Level 1 takes its turns first (four, then the other three with the
+    /// fourth slot left free), and level 2 runs only once level 1 is done.
+    #[test]
+    fn drains_a_level_then_moves_to_the_next() {
+        let t0 = 10 * MS;
+        let mut e = [ctx(0, 0, 0, 0); 10];
+        for (i, x) in e.iter_mut().enumerate() {
+            *x = ctx(i as u32, if i < 7 { 1 } else { 2 }, i as u64, 0);
+        }
+        let mut s = Sched::new(4, SliceFormula::Proportional);
+        let mut now = 100;
+        let mut rounds = [0u64; 4];
+        for round in rounds.iter_mut() {
+            for c in s.run(&mut e, now) {
+                if let SlotChange::Load { index, slice_ns } = *c {
+                    assert_eq!(slice_ns, t0, "all never ran: equal weights");
+                    *round |= 1 << index;
+                }
+            }
+            let level_1_waits = e[..7].iter().any(|x| x.cand.runnable);
+            assert!(!(level_1_waits && e[7..].iter().any(|x| x.resident)), "level 2 ran before level 1 was done");
+            let Some(next) = next_slice_end(&e) else { break };
+            // Residents run until their slice ends, which finishes their work.
+            for x in e.iter_mut().filter(|x| x.resident) {
+                x.cand.runtime_ns += next - now;
+                x.cand.runnable = x.cand.runtime_ns < t0;
+            }
+            now = next;
+        }
+        assert_eq!(rounds, [0b1111, 0b111_0000, 0b11_1000_0000, 0]);
+        assert!(e.iter().all(|x| !x.cand.runnable && !x.resident));
     }
 
     #[test]
@@ -372,9 +461,73 @@ mod tests {
         }
     }
 
+    /// Both slice formulas on one loaded set of unequal weights, against
+    /// the formulas as written: `t0 × n × wc ÷ wz` (proportional) and
+    /// `t0 × wz ÷ wc` (literal). The larger weight gets four times the
+    /// smaller's slice under the first, a quarter of it under the second.
+    #[test]
+    fn each_formula_gives_the_slices_it_says() {
+        let t0 = 10 * MS;
+        // Created at 0, now 100 ms; ran 10 and 40 ms: weights 10 and 2.5.
+        let now = 100 * MS;
+        let (w0, w1) = (10_000u64, 2_500u64); // × 1000
+        let wz = w0 + w1;
+        for (formula, want) in [
+            (SliceFormula::Proportional, [t0 * 2 * w0 / wz, t0 * 2 * w1 / wz]),
+            (SliceFormula::Literal, [t0 * wz / w0, t0 * wz / w1]),
+        ] {
+            let mut e = [ctx(0, 3, 0, 10 * MS), ctx(1, 3, 0, 40 * MS)];
+            let mut s = Sched::new(2, formula);
+            let changes = s.run(&mut e, now);
+            let got: [u64; 2] = core::array::from_fn(|i| match changes[i] {
+                SlotChange::Load { index, slice_ns } => {
+                    assert_eq!(index, i);
+                    assert_eq!(e[i].slice_end_ns, now + slice_ns);
+                    slice_ns
+                }
+                other => panic!("{other:?}"),
+            });
+            assert_eq!(got, want, "{formula:?}");
+        }
+        assert_eq!([t0 * 2 * w0 / wz, t0 * 2 * w1 / wz], [16 * MS, 4 * MS]);
+        assert_eq!([t0 * wz / w0, t0 * wz / w1], [12_500_000, 50 * MS]);
+    }
+
+    /// Under the literal formula a context that ran little gets a short
+    /// slice, yet is chosen first: every context still runs, and none
+    /// waits more than a bounded number of slice ends for its next turn.
+    /// (A stage 1 that kept the residents, or chose the smallest weights,
+    /// would starve some.)
     #[test]
     fn literal_still_lets_every_context_run() {
-        let run = simulate(6, 2, SliceFormula::Literal, 300);
-        assert!(run[..6].iter().all(|&r| r > 0), "{run:?}");
+        let (n, slots) = (6, 2);
+        let mut e = [ctx(0, 6, 0, 0); 6];
+        for (i, x) in e.iter_mut().enumerate() {
+            *x = ctx(i as u32, 6, 0, 0);
+        }
+        let mut s = Sched::new(slots, SliceFormula::Literal);
+        let mut now = 1;
+        let mut last_load = [0usize; 6];
+        let mut longest_wait = 0;
+        let mut turns = [0u32; 6];
+        for decision in 1..=300 {
+            let changes = s.run(&mut e[..n], now);
+            for c in changes {
+                if let SlotChange::Load { index, .. } = *c {
+                    longest_wait = longest_wait.max(decision - last_load[index]);
+                    last_load[index] = decision;
+                    turns[index] += 1;
+                }
+            }
+            let next = next_slice_end(&e[..n]).unwrap();
+            for x in e[..n].iter_mut().filter(|x| x.resident) {
+                x.cand.runtime_ns += next - now;
+            }
+            now = next;
+        }
+        // Six contexts, two slots: a turn every 3 slice ends on average
+        // (100 each in 300); none waits more than twice that.
+        assert!(longest_wait <= 6, "a context waited {longest_wait} slice ends: {turns:?}");
+        assert!(turns.iter().all(|&t| t >= 80), "turns {turns:?}");
     }
 }
