@@ -1,16 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Hardware slots and time slices (SEEDS A) through the uAPI. The module is
+ * Slot selection and time slices through the uAPI. The module is
  * reloaded with 2 slots, t0 = 2 ms and a preemption point every 200 us, so
  * a few contexts already contend and many slices pass in little time:
  *  - a priority-0 context takes over from running lower-priority ones,
  *    which make no progress until it is idle;
  *  - with more contexts than slots, every context of the level runs;
- *  - under the proportional formula contexts with continuous work get
- *    equal shares of GPU time (within 10 %) over at least 50 slices;
  *  - a program preempted more than 100 times gives exactly the result of
  *    an unpreempted run;
- *  - the slice formula switches at run time through debugfs.
+ *  - under each slice formula (module parameter slice_formula), two
+ *    contexts of unequal weights get the slices that formula gives them.
  * The default module is loaded again after each test.
  */
 #include <errno.h>
@@ -169,48 +168,168 @@ TEST_F(slots, more_contexts_than_slots_all_progress)
 	}
 }
 
-TEST_F(slots, proportional_shares_are_equal_over_fifty_slices)
+/*
+ * The slice formula in force, chosen by reloading the module with
+ * slice_formula=0 (proportional) or 1 (literal). Two contexts share two
+ * slots, so both hold a slot throughout and each gets a fresh slice
+ * whenever its own ends: the GPU time each receives per slice (runtime
+ * over slices) is the slice the formula gives it for the pair's weights
+ * (rust/vgsched-core/src/slice.rs, clamped to t0 / 4 .. 8 x t0 by
+ * slots.rs). One context ran for a few ms and then idled for seconds, so
+ * its weight, lifetime / runtime, is several times that of the other,
+ * which has run since it was created:
+ *  - proportional, tc = t0 x n x wc / wz: the heavier context gets the
+ *    longer slice, by about the ratio of the weights;
+ *  - literal, tc = t0 x wz / wc: the lighter one gets the longer slice.
+ * The expected ratio is computed from the weights CTX_QUERY reports at
+ * both ends of the window; the test first checks that neither equal
+ * slices (a round robin) nor the other formula would fall within its
+ * tolerance, so it fails whenever the formula in force is not the one
+ * configured.
+ */
+#define FORMULA_T0_US 10000
+
+FIXTURE(formula) {
+	int fd;
+};
+
+FIXTURE_VARIANT(formula) {
+	int slice_formula;
+};
+
+FIXTURE_VARIANT_ADD(formula, proportional) {
+	.slice_formula = 0,
+};
+
+FIXTURE_VARIANT_ADD(formula, literal) {
+	.slice_formula = 1,
+};
+
+FIXTURE_SETUP(formula)
 {
-	enum { N = 4, WINDOW_SLICES = 300 };
-	struct busy_job job[N];
-	struct drm_vgsched_ctx_query a[N], b[N];
-	__u32 ctx[N];
-	__u64 slices = 0, start_slices = 0, total = 0;
+	char params[128];
 
-	for (int i = 0; i < N; i++) {
-		ctx[i] = vgsched_ctx_create(self->fd, 8);
-		ASSERT_NE(0, ctx[i]);
-		ASSERT_EQ(0, start_busy(self->fd, &job[i], ctx[i], 800));
-	}
-	sleep_ms(20);
-	for (int i = 0; i < N; i++) {
-		a[i] = query(self->fd, ctx[i]);
-		start_slices += a[i].slices;
-	}
-	while (slices < start_slices + WINDOW_SLICES) {
-		sleep_ms(5);
-		slices = 0;
-		for (int i = 0; i < N; i++) {
-			b[i] = query(self->fd, ctx[i]);
-			slices += b[i].slices;
-		}
-	}
-	for (int i = 0; i < N; i++) {
-		ASSERT_TRUE(still_running(self->fd, ctx[i], job[i].s.seqno)) TH_LOG("window outlived job %d", i);
-		total += b[i].runtime_ns - a[i].runtime_ns;
-	}
-	for (int i = 0; i < N; i++) {
-		__u64 got = b[i].runtime_ns - a[i].runtime_ns;
+	snprintf(params, sizeof(params), "hw_slots=2 time_slice_us=%d preemption_us=200 slice_formula=%d",
+		 FORMULA_T0_US, variant->slice_formula);
+	ASSERT_EQ(0, vgsched_module_unload());
+	ASSERT_EQ(0, vgsched_module_load(params)) TH_LOG("%s", params);
+	self->fd = vgsched_open_render_node();
+	ASSERT_GE(self->fd, 0);
+}
 
-		TH_LOG("context %d: %llu us of %llu us, %llu slices", i, (unsigned long long)got / 1000,
-		       (unsigned long long)total / 1000, (unsigned long long)(b[i].slices - a[i].slices));
-		EXPECT_GE(got * N * 10, total * 9);
-		EXPECT_LE(got * N * 10, total * 11);
+FIXTURE_TEARDOWN(formula)
+{
+	close(self->fd);
+	EXPECT_EQ(0, vgsched_module_unload());
+	EXPECT_EQ(0, vgsched_module_load(""));
+}
+
+/*
+ * The slice of a loaded context of weight @wc among @n loaded contexts
+ * whose weights sum to @wz (any common unit), clamped as the slot policy
+ * clamps it.
+ */
+static double formula_slice(int literal, double t0, int n, double wc, double wz)
+{
+	double tc = literal ? t0 * wz / wc : t0 * n * wc / wz;
+
+	if (tc > 8 * t0)
+		tc = 8 * t0;
+	if (tc < t0 / 4)
+		tc = t0 / 4;
+	return tc;
+}
+
+/* The expected slice of the heavier context over that of the lighter one. */
+static double formula_ratio(int literal, double t0, __u64 heavy_milli, __u64 light_milli)
+{
+	double wh = heavy_milli, wl = light_milli;
+
+	return formula_slice(literal, t0, 2, wh, wh + wl) / formula_slice(literal, t0, 2, wl, wh + wl);
+}
+
+/* GPU time per slice of a context between two queries, in ns. */
+static double per_slice(const struct drm_vgsched_ctx_query *a, const struct drm_vgsched_ctx_query *b)
+{
+	return (double)(b->runtime_ns - a->runtime_ns) / (double)(b->slices - a->slices);
+}
+
+TEST_F(formula, slices_follow_the_weights_as_the_formula_says)
+{
+	/* Slices of the longer-sliced context in the window; tolerance factor. */
+	enum { IDLE_MS = 3000, JOB_MS = 1500, WINDOW_SLICES = 5, TOLERANCE = 2 };
+	const double t0 = FORMULA_T0_US * 1000.0;
+	const int literal = variant->slice_formula;
+	struct busy_job warm, heavy_job, light_job;
+	struct drm_vgsched_ctx_query h0, l0, h1, l1;
+	__u32 heavy = vgsched_ctx_create(self->fd, 8), light;
+	double lo, hi, other_lo, other_hi, got;
+	__u64 deadline;
+
+	ASSERT_NE(0, heavy);
+	/* A short run gives it a finite weight; idling then makes it large. */
+	ASSERT_EQ(0, start_busy(self->fd, &warm, heavy, 5));
+	ASSERT_EQ(0, wait_ok(self->fd, heavy, warm.s.seqno));
+	busy_job_fini(self->fd, &warm);
+	sleep_ms(IDLE_MS);
+	light = vgsched_ctx_create(self->fd, 8);
+	ASSERT_NE(0, light);
+	ASSERT_EQ(0, start_busy(self->fd, &light_job, light, JOB_MS));
+	ASSERT_EQ(0, start_busy(self->fd, &heavy_job, heavy, JOB_MS));
+	/* The newcomer's first slice is computed from a stand-in weight. */
+	sleep_ms(3 * FORMULA_T0_US / 1000);
+	h0 = query(self->fd, heavy);
+	l0 = query(self->fd, light);
+	ASSERT_GT(h0.runtime_ns, 0);
+	ASSERT_GT(l0.runtime_ns, 0);
+	deadline = vg_now_ns() + 2 * VG_SECOND_NS;
+	do {
+		sleep_ms(10);
+		h1 = query(self->fd, heavy);
+		l1 = query(self->fd, light);
+	} while ((h1.slices - h0.slices < WINDOW_SLICES || l1.slices - l0.slices < WINDOW_SLICES) &&
+		 vg_now_ns() < deadline);
+	ASSERT_TRUE(still_running(self->fd, heavy, heavy_job.s.seqno)) TH_LOG("the window outlived the jobs");
+	ASSERT_TRUE(still_running(self->fd, light, light_job.s.seqno)) TH_LOG("the window outlived the jobs");
+	ASSERT_GE(h1.slices - h0.slices, WINDOW_SLICES);
+	ASSERT_GE(l1.slices - l0.slices, WINDOW_SLICES);
+	/* Both held their slot all along. */
+	EXPECT_EQ(h0.preemptions, h1.preemptions);
+	EXPECT_EQ(l0.preemptions, l1.preemptions);
+
+	lo = formula_ratio(literal, t0, h0.weight_milli, l0.weight_milli);
+	hi = formula_ratio(literal, t0, h1.weight_milli, l1.weight_milli);
+	other_lo = formula_ratio(!literal, t0, h0.weight_milli, l0.weight_milli);
+	other_hi = formula_ratio(!literal, t0, h1.weight_milli, l1.weight_milli);
+	if (lo > hi) {
+		double x = lo;
+
+		lo = hi;
+		hi = x;
 	}
-	for (int i = 0; i < N; i++) {
-		ASSERT_EQ(0, wait_ok(self->fd, ctx[i], job[i].s.seqno));
-		busy_job_fini(self->fd, &job[i]);
+	if (other_lo > other_hi) {
+		double x = other_lo;
+
+		other_lo = other_hi;
+		other_hi = x;
 	}
+	got = per_slice(&h0, &h1) / per_slice(&l0, &l1);
+	TH_LOG("weights x1000: heavy %llu -> %llu, light %llu -> %llu",
+	       (unsigned long long)h0.weight_milli, (unsigned long long)h1.weight_milli,
+	       (unsigned long long)l0.weight_milli, (unsigned long long)l1.weight_milli);
+	TH_LOG("per slice: heavy %.0f us (%llu slices), light %.0f us (%llu slices)",
+	       per_slice(&h0, &h1) / 1000, (unsigned long long)(h1.slices - h0.slices),
+	       per_slice(&l0, &l1) / 1000, (unsigned long long)(l1.slices - l0.slices));
+	TH_LOG("heavy / light slice: %.2f; %s formula expects %.2f..%.2f, the other %.2f..%.2f",
+	       got, literal ? "literal" : "proportional", lo, hi, other_lo, other_hi);
+	/* The weights differ enough for the test to tell the cases apart. */
+	ASSERT_TRUE(1.0 < lo / TOLERANCE || 1.0 > hi * TOLERANCE) TH_LOG("weights too close");
+	ASSERT_TRUE(other_hi < lo / TOLERANCE || other_lo > hi * TOLERANCE) TH_LOG("formulas agree here");
+	EXPECT_GE(got, lo / TOLERANCE);
+	EXPECT_LE(got, hi * TOLERANCE);
+
+	busy_job_fini(self->fd, &heavy_job);
+	busy_job_fini(self->fd, &light_job);
 }
 
 #define I(op, rd, ra, rb, imm) vg_instr(DRM_VGSCHED_OP_##op, rd, ra, rb, imm)
@@ -328,34 +447,6 @@ TEST_F(slots, preempted_over_a_hundred_times_the_result_is_unchanged)
 		vg_buf_destroy(self->fd, &mem[i]);
 		vg_buf_destroy(self->fd, &out[i]);
 	}
-}
-
-TEST_F(slots, slice_formula_switches_at_run_time)
-{
-	static char buf[1 << 16];
-	const char *path = "/sys/kernel/debug/vgsched/slice_formula";
-	int fd;
-
-	ASSERT_EQ(0, vgsched_debugfs_read("slice_formula", buf, sizeof(buf)));
-	EXPECT_STREQ("proportional\n", buf);
-	fd = open(path, O_WRONLY);
-	ASSERT_GE(fd, 0);
-	EXPECT_EQ(-1, write(fd, "fair\n", 5));
-	EXPECT_EQ(EINVAL, errno);
-	ASSERT_EQ(8, write(fd, "literal\n", 8));
-	close(fd);
-	ASSERT_EQ(0, vgsched_debugfs_read("slice_formula", buf, sizeof(buf)));
-	EXPECT_STREQ("literal\n", buf);
-	ASSERT_EQ(0, vgsched_debugfs_read("state", buf, sizeof(buf)));
-	EXPECT_NE(NULL, strstr(buf, "slots: 0 of 2 held, formula literal, t0 2000 us")) TH_LOG("%s", buf);
-	/* A context shows up in the contexts file with its priority. */
-	__u32 ctx = vgsched_ctx_create(self->fd, 9);
-	char line[128];
-
-	ASSERT_NE(0, ctx);
-	ASSERT_EQ(0, vgsched_debugfs_read("contexts", buf, sizeof(buf)));
-	snprintf(line, sizeof(line), "\n%llu %u 9 ", (unsigned long long)vgsched_client_id(self->fd, ctx), ctx);
-	EXPECT_NE(NULL, strstr(buf, line)) TH_LOG("%s", buf);
 }
 
 TEST_HARNESS_MAIN
