@@ -173,21 +173,24 @@ TEST_F(slots, more_contexts_than_slots_all_progress)
  * slice_formula=0 (proportional) or 1 (literal). Two contexts share two
  * slots, so both hold a slot throughout and each gets a fresh slice
  * whenever its own ends: the GPU time each receives per slice (runtime
- * over slices) is the slice the formula gives it for the pair's weights
- * (rust/vgsched-core/src/slice.rs, clamped to t0 / 4 .. 8 x t0 by
- * slots.rs). One context ran for a few ms and then idled for seconds, so
- * its weight, lifetime / runtime, is several times that of the other,
- * which has run since it was created:
+ * over slices, between two of its slice boundaries) is the slice the
+ * formula gives it for the pair's weights (rust/vgsched-core/src/slice.rs,
+ * clamped to t0 / 4 .. 8 x t0 by slots.rs), plus the delay of the
+ * engine's wake-up at the slice's end. One context ran for a few ms and
+ * then idled for seconds, so its weight, lifetime / runtime, is several
+ * times that of the other, which has run since it was created:
  *  - proportional, tc = t0 x n x wc / wz: the heavier context gets the
  *    longer slice, by about the ratio of the weights;
  *  - literal, tc = t0 x wz / wc: the lighter one gets the longer slice.
  * The expected ratio is computed from the weights CTX_QUERY reports at
  * both ends of the window; the test first checks that neither equal
  * slices (a round robin) nor the other formula would fall within its
- * tolerance, so it fails whenever the formula in force is not the one
+ * bounds, so it fails whenever the formula in force is not the one
  * configured.
  */
 #define FORMULA_T0_US 10000
+/* How late a slice may end: the engine acts at its next wake-up (4 ms ticks in the guest). */
+#define FORMULA_LATE_US 8000
 
 FIXTURE(formula) {
 	int fd;
@@ -240,31 +243,76 @@ static double formula_slice(int literal, double t0, int n, double wc, double wz)
 	return tc;
 }
 
-/* The expected slice of the heavier context over that of the lighter one. */
-static double formula_ratio(int literal, double t0, __u64 heavy_milli, __u64 light_milli)
+/*
+ * Bounds of the GPU time per slice of the heavier context over that of the
+ * lighter one, for weights (x 1000) anywhere between those of @a and @b:
+ * each slice as the formula gives it, up to @late ns longer.
+ */
+static void formula_bounds(int literal, double t0, double late, const __u64 heavy[2], const __u64 light[2],
+			   double *lo, double *hi)
 {
-	double wh = heavy_milli, wl = light_milli;
+	double hmin = 1e30, hmax = 0, lmin = 1e30, lmax = 0;
 
-	return formula_slice(literal, t0, 2, wh, wh + wl) / formula_slice(literal, t0, 2, wl, wh + wl);
+	/* Each slice is monotonic in each weight: the corners bound it. */
+	for (int i = 0; i < 2; i++) {
+		for (int j = 0; j < 2; j++) {
+			double wh = heavy[i], wl = light[j];
+			double h = formula_slice(literal, t0, 2, wh, wh + wl);
+			double l = formula_slice(literal, t0, 2, wl, wh + wl);
+
+			hmin = h < hmin ? h : hmin;
+			hmax = h > hmax ? h : hmax;
+			lmin = l < lmin ? l : lmin;
+			lmax = l > lmax ? l : lmax;
+		}
+	}
+	*lo = hmin / (lmax + late);
+	*hi = (hmax + late) / lmin;
 }
 
-/* GPU time per slice of a context between two queries, in ns. */
-static double per_slice(const struct drm_vgsched_ctx_query *a, const struct drm_vgsched_ctx_query *b)
+/* CTX_QUERY snapshots of one context at two of its slice boundaries. */
+struct slice_window {
+	struct drm_vgsched_ctx_query first, last, prev;
+	int started;
+};
+
+/* Takes a snapshot of @ctx; the first and latest at a new slice are kept. */
+static void window_sample(int fd, __u32 ctx, struct slice_window *w)
 {
-	return (double)(b->runtime_ns - a->runtime_ns) / (double)(b->slices - a->slices);
+	struct drm_vgsched_ctx_query q = query(fd, ctx);
+
+	if (w->started == 0 && w->prev.slices && q.slices != w->prev.slices) {
+		w->first = q;
+		w->last = q;
+		w->started = 1;
+	} else if (w->started && q.slices != w->prev.slices) {
+		w->last = q;
+	}
+	w->prev = q;
+}
+
+static __u64 window_slices(const struct slice_window *w)
+{
+	return w->started ? w->last.slices - w->first.slices : 0;
+}
+
+/* GPU time per slice over the window, in ns. */
+static double window_per_slice(const struct slice_window *w)
+{
+	return (double)(w->last.runtime_ns - w->first.runtime_ns) / (double)window_slices(w);
 }
 
 TEST_F(formula, slices_follow_the_weights_as_the_formula_says)
 {
-	/* Slices of the longer-sliced context in the window; tolerance factor. */
-	enum { IDLE_MS = 3000, JOB_MS = 1500, WINDOW_SLICES = 5, TOLERANCE = 2 };
-	const double t0 = FORMULA_T0_US * 1000.0;
+	/* Slices of each context in its window; slack on the bounds. */
+	enum { IDLE_MS = 3000, JOB_MS = 1500, WINDOW_SLICES = 5 };
+	const double t0 = FORMULA_T0_US * 1000.0, late = FORMULA_LATE_US * 1000.0, slack = 1.25;
 	const int literal = variant->slice_formula;
 	struct busy_job warm, heavy_job, light_job;
-	struct drm_vgsched_ctx_query h0, l0, h1, l1;
+	struct slice_window hw = {}, lw = {};
 	__u32 heavy = vgsched_ctx_create(self->fd, 8), light;
 	double lo, hi, other_lo, other_hi, got;
-	__u64 deadline;
+	__u64 deadline, hweights[2], lweights[2];
 
 	ASSERT_NE(0, heavy);
 	/* A short run gives it a finite weight; idling then makes it large. */
@@ -278,55 +326,42 @@ TEST_F(formula, slices_follow_the_weights_as_the_formula_says)
 	ASSERT_EQ(0, start_busy(self->fd, &heavy_job, heavy, JOB_MS));
 	/* The newcomer's first slice is computed from a stand-in weight. */
 	sleep_ms(3 * FORMULA_T0_US / 1000);
-	h0 = query(self->fd, heavy);
-	l0 = query(self->fd, light);
-	ASSERT_GT(h0.runtime_ns, 0);
-	ASSERT_GT(l0.runtime_ns, 0);
 	deadline = vg_now_ns() + 2 * VG_SECOND_NS;
 	do {
-		sleep_ms(10);
-		h1 = query(self->fd, heavy);
-		l1 = query(self->fd, light);
-	} while ((h1.slices - h0.slices < WINDOW_SLICES || l1.slices - l0.slices < WINDOW_SLICES) &&
+		sleep_ms(1);
+		window_sample(self->fd, heavy, &hw);
+		window_sample(self->fd, light, &lw);
+	} while ((window_slices(&hw) < WINDOW_SLICES || window_slices(&lw) < WINDOW_SLICES) &&
 		 vg_now_ns() < deadline);
 	ASSERT_TRUE(still_running(self->fd, heavy, heavy_job.s.seqno)) TH_LOG("the window outlived the jobs");
 	ASSERT_TRUE(still_running(self->fd, light, light_job.s.seqno)) TH_LOG("the window outlived the jobs");
-	ASSERT_GE(h1.slices - h0.slices, WINDOW_SLICES);
-	ASSERT_GE(l1.slices - l0.slices, WINDOW_SLICES);
+	ASSERT_GE(window_slices(&hw), WINDOW_SLICES);
+	ASSERT_GE(window_slices(&lw), WINDOW_SLICES);
 	/* Both held their slot all along. */
-	EXPECT_EQ(h0.preemptions, h1.preemptions);
-	EXPECT_EQ(l0.preemptions, l1.preemptions);
+	EXPECT_EQ(hw.first.preemptions, hw.last.preemptions);
+	EXPECT_EQ(lw.first.preemptions, lw.last.preemptions);
 
-	lo = formula_ratio(literal, t0, h0.weight_milli, l0.weight_milli);
-	hi = formula_ratio(literal, t0, h1.weight_milli, l1.weight_milli);
-	other_lo = formula_ratio(!literal, t0, h0.weight_milli, l0.weight_milli);
-	other_hi = formula_ratio(!literal, t0, h1.weight_milli, l1.weight_milli);
-	if (lo > hi) {
-		double x = lo;
-
-		lo = hi;
-		hi = x;
-	}
-	if (other_lo > other_hi) {
-		double x = other_lo;
-
-		other_lo = other_hi;
-		other_hi = x;
-	}
-	got = per_slice(&h0, &h1) / per_slice(&l0, &l1);
-	TH_LOG("weights x1000: heavy %llu -> %llu, light %llu -> %llu",
-	       (unsigned long long)h0.weight_milli, (unsigned long long)h1.weight_milli,
-	       (unsigned long long)l0.weight_milli, (unsigned long long)l1.weight_milli);
-	TH_LOG("per slice: heavy %.0f us (%llu slices), light %.0f us (%llu slices)",
-	       per_slice(&h0, &h1) / 1000, (unsigned long long)(h1.slices - h0.slices),
-	       per_slice(&l0, &l1) / 1000, (unsigned long long)(l1.slices - l0.slices));
-	TH_LOG("heavy / light slice: %.2f; %s formula expects %.2f..%.2f, the other %.2f..%.2f",
-	       got, literal ? "literal" : "proportional", lo, hi, other_lo, other_hi);
+	hweights[0] = hw.first.weight_milli;
+	hweights[1] = hw.last.weight_milli;
+	lweights[0] = lw.first.weight_milli;
+	lweights[1] = lw.last.weight_milli;
+	formula_bounds(literal, t0, late, hweights, lweights, &lo, &hi);
+	formula_bounds(!literal, t0, late, hweights, lweights, &other_lo, &other_hi);
+	lo /= slack;
+	hi *= slack;
+	got = window_per_slice(&hw) / window_per_slice(&lw);
+	TH_LOG("weights x1000: heavy %llu -> %llu, light %llu -> %llu", (unsigned long long)hweights[0],
+	       (unsigned long long)hweights[1], (unsigned long long)lweights[0], (unsigned long long)lweights[1]);
+	TH_LOG("per slice: heavy %.0f us (%llu slices), light %.0f us (%llu slices)", window_per_slice(&hw) / 1000,
+	       (unsigned long long)window_slices(&hw), window_per_slice(&lw) / 1000,
+	       (unsigned long long)window_slices(&lw));
+	TH_LOG("heavy / light slice: %.2f; %s formula allows %.2f..%.2f, the other %.2f..%.2f", got,
+	       literal ? "literal" : "proportional", lo, hi, other_lo, other_hi);
 	/* The weights differ enough for the test to tell the cases apart. */
-	ASSERT_TRUE(1.0 < lo / TOLERANCE || 1.0 > hi * TOLERANCE) TH_LOG("weights too close");
-	ASSERT_TRUE(other_hi < lo / TOLERANCE || other_lo > hi * TOLERANCE) TH_LOG("formulas agree here");
-	EXPECT_GE(got, lo / TOLERANCE);
-	EXPECT_LE(got, hi * TOLERANCE);
+	ASSERT_TRUE(1.0 < lo || 1.0 > hi) TH_LOG("equal slices would pass");
+	ASSERT_TRUE(other_hi < lo || other_lo > hi) TH_LOG("the other formula would pass");
+	EXPECT_GE(got, lo);
+	EXPECT_LE(got, hi);
 
 	busy_job_fini(self->fd, &heavy_job);
 	busy_job_fini(self->fd, &light_job);
