@@ -12,7 +12,10 @@
 #                              warnings into errors only with CONFIG_WERROR or
 #                              W=e, which the guest kernel does not set, so a
 #                              finding surfaces as a `warning:` diagnostic in
-#                              the build output; any diagnostic fails here.
+#                              the build output; any diagnostic fails here,
+#                              as does any other warning of the build
+#                              (compiler, objtool, modpost): the module's
+#                              build is to stay warning-free.
 #
 # The module is built from a copy of the sources under
 # $VGSCHED_OUT/clippy-module (an external module's objects land next to its
@@ -44,8 +47,10 @@ module)
 	findings=$(printf '%s\n' "$log" | grep -E '^(warning|error)(\[[A-Za-z0-9_]+\])?: ' |
 		grep -Ev '^warning: [0-9]+ warnings? emitted' || true)
 	n=$(printf '%s' "$findings" | grep -c . || true)
-	echo "clippy (module, CLIPPY=1): $n findings, build exit status $rc"
-	[ "$n" -eq 0 ] && [ "$rc" -eq 0 ]
+	other=$(printf '%s\n' "$log" | grep -E ': (warning|WARNING): |^WARNING: ' | grep -Ev '^(warning|error)' || true)
+	m=$(printf '%s' "$other" | grep -c . || true)
+	echo "clippy (module, CLIPPY=1): $n clippy/rustc findings, $m other build warnings, build exit status $rc"
+	[ "$n" -eq 0 ] && [ "$m" -eq 0 ] && [ "$rc" -eq 0 ]
 	;;
 *)
 	die "usage: $0 core|module"
