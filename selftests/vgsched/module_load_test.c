@@ -184,7 +184,7 @@ TEST(finder_setting_decides_the_ranges)
 		ASSERT_GE(fd, 0);
 		ctx = vgsched_ctx_create(fd, 8);
 		ASSERT_NE(0, ctx);
-		ASSERT_EQ(0, busy_job_init(fd, &job, ctx, 50, FINDER_GROUPS, 1, 1, 1));
+		ASSERT_EQ(0, busy_job_init(fd, &job, ctx, 200, FINDER_GROUPS, 1, 1, 1));
 		job.s.shared_mem_blocks = FINDER_SHARED;
 		ASSERT_EQ(0, busy_submit(fd, &job));
 		ASSERT_EQ(0, wait_ok(fd, ctx, job.s.seqno));
