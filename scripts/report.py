@@ -5,6 +5,10 @@
 Reads the host `cargo test` output, the framed guest results (kselftest
 TAP, KUnit KTAP, kmemleak) and the guest console log; prints each failure
 plainly and ends with `N passed, N failed`. Exits 1 on any failure.
+
+An optional fourth argument names the gates' result file (one line per
+gate, `gate NAME rc=N log=PATH`, written by check.sh): each gate counts as
+one test, failed when its exit status is not 0, with the end of its log.
 """
 import re
 import sys
@@ -132,11 +136,39 @@ def guest(results, console, tally):
     tally.add("guest kernel log clean", not found, "\n    " + "\n    ".join(found[:30]))
 
 
+GATE = re.compile(r"^gate (\S+) rc=(\d+) log=(.*)$")
+
+
+def gates(path, tally):
+    seen = 0
+    for line in open(path, errors="replace"):
+        m = GATE.match(line.strip())
+        if not m:
+            continue
+        seen += 1
+        name, rc, log = m.group(1), int(m.group(2)), m.group(3)
+        why = ""
+        if rc:
+            try:
+                tail = [l.rstrip() for l in open(log, errors="replace")][-15:]
+            except OSError:
+                tail = [f"(no log at {log})"]
+            why = f"exit status {rc}, log {log}:\n    " + "\n    ".join(tail)
+        tally.add(f"gate {name}", rc == 0, why)
+    if seen == 0:
+        tally.fail("gates", f"no gate results in {path}")
+
+
 def main():
+    if len(sys.argv) not in (4, 5):
+        print("usage: report.py HOST_LOG RESULTS CONSOLE [GATES]", file=sys.stderr)
+        return 2
     host_out, results, console = sys.argv[1:4]
     tally = Tally()
     host_tests(host_out, tally)
     guest(results, console, tally)
+    if len(sys.argv) == 5:
+        gates(sys.argv[4], tally)
     for f in tally.failed:
         print(f"FAIL {f}")
     print(f"{tally.passed} passed, {len(tally.failed)} failed")

@@ -15,7 +15,7 @@ BINDGEN_MIN=0.71.1
 # --- bookworm packages -------------------------------------------------------
 BOOKWORM_PKGS=(build-essential patch bc bison flex cpio xz-utils rsync kmod
 	libelf-dev libssl-dev libclang1-19 libclang-19-dev
-	qemu-system-x86 busybox-static libc6-dev python3)
+	qemu-system-x86 busybox-static libc6-dev python3 python3-sphinx)
 
 missing=()
 for p in "${BOOKWORM_PKGS[@]}"; do

@@ -88,33 +88,29 @@ TEST(parameters_reach_the_device)
 }
 
 /*
- * Every other dispatcher setting (C9 choice, grouped or sampled finder,
- * short windows, eager splitting) and the literal slice formula with one
- * slot still run jobs right, and debugfs says which settings are in force.
+ * Jobs run right under the other dispatcher settings (short rotation
+ * windows, eager splitting, a short power window, the other module choices
+ * and finders): independent work-groups bigger than a module are split and
+ * every thread's result is checked. What each setting decides is checked
+ * by the two tests after this one.
  */
-TEST(dispatcher_settings_take_effect_and_jobs_stay_right)
+TEST(jobs_stay_right_under_every_dispatcher_setting)
 {
-	static const struct { const char *params, *shown; } cases[] = {
-		{ "module_choice=1 finder=1", "module choice FreeResources, finder Grouped { group: 4 }" },
-		{ "module_choice=2 finder=2 rotation_period_cycles=15 split_after_rounds=1 power_window_cycles=16",
-		  "module choice Mixed { power_weight: 1, free_weight: 1 }, finder Sampled, rotation period 15 cycles" },
-		{ "slice_formula=1 preemption_us=500 hw_slots=1",
-		  "slots: 0 of 1 held, formula literal, t0 10000 us (slices 2500..=80000 us), preemption point every 500 us" },
+	static const char *const params[] = {
+		"module_choice=1 finder=1",
+		"module_choice=2 finder=2 rotation_period_cycles=15 split_after_rounds=1 power_window_cycles=16",
 	};
-	static char state[1 << 16];
 	__u64 words[16];
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); i++) {
 		struct vg_buf prog, out;
 		unsigned int len = vg_prog_busy_store(words, 50);
 		int fd, status = 1;
 		__u32 ctx;
 
-		ASSERT_EQ(0, vgsched_module_load(cases[i].params)) TH_LOG("%s", cases[i].params);
+		ASSERT_EQ(0, vgsched_module_load(params[i])) TH_LOG("%s", params[i]);
 		fd = vgsched_open_render_node();
 		ASSERT_GE(fd, 0);
-		ASSERT_EQ(0, vgsched_debugfs_read("state", state, sizeof(state)));
-		EXPECT_NE(NULL, strstr(state, cases[i].shown)) TH_LOG("%s", state);
 		ctx = vgsched_ctx_create(fd, 8);
 		ASSERT_NE(0, ctx);
 		ASSERT_EQ(0, vg_program(fd, words, len, &prog));
@@ -133,6 +129,177 @@ TEST(dispatcher_settings_take_effect_and_jobs_stay_right)
 		vg_buf_destroy(fd, &prog);
 		vg_buf_destroy(fd, &out);
 		close(fd);
+		ASSERT_EQ(0, vgsched_module_unload());
+	}
+}
+
+/* Waits until @ctx of @fd has @want placements and copies them to @log; returns how many. */
+static int placed(int fd, __u32 ctx, struct vg_placement *log, int max, int want)
+{
+	int n = -1;
+
+	for (int tries = 0; tries < 2000; tries++) {
+		n = vgsched_placements(vgsched_client_id(fd, ctx), ctx, log, max);
+		if (n < 0 || n >= want)
+			break;
+		usleep(1000);
+	}
+	return n;
+}
+
+/* Shared-memory blocks and count of the finder test's work-groups. */
+#define FINDER_SHARED 3
+#define FINDER_GROUPS 16
+
+/*
+ * The resource finder decides which ranges a work-group gets. On one
+ * module of 48 shared-memory blocks, 16 one-wave work-groups each needing
+ * 3 blocks (and 1 vector register block) are submitted at once:
+ *  - exact (finder=0): all 16 fit side by side, at blocks 0, 3, ..., 45;
+ *  - grouped (finder=1, groups of 4 blocks): a need is rounded up to whole
+ *    aligned groups, so only 12 fit at once, at 0, 4, ..., 44, and every
+ *    shared and register range starts at a multiple of 4;
+ *  - sampled (finder=2): a need is searched as the next power of two, 4
+ *    blocks, at the lowest start: 15 fit at once, at 0, 3, ..., 42, and
+ *    the 3 blocks left at 45 are never used.
+ * Each finder's expectations fail under the other two.
+ */
+TEST(finder_setting_decides_the_ranges)
+{
+	struct vg_placement *log = calloc(64, sizeof(*log));
+
+	ASSERT_NE(NULL, log);
+	for (int finder = 0; finder <= 2; finder++) {
+		char params[64];
+		struct busy_job job;
+		unsigned int at_once = finder == 0 ? 16 : finder == 1 ? 12 : 15;
+		unsigned int step = finder == 1 ? 4 : FINDER_SHARED;
+		__u32 seen = 0;
+		int fd, n;
+		__u32 ctx;
+
+		snprintf(params, sizeof(params), "modules=1 finder=%d", finder);
+		ASSERT_EQ(0, vgsched_module_load(params)) TH_LOG("%s", params);
+		fd = vgsched_open_render_node();
+		ASSERT_GE(fd, 0);
+		ctx = vgsched_ctx_create(fd, 8);
+		ASSERT_NE(0, ctx);
+		ASSERT_EQ(0, busy_job_init(fd, &job, ctx, 200, FINDER_GROUPS, 1, 1, 1));
+		job.s.shared_mem_blocks = FINDER_SHARED;
+		ASSERT_EQ(0, busy_submit(fd, &job));
+		ASSERT_EQ(0, wait_ok(fd, ctx, job.s.seqno));
+		EXPECT_EQ(-1, busy_job_wrong(&job));
+		n = placed(fd, ctx, log, 64, FINDER_GROUPS);
+		ASSERT_EQ(FINDER_GROUPS, n) TH_LOG("finder=%d", finder);
+		for (int i = 0; i < n; i++) {
+			const struct vg_placement *p = &log[i];
+
+			TH_LOG("finder=%d: group %u at t=%llu shared %u+%u vgpr %u:%u", finder, p->group,
+			       (unsigned long long)p->time_ns, p->shared_start, p->shared_len,
+			       p->wave[0].unit, p->wave[0].vgpr);
+			EXPECT_EQ(0, p->shared_start % step) TH_LOG("finder=%d group %u", finder, p->group);
+			if (finder == 1) {
+				EXPECT_EQ(0, p->wave[0].vgpr % 4) TH_LOG("group %u", p->group);
+				EXPECT_EQ(0, p->wave[0].sgpr % 4) TH_LOG("group %u", p->group);
+			}
+			if (finder == 2)
+				EXPECT_GT(45, p->shared_start) TH_LOG("group %u", p->group);
+			/* The first placements all went in at once, side by side. */
+			if (i < (int)at_once)
+				seen |= 1u << (p->shared_start / step);
+		}
+		EXPECT_EQ((1u << at_once) - 1, seen) TH_LOG("finder=%d: ranges of the first %u groups", finder,
+							      at_once);
+		busy_job_fini(fd, &job);
+		close(fd);
+		ASSERT_EQ(0, vgsched_module_unload());
+	}
+	free(log);
+}
+
+/*
+ * One module-choice scenario on two modules: a job of 8 threads starts on
+ * module 0, then a job of 4 threads in total with the given resources on
+ * module 1 (less power, fewer free resources), and once the power windows
+ * have filled a one-thread probe is placed. Returns the probe's module.
+ */
+static int choice_probe(struct __test_metadata *_metadata, __u32 r_waves, __u32 r_threads, __u32 r_vgpr,
+			__u32 r_sgpr, __u32 r_shared)
+{
+	struct vg_placement log[4];
+	struct busy_job p = {}, r = {}, t = {};
+	int fd = vgsched_open_render_node(), module = -1;
+	__u32 pctx, rctx, tctx;
+
+	if (fd < 0)
+		return -1;
+	pctx = vgsched_ctx_create(fd, 8);
+	rctx = vgsched_ctx_create(fd, 8);
+	tctx = vgsched_ctx_create(fd, 8);
+	if (!pctx || !rctx || !tctx)
+		goto out;
+	/* The same program throughout: power follows the thread count. */
+	if (busy_job_init(fd, &p, pctx, 400, 1, 1, 8, 1) || busy_submit(fd, &p))
+		goto out;
+	EXPECT_EQ(1, placed(fd, pctx, log, 4, 1));
+	EXPECT_EQ(0, log[0].module) TH_LOG("the first job goes to the lowest idle module");
+	if (busy_job_init(fd, &r, rctx, 400, 1, r_waves, r_threads, r_vgpr))
+		goto out;
+	r.s.sgpr_blocks = r_sgpr;
+	r.s.shared_mem_blocks = r_shared;
+	if (busy_submit(fd, &r))
+		goto out;
+	EXPECT_EQ(1, placed(fd, rctx, log, 4, 1));
+	EXPECT_EQ(1, log[0].module) TH_LOG("the second job goes to the idle module");
+	/* Many power windows (1024 cycles, about 1 ms) later. */
+	usleep(30 * 1000);
+	EXPECT_TRUE(still_running(fd, pctx, p.s.seqno));
+	EXPECT_TRUE(still_running(fd, rctx, r.s.seqno));
+	if (busy_job_init(fd, &t, tctx, 1, 1, 1, 1, 1) || busy_submit(fd, &t))
+		goto out;
+	EXPECT_EQ(0, wait_ok(fd, tctx, t.s.seqno));
+	EXPECT_EQ(-1, busy_job_wrong(&t));
+	if (placed(fd, tctx, log, 4, 1) == 1)
+		module = log[0].module;
+out:
+	/* Closing the file (mappings gone) cancels the two long jobs. */
+	busy_job_fini(fd, &p);
+	busy_job_fini(fd, &r);
+	busy_job_fini(fd, &t);
+	close(fd);
+	return module;
+}
+
+/*
+ * The module-choice setting decides the module. Module 0 runs 8 threads
+ * with almost all its resources free; module 1 runs half that power and
+ * holds either a moderate share of its resources (first scenario: its
+ * normalised free score is about 0.8 of module 0's) or nearly all of them
+ * (second: about 0.3). The probe goes to
+ *  - recent power (module_choice=0): module 1 both times, the lower power;
+ *  - free resources (module_choice=1): module 0 both times, more free;
+ *  - both, equally weighted (module_choice=2): the smaller normalised
+ *    power - free, 0.5 - 0.8 < 0 on module 1, then 0.5 - 0.3 > 0, so
+ *    module 1 and then module 0 (module 0 scores 1 - 1 = 0 both times).
+ * Each setting's pair of answers differs from the other two settings'.
+ */
+TEST(module_choice_setting_decides_the_module)
+{
+	static const int expected[3][2] = { { 1, 1 }, { 0, 0 }, { 1, 0 } };
+
+	for (int choice = 0; choice <= 2; choice++) {
+		char params[64];
+		int got[2];
+
+		snprintf(params, sizeof(params), "modules=2 hw_slots=4 module_choice=%d", choice);
+		ASSERT_EQ(0, vgsched_module_load(params)) TH_LOG("%s", params);
+		/* One wave of 4 threads: 100 of 128 vector, 40 of 64 scalar, 24 of 48 shared blocks. */
+		got[0] = choice_probe(_metadata, 1, 4, 100, 40, 24);
+		/* Four waves of 1 thread, one per unit: 120, 60 of each unit's registers, 44 shared. */
+		got[1] = choice_probe(_metadata, 4, 1, 120, 60, 44);
+		TH_LOG("module_choice=%d: probes on modules %d and %d", choice, got[0], got[1]);
+		EXPECT_EQ(expected[choice][0], got[0]) TH_LOG("module_choice=%d, moderate use", choice);
+		EXPECT_EQ(expected[choice][1], got[1]) TH_LOG("module_choice=%d, heavy use", choice);
 		ASSERT_EQ(0, vgsched_module_unload());
 	}
 }

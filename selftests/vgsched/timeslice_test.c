@@ -1,16 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Hardware slots and time slices (SEEDS A) through the uAPI. The module is
+ * Slot selection and time slices through the uAPI. The module is
  * reloaded with 2 slots, t0 = 2 ms and a preemption point every 200 us, so
  * a few contexts already contend and many slices pass in little time:
  *  - a priority-0 context takes over from running lower-priority ones,
  *    which make no progress until it is idle;
  *  - with more contexts than slots, every context of the level runs;
- *  - under the proportional formula contexts with continuous work get
- *    equal shares of GPU time (within 10 %) over at least 50 slices;
  *  - a program preempted more than 100 times gives exactly the result of
  *    an unpreempted run;
- *  - the slice formula switches at run time through debugfs.
+ *  - under each slice formula (module parameter slice_formula), two
+ *    contexts of unequal weights get the slices that formula gives them.
  * The default module is loaded again after each test.
  */
 #include <errno.h>
@@ -169,48 +168,203 @@ TEST_F(slots, more_contexts_than_slots_all_progress)
 	}
 }
 
-TEST_F(slots, proportional_shares_are_equal_over_fifty_slices)
-{
-	enum { N = 4, WINDOW_SLICES = 300 };
-	struct busy_job job[N];
-	struct drm_vgsched_ctx_query a[N], b[N];
-	__u32 ctx[N];
-	__u64 slices = 0, start_slices = 0, total = 0;
+/*
+ * The slice formula in force, chosen by reloading the module with
+ * slice_formula=0 (proportional) or 1 (literal). Two contexts share two
+ * slots, so both hold a slot throughout and each gets a fresh slice
+ * whenever its own ends: the GPU time each receives per slice (runtime
+ * over slices, between two of its slice boundaries) is the slice the
+ * formula gives it for the pair's weights (rust/vgsched-core/src/slice.rs,
+ * clamped to t0 / 4 .. 8 x t0 by slots.rs), plus the delay of the
+ * engine's wake-up at the slice's end. One context ran for a few ms and
+ * then idled for seconds, so its weight, lifetime / runtime, is several
+ * times that of the other, which has run since it was created:
+ *  - proportional, tc = t0 x n x wc / wz: the heavier context gets the
+ *    longer slice, by about the ratio of the weights;
+ *  - literal, tc = t0 x wz / wc: the lighter one gets the longer slice.
+ * The expected ratio is computed from the weights CTX_QUERY reports at
+ * both ends of the window; the test first checks that neither equal
+ * slices (a round robin) nor the other formula would fall within its
+ * bounds, so it fails whenever the formula in force is not the one
+ * configured.
+ */
+#define FORMULA_T0_US 10000
+/* How late a slice may end: the engine acts at its next wake-up (4 ms ticks in the guest). */
+#define FORMULA_LATE_US 8000
 
-	for (int i = 0; i < N; i++) {
-		ctx[i] = vgsched_ctx_create(self->fd, 8);
-		ASSERT_NE(0, ctx[i]);
-		ASSERT_EQ(0, start_busy(self->fd, &job[i], ctx[i], 800));
-	}
-	sleep_ms(20);
-	for (int i = 0; i < N; i++) {
-		a[i] = query(self->fd, ctx[i]);
-		start_slices += a[i].slices;
-	}
-	while (slices < start_slices + WINDOW_SLICES) {
-		sleep_ms(5);
-		slices = 0;
-		for (int i = 0; i < N; i++) {
-			b[i] = query(self->fd, ctx[i]);
-			slices += b[i].slices;
+FIXTURE(formula) {
+	int fd;
+};
+
+FIXTURE_VARIANT(formula) {
+	int slice_formula;
+};
+
+FIXTURE_VARIANT_ADD(formula, proportional) {
+	.slice_formula = 0,
+};
+
+FIXTURE_VARIANT_ADD(formula, literal) {
+	.slice_formula = 1,
+};
+
+FIXTURE_SETUP(formula)
+{
+	char params[128];
+
+	snprintf(params, sizeof(params), "hw_slots=2 time_slice_us=%d preemption_us=200 slice_formula=%d",
+		 FORMULA_T0_US, variant->slice_formula);
+	ASSERT_EQ(0, vgsched_module_unload());
+	ASSERT_EQ(0, vgsched_module_load(params)) TH_LOG("%s", params);
+	self->fd = vgsched_open_render_node();
+	ASSERT_GE(self->fd, 0);
+}
+
+FIXTURE_TEARDOWN(formula)
+{
+	close(self->fd);
+	EXPECT_EQ(0, vgsched_module_unload());
+	EXPECT_EQ(0, vgsched_module_load(""));
+}
+
+/*
+ * The slice of a loaded context of weight @wc among @n loaded contexts
+ * whose weights sum to @wz (any common unit), clamped as the slot policy
+ * clamps it.
+ */
+static double formula_slice(int literal, double t0, int n, double wc, double wz)
+{
+	double tc = literal ? t0 * wz / wc : t0 * n * wc / wz;
+
+	if (tc > 8 * t0)
+		tc = 8 * t0;
+	if (tc < t0 / 4)
+		tc = t0 / 4;
+	return tc;
+}
+
+/*
+ * Bounds of the GPU time per slice of the heavier context over that of the
+ * lighter one, for weights (x 1000) anywhere between those of @a and @b:
+ * each slice as the formula gives it, up to @late ns longer.
+ */
+static void formula_bounds(int literal, double t0, double late, const __u64 heavy[2], const __u64 light[2],
+			   double *lo, double *hi)
+{
+	double hmin = 1e30, hmax = 0, lmin = 1e30, lmax = 0;
+
+	/* Each slice is monotonic in each weight: the corners bound it. */
+	for (int i = 0; i < 2; i++) {
+		for (int j = 0; j < 2; j++) {
+			double wh = heavy[i], wl = light[j];
+			double h = formula_slice(literal, t0, 2, wh, wh + wl);
+			double l = formula_slice(literal, t0, 2, wl, wh + wl);
+
+			hmin = h < hmin ? h : hmin;
+			hmax = h > hmax ? h : hmax;
+			lmin = l < lmin ? l : lmin;
+			lmax = l > lmax ? l : lmax;
 		}
 	}
-	for (int i = 0; i < N; i++) {
-		ASSERT_TRUE(still_running(self->fd, ctx[i], job[i].s.seqno)) TH_LOG("window outlived job %d", i);
-		total += b[i].runtime_ns - a[i].runtime_ns;
-	}
-	for (int i = 0; i < N; i++) {
-		__u64 got = b[i].runtime_ns - a[i].runtime_ns;
+	*lo = hmin / (lmax + late);
+	*hi = (hmax + late) / lmin;
+}
 
-		TH_LOG("context %d: %llu us of %llu us, %llu slices", i, (unsigned long long)got / 1000,
-		       (unsigned long long)total / 1000, (unsigned long long)(b[i].slices - a[i].slices));
-		EXPECT_GE(got * N * 10, total * 9);
-		EXPECT_LE(got * N * 10, total * 11);
+/* CTX_QUERY snapshots of one context at two of its slice boundaries. */
+struct slice_window {
+	struct drm_vgsched_ctx_query first, last, prev;
+	int started;
+};
+
+/* Takes a snapshot of @ctx; the first and latest at a new slice are kept. */
+static void window_sample(int fd, __u32 ctx, struct slice_window *w)
+{
+	struct drm_vgsched_ctx_query q = query(fd, ctx);
+
+	if (w->started == 0 && w->prev.slices && q.slices != w->prev.slices) {
+		w->first = q;
+		w->last = q;
+		w->started = 1;
+	} else if (w->started && q.slices != w->prev.slices) {
+		w->last = q;
 	}
-	for (int i = 0; i < N; i++) {
-		ASSERT_EQ(0, wait_ok(self->fd, ctx[i], job[i].s.seqno));
-		busy_job_fini(self->fd, &job[i]);
-	}
+	w->prev = q;
+}
+
+static __u64 window_slices(const struct slice_window *w)
+{
+	return w->started ? w->last.slices - w->first.slices : 0;
+}
+
+/* GPU time per slice over the window, in ns. */
+static double window_per_slice(const struct slice_window *w)
+{
+	return (double)(w->last.runtime_ns - w->first.runtime_ns) / (double)window_slices(w);
+}
+
+TEST_F(formula, slices_follow_the_weights_as_the_formula_says)
+{
+	/* Slices of each context in its window; slack on the bounds. */
+	enum { IDLE_MS = 3000, JOB_MS = 1500, WINDOW_SLICES = 5 };
+	const double t0 = FORMULA_T0_US * 1000.0, late = FORMULA_LATE_US * 1000.0, slack = 1.25;
+	const int literal = variant->slice_formula;
+	struct busy_job warm, heavy_job, light_job;
+	struct slice_window hw = {}, lw = {};
+	__u32 heavy = vgsched_ctx_create(self->fd, 8), light;
+	double lo, hi, other_lo, other_hi, got;
+	__u64 deadline, hweights[2], lweights[2];
+
+	ASSERT_NE(0, heavy);
+	/* A short run gives it a finite weight; idling then makes it large. */
+	ASSERT_EQ(0, start_busy(self->fd, &warm, heavy, 5));
+	ASSERT_EQ(0, wait_ok(self->fd, heavy, warm.s.seqno));
+	busy_job_fini(self->fd, &warm);
+	sleep_ms(IDLE_MS);
+	light = vgsched_ctx_create(self->fd, 8);
+	ASSERT_NE(0, light);
+	ASSERT_EQ(0, start_busy(self->fd, &light_job, light, JOB_MS));
+	ASSERT_EQ(0, start_busy(self->fd, &heavy_job, heavy, JOB_MS));
+	/* The newcomer's first slice is computed from a stand-in weight. */
+	sleep_ms(3 * FORMULA_T0_US / 1000);
+	deadline = vg_now_ns() + 2 * VG_SECOND_NS;
+	do {
+		sleep_ms(1);
+		window_sample(self->fd, heavy, &hw);
+		window_sample(self->fd, light, &lw);
+	} while ((window_slices(&hw) < WINDOW_SLICES || window_slices(&lw) < WINDOW_SLICES) &&
+		 vg_now_ns() < deadline);
+	ASSERT_TRUE(still_running(self->fd, heavy, heavy_job.s.seqno)) TH_LOG("the window outlived the jobs");
+	ASSERT_TRUE(still_running(self->fd, light, light_job.s.seqno)) TH_LOG("the window outlived the jobs");
+	ASSERT_GE(window_slices(&hw), WINDOW_SLICES);
+	ASSERT_GE(window_slices(&lw), WINDOW_SLICES);
+	/* Both held their slot all along. */
+	EXPECT_EQ(hw.first.preemptions, hw.last.preemptions);
+	EXPECT_EQ(lw.first.preemptions, lw.last.preemptions);
+
+	hweights[0] = hw.first.weight_milli;
+	hweights[1] = hw.last.weight_milli;
+	lweights[0] = lw.first.weight_milli;
+	lweights[1] = lw.last.weight_milli;
+	formula_bounds(literal, t0, late, hweights, lweights, &lo, &hi);
+	formula_bounds(!literal, t0, late, hweights, lweights, &other_lo, &other_hi);
+	lo /= slack;
+	hi *= slack;
+	got = window_per_slice(&hw) / window_per_slice(&lw);
+	TH_LOG("weights x1000: heavy %llu -> %llu, light %llu -> %llu", (unsigned long long)hweights[0],
+	       (unsigned long long)hweights[1], (unsigned long long)lweights[0], (unsigned long long)lweights[1]);
+	TH_LOG("per slice: heavy %.0f us (%llu slices), light %.0f us (%llu slices)", window_per_slice(&hw) / 1000,
+	       (unsigned long long)window_slices(&hw), window_per_slice(&lw) / 1000,
+	       (unsigned long long)window_slices(&lw));
+	TH_LOG("heavy / light slice: %.2f; %s formula allows %.2f..%.2f, the other %.2f..%.2f", got,
+	       literal ? "literal" : "proportional", lo, hi, other_lo, other_hi);
+	/* The weights differ enough for the test to tell the cases apart. */
+	ASSERT_TRUE(1.0 < lo || 1.0 > hi) TH_LOG("equal slices would pass");
+	ASSERT_TRUE(other_hi < lo || other_lo > hi) TH_LOG("the other formula would pass");
+	EXPECT_GE(got, lo);
+	EXPECT_LE(got, hi);
+
+	busy_job_fini(self->fd, &heavy_job);
+	busy_job_fini(self->fd, &light_job);
 }
 
 #define I(op, rd, ra, rb, imm) vg_instr(DRM_VGSCHED_OP_##op, rd, ra, rb, imm)
@@ -328,34 +482,6 @@ TEST_F(slots, preempted_over_a_hundred_times_the_result_is_unchanged)
 		vg_buf_destroy(self->fd, &mem[i]);
 		vg_buf_destroy(self->fd, &out[i]);
 	}
-}
-
-TEST_F(slots, slice_formula_switches_at_run_time)
-{
-	static char buf[1 << 16];
-	const char *path = "/sys/kernel/debug/vgsched/slice_formula";
-	int fd;
-
-	ASSERT_EQ(0, vgsched_debugfs_read("slice_formula", buf, sizeof(buf)));
-	EXPECT_STREQ("proportional\n", buf);
-	fd = open(path, O_WRONLY);
-	ASSERT_GE(fd, 0);
-	EXPECT_EQ(-1, write(fd, "fair\n", 5));
-	EXPECT_EQ(EINVAL, errno);
-	ASSERT_EQ(8, write(fd, "literal\n", 8));
-	close(fd);
-	ASSERT_EQ(0, vgsched_debugfs_read("slice_formula", buf, sizeof(buf)));
-	EXPECT_STREQ("literal\n", buf);
-	ASSERT_EQ(0, vgsched_debugfs_read("state", buf, sizeof(buf)));
-	EXPECT_NE(NULL, strstr(buf, "slots: 0 of 2 held, formula literal, t0 2000 us")) TH_LOG("%s", buf);
-	/* A context shows up in the contexts file with its priority. */
-	__u32 ctx = vgsched_ctx_create(self->fd, 9);
-	char line[128];
-
-	ASSERT_NE(0, ctx);
-	ASSERT_EQ(0, vgsched_debugfs_read("contexts", buf, sizeof(buf)));
-	snprintf(line, sizeof(line), "\n%llu %u 9 ", (unsigned long long)vgsched_client_id(self->fd, ctx), ctx);
-	EXPECT_NE(NULL, strstr(buf, line)) TH_LOG("%s", buf);
 }
 
 TEST_HARNESS_MAIN
