@@ -402,17 +402,22 @@ impl Engine {
         let _ = workqueue::system().enqueue(Arc::from(this));
     }
 
-    /// Queues a job on `ctx`. Returns its sequence number and, if asked,
-    /// the reserved sync_file descriptor of its fence (to install once the
-    /// ioctl cannot fail any more).
+    /// Queues a job on `ctx`. Returns its sequence number, its completion
+    /// fence and, if asked, the reserved sync_file descriptor of that fence
+    /// (to install once the ioctl cannot fail any more).
     ///
-    /// `ECANCELED` if the context is guilty, `EBUSY` if it has
+    /// `E2BIG` if the resource finder in use can never place a work-group
+    /// of the job, `ECANCELED` if the context is guilty, `EBUSY` if it has
     /// [`MAX_JOBS_IN_FLIGHT`] unfinished jobs, `ENODEV` once shut down.
     pub(crate) fn submit(
         this: ArcBorrow<'_, Self>,
         ctx: &Arc<Context>,
         spec: JobSpec,
-    ) -> Result<(u64, Option<OutFenceFd>)> {
+    ) -> Result<(u64, Fence, Option<OutFenceFd>)> {
+        // The finder rounds needs up (to whole groups, to powers of two):
+        // what it can never place would wait forever.
+        Occupancy::check_placeable(&this.topology, &spec.needs, spec.independent, this.params.finder)
+            .map_err(|_| E2BIG)?;
         let mut st = this.state.lock();
         if st.shut_down {
             return Err(ENODEV);
@@ -480,11 +485,11 @@ impl Engine {
         st.queues[queue].jobs.push_within_capacity(job).map_err(|_| ENOMEM)?;
         st.next_job_id += 1;
         cs.last_seqno = seqno;
-        cs.recent[(seqno % MAX_JOBS_IN_FLIGHT) as usize] = Some(fence);
+        cs.recent[(seqno % MAX_JOBS_IN_FLIGHT) as usize] = Some(fence.clone());
         drop(cs);
         drop(st);
         Self::kick(this);
-        Ok((seqno, out_fd))
+        Ok((seqno, fence, out_fd))
     }
 
     /// Makes a new context known to the scheduler's debugfs view.

@@ -23,10 +23,10 @@ use crate::{
     driver::VgDevice,
     engine::Engine,
     fdinfo,
-    fence::WaitResult,
+    fence::{ResvLock, WaitResult},
     file::DrmFile,
     gem,
-    job::JobSpec,
+    submit::Submission,
     uapi,
 };
 
@@ -205,6 +205,8 @@ impl Ioctl for BoMmapOffset {
         if args.pad != 0 {
             return Err(EINVAL);
         }
+        // `EINVAL` for an object this driver did not create (a dumb buffer,
+        // an imported dma-buf): it has no mapping of ours.
         let bo = gem::Bo::lookup_handle(file, args.handle)?;
         args.offset = bo.create_mmap_offset()?;
         Ok(0)
@@ -297,8 +299,24 @@ impl Ioctl for Submit {
     fn handle(dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
         -> Result<u32> {
         let ctx = file.inner().contexts.lock().get(args.ctx_id)?;
-        let spec = JobSpec::from_args(args, &dev.topology, file)?;
-        let (seqno, out_fd) = Engine::submit(dev.engine.as_arc_borrow(), &ctx, spec)?;
+        let Submission { mut spec, writes } = Submission::from_args(args, &dev.topology, file)?;
+        // Implicit synchronisation: from here until the job's fence is in
+        // the bound objects' reservations, they stay locked, so every other
+        // submission on them orders itself before or after this one. The
+        // mappings outlive the lock: an unmap takes the reservation lock.
+        let bindings = spec.bindings.clone();
+        let (lock, wait) = ResvLock::lock(&bindings, &writes[..bindings.len()], spec.in_fence.as_ref())?;
+        spec.in_fence = wait;
+        let (seqno, fence, out_fd) = match Engine::submit(dev.engine.as_arc_borrow(), &ctx, spec) {
+            Ok(queued) => queued,
+            Err(e) => {
+                drop(lock);
+                drop(bindings);
+                return Err(e);
+            }
+        };
+        lock.publish(&fence);
+        drop(bindings);
         // Nothing below can fail: the job is queued.
         args.seqno = seqno;
         if let Some(fd) = out_fd {
@@ -319,7 +337,7 @@ impl Ioctl for Wait {
 
     fn handle(_dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
         -> Result<u32> {
-        if args.flags != 0 || args.pad != 0 {
+        if args.flags & !uapi::DRM_VGSCHED_WAIT_FLAGS != 0 || args.pad != 0 {
             return Err(EINVAL);
         }
         let ctx = file.inner().contexts.lock().get(args.ctx_id)?;
@@ -332,7 +350,14 @@ impl Ioctl for Wait {
             }
             Err(e) => return Err(e),
         };
-        let result = fence.wait(args.timeout_ns)?;
+        // A signal ends the wait with -ERESTARTSYS and the call is made
+        // again with the same argument: a relative timeout starts over, an
+        // absolute deadline stays where it was.
+        let result = if args.flags & uapi::DRM_VGSCHED_WAIT_ABSOLUTE != 0 {
+            fence.wait_until(args.timeout_ns)?
+        } else {
+            fence.wait(args.timeout_ns)?
+        };
         // A fence may signal just as the timeout ends: trust its status.
         match (result, fence.status()) {
             (WaitResult::TimedOut, 0) => Err(ETIMEDOUT),
