@@ -56,10 +56,8 @@ extern "C" {
     fn vgsched_fence_wait(fence: *mut bindings::dma_fence, timeout_ns: u64) -> c_long;
     fn vgsched_fence_wait_until(fence: *mut bindings::dma_fence, deadline_ns: u64) -> c_long;
     fn vgsched_sync_file_fence(fd: c_int) -> *mut bindings::dma_fence;
-    fn vgsched_sync_file_reserve(
-        fence: *mut bindings::dma_fence,
-        file: *mut *mut RawFile,
-    ) -> c_int;
+    fn vgsched_sync_file_reserve(fence: *mut bindings::dma_fence, file: *mut *mut RawFile)
+        -> c_int;
     fn vgsched_sync_file_install(fd: c_int, file: *mut RawFile);
     fn vgsched_sync_file_abort(fd: c_int, file: *mut RawFile);
     fn vgsched_fence_waiter_add(
@@ -115,7 +113,9 @@ impl Fence {
         // SAFETY: No preconditions; the new fence comes with one reference.
         let ptr = unsafe { vgsched_fence_create(timeline, seqno) };
         // INVARIANT: The reference of the creation is ours.
-        Ok(Self { ptr: NonNull::new(ptr).ok_or(ENOMEM)? })
+        Ok(Self {
+            ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
+        })
     }
 
     /// The fence of the `sync_file` behind descriptor `fd` of the calling
@@ -124,7 +124,9 @@ impl Fence {
         // SAFETY: No preconditions; a non-NULL result carries a reference.
         let ptr = unsafe { vgsched_sync_file_fence(fd) };
         // INVARIANT: `sync_file_get_fence()` gave us a reference.
-        Ok(Self { ptr: NonNull::new(ptr).ok_or(EINVAL)? })
+        Ok(Self {
+            ptr: NonNull::new(ptr).ok_or(EINVAL)?,
+        })
     }
 
     /// Signals the fence, with `error` (a negative errno) unless it is 0.
@@ -160,7 +162,9 @@ impl Fence {
         match ret {
             0 => Ok(WaitResult::TimedOut),
             r if r > 0 => Ok(WaitResult::Signalled),
-            r => Err(Error::from_errno(i32::try_from(r).unwrap_or(EINVAL.to_errno()))),
+            r => Err(Error::from_errno(
+                i32::try_from(r).unwrap_or(EINVAL.to_errno()),
+            )),
         }
     }
 
@@ -191,7 +195,9 @@ impl Fence {
         // SAFETY: The fence is live and the caller vouches for `func` and `data`.
         let raw = unsafe { vgsched_fence_waiter_add(self.ptr.as_ptr(), func, data) };
         // INVARIANT: As returned by `vgsched_fence_waiter_add`.
-        Ok(Waiter { raw: NonNull::new(raw).ok_or(ENOMEM)? })
+        Ok(Waiter {
+            raw: NonNull::new(raw).ok_or(ENOMEM)?,
+        })
     }
 }
 
@@ -200,7 +206,9 @@ impl Clone for Fence {
         // SAFETY: The fence is live; this takes another reference.
         let ptr = unsafe { vgsched_fence_get(self.ptr.as_ptr()) };
         // INVARIANT: `dma_fence_get()` returns its argument with a new reference.
-        Self { ptr: NonNull::new(ptr).unwrap_or(self.ptr) }
+        Self {
+            ptr: NonNull::new(ptr).unwrap_or(self.ptr),
+        }
     }
 }
 
@@ -312,11 +320,20 @@ impl<'a> ResvLock<'a> {
         // `maps` for `'a`), `writes` as many flags, `in_fence` is null or
         // live, and `wait` is a valid place for the result.
         let raw = unsafe {
-            vgsched_resv_lock(objs.as_mut_ptr(), writes.as_ptr(), count as c_uint, in_fence, &mut wait)
+            vgsched_resv_lock(
+                objs.as_mut_ptr(),
+                writes.as_ptr(),
+                count as c_uint,
+                in_fence,
+                &mut wait,
+            )
         };
         let raw = from_err_ptr(raw)?;
         // INVARIANT: `raw` is a fresh lock set of objects `'a` keeps alive.
-        let lock = Self { raw: NonNull::new(raw).ok_or(ENOMEM)?, _objects: PhantomData };
+        let lock = Self {
+            raw: NonNull::new(raw).ok_or(ENOMEM)?,
+            _objects: PhantomData,
+        };
         // INVARIANT: On success `wait` is null or carries a reference for us.
         let wait = NonNull::new(wait).map(|ptr| Fence { ptr });
         Ok((lock, wait))

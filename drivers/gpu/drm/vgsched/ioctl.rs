@@ -125,7 +125,9 @@ fn copy_answer<T: AsBytes>(pointer: u64, size: &mut u32, answer: &T) -> Result {
         return Err(EINVAL);
     }
     let addr = usize::try_from(pointer).map_err(|_| EFAULT)?;
-    UserSlice::new(UserPtr::from_addr(addr), needed as usize).writer().write(answer)?;
+    UserSlice::new(UserPtr::from_addr(addr), needed as usize)
+        .writer()
+        .write(answer)?;
     *size = needed;
     Ok(())
 }
@@ -138,8 +140,11 @@ impl Ioctl for DevQuery {
     const NR: u32 = uapi::DRM_VGSCHED_DEV_QUERY;
     const NAME: &'static CStr = c"VGSCHED_DEV_QUERY";
 
-    fn handle(dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, _file: &DrmFile)
-        -> Result<u32> {
+    fn handle(
+        dev: &VgDevice<drm::Registered>,
+        args: &mut Self::Arg,
+        _file: &DrmFile,
+    ) -> Result<u32> {
         if args.flags != 0 || args.pad != 0 {
             return Err(EINVAL);
         }
@@ -180,8 +185,11 @@ impl Ioctl for BoCreate {
     const NR: u32 = uapi::DRM_VGSCHED_BO_CREATE;
     const NAME: &'static CStr = c"VGSCHED_BO_CREATE";
 
-    fn handle(dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
-        -> Result<u32> {
+    fn handle(
+        dev: &VgDevice<drm::Registered>,
+        args: &mut Self::Arg,
+        file: &DrmFile,
+    ) -> Result<u32> {
         if args.flags != 0 {
             return Err(EINVAL);
         }
@@ -200,8 +208,11 @@ impl Ioctl for BoMmapOffset {
     const NR: u32 = uapi::DRM_VGSCHED_BO_MMAP_OFFSET;
     const NAME: &'static CStr = c"VGSCHED_BO_MMAP_OFFSET";
 
-    fn handle(_dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
-        -> Result<u32> {
+    fn handle(
+        _dev: &VgDevice<drm::Registered>,
+        args: &mut Self::Arg,
+        file: &DrmFile,
+    ) -> Result<u32> {
         if args.pad != 0 {
             return Err(EINVAL);
         }
@@ -221,8 +232,11 @@ impl Ioctl for CtxCreate {
     const NR: u32 = uapi::DRM_VGSCHED_CTX_CREATE;
     const NAME: &'static CStr = c"VGSCHED_CTX_CREATE";
 
-    fn handle(dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
-        -> Result<u32> {
+    fn handle(
+        dev: &VgDevice<drm::Registered>,
+        args: &mut Self::Arg,
+        file: &DrmFile,
+    ) -> Result<u32> {
         if args.flags != 0 || args.pad != 0 {
             return Err(EINVAL);
         }
@@ -230,8 +244,9 @@ impl Ioctl for CtxCreate {
         let mut table = inner.contexts.lock();
         let ctx = table.create(args.priority, fdinfo::client_id(file))?;
         if let Err(e) = dev.engine.register_context(&ctx) {
-            // A refused creation leaves nothing behind.
-            let _ = table.remove(ctx.id);
+            // A refused creation leaves nothing behind. The context was
+            // created under the same hold of the table lock, so it is there.
+            kernel::warn_on!(table.remove(ctx.id).is_err());
             return Err(e);
         }
         args.ctx_id = ctx.id;
@@ -247,8 +262,11 @@ impl Ioctl for CtxDestroy {
     const NR: u32 = uapi::DRM_VGSCHED_CTX_DESTROY;
     const NAME: &'static CStr = c"VGSCHED_CTX_DESTROY";
 
-    fn handle(dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
-        -> Result<u32> {
+    fn handle(
+        dev: &VgDevice<drm::Registered>,
+        args: &mut Self::Arg,
+        file: &DrmFile,
+    ) -> Result<u32> {
         if args.pad != 0 {
             return Err(EINVAL);
         }
@@ -268,8 +286,11 @@ impl Ioctl for CtxQuery {
     const NR: u32 = uapi::DRM_VGSCHED_CTX_QUERY;
     const NAME: &'static CStr = c"VGSCHED_CTX_QUERY";
 
-    fn handle(_dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
-        -> Result<u32> {
+    fn handle(
+        _dev: &VgDevice<drm::Registered>,
+        args: &mut Self::Arg,
+        file: &DrmFile,
+    ) -> Result<u32> {
         if args.pad != 0 {
             return Err(EINVAL);
         }
@@ -296,8 +317,11 @@ impl Ioctl for Submit {
     const NR: u32 = uapi::DRM_VGSCHED_SUBMIT;
     const NAME: &'static CStr = c"VGSCHED_SUBMIT";
 
-    fn handle(dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
-        -> Result<u32> {
+    fn handle(
+        dev: &VgDevice<drm::Registered>,
+        args: &mut Self::Arg,
+        file: &DrmFile,
+    ) -> Result<u32> {
         let ctx = file.inner().contexts.lock().get(args.ctx_id)?;
         let Submission { mut spec, writes } = Submission::from_args(args, &dev.topology, file)?;
         // Implicit synchronisation: from here until the job's fence is in
@@ -305,7 +329,8 @@ impl Ioctl for Submit {
         // submission on them orders itself before or after this one. The
         // mappings outlive the lock: an unmap takes the reservation lock.
         let bindings = spec.bindings.clone();
-        let (lock, wait) = ResvLock::lock(&bindings, &writes[..bindings.len()], spec.in_fence.as_ref())?;
+        let (lock, wait) =
+            ResvLock::lock(&bindings, &writes[..bindings.len()], spec.in_fence.as_ref())?;
         spec.in_fence = wait;
         let (seqno, fence, out_fd) = match Engine::submit(dev.engine.as_arc_borrow(), &ctx, spec) {
             Ok(queued) => queued,
@@ -335,8 +360,11 @@ impl Ioctl for Wait {
     const NR: u32 = uapi::DRM_VGSCHED_WAIT;
     const NAME: &'static CStr = c"VGSCHED_WAIT";
 
-    fn handle(_dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
-        -> Result<u32> {
+    fn handle(
+        _dev: &VgDevice<drm::Registered>,
+        args: &mut Self::Arg,
+        file: &DrmFile,
+    ) -> Result<u32> {
         if args.flags & !uapi::DRM_VGSCHED_WAIT_FLAGS != 0 || args.pad != 0 {
             return Err(EINVAL);
         }

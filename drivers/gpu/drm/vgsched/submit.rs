@@ -63,7 +63,10 @@ impl Submission {
         })?;
         let needs = GroupNeeds {
             waves: args.waves_per_group,
-            wave: WaveNeeds { vgpr: args.vgpr_blocks, sgpr: args.sgpr_blocks },
+            wave: WaveNeeds {
+                vgpr: args.vgpr_blocks,
+                sgpr: args.sgpr_blocks,
+            },
             shared: args.shared_mem_blocks,
         };
         let independent = args.flags & uapi::DRM_VGSCHED_SUBMIT_INDEPENDENT != 0;
@@ -73,10 +76,18 @@ impl Submission {
         })?;
         let writes = binding_access(args)?;
         let bindings = bind_buffers(file, args.bindings, args.binding_count)?;
-        let program = load_program(file, args.program_handle, args.program_instrs, bindings.len())?;
+        let program = load_program(
+            file,
+            args.program_handle,
+            args.program_instrs,
+            bindings.len(),
+        )?;
         // The binding of every store is an operand of the instruction, so
         // the validated program names all the slots it can write.
-        if program.iter().any(|i| i.op == Op::St && !writes.get(i.rb as usize).copied().unwrap_or(false)) {
+        if program
+            .iter()
+            .any(|i| i.op == Op::St && !writes.get(i.rb as usize).copied().unwrap_or(false))
+        {
             return Err(EACCES);
         }
         let in_fence = if args.flags & uapi::DRM_VGSCHED_SUBMIT_IN_FENCE != 0 {
@@ -107,7 +118,12 @@ fn binding_access(args: &uapi::drm_vgsched_submit) -> Result<[bool; isa::MAX_BIN
     const WRITE: u32 = uapi::DRM_VGSCHED_BINDING_WRITE;
     let count = args.binding_count as usize;
     let mut writes = [false; isa::MAX_BINDINGS];
-    for (slot, (&access, write)) in args.binding_access.iter().zip(writes.iter_mut()).enumerate() {
+    for (slot, (&access, write)) in args
+        .binding_access
+        .iter()
+        .zip(writes.iter_mut())
+        .enumerate()
+    {
         *write = match access {
             0 if slot >= count => false,
             0 => true,
@@ -159,7 +175,13 @@ fn load_program(file: &DrmFile, handle: u32, instrs: u32, bindings: usize) -> Re
         let hi = (&map).try_read32(i * isa::INSTR_BYTES + 4)?;
         words.push(u64::from(lo) | (u64::from(hi) << 32), GFP_KERNEL)?;
     }
-    let filler = Instr { op: Op::End, rd: 0, ra: 0, rb: 0, imm: 0 };
+    let filler = Instr {
+        op: Op::End,
+        rd: 0,
+        ra: 0,
+        rb: 0,
+        imm: 0,
+    };
     let mut program = KVec::from_elem(filler, len, GFP_KERNEL)?;
     isa::validate(&words, bindings, &mut program).map_err(|_| EINVAL)?;
     Ok(program)
