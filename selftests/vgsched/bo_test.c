@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Buffer objects through the uAPI: create, mmap, share data between
- * mappings, close; and every bad input with its errno.
+ * mappings, close; and every bad input with its errno. Objects the driver
+ * did not create (a dumb buffer of its primary node, a dma-buf of vgem
+ * imported through PRIME) are refused with EINVAL by every ioctl that
+ * takes a handle.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -10,7 +13,7 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
-#include "vgsched_test_util.h"
+#include "vgsched_programs.h"
 
 FIXTURE(bo) {
 	int fd;
@@ -171,6 +174,109 @@ TEST(close_file_with_live_objects_and_mappings)
 	((volatile char *)p)[100] = 7;
 	EXPECT_EQ(7, ((volatile char *)p)[100]);
 	munmap(p, 8192);
+}
+
+/*
+ * Every vgsched ioctl that takes a handle refuses @foreign, a handle of
+ * @fd naming an object vgsched did not create, with EINVAL (an unknown
+ * handle would be ENOENT), and nothing is queued; the same calls with one
+ * of vgsched's own objects then work on @fd.
+ */
+static void foreign_handle_is_refused(struct __test_metadata *_metadata, int fd, __u32 foreign)
+{
+	struct drm_vgsched_ctx_query q;
+	struct vg_buf prog, data, fake_prog = { .handle = foreign };
+	__u64 words[8];
+	unsigned int len = vg_prog_busy_store(words, 1);
+	__u32 ctx = vgsched_ctx_create(fd, 8);
+	int status = 1;
+
+	ASSERT_NE(0, ctx);
+	ASSERT_EQ(-EINVAL, vgsched_bo_mmap_offset(fd, foreign));
+	ASSERT_EQ(0, vg_program(fd, words, len, &prog));
+	ASSERT_EQ(0, vg_buf_create(fd, 4096, &data));
+
+	/* As a binding, alone or next to a good object. */
+	__u32 bind[] = { foreign };
+	__u32 bind2[] = { data.handle, foreign };
+	struct drm_vgsched_submit s = vg_job(ctx, &prog, len, bind, 1, 1, 1, 1);
+
+	ASSERT_EQ(-EINVAL, vgsched_submit(fd, &s));
+	ASSERT_EQ(0, s.seqno);
+	s = vg_job(ctx, &prog, len, bind2, 2, 1, 1, 1);
+	ASSERT_EQ(-EINVAL, vgsched_submit(fd, &s));
+	/* As the program. */
+	s = vg_job(ctx, &fake_prog, 1, &data.handle, 1, 1, 1, 1);
+	ASSERT_EQ(-EINVAL, vgsched_submit(fd, &s));
+	ASSERT_EQ(0, vgsched_ctx_query(fd, ctx, &q));
+	ASSERT_EQ(0, q.jobs_submitted);
+
+	/* The same file with vgsched's own object: mapped, bound and run. */
+	ASSERT_EQ(0, vgsched_bo_mmap_offset(fd, data.handle));
+	s = vg_job(ctx, &prog, len, &data.handle, 1, 1, 1, 1);
+	ASSERT_EQ(0, vgsched_submit(fd, &s));
+	ASSERT_EQ(0, vgsched_wait(fd, ctx, s.seqno, 30 * VG_SECOND_NS, &status));
+	ASSERT_EQ(0, status);
+	vg_buf_destroy(fd, &prog);
+	vg_buf_destroy(fd, &data);
+	vgsched_ctx_destroy(fd, ctx);
+}
+
+/*
+ * A dumb buffer, created through the device's own primary node: the shmem
+ * helper makes it a plain C shmem object, not one of vgsched's type.
+ */
+TEST_F(bo, dumb_buffer_is_refused_by_every_handle_ioctl)
+{
+	int card = vg_open_primary_of(self->fd);
+	__u32 dumb;
+
+	ASSERT_GE(card, 0) TH_LOG("no primary node next to the render node");
+	ASSERT_TRUE(vg_drm_driver_is(card, "vgsched"));
+	dumb = vg_dumb_create(card);
+	ASSERT_NE(0, dumb) TH_LOG("CREATE_DUMB: %s", strerror(errno));
+	foreign_handle_is_refused(_metadata, card, dumb);
+	close(card);
+}
+
+/* A dma-buf exported by vgem and imported into vgsched through PRIME. */
+TEST_F(bo, imported_vgem_dma_buf_is_refused_by_every_handle_ioctl)
+{
+	int vgem = vg_open_card_of_driver("vgem");
+	__u32 vgem_handle, imported;
+	int dmabuf;
+
+	ASSERT_GE(vgem, 0) TH_LOG("no vgem device (CONFIG_DRM_VGEM)");
+	vgem_handle = vg_dumb_create(vgem);
+	ASSERT_NE(0, vgem_handle);
+	dmabuf = vg_prime_export(vgem, vgem_handle);
+	ASSERT_GE(dmabuf, 0);
+	imported = vg_prime_import(self->fd, dmabuf);
+	ASSERT_NE(0, imported) TH_LOG("PRIME import: %s", strerror(errno));
+	foreign_handle_is_refused(_metadata, self->fd, imported);
+	/* Importing the same dma-buf again names the same object. */
+	ASSERT_EQ(imported, vg_prime_import(self->fd, dmabuf));
+	close(dmabuf);
+	close(vgem);
+}
+
+/* vgsched's own object comes back as itself through PRIME, and is usable. */
+TEST_F(bo, own_object_through_prime_is_accepted)
+{
+	__u32 handle = vgsched_bo_create(self->fd, 4096);
+	int other = vgsched_open_render_node();
+	int dmabuf;
+	__u32 imported;
+
+	ASSERT_NE(0, handle);
+	ASSERT_GE(other, 0);
+	dmabuf = vg_prime_export(self->fd, handle);
+	ASSERT_GE(dmabuf, 0);
+	imported = vg_prime_import(other, dmabuf);
+	ASSERT_NE(0, imported);
+	EXPECT_EQ(0, vgsched_bo_mmap_offset(other, imported));
+	close(dmabuf);
+	close(other);
 }
 
 TEST_HARNESS_MAIN

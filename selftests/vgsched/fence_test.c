@@ -2,12 +2,16 @@
 /*
  * Completion fences through the uAPI: a job's sync_file out-fence is
  * poll-able and signals when the job ends; given as another job's
- * in-fence it holds that job back until then.
+ * in-fence it holds that job back until then. WAIT with an absolute
+ * deadline (DRM_VGSCHED_WAIT_ABSOLUTE) ends by it: at once when it has
+ * passed, on time otherwise, even when signals restart the call.
  */
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/time.h>
 #include <unistd.h>
 #include <linux/sync_file.h>
 
@@ -136,6 +140,89 @@ TEST_F(fence, failed_in_fence_cancels_the_waiting_job)
 	ASSERT_EQ(0, vgsched_wait(self->fd, self->ctx_b, jb.seqno, 30 * VG_SECOND_NS, &status));
 	ASSERT_EQ(-ECANCELED, status);
 	close(ja.out_fence_fd);
+}
+
+/* A job of about five seconds on context A, for waits that must time out. */
+static void start_long_job(struct __test_metadata *_metadata, FIXTURE_DATA(fence) *self,
+			   struct busy_job *j)
+{
+	ASSERT_EQ(0, busy_job_init(self->fd, j, self->ctx_a, 5000, 1, 1, 1, 1));
+	ASSERT_EQ(0, busy_submit(self->fd, j));
+	ASSERT_TRUE(still_running(self->fd, self->ctx_a, j->s.seqno));
+}
+
+TEST_F(fence, absolute_deadline_in_the_past_returns_at_once)
+{
+	struct busy_job j;
+	__u64 start;
+
+	start_long_job(_metadata, self, &j);
+	start = vg_now_ns();
+	ASSERT_EQ(-ETIMEDOUT, vgsched_wait_flags(self->fd, self->ctx_a, j.s.seqno,
+						 DRM_VGSCHED_WAIT_ABSOLUTE, start - 1000000, NULL));
+	ASSERT_EQ(-ETIMEDOUT, vgsched_wait_flags(self->fd, self->ctx_a, j.s.seqno,
+						 DRM_VGSCHED_WAIT_ABSOLUTE, 0, NULL));
+	/* No waiting: far less than the job, or a relative wait of that size. */
+	ASSERT_LT(vg_now_ns() - start, 200000000ull);
+	busy_job_fini(self->fd, &j);
+}
+
+TEST_F(fence, absolute_deadline_is_kept)
+{
+	struct busy_job j;
+	__u64 start, took;
+
+	start_long_job(_metadata, self, &j);
+	start = vg_now_ns();
+	ASSERT_EQ(-ETIMEDOUT, vgsched_wait_flags(self->fd, self->ctx_a, j.s.seqno,
+						 DRM_VGSCHED_WAIT_ABSOLUTE, start + 50000000, NULL));
+	took = vg_now_ns() - start;
+	/* Never before the deadline; late only by scheduling. */
+	ASSERT_GE(took, 50000000ull);
+	ASSERT_LT(took, 1000000000ull) TH_LOG("took %llu ns", took);
+	busy_job_fini(self->fd, &j);
+}
+
+static volatile sig_atomic_t alarms;
+
+static void count_alarm(int sig)
+{
+	alarms++;
+}
+
+/*
+ * A timer interrupts the wait every 2 ms; SA_RESTART makes the C library
+ * restart the ioctl each time with the same argument. The absolute wait
+ * still ends at its deadline.
+ */
+TEST_F(fence, absolute_deadline_survives_restarts)
+{
+	struct sigaction sa = { .sa_handler = count_alarm, .sa_flags = SA_RESTART };
+	struct itimerval every_2ms = { .it_interval = { 0, 2000 }, .it_value = { 0, 2000 } };
+	struct itimerval off = {};
+	struct busy_job j;
+	__u64 start, took;
+	int ret;
+
+	start_long_job(_metadata, self, &j);
+	sigemptyset(&sa.sa_mask);
+	ASSERT_EQ(0, sigaction(SIGALRM, &sa, NULL));
+	alarms = 0;
+	start = vg_now_ns();
+	ASSERT_EQ(0, setitimer(ITIMER_REAL, &every_2ms, NULL));
+	ret = vgsched_wait_flags(self->fd, self->ctx_a, j.s.seqno, DRM_VGSCHED_WAIT_ABSOLUTE,
+				 start + 300000000, NULL);
+	took = vg_now_ns() - start;
+	setitimer(ITIMER_REAL, &off, NULL);
+	signal(SIGALRM, SIG_DFL);
+	ASSERT_EQ(-ETIMEDOUT, ret);
+	/* Signals did arrive during the wait, so it was restarted. */
+	ASSERT_GE(alarms, 10);
+	ASSERT_GE(took, 300000000ull);
+	/* The job has seconds left: the wait ended by its deadline, not with the job. */
+	ASSERT_LT(took, 1500000000ull) TH_LOG("took %llu ns", took);
+	ASSERT_TRUE(still_running(self->fd, self->ctx_a, j.s.seqno));
+	busy_job_fini(self->fd, &j);
 }
 
 TEST_HARNESS_MAIN

@@ -3,6 +3,9 @@
  * Job submission through the uAPI: real results over buffer objects for
  * several grid shapes, two processes at once, and every bad input of
  * SUBMIT and WAIT with its errno, the device still working afterwards.
+ * With the module reloaded under the grouped and the sampled resource
+ * finder, needs that finder rounds past the module are refused (E2BIG)
+ * instead of waiting forever, and the largest need it places runs.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -279,7 +282,7 @@ TEST_F(submit, bad_input_gets_precise_errno_and_changes_nothing)
 	ASSERT_EQ(-EINVAL, vgsched_wait(self->fd, self->ctx, 1, 0, NULL)) TH_LOG("nothing submitted");
 	ASSERT_EQ(-EINVAL, vgsched_wait(self->fd, self->ctx, 0, 0, NULL));
 	ASSERT_EQ(-ENOENT, vgsched_wait(self->fd, 999, 1, 0, NULL));
-	w.flags = 1;
+	w.flags = 1u << 5;
 	ASSERT_EQ(-1, ioctl(self->fd, DRM_IOCTL_VGSCHED_WAIT, &w));
 	ASSERT_EQ(EINVAL, errno);
 	w.flags = 0;
@@ -333,6 +336,86 @@ TEST_F(submit, out_of_bounds_access_faults_only_that_job)
 	vg_buf_destroy(self->fd, &a);
 	vg_buf_destroy(self->fd, &b);
 	vg_buf_destroy(self->fd, &c);
+}
+
+/*
+ * Under module parameters @params, SUBMIT refuses with E2BIG each need of
+ * @refused (shared-memory blocks of a work-group, or vector register
+ * blocks of its one wave with @vgpr) and accepts and runs @largest right.
+ */
+static void finder_limits(struct __test_metadata *_metadata, const char *params, int vgpr,
+			  const __u32 *refused, int nrefused, __u32 largest)
+{
+	struct vg_buf prog, out;
+	__u64 words[8];
+	unsigned int len = vg_prog_busy_store(words, 3);
+	struct drm_vgsched_ctx_query q;
+	int fd, status = 1;
+	__u32 ctx;
+
+	ASSERT_EQ(0, vgsched_module_unload());
+	ASSERT_EQ(0, vgsched_module_load(params)) TH_LOG("%s", params);
+	fd = vgsched_open_render_node();
+	ASSERT_GE(fd, 0);
+	ctx = vgsched_ctx_create(fd, 8);
+	ASSERT_NE(0, ctx);
+	ASSERT_EQ(0, vg_program(fd, words, len, &prog));
+	ASSERT_EQ(0, vg_buf_create(fd, 4096, &out));
+	memset(out.map, 0xff, 4096);
+	struct drm_vgsched_submit s = vg_job(ctx, &prog, len, &out.handle, 1, 2, 1, 64);
+
+	for (int i = 0; i < nrefused; i++) {
+		s.seqno = 0;
+		if (vgpr)
+			s.vgpr_blocks = refused[i];
+		else
+			s.shared_mem_blocks = refused[i];
+		EXPECT_EQ(-E2BIG, vgsched_submit(fd, &s)) TH_LOG("%s: need %u accepted", params, refused[i]);
+	}
+	ASSERT_EQ(0, vgsched_ctx_query(fd, ctx, &q));
+	ASSERT_EQ(0, q.jobs_submitted);
+	s.seqno = 0;
+	if (vgpr)
+		s.vgpr_blocks = largest;
+	else
+		s.shared_mem_blocks = largest;
+	ASSERT_EQ(0, vgsched_submit(fd, &s));
+	ASSERT_EQ(0, vgsched_wait(fd, ctx, s.seqno, 30 * VG_SECOND_NS, &status));
+	ASSERT_EQ(0, status);
+	for (int t = 0; t < 2 * 64; t++) {
+		ASSERT_EQ(t, ((__u32 *)out.map)[t]);
+	}
+	vg_buf_destroy(fd, &prog);
+	vg_buf_destroy(fd, &out);
+	close(fd);
+	ASSERT_EQ(0, vgsched_module_unload());
+	ASSERT_EQ(0, vgsched_module_load(""));
+}
+
+/* Sampled: a need of 33 to 48 blocks looks for 64 on the 48-block module. */
+TEST(sampled_finder_refuses_needs_it_rounds_past_the_module)
+{
+	__u32 refused[16];
+
+	for (int i = 0; i < 16; i++)
+		refused[i] = 33 + i;
+	finder_limits(_metadata, "finder=2", 0, refused, 16, 32);
+}
+
+/* Grouped by 4: on a 50-block module 49 and 50 round to 52 of 48 usable. */
+TEST(grouped_finder_refuses_needs_it_rounds_past_the_module)
+{
+	static const __u32 refused[] = { 49, 50 };
+
+	finder_limits(_metadata, "finder=1 shared_mem_blocks=50", 0, refused, 2, 48);
+}
+
+/* Grouped by 4: one wave of 125 or 126 of a unit's 126 register blocks. */
+TEST(grouped_finder_refuses_registers_it_rounds_past_the_unit)
+{
+	static const __u32 refused[] = { 125, 126 };
+
+	finder_limits(_metadata, "finder=1 vgpr_blocks=126", 1, refused, 2, 124);
 }
 
 TEST_HARNESS_MAIN

@@ -104,6 +104,27 @@ static inline unsigned int vg_prog_slow_store(__u64 *p, int loops)
 	return n;
 }
 
+/*
+ * Like vg_prog_slow_store, but after the loop every thread copies word
+ * (global id) of binding 0 to the same word of binding 1: a job that only
+ * reads binding 0, at its end.
+ */
+static inline unsigned int vg_prog_slow_copy(__u64 *p, int loops)
+{
+	unsigned int n = 0;
+
+	p[n++] = I(MOVI, 0, 0, 0, loops);
+	for (int i = 0; i < 4; i++)
+		p[n++] = I(LD, 2, 3, 0, 0);			/* 1-4: loop */
+	p[n++] = I(ADDI, 0, 0, 0, -1);
+	p[n++] = I(BRNZ, 0, 0, 0, 1);
+	p[n++] = I(SREG, 1, 0, 0, DRM_VGSCHED_SREG_GLOBAL_ID);
+	p[n++] = I(LD, 2, 1, 0, 0);
+	p[n++] = I(ST, 2, 1, 1, 0);
+	p[n++] = I(END, 0, 0, 0, 0);
+	return n;
+}
+
 #undef I
 
 /* A submission of @prog over @groups x @waves x @threads with bindings. */

@@ -17,6 +17,8 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "vgsched_drm.h"
 
@@ -285,6 +287,111 @@ static inline int vgsched_placements(__u64 client, unsigned int ctx, struct vg_p
 	}
 	free(buf);
 	return ret ? ret : n;
+}
+
+/* Whether the DRM device open on @fd is driven by @driver. */
+static inline int vg_drm_driver_is(int fd, const char *driver)
+{
+	char name[32] = { 0 };
+	struct drm_version v = { .name = name, .name_len = sizeof(name) - 1 };
+
+	return ioctl(fd, DRM_IOCTL_VERSION, &v) == 0 && strcmp(name, driver) == 0;
+}
+
+/*
+ * Opens the primary node (/dev/dri/cardN) of the device whose render node
+ * is open on @render_fd, found through sysfs (the render node's device
+ * directory lists its sibling nodes under drm/); -1 if there is none.
+ */
+static inline int vg_open_primary_of(int render_fd)
+{
+	char path[96];
+	struct stat st;
+	struct dirent *e;
+	DIR *dir;
+	int fd = -1;
+
+	if (fstat(render_fd, &st))
+		return -1;
+	snprintf(path, sizeof(path), "/sys/dev/char/%u:%u/device/drm",
+		 major(st.st_rdev), minor(st.st_rdev));
+	dir = opendir(path);
+	if (!dir)
+		return -1;
+	while (fd < 0 && (e = readdir(dir))) {
+		unsigned int n;
+
+		if (sscanf(e->d_name, "card%u", &n) != 1)
+			continue;
+		snprintf(path, sizeof(path), "/dev/dri/card%u", n);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+	}
+	closedir(dir);
+	return fd;
+}
+
+/* Opens the first primary node driven by @driver; -1 if there is none. */
+static inline int vg_open_card_of_driver(const char *driver)
+{
+	char path[64];
+
+	for (int n = 0; n < 64; n++) {
+		int fd;
+
+		snprintf(path, sizeof(path), "/dev/dri/card%d", n);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (vg_drm_driver_is(fd, driver))
+			return fd;
+		close(fd);
+	}
+	return -1;
+}
+
+/* DRM_IOCTL_MODE_CREATE_DUMB of a 64 x 64, 32 bpp buffer; its handle, or 0 with errno set. */
+static inline __u32 vg_dumb_create(int fd)
+{
+	struct drm_mode_create_dumb c = { .width = 64, .height = 64, .bpp = 32 };
+
+	return ioctl(fd, DRM_IOCTL_MODE_CREATE_DUMB, &c) ? 0 : c.handle;
+}
+
+/* DRM_IOCTL_PRIME_HANDLE_TO_FD (read-write); the dma-buf fd or -errno. */
+static inline int vg_prime_export(int fd, __u32 handle)
+{
+	struct drm_prime_handle p = { .handle = handle, .flags = DRM_CLOEXEC | DRM_RDWR };
+
+	return ioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &p) ? -errno : p.fd;
+}
+
+/* DRM_IOCTL_PRIME_FD_TO_HANDLE; the handle, or 0 with errno set. */
+static inline __u32 vg_prime_import(int fd, int dmabuf_fd)
+{
+	struct drm_prime_handle p = { .fd = dmabuf_fd };
+
+	return ioctl(fd, DRM_IOCTL_PRIME_FD_TO_HANDLE, &p) ? 0 : p.handle;
+}
+
+/* DRM_IOCTL_VGSCHED_BO_MMAP_OFFSET alone; 0 or -errno. */
+static inline int vgsched_bo_mmap_offset(int fd, __u32 handle)
+{
+	struct drm_vgsched_bo_mmap_offset m = { .handle = handle };
+
+	return ioctl(fd, DRM_IOCTL_VGSCHED_BO_MMAP_OFFSET, &m) ? -errno : 0;
+}
+
+/* DRM_IOCTL_VGSCHED_WAIT with @flags; 0 (job status in *status) or -errno. */
+static inline int vgsched_wait_flags(int fd, __u32 ctx, __u64 seqno, __u32 flags, __u64 timeout_ns,
+				     int *status)
+{
+	struct drm_vgsched_wait w = { .ctx_id = ctx, .flags = flags, .seqno = seqno,
+				      .timeout_ns = timeout_ns };
+	int ret = ioctl(fd, DRM_IOCTL_VGSCHED_WAIT, &w) ? -errno : 0;
+
+	if (!ret && status)
+		*status = w.status;
+	return ret;
 }
 
 #endif /* VGSCHED_TEST_UTIL_H */

@@ -21,7 +21,7 @@ extern "C" {
 /** The uAPI version a driver reports; bump minor for additions. */
 enum drm_vgsched_uapi_version {
 	DRM_VGSCHED_UAPI_MAJOR = 1,
-	DRM_VGSCHED_UAPI_MINOR = 2,
+	DRM_VGSCHED_UAPI_MINOR = 3,
 };
 
 /** Driver-private ioctl numbers, offset from DRM_COMMAND_BASE. */
@@ -314,6 +314,18 @@ struct drm_vgsched_ctx_query {
 	(DRM_VGSCHED_SUBMIT_INDEPENDENT | DRM_VGSCHED_SUBMIT_IN_FENCE | \
 	 DRM_VGSCHED_SUBMIT_OUT_FENCE)
 
+/*
+ * Access modes of a binding, in @binding_access of struct
+ * drm_vgsched_submit (uAPI 1.3). 0, what callers built against 1.2 pass,
+ * means READ | WRITE; WRITE alone is not a mode (-EINVAL).
+ */
+/** The job loads from the binding. */
+#define DRM_VGSCHED_BINDING_READ	(1u << 0)
+/** The job stores to the binding. */
+#define DRM_VGSCHED_BINDING_WRITE	(1u << 1)
+#define DRM_VGSCHED_BINDING_FLAGS \
+	(DRM_VGSCHED_BINDING_READ | DRM_VGSCHED_BINDING_WRITE)
+
 /**
  * struct drm_vgsched_submit - argument of DRM_IOCTL_VGSCHED_SUBMIT.
  *
@@ -361,22 +373,44 @@ struct drm_vgsched_submit {
 	__u32 group_priority;
 	/** @seqno: out: the job's sequence number in its context, from 1. */
 	__u64 seqno;
+	/**
+	 * @binding_access: DRM_VGSCHED_BINDING_* of each binding slot below
+	 * @binding_count (0: read-write), 0 for the others; a store to a slot
+	 * without DRM_VGSCHED_BINDING_WRITE is refused (-EACCES). The job
+	 * waits for the fences in each bound object's reservation object
+	 * (the writers' for a read-only slot, all for a written one) and
+	 * adds its own fence there, as a writer or a reader (uAPI 1.3).
+	 */
+	__u32 binding_access[DRM_VGSCHED_ISA_MAX_BINDINGS];
 };
+
+/* Flags of struct drm_vgsched_wait. */
+/**
+ * @timeout_ns is an absolute CLOCK_MONOTONIC time, so a wait restarted
+ * after a signal still ends by it (uAPI 1.3).
+ */
+#define DRM_VGSCHED_WAIT_ABSOLUTE	(1u << 0)
+#define DRM_VGSCHED_WAIT_FLAGS		DRM_VGSCHED_WAIT_ABSOLUTE
 
 /**
  * struct drm_vgsched_wait - argument of DRM_IOCTL_VGSCHED_WAIT.
  *
  * Waits until job @seqno of context @ctx_id has finished, or @timeout_ns
  * passed (-ETIMEDOUT; 0 only polls). Jobs finish in order within a context.
+ * A relative timeout starts again when the call is restarted after a
+ * signal; an absolute one (DRM_VGSCHED_WAIT_ABSOLUTE) does not.
  */
 struct drm_vgsched_wait {
 	/** @ctx_id: the context. */
 	__u32 ctx_id;
-	/** @flags: must be zero. */
+	/** @flags: DRM_VGSCHED_WAIT_* bits. */
 	__u32 flags;
 	/** @seqno: a sequence number SUBMIT returned on this context. */
 	__u64 seqno;
-	/** @timeout_ns: relative timeout in nanoseconds. */
+	/**
+	 * @timeout_ns: relative timeout in nanoseconds, or with
+	 * DRM_VGSCHED_WAIT_ABSOLUTE the CLOCK_MONOTONIC deadline.
+	 */
 	__u64 timeout_ns;
 	/**
 	 * @status: out: how the job ended: 0 success, -EFAULT an access out

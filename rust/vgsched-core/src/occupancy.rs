@@ -196,6 +196,53 @@ impl<'a> Occupancy<'a> {
         Ok(())
     }
 
+    /// Checks that a work-group with `needs` can ever be placed on an idle
+    /// module when ranges are found with `finder`: [`Occupancy::check_fits`]
+    /// plus the finder's rounding. The grouped finder searches lengths
+    /// rounded up to whole groups and sees only the whole groups of a map;
+    /// the sampled one searches lengths rounded up to a power of two
+    /// ([`FinderKind::search_len`]). So on a 48-block module the sampled
+    /// finder never places a need of 33 to 48 blocks (it looks for 64).
+    /// A unit gets at most `ceil(waves / units)` waves of a whole group
+    /// (the split table), one wave of a split piece.
+    pub fn check_placeable(
+        topo: &Topology,
+        needs: &GroupNeeds,
+        independent: bool,
+        finder: FinderKind,
+    ) -> Result<(), FitError> {
+        Self::check_fits(topo, needs, independent)?;
+        // `search_len(1)` is the finder's granule (the group size of the
+        // grouped finder, else 1): a map of `bits` blocks offers whole
+        // granules only.
+        let granule = finder.search_len(1).max(1);
+        let found = |bits: u32, len: Option<u32>| match len {
+            Some(0) => true,
+            Some(len) => {
+                let bits = bits as usize;
+                finder.search_len(len as usize) <= bits - bits % granule
+            }
+            None => false,
+        };
+        if !found(topo.shared_mem_blocks, Some(needs.shared)) {
+            return Err(FitError::GroupTooBig);
+        }
+        let per_unit = if independent {
+            1
+        } else {
+            needs.waves.div_ceil(topo.units_per_module.max(1))
+        };
+        let vgpr = per_unit.checked_mul(needs.wave.vgpr);
+        let sgpr = per_unit.checked_mul(needs.wave.sgpr);
+        if found(topo.vgpr_blocks, vgpr) && found(topo.sgpr_blocks, sgpr) {
+            Ok(())
+        } else if per_unit == 1 {
+            Err(FitError::WaveTooBig)
+        } else {
+            Err(FitError::GroupTooBig)
+        }
+    }
+
     /// The vector-register map of a unit.
     pub fn vgpr_map(&self, module: u32, unit: u32) -> &[u64] {
         &self.words[self.layout.vgpr(module, unit)]
@@ -393,6 +440,86 @@ mod tests {
         assert_eq!(Occupancy::check_fits(&t, &needs(7, 4, 1, 0), true), Ok(()));
         assert_eq!(Occupancy::check_fits(&t, &needs(7, 9, 1, 0), true), Err(FitError::WaveTooBig));
         assert_eq!(Occupancy::check_fits(&t, &needs(7, 1, 1, 11), true), Err(FitError::GroupTooBig));
+    }
+
+    /// Whether `needs` is placed on an idle device by `finder`: the real
+    /// search on empty maps, whole and (if independent) as one-wave pieces.
+    fn placed_on_idle(t: &Topology, n: &GroupNeeds, independent: bool, finder: FinderKind) -> bool {
+        use super::super::split::RotatingPointer;
+        if Occupancy::check_fits(t, n, independent).is_err() {
+            return false;
+        }
+        let mut maps = Maps::new(t);
+        let occ = maps.occ(t).with_finder(finder);
+        let place = |n: &GroupNeeds| {
+            let mut units = [0u8; MAX_WAVES_PER_GROUP as usize];
+            RotatingPointer::new(t.units_per_module).wave_units(n.waves, t.units_per_module, &mut units);
+            occ.try_place(0, n, &units).is_some()
+        };
+        place(n) || (independent && place(&GroupNeeds { waves: 1, ..*n }))
+    }
+
+    #[test]
+    fn placeable_agrees_with_the_finders_on_every_need() {
+        let finders = [FinderKind::Exact, FinderKind::Grouped { group: 4 }, FinderKind::Sampled];
+        // The default device, and one whose sizes are not multiples of a
+        // group nor powers of two.
+        let odd = Topology {
+            units_per_module: 3,
+            vgpr_blocks: 30,
+            sgpr_blocks: 13,
+            wave_slots: 5,
+            shared_mem_blocks: 50,
+            ..Topology::DEFAULT
+        };
+        for t in [Topology::DEFAULT, odd] {
+            for finder in finders {
+                for independent in [false, true] {
+                    for shared in 0..=t.shared_mem_blocks + 1 {
+                        let n = needs(2, 1, 1, shared);
+                        let want = placed_on_idle(&t, &n, independent, finder);
+                        let got = Occupancy::check_placeable(&t, &n, independent, finder);
+                        assert_eq!(got.is_ok(), want, "{finder:?} shared {shared}");
+                    }
+                    for waves in 1..=2 * t.units_per_module + 1 {
+                        for vgpr in 0..=t.vgpr_blocks + 1 {
+                            let n = needs(waves, vgpr, 1, 0);
+                            let want = placed_on_idle(&t, &n, independent, finder);
+                            let got = Occupancy::check_placeable(&t, &n, independent, finder);
+                            assert_eq!(got.is_ok(), want, "{finder:?} {waves} waves of {vgpr} vgpr");
+                        }
+                        for sgpr in 0..=t.sgpr_blocks + 1 {
+                            let n = needs(waves, 1, sgpr, 0);
+                            let want = placed_on_idle(&t, &n, independent, finder);
+                            let got = Occupancy::check_placeable(&t, &n, independent, finder);
+                            assert_eq!(got.is_ok(), want, "{finder:?} {waves} waves of {sgpr} sgpr");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn placeable_names_the_rounded_needs() {
+        let t = Topology::DEFAULT;
+        let check = |shared, finder| Occupancy::check_placeable(&t, &needs(1, 1, 1, shared), false, finder);
+        // Sampled: 33..=48 blocks look for 64 on a 48-block module.
+        assert_eq!(check(32, FinderKind::Sampled), Ok(()));
+        for shared in 33..=48 {
+            assert_eq!(check(shared, FinderKind::Sampled), Err(FitError::GroupTooBig));
+            assert_eq!(check(shared, FinderKind::Exact), Ok(()));
+        }
+        // Grouped by 4 on a 50-block module: 49 and 50 round to 52.
+        let t = Topology { shared_mem_blocks: 50, ..Topology::DEFAULT };
+        let grouped = |shared| Occupancy::check_placeable(&t, &needs(1, 1, 1, shared), false, FinderKind::Grouped { group: 4 });
+        assert_eq!(grouped(48), Ok(()));
+        assert_eq!(grouped(49), Err(FitError::GroupTooBig));
+        // One wave rounded past its unit is a wave too big.
+        let t = Topology { vgpr_blocks: 126, ..Topology::DEFAULT };
+        let wave = |vgpr| Occupancy::check_placeable(&t, &needs(1, vgpr, 1, 0), false, FinderKind::Grouped { group: 4 });
+        assert_eq!(wave(124), Ok(()));
+        assert_eq!(wave(125), Err(FitError::WaveTooBig));
     }
 
     #[test]

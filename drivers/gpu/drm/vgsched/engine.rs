@@ -792,19 +792,24 @@ impl Engine {
         }
     }
 
-    /// Queues a job on `ctx`. Returns its sequence number and, if asked,
-    /// the reserved sync_file descriptor of its fence (to install once the
-    /// ioctl cannot fail any more).
+    /// Queues a job on `ctx`. Returns its sequence number, its completion
+    /// fence and, if asked, the reserved sync_file descriptor of that fence
+    /// (to install once the ioctl cannot fail any more).
     ///
-    /// `ENOENT` if the context is gone, `ECANCELED` if it is guilty,
-    /// `EBUSY` if it has [`MAX_JOBS_IN_FLIGHT`] unfinished jobs, `ENODEV`
-    /// once shut down. Everything the job needs is allocated before the
-    /// engine lock is taken.
+    /// `E2BIG` if the resource finder in use can never place a work-group
+    /// of the job, `ENOENT` if the context is gone, `ECANCELED` if it is
+    /// guilty, `EBUSY` if it has [`MAX_JOBS_IN_FLIGHT`] unfinished jobs,
+    /// `ENODEV` once shut down. Everything the job needs is allocated before
+    /// the engine lock is taken.
     pub(crate) fn submit(
         this: ArcBorrow<'_, Self>,
         ctx: &Arc<Context>,
         spec: JobSpec,
-    ) -> Result<(u64, Option<OutFenceFd>)> {
+    ) -> Result<(u64, Fence, Option<OutFenceFd>)> {
+        // The finder rounds needs up (to whole groups, to powers of two):
+        // what it can never place would wait forever.
+        Occupancy::check_placeable(&this.topology, &spec.needs, spec.independent, this.params.finder)
+            .map_err(|_| E2BIG)?;
         // Held across the whole submission: this context's jobs are
         // numbered in the order they are queued.
         let mut sub = ctx.submissions.lock();
@@ -835,10 +840,10 @@ impl Engine {
             st.next_job_id += 1;
         }
         sub.last_seqno = seqno;
-        sub.recent[(seqno % MAX_JOBS_IN_FLIGHT) as usize] = Some(fence);
+        sub.recent[(seqno % MAX_JOBS_IN_FLIGHT) as usize] = Some(fence.clone());
         drop(sub);
         Self::kick(this);
-        Ok((seqno, out_fd))
+        Ok((seqno, fence, out_fd))
     }
 
     /// What the engine knows of `ctx`, for `CTX_QUERY`; `ENOENT` if it is

@@ -18,6 +18,7 @@
 #include <linux/fcntl.h>
 #include <linux/file.h>
 #include <linux/jiffies.h>
+#include <linux/ktime.h>
 #include <linux/slab.h>
 #include <linux/sync_file.h>
 
@@ -82,6 +83,17 @@ long vgsched_fence_wait(struct dma_fence *fence, u64 timeout_ns)
 
 	/* A timeout of 0 asks whether it has signalled without waiting. */
 	return dma_fence_wait_timeout(fence, true, min_t(u64, jiffies, MAX_SCHEDULE_TIMEOUT));
+}
+
+long vgsched_fence_wait_until(struct dma_fence *fence, u64 deadline_ns)
+{
+	u64 now = ktime_get_ns();
+
+	/*
+	 * The time left is computed again on every call, so a wait restarted
+	 * after a signal still ends by the deadline; past it, this polls.
+	 */
+	return vgsched_fence_wait(fence, deadline_ns > now ? deadline_ns - now : 0);
 }
 
 struct dma_fence *vgsched_sync_file_fence(int fd)

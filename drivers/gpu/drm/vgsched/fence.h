@@ -8,7 +8,9 @@
 #include <linux/types.h>
 
 struct dma_fence;
+struct drm_gem_object;
 struct file;
+struct vgsched_resv_set;
 struct vgsched_fence_waiter;
 
 u64 vgsched_fence_context_alloc(void);
@@ -18,6 +20,7 @@ void vgsched_fence_put(struct dma_fence *fence);
 void vgsched_fence_signal(struct dma_fence *fence, int error);
 int vgsched_fence_status(struct dma_fence *fence);
 long vgsched_fence_wait(struct dma_fence *fence, u64 timeout_ns);
+long vgsched_fence_wait_until(struct dma_fence *fence, u64 deadline_ns);
 struct dma_fence *vgsched_sync_file_fence(int fd);
 int vgsched_sync_file_reserve(struct dma_fence *fence, struct file **file);
 void vgsched_sync_file_install(int fd, struct file *file);
@@ -25,5 +28,12 @@ void vgsched_sync_file_abort(int fd, struct file *file);
 struct vgsched_fence_waiter *vgsched_fence_waiter_add(struct dma_fence *fence,
 						      void (*func)(void *data), void *data);
 void vgsched_fence_waiter_free(struct vgsched_fence_waiter *waiter);
+
+/* Implicit synchronisation of a submission (resv.c). */
+struct vgsched_resv_set *vgsched_resv_lock(struct drm_gem_object **objs, const bool *writes,
+					   unsigned int count, struct dma_fence *in_fence,
+					   struct dma_fence **wait);
+void vgsched_resv_publish(struct vgsched_resv_set *set, struct dma_fence *fence);
+void vgsched_resv_unlock(struct vgsched_resv_set *set);
 
 #endif /* _VGSCHED_FENCE_H_ */

@@ -5,15 +5,38 @@
 //! Linux 7.3 has no Rust abstraction for either, so the operations live in
 //! `fence.c`; this file gives them owning types: [`Fence`] holds one
 //! reference, [`OutFenceFd`] a reserved but not yet installed file
-//! descriptor, [`Waiter`] a callback armed on a fence.
+//! descriptor, [`Waiter`] a callback armed on a fence, [`ResvLock`] the
+//! reservation locks of a job's bound objects during its submission
+//! (implicit synchronisation, `resv.c`).
 
-use core::ptr::NonNull;
+use core::{marker::PhantomData, ptr::NonNull};
 
-use kernel::{bindings, ffi::c_void, prelude::*};
+use kernel::{
+    bindings,
+    drm::gem::{shmem::VMapOwned, IntoGEMObject},
+    error::from_err_ptr,
+    ffi::c_void,
+    prelude::*,
+};
+
+use crate::{gem::VgObject, vgsched_core::isa};
 
 /// Opaque C waiter (`struct vgsched_fence_waiter` of `fence.c`).
 #[repr(C)]
 struct RawWaiter {
+    _opaque: [u8; 0],
+}
+
+/// Opaque C lock set (`struct vgsched_resv_set` of `resv.c`).
+#[repr(C)]
+struct RawResvSet {
+    _opaque: [u8; 0],
+}
+
+/// Opaque `struct drm_gem_object` (the generated binding is not FFI-safe
+/// by lint).
+#[repr(C)]
+struct RawGemObject {
     _opaque: [u8; 0],
 }
 
@@ -31,11 +54,10 @@ extern "C" {
     fn vgsched_fence_signal(fence: *mut bindings::dma_fence, error: c_int);
     fn vgsched_fence_status(fence: *mut bindings::dma_fence) -> c_int;
     fn vgsched_fence_wait(fence: *mut bindings::dma_fence, timeout_ns: u64) -> c_long;
+    fn vgsched_fence_wait_until(fence: *mut bindings::dma_fence, deadline_ns: u64) -> c_long;
     fn vgsched_sync_file_fence(fd: c_int) -> *mut bindings::dma_fence;
-    fn vgsched_sync_file_reserve(
-        fence: *mut bindings::dma_fence,
-        file: *mut *mut RawFile,
-    ) -> c_int;
+    fn vgsched_sync_file_reserve(fence: *mut bindings::dma_fence, file: *mut *mut RawFile)
+        -> c_int;
     fn vgsched_sync_file_install(fd: c_int, file: *mut RawFile);
     fn vgsched_sync_file_abort(fd: c_int, file: *mut RawFile);
     fn vgsched_fence_waiter_add(
@@ -44,6 +66,15 @@ extern "C" {
         data: *mut c_void,
     ) -> *mut RawWaiter;
     fn vgsched_fence_waiter_free(waiter: *mut RawWaiter);
+    fn vgsched_resv_lock(
+        objs: *mut *mut RawGemObject,
+        writes: *const bool,
+        count: c_uint,
+        in_fence: *mut bindings::dma_fence,
+        wait: *mut *mut bindings::dma_fence,
+    ) -> *mut RawResvSet;
+    fn vgsched_resv_publish(set: *mut RawResvSet, fence: *mut bindings::dma_fence);
+    fn vgsched_resv_unlock(set: *mut RawResvSet);
 }
 
 /// A new fence timeline: fences of one context share it and signal in
@@ -82,7 +113,9 @@ impl Fence {
         // SAFETY: No preconditions; the new fence comes with one reference.
         let ptr = unsafe { vgsched_fence_create(timeline, seqno) };
         // INVARIANT: The reference of the creation is ours.
-        Ok(Self { ptr: NonNull::new(ptr).ok_or(ENOMEM)? })
+        Ok(Self {
+            ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
+        })
     }
 
     /// The fence of the `sync_file` behind descriptor `fd` of the calling
@@ -91,7 +124,9 @@ impl Fence {
         // SAFETY: No preconditions; a non-NULL result carries a reference.
         let ptr = unsafe { vgsched_sync_file_fence(fd) };
         // INVARIANT: `sync_file_get_fence()` gave us a reference.
-        Ok(Self { ptr: NonNull::new(ptr).ok_or(EINVAL)? })
+        Ok(Self {
+            ptr: NonNull::new(ptr).ok_or(EINVAL)?,
+        })
     }
 
     /// Signals the fence, with `error` (a negative errno) unless it is 0.
@@ -111,10 +146,25 @@ impl Fence {
     pub(crate) fn wait(&self, timeout_ns: u64) -> Result<WaitResult> {
         // SAFETY: By the type invariant the fence is live; we may sleep here.
         let ret = unsafe { vgsched_fence_wait(self.ptr.as_ptr(), timeout_ns) };
+        Self::wait_result(ret)
+    }
+
+    /// Waits, interruptibly, for the fence to signal until `deadline_ns`
+    /// on `CLOCK_MONOTONIC`; a deadline already past only checks it.
+    pub(crate) fn wait_until(&self, deadline_ns: u64) -> Result<WaitResult> {
+        // SAFETY: By the type invariant the fence is live; we may sleep here.
+        let ret = unsafe { vgsched_fence_wait_until(self.ptr.as_ptr(), deadline_ns) };
+        Self::wait_result(ret)
+    }
+
+    /// What `dma_fence_wait_timeout()`'s return value says.
+    fn wait_result(ret: c_long) -> Result<WaitResult> {
         match ret {
             0 => Ok(WaitResult::TimedOut),
             r if r > 0 => Ok(WaitResult::Signalled),
-            r => Err(Error::from_errno(r as i32)),
+            r => Err(Error::from_errno(
+                i32::try_from(r).unwrap_or(EINVAL.to_errno()),
+            )),
         }
     }
 
@@ -145,7 +195,9 @@ impl Fence {
         // SAFETY: The fence is live and the caller vouches for `func` and `data`.
         let raw = unsafe { vgsched_fence_waiter_add(self.ptr.as_ptr(), func, data) };
         // INVARIANT: As returned by `vgsched_fence_waiter_add`.
-        Ok(Waiter { raw: NonNull::new(raw).ok_or(ENOMEM)? })
+        Ok(Waiter {
+            raw: NonNull::new(raw).ok_or(ENOMEM)?,
+        })
     }
 }
 
@@ -154,7 +206,9 @@ impl Clone for Fence {
         // SAFETY: The fence is live; this takes another reference.
         let ptr = unsafe { vgsched_fence_get(self.ptr.as_ptr()) };
         // INVARIANT: `dma_fence_get()` returns its argument with a new reference.
-        Self { ptr: NonNull::new(ptr).unwrap_or(self.ptr) }
+        Self {
+            ptr: NonNull::new(ptr).unwrap_or(self.ptr),
+        }
     }
 }
 
@@ -218,5 +272,87 @@ impl Drop for Waiter {
         // the callback and waits out a run of it already in progress, so
         // `data` is never used after this returns.
         unsafe { vgsched_fence_waiter_free(self.raw.as_ptr()) };
+    }
+}
+
+/// The reservation locks of the objects a job binds, held while it is
+/// queued so that no other submission slips between the fences the job
+/// waits for and its own fence joining them (see `resv.c`).
+///
+/// # Invariants
+///
+/// `raw` was returned by `vgsched_resv_lock` for objects that `'a` keeps
+/// referenced, and is released exactly once: by [`ResvLock::publish`] or
+/// on drop. It is `!Send`: ww mutexes are unlocked by the task that took
+/// them.
+pub(crate) struct ResvLock<'a> {
+    raw: NonNull<RawResvSet>,
+    _objects: PhantomData<&'a [VMapOwned<VgObject>]>,
+}
+
+impl<'a> ResvLock<'a> {
+    /// Locks the reservations of the objects behind `maps` (`writes[i]`:
+    /// the job stores to `maps[i]`), reserves a fence slot in each and
+    /// returns the lock with the one fence the job must wait for: the
+    /// fences already there (all of them for an object it writes, the
+    /// writers' for one it only reads) together with `in_fence`. `None`
+    /// when there is nothing to wait for. May be interrupted (`EINTR`,
+    /// `ERESTARTSYS`).
+    ///
+    /// No reservation lock of these objects may be taken on this thread
+    /// (a vmap, a vunmap) until the lock is released.
+    pub(crate) fn lock(
+        maps: &'a [VMapOwned<VgObject>],
+        writes: &[bool],
+        in_fence: Option<&Fence>,
+    ) -> Result<(Self, Option<Fence>)> {
+        let count = maps.len();
+        if count > isa::MAX_BINDINGS || writes.len() != count {
+            return Err(EINVAL);
+        }
+        let mut objs = [core::ptr::null_mut(); isa::MAX_BINDINGS];
+        for (obj, map) in objs.iter_mut().zip(maps) {
+            *obj = map.owner().as_raw().cast();
+        }
+        let in_fence = in_fence.map_or(core::ptr::null_mut(), |f| f.ptr.as_ptr());
+        let mut wait = core::ptr::null_mut();
+        // SAFETY: `objs` holds `count` live GEM objects (referenced by
+        // `maps` for `'a`), `writes` as many flags, `in_fence` is null or
+        // live, and `wait` is a valid place for the result.
+        let raw = unsafe {
+            vgsched_resv_lock(
+                objs.as_mut_ptr(),
+                writes.as_ptr(),
+                count as c_uint,
+                in_fence,
+                &mut wait,
+            )
+        };
+        let raw = from_err_ptr(raw)?;
+        // INVARIANT: `raw` is a fresh lock set of objects `'a` keeps alive.
+        let lock = Self {
+            raw: NonNull::new(raw).ok_or(ENOMEM)?,
+            _objects: PhantomData,
+        };
+        // INVARIANT: On success `wait` is null or carries a reference for us.
+        let wait = NonNull::new(wait).map(|ptr| Fence { ptr });
+        Ok((lock, wait))
+    }
+
+    /// Adds `fence` (the queued job's) to every locked object, as a writer
+    /// where the job stores and a reader elsewhere, and unlocks. Cannot
+    /// fail: the fence slots were reserved by [`ResvLock::lock`].
+    pub(crate) fn publish(self, fence: &Fence) {
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: By the type invariant the set is live and released here
+        // once (`this` is not dropped); the fence is live.
+        unsafe { vgsched_resv_publish(this.raw.as_ptr(), fence.ptr.as_ptr()) };
+    }
+}
+
+impl Drop for ResvLock<'_> {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant the set is live and released once.
+        unsafe { vgsched_resv_unlock(self.raw.as_ptr()) };
     }
 }

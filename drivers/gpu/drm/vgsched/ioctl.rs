@@ -23,10 +23,10 @@ use crate::{
     driver::VgDevice,
     engine::Engine,
     fdinfo,
-    fence::WaitResult,
+    fence::{ResvLock, WaitResult},
     file::DrmFile,
     gem,
-    job::JobSpec,
+    submit::Submission,
     uapi,
 };
 
@@ -125,7 +125,9 @@ fn copy_answer<T: AsBytes>(pointer: u64, size: &mut u32, answer: &T) -> Result {
         return Err(EINVAL);
     }
     let addr = usize::try_from(pointer).map_err(|_| EFAULT)?;
-    UserSlice::new(UserPtr::from_addr(addr), needed as usize).writer().write(answer)?;
+    UserSlice::new(UserPtr::from_addr(addr), needed as usize)
+        .writer()
+        .write(answer)?;
     *size = needed;
     Ok(())
 }
@@ -138,8 +140,11 @@ impl Ioctl for DevQuery {
     const NR: u32 = uapi::DRM_VGSCHED_DEV_QUERY;
     const NAME: &'static CStr = c"VGSCHED_DEV_QUERY";
 
-    fn handle(dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, _file: &DrmFile)
-        -> Result<u32> {
+    fn handle(
+        dev: &VgDevice<drm::Registered>,
+        args: &mut Self::Arg,
+        _file: &DrmFile,
+    ) -> Result<u32> {
         if args.flags != 0 || args.pad != 0 {
             return Err(EINVAL);
         }
@@ -180,8 +185,11 @@ impl Ioctl for BoCreate {
     const NR: u32 = uapi::DRM_VGSCHED_BO_CREATE;
     const NAME: &'static CStr = c"VGSCHED_BO_CREATE";
 
-    fn handle(dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
-        -> Result<u32> {
+    fn handle(
+        dev: &VgDevice<drm::Registered>,
+        args: &mut Self::Arg,
+        file: &DrmFile,
+    ) -> Result<u32> {
         if args.flags != 0 {
             return Err(EINVAL);
         }
@@ -200,11 +208,16 @@ impl Ioctl for BoMmapOffset {
     const NR: u32 = uapi::DRM_VGSCHED_BO_MMAP_OFFSET;
     const NAME: &'static CStr = c"VGSCHED_BO_MMAP_OFFSET";
 
-    fn handle(_dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
-        -> Result<u32> {
+    fn handle(
+        _dev: &VgDevice<drm::Registered>,
+        args: &mut Self::Arg,
+        file: &DrmFile,
+    ) -> Result<u32> {
         if args.pad != 0 {
             return Err(EINVAL);
         }
+        // `EINVAL` for an object this driver did not create (a dumb buffer,
+        // an imported dma-buf): it has no mapping of ours.
         let bo = gem::Bo::lookup_handle(file, args.handle)?;
         args.offset = bo.create_mmap_offset()?;
         Ok(0)
@@ -219,8 +232,11 @@ impl Ioctl for CtxCreate {
     const NR: u32 = uapi::DRM_VGSCHED_CTX_CREATE;
     const NAME: &'static CStr = c"VGSCHED_CTX_CREATE";
 
-    fn handle(dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
-        -> Result<u32> {
+    fn handle(
+        dev: &VgDevice<drm::Registered>,
+        args: &mut Self::Arg,
+        file: &DrmFile,
+    ) -> Result<u32> {
         if args.flags != 0 || args.pad != 0 {
             return Err(EINVAL);
         }
@@ -228,8 +244,9 @@ impl Ioctl for CtxCreate {
         let mut table = inner.contexts.lock();
         let ctx = table.create(args.priority, fdinfo::client_id(file))?;
         if let Err(e) = dev.engine.register_context(&ctx) {
-            // A refused creation leaves nothing behind.
-            let _ = table.remove(ctx.id);
+            // A refused creation leaves nothing behind. The context was
+            // created under the same hold of the table lock, so it is there.
+            kernel::warn_on!(table.remove(ctx.id).is_err());
             return Err(e);
         }
         args.ctx_id = ctx.id;
@@ -245,8 +262,11 @@ impl Ioctl for CtxDestroy {
     const NR: u32 = uapi::DRM_VGSCHED_CTX_DESTROY;
     const NAME: &'static CStr = c"VGSCHED_CTX_DESTROY";
 
-    fn handle(dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
-        -> Result<u32> {
+    fn handle(
+        dev: &VgDevice<drm::Registered>,
+        args: &mut Self::Arg,
+        file: &DrmFile,
+    ) -> Result<u32> {
         if args.pad != 0 {
             return Err(EINVAL);
         }
@@ -266,8 +286,11 @@ impl Ioctl for CtxQuery {
     const NR: u32 = uapi::DRM_VGSCHED_CTX_QUERY;
     const NAME: &'static CStr = c"VGSCHED_CTX_QUERY";
 
-    fn handle(dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
-        -> Result<u32> {
+    fn handle(
+        dev: &VgDevice<drm::Registered>,
+        args: &mut Self::Arg,
+        file: &DrmFile,
+    ) -> Result<u32> {
         if args.pad != 0 {
             return Err(EINVAL);
         }
@@ -309,11 +332,31 @@ impl Ioctl for Submit {
     const NR: u32 = uapi::DRM_VGSCHED_SUBMIT;
     const NAME: &'static CStr = c"VGSCHED_SUBMIT";
 
-    fn handle(dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
-        -> Result<u32> {
+    fn handle(
+        dev: &VgDevice<drm::Registered>,
+        args: &mut Self::Arg,
+        file: &DrmFile,
+    ) -> Result<u32> {
         let ctx = file.inner().contexts.lock().get(args.ctx_id)?;
-        let spec = JobSpec::from_args(args, &dev.topology, file)?;
-        let (seqno, out_fd) = Engine::submit(dev.engine.as_arc_borrow(), &ctx, spec)?;
+        let Submission { mut spec, writes } = Submission::from_args(args, &dev.topology, file)?;
+        // Implicit synchronisation: from here until the job's fence is in
+        // the bound objects' reservations, they stay locked, so every other
+        // submission on them orders itself before or after this one. The
+        // mappings outlive the lock: an unmap takes the reservation lock.
+        let bindings = spec.bindings.clone();
+        let (lock, wait) =
+            ResvLock::lock(&bindings, &writes[..bindings.len()], spec.in_fence.as_ref())?;
+        spec.in_fence = wait;
+        let (seqno, fence, out_fd) = match Engine::submit(dev.engine.as_arc_borrow(), &ctx, spec) {
+            Ok(queued) => queued,
+            Err(e) => {
+                drop(lock);
+                drop(bindings);
+                return Err(e);
+            }
+        };
+        lock.publish(&fence);
+        drop(bindings);
         // Nothing below can fail: the job is queued.
         args.seqno = seqno;
         if let Some(fd) = out_fd {
@@ -332,9 +375,12 @@ impl Ioctl for Wait {
     const NR: u32 = uapi::DRM_VGSCHED_WAIT;
     const NAME: &'static CStr = c"VGSCHED_WAIT";
 
-    fn handle(_dev: &VgDevice<drm::Registered>, args: &mut Self::Arg, file: &DrmFile)
-        -> Result<u32> {
-        if args.flags != 0 || args.pad != 0 {
+    fn handle(
+        _dev: &VgDevice<drm::Registered>,
+        args: &mut Self::Arg,
+        file: &DrmFile,
+    ) -> Result<u32> {
+        if args.flags & !uapi::DRM_VGSCHED_WAIT_FLAGS != 0 || args.pad != 0 {
             return Err(EINVAL);
         }
         let ctx = file.inner().contexts.lock().get(args.ctx_id)?;
@@ -347,7 +393,14 @@ impl Ioctl for Wait {
             }
             Err(e) => return Err(e),
         };
-        let result = fence.wait(args.timeout_ns)?;
+        // A signal ends the wait with -ERESTARTSYS and the call is made
+        // again with the same argument: a relative timeout starts over, an
+        // absolute deadline stays where it was.
+        let result = if args.flags & uapi::DRM_VGSCHED_WAIT_ABSOLUTE != 0 {
+            fence.wait_until(args.timeout_ns)?
+        } else {
+            fence.wait(args.timeout_ns)?
+        };
         // A fence may signal just as the timeout ends: trust its status.
         match (result, fence.status()) {
             (WaitResult::TimedOut, 0) => Err(ETIMEDOUT),

@@ -22,6 +22,7 @@ mod gem;
 mod ioctl;
 mod job;
 mod kunit;
+mod submit;
 mod uapi;
 
 /// The pure scheduling logic, compiled from the very files `cargo test`

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vgsched: implicit synchronisation through the bound objects'
+ * reservation objects (dma_resv), for DRM_IOCTL_VGSCHED_SUBMIT.
+ *
+ * The Rust DRM abstractions of Linux 7.3 lock a reservation object only
+ * one at a time, without a ww acquire context, so the few steps a
+ * submission needs are here, on public API only (drm_exec, dma_resv,
+ * dma_fence_unwrap), as the convention of panfrost and v3d asks:
+ *
+ *  1. vgsched_resv_lock() locks every bound object's reservation with one
+ *     ww acquire context (drm_exec backs off and retries on contention),
+ *     reserves one fence slot in each, and folds the fences the job must
+ *     wait for into one: for an object the job writes, every fence there
+ *     (readers and writers); for one it only reads, the writers'; plus
+ *     the caller's in-fence.
+ *  2. The caller queues the job with that fence as its in-fence.
+ *  3. vgsched_resv_publish() adds the job's fence to every object
+ *     (DMA_RESV_USAGE_WRITE where it writes, DMA_RESV_USAGE_READ where it
+ *     only reads) and unlocks; it cannot fail, the slots are reserved.
+ *     vgsched_resv_unlock() unlocks without adding anything when queueing
+ *     failed.
+ *
+ * Contract with the Rust side (fence.rs): the objects stay referenced by
+ * the caller from step 1 to step 3, nothing else of the driver takes their
+ * reservation locks in between on this thread (in particular no vmap or
+ * vunmap), and the set is freed by exactly one of publish and unlock.
+ * Nothing here runs on a fence-signalling path.
+ */
+
+#include <drm/drm_exec.h>
+#include <drm/drm_gem.h>
+#include <linux/dma-fence-unwrap.h>
+#include <linux/dma-resv.h>
+#include <linux/slab.h>
+
+#include "fence.h"
+
+/* As isa.rs's MAX_BINDINGS: most objects one job binds. */
+#define VGSCHED_RESV_MAX_OBJECTS	8
+
+struct vgsched_resv_set {
+	struct drm_exec exec;
+	unsigned int count;
+	struct drm_gem_object *objs[VGSCHED_RESV_MAX_OBJECTS];
+	bool writes[VGSCHED_RESV_MAX_OBJECTS];
+};
+
+/* Takes each distinct object once; an object bound twice is written if either binding writes it. */
+static void vgsched_resv_dedup(struct vgsched_resv_set *set, struct drm_gem_object **objs,
+			       const bool *writes, unsigned int count)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < count; i++) {
+		for (j = 0; j < set->count; j++)
+			if (set->objs[j] == objs[i])
+				break;
+		if (j == set->count) {
+			set->objs[j] = objs[i];
+			set->writes[j] = false;
+			set->count++;
+		}
+		set->writes[j] |= writes[i];
+	}
+}
+
+/* Fences the job must wait for, as one fence (NULL: none), or an ERR_PTR. */
+static struct dma_fence *vgsched_resv_gather(struct vgsched_resv_set *set,
+					     struct dma_fence *in_fence)
+{
+	struct dma_fence *fences[VGSCHED_RESV_MAX_OBJECTS + 1];
+	struct dma_fence_unwrap cursors[VGSCHED_RESV_MAX_OBJECTS + 1];
+	struct dma_fence *merged = NULL;
+	unsigned int i, n = 0;
+	int ret = 0;
+
+	/*
+	 * A merge keeps only pending fences: an in-fence that already failed
+	 * would be dropped, yet it must cancel the job (uapi.rst). It alone
+	 * decides the job's fate, so it alone is waited for.
+	 */
+	if (in_fence && dma_fence_get_status(in_fence) < 0)
+		return dma_fence_get(in_fence);
+
+	for (i = 0; i < set->count; i++) {
+		struct dma_fence *fence;
+
+		/* A writer waits for readers and writers, a reader for the writers. */
+		ret = dma_resv_get_singleton(set->objs[i]->resv,
+					     dma_resv_usage_rw(set->writes[i]), &fence);
+		if (ret)
+			goto out;
+		if (fence)
+			fences[n++] = fence;
+	}
+	if (in_fence)
+		fences[n++] = dma_fence_get(in_fence);
+	if (n == 0)
+		goto out;
+	/* Copies the fences it keeps; it takes its own references. */
+	merged = __dma_fence_unwrap_merge(n, fences, cursors);
+	if (!merged)
+		ret = -ENOMEM;
+out:
+	while (n--)
+		dma_fence_put(fences[n]);
+	return ret ? ERR_PTR(ret) : merged;
+}
+
+struct vgsched_resv_set *vgsched_resv_lock(struct drm_gem_object **objs, const bool *writes,
+					   unsigned int count, struct dma_fence *in_fence,
+					   struct dma_fence **wait)
+{
+	struct vgsched_resv_set *set;
+	struct drm_gem_object *obj;
+	struct dma_fence *fence;
+	unsigned int i;
+	int ret = 0;
+
+	if (count > VGSCHED_RESV_MAX_OBJECTS)
+		return ERR_PTR(-EINVAL);
+	set = kzalloc(sizeof(*set), GFP_KERNEL);
+	if (!set)
+		return ERR_PTR(-ENOMEM);
+	vgsched_resv_dedup(set, objs, writes, count);
+
+	drm_exec_init(&set->exec, DRM_EXEC_INTERRUPTIBLE_WAIT, set->count);
+	drm_exec_until_all_locked(&set->exec) {
+		for (i = 0; i < set->count; i++) {
+			obj = set->objs[i];
+			ret = drm_exec_prepare_obj(&set->exec, obj, 1);
+			drm_exec_retry_on_contention(&set->exec);
+			if (ret)
+				goto fail;
+		}
+	}
+
+	fence = vgsched_resv_gather(set, in_fence);
+	if (IS_ERR(fence)) {
+		ret = PTR_ERR(fence);
+		goto fail;
+	}
+	*wait = fence;
+	return set;
+
+fail:
+	drm_exec_fini(&set->exec);
+	kfree(set);
+	return ERR_PTR(ret);
+}
+
+void vgsched_resv_publish(struct vgsched_resv_set *set, struct dma_fence *fence)
+{
+	unsigned int i;
+
+	for (i = 0; i < set->count; i++)
+		dma_resv_add_fence(set->objs[i]->resv, fence,
+				   set->writes[i] ? DMA_RESV_USAGE_WRITE : DMA_RESV_USAGE_READ);
+	vgsched_resv_unlock(set);
+}
+
+void vgsched_resv_unlock(struct vgsched_resv_set *set)
+{
+	drm_exec_fini(&set->exec);
+	kfree(set);
+}

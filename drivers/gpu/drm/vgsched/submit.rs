@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `DRM_IOCTL_VGSCHED_SUBMIT`'s argument, checked and turned into a
+//! [`JobSpec`] plus what implicit synchronisation needs (which bound
+//! objects the job writes).
+//!
+//! Everything that can fail on bad input happens here, before the engine
+//! sees the job, so a refused submission changes nothing.
+
+use kernel::{
+    drm::gem::{shmem::VMapOwned, BaseObject},
+    io::Io,
+    prelude::*,
+    sync::Arc,
+    uaccess::{UserPtr, UserSlice},
+};
+
+use crate::{
+    fence::Fence,
+    file::DrmFile,
+    gem::{Bo, VgObject},
+    job::JobSpec,
+    uapi,
+    vgsched_core::{
+        dispatch::BANDS,
+        grid::{Grid, GridError},
+        isa::{self, Instr, Op},
+        occupancy::{FitError, GroupNeeds, Occupancy, WaveNeeds},
+        topology::Topology,
+    },
+};
+
+/// Flags a submission may carry.
+const KNOWN_FLAGS: u32 = uapi::DRM_VGSCHED_SUBMIT_FLAGS;
+
+/// A checked submission.
+pub(crate) struct Submission {
+    /// The job.
+    pub(crate) spec: JobSpec,
+    /// Per binding slot, whether the job may store to it (its object's
+    /// reservation gets the job's fence as a writer).
+    pub(crate) writes: [bool; isa::MAX_BINDINGS],
+}
+
+impl Submission {
+    /// Checks a submission and gathers what the job needs.
+    pub(crate) fn from_args(
+        args: &uapi::drm_vgsched_submit,
+        topo: &Topology,
+        file: &DrmFile,
+    ) -> Result<Self> {
+        if args.flags & !KNOWN_FLAGS != 0 || args.group_priority >= BANDS as u32 {
+            return Err(EINVAL);
+        }
+        let grid = Grid {
+            groups: args.groups,
+            waves_per_group: args.waves_per_group,
+            threads_per_wave: args.threads_per_wave,
+        };
+        grid.validate().map_err(|e| match e {
+            GridError::Empty => EINVAL,
+            GridError::TooBig => E2BIG,
+        })?;
+        let needs = GroupNeeds {
+            waves: args.waves_per_group,
+            wave: WaveNeeds {
+                vgpr: args.vgpr_blocks,
+                sgpr: args.sgpr_blocks,
+            },
+            shared: args.shared_mem_blocks,
+        };
+        let independent = args.flags & uapi::DRM_VGSCHED_SUBMIT_INDEPENDENT != 0;
+        Occupancy::check_fits(topo, &needs, independent).map_err(|e| match e {
+            FitError::BadWaves => EINVAL,
+            FitError::WaveTooBig | FitError::GroupTooBig => E2BIG,
+        })?;
+        let writes = binding_access(args)?;
+        let bindings = bind_buffers(file, args.bindings, args.binding_count)?;
+        let program = load_program(
+            file,
+            args.program_handle,
+            args.program_instrs,
+            bindings.len(),
+        )?;
+        // The binding of every store is an operand of the instruction, so
+        // the validated program names all the slots it can write.
+        if program
+            .iter()
+            .any(|i| i.op == Op::St && !writes.get(i.rb as usize).copied().unwrap_or(false))
+        {
+            return Err(EACCES);
+        }
+        let in_fence = if args.flags & uapi::DRM_VGSCHED_SUBMIT_IN_FENCE != 0 {
+            Some(Fence::from_sync_file(args.in_fence_fd)?)
+        } else {
+            None
+        };
+        let spec = JobSpec {
+            program,
+            bindings: Arc::new(bindings, GFP_KERNEL)?,
+            grid,
+            needs,
+            independent,
+            band: args.group_priority as u8,
+            in_fence,
+            want_out_fence: args.flags & uapi::DRM_VGSCHED_SUBMIT_OUT_FENCE != 0,
+        };
+        Ok(Self { spec, writes })
+    }
+}
+
+/// Whether the job may store to each binding slot, from
+/// `binding_access`: 0 (what callers of uAPI 1.2 pass) is read-write,
+/// `READ` read-only, `READ | WRITE` read-write; `WRITE` alone, unknown
+/// bits and any bits on a slot past `binding_count` are `EINVAL`.
+fn binding_access(args: &uapi::drm_vgsched_submit) -> Result<[bool; isa::MAX_BINDINGS]> {
+    const READ: u32 = uapi::DRM_VGSCHED_BINDING_READ;
+    const WRITE: u32 = uapi::DRM_VGSCHED_BINDING_WRITE;
+    let count = args.binding_count as usize;
+    let mut writes = [false; isa::MAX_BINDINGS];
+    for (slot, (&access, write)) in args
+        .binding_access
+        .iter()
+        .zip(writes.iter_mut())
+        .enumerate()
+    {
+        *write = match access {
+            0 if slot >= count => false,
+            0 => true,
+            _ if slot >= count => return Err(EINVAL),
+            READ => false,
+            a if a == READ | WRITE => true,
+            _ => return Err(EINVAL),
+        };
+    }
+    Ok(writes)
+}
+
+/// Looks up and maps the buffer objects named by `count` handles at user
+/// address `pointer`. A handle of an object this driver did not create (a
+/// dumb buffer, an imported dma-buf) is `EINVAL`, an unknown one `ENOENT`.
+fn bind_buffers(file: &DrmFile, pointer: u64, count: u32) -> Result<KVec<VMapOwned<VgObject>>> {
+    let count = count as usize;
+    if count > isa::MAX_BINDINGS {
+        return Err(EINVAL);
+    }
+    let mut handles = [0u32; isa::MAX_BINDINGS];
+    if count > 0 {
+        let addr = usize::try_from(pointer).map_err(|_| EFAULT)?;
+        let mut reader = UserSlice::new(UserPtr::from_addr(addr), count * 4).reader();
+        for handle in &mut handles[..count] {
+            *handle = reader.read::<u32>()?;
+        }
+    }
+    let mut maps = KVec::with_capacity(count, GFP_KERNEL)?;
+    for &handle in &handles[..count] {
+        let bo = Bo::lookup_handle(file, handle)?;
+        maps.push(bo.owned_vmap::<0>()?, GFP_KERNEL)?;
+    }
+    Ok(maps)
+}
+
+/// Copies and validates the program: `instrs` words from the start of the
+/// buffer object `handle`.
+fn load_program(file: &DrmFile, handle: u32, instrs: u32, bindings: usize) -> Result<KVec<Instr>> {
+    let bo = Bo::lookup_handle(file, handle)?;
+    let len = instrs as usize;
+    if len == 0 || len > isa::MAX_INSTRS || len * isa::INSTR_BYTES > bo.size() {
+        return Err(EINVAL);
+    }
+    let map = bo.owned_vmap::<0>()?;
+    let mut words = KVec::with_capacity(len, GFP_KERNEL)?;
+    for i in 0..len {
+        let lo = (&map).try_read32(i * isa::INSTR_BYTES)?;
+        let hi = (&map).try_read32(i * isa::INSTR_BYTES + 4)?;
+        words.push(u64::from(lo) | (u64::from(hi) << 32), GFP_KERNEL)?;
+    }
+    let filler = Instr {
+        op: Op::End,
+        rd: 0,
+        ra: 0,
+        rb: 0,
+        imm: 0,
+    };
+    let mut program = KVec::from_elem(filler, len, GFP_KERNEL)?;
+    isa::validate(&words, bindings, &mut program).map_err(|_| EINVAL)?;
+    Ok(program)
+}
