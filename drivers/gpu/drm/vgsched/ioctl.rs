@@ -22,7 +22,6 @@ use kernel::{
 use crate::{
     driver::VgDevice,
     engine::Engine,
-    fdinfo,
     fence::WaitResult,
     file::DrmFile,
     gem,
@@ -226,7 +225,7 @@ impl Ioctl for CtxCreate {
         }
         let inner = file.inner();
         let mut table = inner.contexts.lock();
-        let ctx = table.create(args.priority, fdinfo::client_id(file))?;
+        let ctx = table.create(args.priority, file.client_id())?;
         if let Err(e) = dev.engine.register_context(&ctx) {
             // A refused creation leaves nothing behind.
             let _ = table.remove(ctx.id);
