@@ -20,17 +20,27 @@
 
 use kernel::{
     bindings,
-    ffi::{c_uint, c_ulong},
+    ffi::{
+        c_uint,
+        c_ulong, //
+    },
 };
 #[cfg(vgsched_bench)]
 use kernel::{
     prelude::*,
     seq_file::SeqFile,
-    time::{Instant, Monotonic},
+    time::{
+        Instant,
+        Monotonic, //
+    },
 };
 
 #[cfg(vgsched_bench)]
-use crate::vgsched_core::finder_bench::{self, External, SCRATCH_WORDS};
+use crate::vgsched_core::finder_bench::{
+    self,
+    External,
+    SCRATCH_WORDS, //
+};
 
 // The maps are `u64` words and the kernel's bitmaps `unsigned long` ones:
 // the same layout only where both are 64 bits wide.

@@ -25,11 +25,15 @@
 
 use kernel::{
     bindings,
-    ffi::{c_char, c_int, c_void},
+    ffi::{
+        c_char,
+        c_int,
+        c_void, //
+    },
     prelude::*,
     seq_file::SeqFile,
     seq_print,
-    sync::Arc,
+    sync::Arc, //
 };
 
 use crate::engine::Engine;

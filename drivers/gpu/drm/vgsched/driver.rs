@@ -2,15 +2,23 @@
 
 //! The DRM driver: identity, features, per-device data and the ioctl table.
 
-use kernel::{drm, faux, prelude::*, sync::Arc};
+use kernel::{
+    drm,
+    faux,
+    prelude::*,
+    sync::Arc, //
+};
 
 use crate::{
     engine::Engine,
     fdinfo,
-    file::{DrmFile, VgFile},
+    file::{
+        DrmFile,
+        VgFile, //
+    },
     gem::VgObject,
     ioctl,
-    vgsched_core::topology::Topology,
+    vgsched_core::topology::Topology, //
 };
 
 /// Driver identity reported by `DRM_IOCTL_VERSION`.

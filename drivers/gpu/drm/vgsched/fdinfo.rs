@@ -12,7 +12,10 @@
 //! time the device spent on the file's contexts, live and destroyed ones
 //! alike ([`crate::file::VgFile::gpu_runtime_ns`]).
 
-use kernel::{drm, prelude::*};
+use kernel::{
+    drm,
+    prelude::*, //
+};
 
 use crate::file::DrmFile;
 

@@ -6,15 +6,19 @@ use kernel::{
     drm, new_mutex,
     prelude::*,
     sync::{
-        atomic::{ordering, Atomic},
-        Arc, Mutex,
+        atomic::{
+            ordering,
+            Atomic, //
+        },
+        Arc,
+        Mutex, //
     },
 };
 
 use crate::{
     context::ContextTable,
     driver::VgDriver,
-    engine::Engine,
+    engine::Engine, //
 };
 
 /// One client of the device: what a process gets by opening the render node.

@@ -9,7 +9,11 @@
 //! registered. User space reaches it through the render node and the ioctls
 //! of `include/uapi/drm/vgsched_drm.h`.
 
-use kernel::{drm, faux, prelude::*};
+use kernel::{
+    drm,
+    faux,
+    prelude::*, //
+};
 
 mod bench;
 mod context;
@@ -52,7 +56,10 @@ pub mod vgsched_core {
 use vgsched_core::{
     context_switch::SchedParams,
     dispatch::DispatchParams,
-    topology::{ParamError, Topology},
+    topology::{
+        ParamError,
+        Topology, //
+    },
 };
 
 module! {

@@ -17,16 +17,24 @@
 //!    that would advance state (a module's recent power brought up to
 //!    now) are computed on the snapshot's copy.
 
-use kernel::{fmt, prelude::*};
+use kernel::{
+    fmt,
+    prelude::*, //
+};
 
 use super::Engine;
 use crate::vgsched_core::{
     exec::Counters,
     isa::NUM_CLASSES,
     module_choice::PowerWindow,
-    occupancy::{GroupNeeds, MapLayout, Occupancy, Placement},
+    occupancy::{
+        GroupNeeds,
+        MapLayout,
+        Occupancy,
+        Placement, //
+    },
     pool::Weight,
-    topology::Topology,
+    topology::Topology, //
 };
 
 /// Placements debugfs keeps: enough for a test or a person to follow a
