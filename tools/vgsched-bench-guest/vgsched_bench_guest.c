@@ -8,7 +8,7 @@
  * One job of one 64-thread wave: lanes 0-62 count down a loop that ends
  * just under the job timeout, lane 63 stores out of bounds at once and
  * faults. "short" has a loop body of 2 instructions, "long" one of 2000
- * (1000 times longer; 2010 instructions in all, within the ISA's 4096).
+ * (1000 times longer; 2009 instructions in all, within the ISA's 4096).
  * Both run the same modeled time, so what differs is the work per loop
  * pass. Meanwhile a second process, with its own open file, creates,
  * queries and destroys a context in a loop and records its slowest ioctl.
