@@ -19,6 +19,7 @@ spec="$VGSCHED_OUT/initramfs.spec"
 	echo "file /init $TOP/scripts/guest/init 755 0 0"
 	echo "file /lib/vgsched.ko $TOP/drivers/gpu/drm/vgsched/vgsched.ko 644 0 0"
 	echo "file /bin/vgsched-demo $bin/vgsched_demo 755 0 0"
+	echo "file /bin/vgsched-bench-guest $bin/vgsched_bench_guest 755 0 0"
 	for t in "$bin"/*_test; do
 		echo "file /tests/$(basename "$t") $t 755 0 0"
 	done

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Builds vgsched.ko out of tree against the cached guest kernel, and the
-# statically linked guest programs (kselftests and the demo).
+# statically linked guest programs (kselftests, the demo and the guest part
+# of make bench). VGSCHED_BENCH=1 builds the module with its in-kernel
+# benchmark (debugfs finder_bench), as make bench does; without it (make
+# check, make demo) the module has none.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 kdir=$(kernel_build_dir)
 [ -f "$kdir/.built" ] || die "guest kernel not built: run 'make kernel' first"
 
-step "building vgsched.ko"
-make -s -C "$kdir" M="$TOP" modules
+bench=${VGSCHED_BENCH:-0}
+step "building vgsched.ko$([ "$bench" = 1 ] && echo ' (with the in-kernel benchmark)')"
+make -s -C "$kdir" M="$TOP" VGSCHED_BENCH="$bench" modules
 
 step "building guest programs"
 out="$VGSCHED_OUT/guest-bin"
@@ -18,7 +22,8 @@ CFLAGS=(-static -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -D_
 	-I"$KSRC/tools/testing/selftests"
 	-I"$kdir/usr/include" -I"$kdir/usr/include/drm"
 	-I"$TOP/include/uapi/drm" -I"$TOP/selftests/vgsched")
-for src in "$TOP"/selftests/vgsched/*_test.c "$TOP"/tools/vgsched-demo/vgsched_demo.c; do
+for src in "$TOP"/selftests/vgsched/*_test.c "$TOP"/tools/vgsched-demo/vgsched_demo.c \
+	"$TOP"/tools/vgsched-bench-guest/vgsched_bench_guest.c; do
 	bin="$out/$(basename "${src%.c}")"
 	gcc "${CFLAGS[@]}" -o "$bin" "$src"
 done

@@ -15,7 +15,9 @@
 #include <time.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -176,15 +178,37 @@ static inline __u64 vg_now_ns(void)
 	return ts.tv_sec * VG_SECOND_NS + ts.tv_nsec;
 }
 
-/* Reads /sys/kernel/debug/vgsched/@name into @buf (NUL-terminated); 0 or -errno. */
+/*
+ * Writes the debugfs directory of the vgsched device into @dir: the DRM
+ * core's /sys/kernel/debug/dri/<minor>, here the render node's minor (a
+ * link to dri/vgsched). 0, or -errno (-ENODEV without a device).
+ */
+static inline int vgsched_debugfs_dir(char *dir, size_t size)
+{
+	struct stat st;
+	int fd = vgsched_open_render_node(), ret;
+
+	if (fd < 0)
+		return -ENODEV;
+	ret = fstat(fd, &st) ? -errno : 0;
+	close(fd);
+	if (!ret)
+		snprintf(dir, size, "/sys/kernel/debug/dri/%u", minor(st.st_rdev));
+	return ret;
+}
+
+/* Reads the device's debugfs file @name into @buf (NUL-terminated); 0 or -errno. */
 static inline int vgsched_debugfs_read(const char *name, char *buf, size_t size)
 {
-	char path[128];
+	char dir[64], path[128];
 	size_t len = 0;
-	ssize_t n;
-	int fd;
+	ssize_t n = 0;
+	int fd, ret;
 
-	snprintf(path, sizeof(path), "/sys/kernel/debug/vgsched/%s", name);
+	ret = vgsched_debugfs_dir(dir, sizeof(dir));
+	if (ret)
+		return ret;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	fd = open(path, O_RDONLY);
 	if (fd < 0)
 		return -errno;
@@ -236,7 +260,7 @@ static inline int vgsched_module_unload(void)
 	return syscall(SYS_delete_module, "vgsched", O_NONBLOCK) ? -errno : 0;
 }
 
-/* One line of /sys/kernel/debug/vgsched/placements. */
+/* One line of the device's debugfs file placements. */
 struct vg_placement {
 	__u64 number, time_ns, client, job;
 	unsigned int ctx, group, first_wave, waves, band, module, shared_start, shared_len;

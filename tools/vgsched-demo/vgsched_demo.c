@@ -380,14 +380,18 @@ static void slots(int fd, const struct drm_vgsched_gpu_info *info)
 
 static void print_debugfs(void)
 {
-	char line[512];
-	FILE *f = fopen("/sys/kernel/debug/vgsched/state", "r");
+	char dir[64], path[128], line[512];
+	FILE *f = NULL;
 
+	if (!vgsched_debugfs_dir(dir, sizeof(dir))) {
+		snprintf(path, sizeof(path), "%s/state", dir);
+		f = fopen(path, "r");
+	}
 	if (!f) {
 		printf("\n(no debugfs dump: /sys/kernel/debug not mounted)\n");
 		return;
 	}
-	printf("\nthe device as /sys/kernel/debug/vgsched/state shows it:\n");
+	printf("\nthe device as %s shows it:\n", path);
 	while (fgets(line, sizeof(line), f))
 		printf("  %s", line);
 	fclose(f);

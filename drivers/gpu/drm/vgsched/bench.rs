@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! In-kernel finder benchmark: the debugfs file `vgsched/finder_bench`.
+//! In-kernel finder benchmark: the debugfs file `finder_bench` of the
+//! device (`debugfs.rs`), present only in a module built for benchmarking
+//! (`make ... VGSCHED_BENCH=1`, which `make bench` does, passes
+//! `--cfg vgsched_bench`); production builds carry only
+//! [`kernel_first_free_run`], which the KUnit suite `vgsched_finder_bench`
+//! checks against the core crate's finders.
 //!
 //! Reading the file times, inside the guest kernel and with the kernel's
 //! compiler flags, the core crate's exact free-run finders, the naive
@@ -13,16 +18,29 @@
 //! A read takes a few seconds (each of the 56 table cells is timed for at
 //! least [`TARGET_NS`]); the file is root-only, like all of debugfs.
 
-use core::fmt;
-
 use kernel::{
     bindings,
-    ffi::{c_uint, c_ulong},
+    ffi::{
+        c_uint,
+        c_ulong, //
+    },
+};
+#[cfg(vgsched_bench)]
+use kernel::{
     prelude::*,
-    time::{Instant, Monotonic},
+    seq_file::SeqFile,
+    time::{
+        Instant,
+        Monotonic, //
+    },
 };
 
-use crate::vgsched_core::finder_bench::{self, External, SCRATCH_WORDS};
+#[cfg(vgsched_bench)]
+use crate::vgsched_core::finder_bench::{
+    self,
+    External,
+    SCRATCH_WORDS, //
+};
 
 // The maps are `u64` words and the kernel's bitmaps `unsigned long` ones:
 // the same layout only where both are 64 bits wide.
@@ -30,6 +48,7 @@ const _: () = assert!(size_of::<c_ulong>() == size_of::<u64>());
 
 /// Least time spent timing each finder on each row. Under QEMU's TCG a
 /// whole read then takes about 56 x 80 ms, well under ten seconds.
+#[cfg(vgsched_bench)]
 const TARGET_NS: u64 = 80_000_000;
 
 /// The kernel's `bitmap_find_next_zero_area(map, nbits, 0, len, 0)`, in the
@@ -67,34 +86,41 @@ pub(crate) fn kernel_first_free_run(map: &[u64], nbits: usize, len: usize) -> Op
     (start < nbits).then_some(start)
 }
 
-/// The contents of `finder_bench`: each read runs the measurement.
-pub(crate) struct FinderBench;
+/// Adapts a [`SeqFile`] to [`core::fmt::Write`], for the shared harness.
+#[cfg(vgsched_bench)]
+struct SeqWriter<'a>(&'a SeqFile);
 
-impl fmt::Debug for FinderBench {
-    /// Runs the benchmark and prints its table (the debugfs `Writer` of a
-    /// `Debug` type prints this).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let Ok(mut scratch) = KVec::from_elem(0u64, SCRATCH_WORDS, GFP_KERNEL) else {
-            return writeln!(f, "finder_bench: out of memory");
-        };
-        let t0 = Instant::<Monotonic>::now();
-        // The monotonic clock never goes backwards, so this is never negative.
-        let mut clock = || t0.elapsed().as_nanos().unsigned_abs();
-        let kernel = External {
-            describe: "bitmap_find_next_zero_area(map, nbits, 0, len, 0)",
-            first_free_run: kernel_first_free_run,
-        };
-        let sum = finder_bench::run(
-            f,
-            "guest kernel",
-            &mut clock,
-            &mut scratch,
-            TARGET_NS,
-            Some(&kernel),
-        )?;
-        if sum.mismatches != 0 {
-            pr_warn!("finder_bench: finders disagreed {} times\n", sum.mismatches);
-        }
+#[cfg(vgsched_bench)]
+impl core::fmt::Write for SeqWriter<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.0.call_printf(fmt!("{s}"));
         Ok(())
     }
+}
+
+/// The contents of `finder_bench`: each read runs the measurement and
+/// prints its table into `m`.
+#[cfg(vgsched_bench)]
+pub(crate) fn show(m: &SeqFile) -> Result {
+    let mut scratch = KVec::from_elem(0u64, SCRATCH_WORDS, GFP_KERNEL)?;
+    let t0 = Instant::<Monotonic>::now();
+    // The monotonic clock never goes backwards, so this is never negative.
+    let mut clock = || t0.elapsed().as_nanos().unsigned_abs();
+    let kernel = External {
+        describe: "bitmap_find_next_zero_area(map, nbits, 0, len, 0)",
+        first_free_run: kernel_first_free_run,
+    };
+    let sum = finder_bench::run(
+        &mut SeqWriter(m),
+        "guest kernel",
+        &mut clock,
+        &mut scratch,
+        TARGET_NS,
+        Some(&kernel),
+    )
+    .map_err(|_| EINVAL)?;
+    if sum.mismatches != 0 {
+        pr_warn!("finder_bench: finders disagreed {} times\n", sum.mismatches);
+    }
+    Ok(())
 }

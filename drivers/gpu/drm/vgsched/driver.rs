@@ -2,9 +2,24 @@
 
 //! The DRM driver: identity, features, per-device data and the ioctl table.
 
-use kernel::{drm, faux, prelude::*, sync::Arc};
+use kernel::{
+    drm,
+    faux,
+    prelude::*,
+    sync::Arc, //
+};
 
-use crate::{engine::Engine, file::VgFile, gem::VgObject, ioctl, vgsched_core::topology::Topology};
+use crate::{
+    engine::Engine,
+    fdinfo,
+    file::{
+        DrmFile,
+        VgFile, //
+    },
+    gem::VgObject,
+    ioctl,
+    vgsched_core::topology::Topology, //
+};
 
 /// Driver identity reported by `DRM_IOCTL_VERSION`.
 const INFO: drm::DriverInfo = drm::DriverInfo {
@@ -57,4 +72,10 @@ impl drm::Driver for VgDriver {
     const INFO: drm::DriverInfo = INFO;
     const IOCTLS: &'static [drm::ioctl::DrmIoctlDescriptor] = ioctl::TABLE;
     const FEAT_RENDER: bool = true;
+
+    /// The driver's keys of `/proc/PID/fdinfo/FD` (needs the guest kernel's
+    /// `kernel/patches/0003`, see `fdinfo.rs`).
+    fn show_fdinfo(file: &DrmFile, printer: &mut drm::print::Printer<'_>) {
+        fdinfo::show(file, printer);
+    }
 }

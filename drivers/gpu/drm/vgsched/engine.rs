@@ -41,13 +41,6 @@ mod dump;
 mod slots;
 mod sync;
 
-pub(crate) use dump::{
-    ContextsDump,
-    EngineDump,
-    OccupancyDump,
-    PlacementsDump,
-    SliceFormulaFile, //
-};
 
 use kernel::{
     alloc::kvec::PushError,

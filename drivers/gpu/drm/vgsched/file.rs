@@ -5,10 +5,21 @@
 use kernel::{
     drm, new_mutex,
     prelude::*,
-    sync::{atomic::Atomic, Arc, Mutex},
+    sync::{
+        atomic::{
+            ordering,
+            Atomic, //
+        },
+        Arc,
+        Mutex, //
+    },
 };
 
-use crate::{context::ContextTable, driver::VgDriver, engine::Engine};
+use crate::{
+    context::ContextTable,
+    driver::VgDriver,
+    engine::Engine, //
+};
 
 /// One client of the device: what a process gets by opening the render node.
 /// Everything it owns is released when the file is closed.
@@ -36,8 +47,32 @@ impl PinnedDrop for VgFile {
     }
 }
 
-/// The DRM file type of this driver, as ioctl handlers receive it.
+/// The DRM file type of this driver, as ioctl handlers receive it. Its
+/// `client_id()` (from the guest kernel's `kernel/patches/0002`) is the DRM
+/// core's number of the client, fdinfo's `drm-client-id`, which contexts
+/// keep and `CTX_QUERY` and debugfs show.
 pub(crate) type DrmFile = drm::File<VgFile>;
+
+impl VgFile {
+    /// Modeled GPU time of all the file's contexts, destroyed ones included.
+    ///
+    /// A context destroyed while this runs may be missed once (it has left
+    /// the table but is not yet counted as retired); the usage-stats rules
+    /// allow such a dip as long as the next read catches up, which it does.
+    pub(crate) fn gpu_runtime_ns(&self) -> u64 {
+        // The file's table, then the engine: the order the file's release
+        // follows too.
+        let table = self.contexts.lock();
+        let live = self.engine.runtime_of(table.iter());
+        live.saturating_add(self.retired_runtime_ns.load(ordering::Relaxed))
+    }
+
+    /// Keeps the runtime `ns` of a context just destroyed in the file's
+    /// total.
+    pub(crate) fn retire_runtime(&self, ns: u64) {
+        self.retired_runtime_ns.fetch_add(ns, ordering::Relaxed);
+    }
+}
 
 impl drm::file::DriverFile for VgFile {
     type Driver = VgDriver;

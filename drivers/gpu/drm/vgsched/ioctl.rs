@@ -22,7 +22,6 @@ use kernel::{
 use crate::{
     driver::VgDevice,
     engine::Engine,
-    fdinfo,
     fence::{ResvLock, WaitResult},
     file::DrmFile,
     gem,
@@ -242,7 +241,7 @@ impl Ioctl for CtxCreate {
         }
         let inner = file.inner();
         let mut table = inner.contexts.lock();
-        let ctx = table.create(args.priority, fdinfo::client_id(file))?;
+        let ctx = table.create(args.priority, file.client_id())?;
         if let Err(e) = dev.engine.register_context(&ctx) {
             // A refused creation leaves nothing behind. The context was
             // created under the same hold of the table lock, so it is there.

@@ -9,10 +9,15 @@
 //! registered. User space reaches it through the render node and the ioctls
 //! of `include/uapi/drm/vgsched_drm.h`.
 
-use kernel::{debugfs, drm, faux, prelude::*};
+use kernel::{
+    drm,
+    faux,
+    prelude::*, //
+};
 
 mod bench;
 mod context;
+mod debugfs;
 mod driver;
 mod engine;
 mod fdinfo;
@@ -52,7 +57,10 @@ pub mod vgsched_core {
 use vgsched_core::{
     context_switch::SchedParams,
     dispatch::DispatchParams,
-    topology::{ParamError, Topology},
+    topology::{
+        ParamError,
+        Topology, //
+    },
 };
 
 module! {
@@ -124,7 +132,7 @@ module! {
         },
         slice_formula: u32 {
             default: 0,
-            description: "Time-slice formula at load: 0 proportional (t0*n*wc/wz), 1 literal (t0*wz/wc); debugfs slice_formula changes it",
+            description: "Time-slice formula: 0 proportional (t0*n*wc/wz), 1 literal (t0*wz/wc); fixed at load",
         },
         preemption_us: u32 {
             default: 1000,
@@ -177,22 +185,22 @@ fn invalid_parameter(e: ParamError) -> Error {
     EINVAL
 }
 
-/// The loaded module: the debugfs files (state, occupancy, placements,
-/// finder benchmark), the DRM registration and the faux device it sits on.
+/// Name of the faux device the DRM device sits on; the DRM core names the
+/// device's debugfs directory (`dri/vgsched`) after it.
+const DEVICE_NAME: &CStr = c"vgsched";
+
+/// The loaded module: the device's debugfs files, the DRM registration and
+/// the faux device it sits on.
 ///
 /// # Invariants
 ///
 /// `drm` borrows the device of `faux` (its lifetime is erased to `'static`);
 /// it is declared before it so that it is dropped, and the DRM device
-/// unplugged, before the faux device is destroyed.
+/// unplugged, before the faux device is destroyed. `debugfs` is declared
+/// first: its files go before the DRM device is unregistered, which
+/// removes their directory.
 struct VgschedModule {
-    _state_file: Pin<KBox<debugfs::File<engine::EngineDump>>>,
-    _occupancy_file: Pin<KBox<debugfs::File<engine::OccupancyDump>>>,
-    _placements_file: Pin<KBox<debugfs::File<engine::PlacementsDump>>>,
-    _contexts_file: Pin<KBox<debugfs::File<engine::ContextsDump>>>,
-    _formula_file: Pin<KBox<debugfs::File<engine::SliceFormulaFile>>>,
-    _bench_file: Pin<KBox<debugfs::File<bench::FinderBench>>>,
-    _debugfs: debugfs::Dir,
+    _debugfs: debugfs::DeviceFiles,
     _drm: drm::Registration<'static, driver::VgDriver>,
     _faux: faux::Registration,
 }
@@ -205,12 +213,11 @@ impl kernel::Module for VgschedModule {
         let params = dispatch_params()?;
         let sched = sched_params(&topology)?;
         let engine = engine::Engine::new(topology, params, sched)?;
-        let faux = faux::Registration::new(c"vgsched", None)?;
+        let faux = faux::Registration::new(DEVICE_NAME, None)?;
         let unregistered = drm::UnregisteredDevice::<driver::VgDriver>::new(
             faux.as_ref(),
             driver::DeviceData::new(topology, engine.clone()),
         )?;
-        fdinfo::install(&unregistered)?;
         let parent: &kernel::device::Device<kernel::device::Bound> = faux.as_ref().as_ref();
         // SAFETY: The registration data is `()` and holds no borrow, and by the
         // type invariant of `VgschedModule` the registration is dropped before
@@ -232,38 +239,8 @@ impl kernel::Module for VgschedModule {
             topology.hw_slots,
             topology.time_slice_us
         );
-        let debugfs = debugfs::Dir::new(c"vgsched");
-        let state_file = KBox::pin_init(
-            debugfs.read_only_file(c"state", engine::EngineDump(engine.clone())),
-            GFP_KERNEL,
-        )?;
-        let occupancy_file = KBox::pin_init(
-            debugfs.read_only_file(c"occupancy", engine::OccupancyDump(engine.clone())),
-            GFP_KERNEL,
-        )?;
-        let placements_file = KBox::pin_init(
-            debugfs.read_only_file(c"placements", engine::PlacementsDump(engine.clone())),
-            GFP_KERNEL,
-        )?;
-        let contexts_file = KBox::pin_init(
-            debugfs.read_only_file(c"contexts", engine::ContextsDump(engine.clone())),
-            GFP_KERNEL,
-        )?;
-        let formula_file = KBox::pin_init(
-            debugfs.read_write_file(c"slice_formula", engine::SliceFormulaFile(engine)),
-            GFP_KERNEL,
-        )?;
-        let bench_file = KBox::pin_init(
-            debugfs.read_only_file(c"finder_bench", bench::FinderBench),
-            GFP_KERNEL,
-        )?;
+        let debugfs = debugfs::DeviceFiles::new(DEVICE_NAME, &engine)?;
         Ok(Self {
-            _state_file: state_file,
-            _occupancy_file: occupancy_file,
-            _placements_file: placements_file,
-            _contexts_file: contexts_file,
-            _formula_file: formula_file,
-            _bench_file: bench_file,
             _debugfs: debugfs,
             _drm: drm,
             _faux: faux,
@@ -273,7 +250,8 @@ impl kernel::Module for VgschedModule {
 
 impl Drop for VgschedModule {
     fn drop(&mut self) {
-        // The fields drop after this, in declaration order: DRM, then faux.
+        // The fields drop after this, in declaration order: the debugfs
+        // files, DRM, then faux.
         pr_info!("unloaded\n");
     }
 }

@@ -1,20 +1,40 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What debugfs shows of the engine: its state, the contexts as the slot
-//! scheduler sees them, the resource bitmaps of every module and the
-//! placements of the last dispatched work-groups; and the one setting that
-//! can change at run time, the slice formula.
+//! What debugfs shows of the engine (`debugfs.rs`): its state, the
+//! contexts as the slot scheduler sees them, the resource bitmaps of every
+//! module and the placements of the last dispatched work-groups.
+//!
+//! Every view is taken in two steps, so that a reader neither formats text
+//! nor allocates while it holds the engine's lock, and never changes what
+//! it reads:
+//!
+//! 1. under [`Engine::state`], plain numbers are copied into a snapshot
+//!    whose room was allocated before the lock was taken. Should the
+//!    engine have grown past that room meanwhile (more queues, jobs or
+//!    contexts), the lock is dropped, the room enlarged and the copy
+//!    retried, a few times at most ([`EAGAIN`] after that);
+//! 2. the snapshot is formatted after the lock is dropped. Derived figures
+//!    that would advance state (a module's recent power brought up to
+//!    now) are computed on the snapshot's copy.
 
-use core::fmt;
-
-use kernel::{debugfs::Reader, prelude::*, sync::Arc, uaccess::UserSliceReader};
+use kernel::{
+    fmt,
+    prelude::*, //
+};
 
 use super::Engine;
 use crate::vgsched_core::{
+    exec::Counters,
     isa::NUM_CLASSES,
-    occupancy::{GroupNeeds, Placement},
+    module_choice::PowerWindow,
+    occupancy::{
+        GroupNeeds,
+        MapLayout,
+        Occupancy,
+        Placement, //
+    },
     pool::Weight,
-    slice::SliceFormula,
+    topology::Topology, //
 };
 
 /// Placements debugfs keeps: enough for a test or a person to follow a
@@ -59,26 +79,40 @@ pub(super) struct PlacementLog {
 impl PlacementLog {
     /// An empty log with room for all its entries.
     pub(super) fn new() -> Result<Self> {
-        Ok(Self { entries: KVVec::with_capacity(LOG_ENTRIES, GFP_KERNEL)?, total: 0 })
+        Ok(Self {
+            entries: KVVec::with_capacity(LOG_ENTRIES, GFP_KERNEL)?,
+            total: 0,
+        })
     }
 
     /// Adds a placement, replacing the oldest when full. Never allocates.
     pub(super) fn record(&mut self, r: PlacementRecord) {
         let at = (self.total % LOG_ENTRIES as u64) as usize;
         if self.entries.len() < LOG_ENTRIES {
-            let _ = self.entries.push_within_capacity(r);
-        } else {
-            self.entries[at] = r;
+            // The log was created with room for all its entries.
+            kernel::warn_on!(self.entries.push_within_capacity(r).is_err());
+        } else if let Some(slot) = self.entries.get_mut(at) {
+            *slot = r;
         }
-        self.total += 1;
+        self.total = self.total.wrapping_add(1);
     }
 
-    /// The recorded placements, oldest first, with their numbers.
-    fn iter(&self) -> impl Iterator<Item = (u64, &PlacementRecord)> {
+    /// Copies the recorded placements, oldest first, into `out` (which has
+    /// room for [`LOG_ENTRIES`]); returns the number of the first.
+    fn copy_into(&self, out: &mut KVVec<PlacementRecord>) -> u64 {
         let n = self.entries.len();
-        let oldest = if n < LOG_ENTRIES { 0 } else { (self.total % LOG_ENTRIES as u64) as usize };
-        let first_number = self.total - n as u64;
-        (0..n).map(move |i| (first_number + i as u64, &self.entries[(oldest + i) % n]))
+        let oldest = if n < LOG_ENTRIES {
+            0
+        } else {
+            (self.total % LOG_ENTRIES as u64) as usize
+        };
+        let (newer, older) = self.entries.split_at(oldest.min(n));
+        for r in Iterator::chain(older.iter(), newer.iter()) {
+            if out.push_within_capacity(*r).is_err() {
+                break;
+            }
+        }
+        self.total.saturating_sub(n as u64)
     }
 }
 
@@ -91,35 +125,345 @@ fn write_map(f: &mut fmt::Formatter<'_>, map: &[u64], bits: u32) -> fmt::Result 
     Ok(())
 }
 
+/// Times a snapshot is retried when the engine outgrew its room.
+const SNAPSHOT_TRIES: usize = 4;
+
+/// Copies `src` into `dst` (of the same length, checked by the caller).
+fn copy_words<T: Copy>(dst: &mut [T], src: &[T]) {
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d = *s;
+    }
+}
+
+/// Makes room for `needed` more items than `v` holds now (it is empty).
+fn make_room<T>(v: &mut KVec<T>, needed: usize) -> Result {
+    v.clear();
+    v.reserve(needed, GFP_KERNEL)?;
+    Ok(())
+}
+
+/// Counts of [`super::Totals`].
+#[derive(Clone, Copy, Default)]
+struct TotalsSnapshot {
+    jobs_done: u64,
+    jobs_faulted: u64,
+    jobs_hung: u64,
+    jobs_cancelled: u64,
+    groups_dispatched: u64,
+    groups_split: u64,
+    waves_saved: u64,
+    groups_restored: u64,
+}
+
+/// One execution module's dispatch state.
+struct ModuleSnapshot {
+    pointer_shift: u32,
+    /// A copy of the module's window, brought up to the snapshot's time
+    /// once the lock is dropped.
+    power: PowerWindow,
+    counters: Counters,
+    /// Blocks in use: vector, scalar, shared; and waves (from the maps).
+    used: (u32, u32, u32, u32),
+}
+
+/// One context with queued work.
+#[derive(Clone, Copy)]
+struct QueueSnapshot {
+    client: u64,
+    id: u32,
+    priority: u32,
+    jobs: usize,
+    slot: Option<u32>,
+    slice_end_ns: u64,
+    saved: usize,
+}
+
+/// One queued or running job.
+#[derive(Clone, Copy)]
+struct JobSnapshot {
+    seqno: u64,
+    next_group: u32,
+    groups: u32,
+    running: u32,
+    band: u8,
+    error: i32,
+    independent: bool,
+    split: bool,
+    waits: bool,
+}
+
+/// The `state` file: totals, dispatcher, modules, slots, queued jobs.
+pub(crate) struct StateSnapshot<'a> {
+    engine: &'a Engine,
+    now: u64,
+    totals: TotalsSnapshot,
+    promoted: u8,
+    failed_ns: u64,
+    maps: KVVec<u64>,
+    unit_waves: KVec<u32>,
+    modules: KVec<ModuleSnapshot>,
+    slots_held: u32,
+    formula: &'static str,
+    queues: KVec<QueueSnapshot>,
+    jobs: KVec<JobSnapshot>,
+    groups_on_device: usize,
+    waves_on_device: usize,
+    lock_hold_max_ns: u64,
+}
+
+/// The `contexts` file: one line per live context.
+#[derive(Clone, Copy)]
+struct ContextSnapshot {
+    client: u64,
+    id: u32,
+    priority: u32,
+    created_ns: u64,
+    runtime_ns: u64,
+    slot: Option<u32>,
+    slices: u64,
+    preemptions: u64,
+    switch_ns: u64,
+    in_flight: u64,
+}
+
+/// The `contexts` file.
+pub(crate) struct ContextsSnapshot {
+    now: u64,
+    contexts: KVec<ContextSnapshot>,
+}
+
+/// The `occupancy` file: copies of the resource bitmaps.
+pub(crate) struct OccupancySnapshot<'a> {
+    engine: &'a Engine,
+    maps: KVVec<u64>,
+    unit_waves: KVec<u32>,
+}
+
+/// The text of an [`OccupancySnapshot`]: a view over its copies.
+pub(crate) struct OccupancyText<'a> {
+    topology: &'a Topology,
+    occ: Occupancy<'a>,
+}
+
+impl OccupancySnapshot<'_> {
+    /// The text of the snapshot.
+    pub(crate) fn text(&mut self) -> Result<OccupancyText<'_>> {
+        let topology = &self.engine.topology;
+        let occ = Occupancy::new(topology, &mut self.maps, &mut self.unit_waves).ok_or(EINVAL)?;
+        Ok(OccupancyText { topology, occ })
+    }
+}
+
+/// The `placements` file: the last placements, oldest first.
+pub(crate) struct PlacementsSnapshot {
+    first_number: u64,
+    records: KVVec<PlacementRecord>,
+}
+
 impl Engine {
-    /// The general state: totals, dispatcher, per-module use and queues.
-    fn dump(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut guard = self.lock();
-        let st = &mut *guard;
-        let t = &self.topology;
-        let now = crate::context::monotonic_ns();
+    /// Room for copies of the resource maps, filled under the lock.
+    fn map_room(&self) -> Result<(KVVec<u64>, KVec<u32>)> {
+        let st = &self.topology;
+        let words = MapLayout::new(st).total_words(st);
+        Ok((
+            KVVec::from_elem(0, words, GFP_KERNEL)?,
+            KVec::from_elem(0, st.total_units() as usize, GFP_KERNEL)?,
+        ))
+    }
+
+    /// Snapshot of the general state.
+    pub(crate) fn state_snapshot(&self) -> Result<StateSnapshot<'_>> {
+        let (maps, unit_waves) = self.map_room()?;
+        let mut snap = StateSnapshot {
+            engine: self,
+            now: 0,
+            totals: TotalsSnapshot::default(),
+            promoted: 0,
+            failed_ns: 0,
+            maps,
+            unit_waves,
+            modules: KVec::with_capacity(self.topology.modules as usize, GFP_KERNEL)?,
+            slots_held: 0,
+            formula: "",
+            queues: KVec::new(),
+            jobs: KVec::new(),
+            groups_on_device: 0,
+            waves_on_device: 0,
+            lock_hold_max_ns: self.lock_hold_max_ns(),
+        };
+        let (mut want_queues, mut want_jobs) = (8, 16);
+        for _ in 0..SNAPSHOT_TRIES {
+            make_room(&mut snap.queues, want_queues)?;
+            make_room(&mut snap.jobs, want_jobs)?;
+            snap.modules.clear();
+            let st = self.lock();
+            let jobs: usize = st.queues.iter().map(|q| q.jobs.len()).sum();
+            if st.queues.len() > snap.queues.capacity() || jobs > snap.jobs.capacity() {
+                (want_queues, want_jobs) = (st.queues.len(), jobs);
+                continue;
+            }
+            let now = crate::context::monotonic_ns();
+            snap.now = now;
+            let t = &st.totals;
+            snap.totals = TotalsSnapshot {
+                jobs_done: t.jobs_done,
+                jobs_faulted: t.jobs_faulted,
+                jobs_hung: t.jobs_hung,
+                jobs_cancelled: t.jobs_cancelled,
+                groups_dispatched: t.groups_dispatched,
+                groups_split: t.groups_split,
+                waves_saved: t.waves_saved,
+                groups_restored: t.groups_restored,
+            };
+            snap.promoted = st.debts.promoted(&self.rotation, now);
+            snap.failed_ns = st.trigger.failed(now);
+            if snap.maps.len() != st.maps.len() || snap.unit_waves.len() != st.unit_waves.len() {
+                return Err(EINVAL);
+            }
+            copy_words(&mut snap.maps, &st.maps);
+            copy_words(&mut snap.unit_waves, &st.unit_waves);
+            for ms in st.modules.iter() {
+                let m = ModuleSnapshot {
+                    pointer_shift: ms.pointer.shift(self.topology.units_per_module),
+                    power: ms.power.clone(),
+                    counters: ms.counters,
+                    used: (0, 0, 0, 0),
+                };
+                snap.modules.push_within_capacity(m).map_err(|_| ENOMEM)?;
+            }
+            snap.slots_held = st.queues.iter().filter(|q| q.slot.is_some()).count() as u32;
+            snap.formula = st.formula.name();
+            for q in st.queues.iter() {
+                let qs = QueueSnapshot {
+                    client: q.ctx.client,
+                    id: q.ctx.id,
+                    priority: q.ctx.priority,
+                    jobs: q.jobs.len(),
+                    slot: q.slot,
+                    slice_end_ns: q.entry.slice_end_ns,
+                    saved: q.jobs.first().map_or(0, |j| j.saved.len()),
+                };
+                snap.queues.push_within_capacity(qs).map_err(|_| ENOMEM)?;
+                for job in q.jobs.iter() {
+                    let js = JobSnapshot {
+                        seqno: job.seqno,
+                        next_group: job.next_group,
+                        groups: job.spec.grid.groups,
+                        running: job.groups_running,
+                        band: job.spec.band,
+                        error: job.error,
+                        independent: job.spec.independent,
+                        split: job.split.is_some(),
+                        waits: job.spec.in_fence.is_some(),
+                    };
+                    snap.jobs.push_within_capacity(js).map_err(|_| ENOMEM)?;
+                }
+            }
+            snap.groups_on_device = st.groups.iter().filter(|g| g.is_some()).count();
+            snap.waves_on_device = st.waves.len();
+            drop(st);
+            // What follows only reads and changes the copies.
+            let now_cycle = self.topology.ns_to_cycles(snap.now);
+            let occ = Occupancy::new(&self.topology, &mut snap.maps, &mut snap.unit_waves)
+                .ok_or(EINVAL)?;
+            for (m, ms) in snap.modules.iter_mut().enumerate() {
+                ms.used = occ.used(m as u32);
+                ms.power.advance(now_cycle);
+            }
+            return Ok(snap);
+        }
+        Err(EAGAIN)
+    }
+
+    /// Snapshot of every live context.
+    pub(crate) fn contexts_snapshot(&self) -> Result<ContextsSnapshot> {
+        let mut snap = ContextsSnapshot {
+            now: 0,
+            contexts: KVec::new(),
+        };
+        let mut want = 16;
+        for _ in 0..SNAPSHOT_TRIES {
+            make_room(&mut snap.contexts, want)?;
+            let st = self.lock();
+            if st.queues.len() > snap.contexts.capacity() {
+                want = st.queues.len();
+                continue;
+            }
+            snap.now = crate::context::monotonic_ns();
+            for q in st.queues.iter() {
+                let c = ContextSnapshot {
+                    client: q.ctx.client,
+                    id: q.ctx.id,
+                    priority: q.ctx.priority,
+                    created_ns: q.ctx.created_ns,
+                    runtime_ns: q.runtime_ns(),
+                    slot: q.slot,
+                    slices: q.slices,
+                    preemptions: q.preemptions,
+                    switch_ns: q.switch_ns,
+                    in_flight: q.jobs.len() as u64,
+                };
+                snap.contexts.push_within_capacity(c).map_err(|_| ENOMEM)?;
+            }
+            return Ok(snap);
+        }
+        Err(EAGAIN)
+    }
+
+    /// Snapshot of the resource bitmaps.
+    pub(crate) fn occupancy_snapshot(&self) -> Result<OccupancySnapshot<'_>> {
+        let (mut maps, mut unit_waves) = self.map_room()?;
+        let st = self.lock();
+        if maps.len() != st.maps.len() || unit_waves.len() != st.unit_waves.len() {
+            return Err(EINVAL);
+        }
+        copy_words(&mut maps, &st.maps);
+        copy_words(&mut unit_waves, &st.unit_waves);
+        drop(st);
+        Ok(OccupancySnapshot {
+            engine: self,
+            maps,
+            unit_waves,
+        })
+    }
+
+    /// Snapshot of the placement log.
+    pub(crate) fn placements_snapshot(&self) -> Result<PlacementsSnapshot> {
+        let mut records = KVVec::with_capacity(LOG_ENTRIES, GFP_KERNEL)?;
+        let first_number = self.lock().log.copy_into(&mut records);
+        Ok(PlacementsSnapshot {
+            first_number,
+            records,
+        })
+    }
+}
+
+impl fmt::Display for StateSnapshot<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let e = self.engine;
+        let t = &e.topology;
+        let now = self.now;
         writeln!(
             f,
             "device: {} modules x {} units, clock {} kHz, job timeout {} ms",
             t.modules, t.units_per_module, t.clock_khz, t.job_timeout_ms
         )?;
-        writeln!(f, "lock_hold_max_us: {}", self.lock_hold_max_ns() / 1000)?;
-        let tot = &st.totals;
+        let tot = &self.totals;
         writeln!(
             f,
             "jobs: done {} faulted {} hung {} cancelled {}",
             tot.jobs_done, tot.jobs_faulted, tot.jobs_hung, tot.jobs_cancelled
         )?;
-        let p = &self.params;
+        let p = &e.params;
         writeln!(
             f,
             "dispatcher: module choice {:?}, finder {:?}, rotation period {} cycles (band {} promoted now), split after {} failed rounds (failed now {} ns), dispatched {} split {}",
             p.choice,
             p.finder,
             p.rotation_period_cycles,
-            st.debts.promoted(&self.rotation, now),
+            self.promoted,
             p.split_after_rounds,
-            st.trigger.failed(now),
+            self.failed_ns,
             tot.groups_dispatched,
             tot.groups_split
         )?;
@@ -131,17 +475,12 @@ impl Engine {
             t.shared_mem_blocks,
             t.wave_slots * t.units_per_module
         )?;
-        let super::EngineState { maps, unit_waves, modules, .. } = st;
-        let Some(occ) = self.occupancy(maps, unit_waves) else {
-            return Ok(());
-        };
-        for (m, ms) in modules.iter_mut().enumerate() {
-            let (vgpr, sgpr, shared, waves) = occ.used(m as u32);
-            ms.power.advance(t.ns_to_cycles(now));
+        for (m, ms) in self.modules.iter().enumerate() {
+            let (vgpr, sgpr, shared, waves) = ms.used;
             write!(
                 f,
                 "module {m}: vgpr {vgpr} sgpr {sgpr} shared {shared} waves {waves}, pointer {}, power {}, instructions",
-                ms.pointer.shift(t.units_per_module),
+                ms.pointer_shift,
                 ms.power.recent()
             )?;
             for class in 0..NUM_CLASSES {
@@ -149,105 +488,110 @@ impl Engine {
             }
             writeln!(f)?;
         }
-        let sp = &self.sched.policy;
+        let sp = &e.sched.policy;
         writeln!(
             f,
             "slots: {} of {} held, formula {}, t0 {} us (slices {}..={} us), preemption point every {} us, waves saved {} groups restored {}",
-            st.queues.iter().filter(|q| q.slot.is_some()).count(),
+            self.slots_held,
             sp.slots,
-            st.formula.name(),
+            self.formula,
             sp.slice.t0_ns / 1000,
             sp.slice.min_ns / 1000,
             sp.slice.max_ns / 1000,
-            self.sched.preemption_ns / 1000,
-            st.totals.waves_saved,
-            st.totals.groups_restored
+            e.sched.preemption_ns / 1000,
+            tot.waves_saved,
+            tot.groups_restored
         )?;
-        for q in st.queues.iter() {
+        let mut jobs = self.jobs.iter();
+        for q in self.queues.iter() {
             write!(
                 f,
                 "context client {} id {} priority {}: {} jobs queued, ",
-                q.ctx.client,
-                q.ctx.id,
-                q.ctx.priority,
-                q.jobs.len()
+                q.client, q.id, q.priority, q.jobs
             )?;
             match q.slot {
-                Some(slot) => write!(f, "slot {slot}, slice ends in {} us", q.entry.slice_end_ns.saturating_sub(now) / 1000)?,
+                Some(slot) => write!(
+                    f,
+                    "slot {slot}, slice ends in {} us",
+                    q.slice_end_ns.saturating_sub(now) / 1000
+                )?,
                 None => write!(f, "no slot")?,
             }
-            writeln!(f, ", {} groups saved", q.jobs.first().map_or(0, |j| j.saved.len()))?;
-            for job in q.jobs.iter() {
+            writeln!(f, ", {} groups saved", q.saved)?;
+            for job in jobs.by_ref().take(q.jobs) {
                 writeln!(
                     f,
                     "  job seqno {}: groups {}/{} placed, {} running, band {}, error {}{}{}{}",
                     job.seqno,
                     job.next_group,
-                    job.spec.grid.groups,
-                    job.groups_running,
-                    job.spec.band,
+                    job.groups,
+                    job.running,
+                    job.band,
                     job.error,
-                    if job.spec.independent { ", independent" } else { "" },
-                    if job.split.is_some() { ", split" } else { "" },
-                    if job.spec.in_fence.is_some() { ", waits for a fence" } else { "" }
+                    if job.independent { ", independent" } else { "" },
+                    if job.split { ", split" } else { "" },
+                    if job.waits { ", waits for a fence" } else { "" }
                 )?;
             }
         }
         writeln!(
             f,
             "work-groups on the device: {}, waves: {}",
-            st.groups.iter().filter(|g| g.is_some()).count(),
-            st.waves.len()
-        )
+            self.groups_on_device, self.waves_on_device
+        )?;
+        writeln!(f, "lock_hold_max_us: {}", self.lock_hold_max_ns / 1000)
     }
+}
 
-    /// One line per live context: the numbers SEEDS A decides by.
-    fn dump_contexts(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.lock();
-        let now = crate::context::monotonic_ns();
+impl fmt::Display for ContextsSnapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
             "# client ctx priority lifetime_ns runtime_ns weight_milli slot slices preemptions switch_ns jobs_in_flight"
         )?;
-        for q in st.queues.iter() {
-            let ctx = &q.ctx;
-            let weight = Weight::new(now, ctx.created_ns, q.runtime_ns());
+        for c in self.contexts.iter() {
+            let weight = Weight::new(self.now, c.created_ns, c.runtime_ns);
             write!(
                 f,
                 "{} {} {} {} {} ",
-                ctx.client,
-                ctx.id,
-                ctx.priority,
-                now.saturating_sub(ctx.created_ns),
-                q.runtime_ns()
+                c.client,
+                c.id,
+                c.priority,
+                self.now.saturating_sub(c.created_ns),
+                c.runtime_ns
             )?;
             match weight.is_infinite() {
                 true => write!(f, "inf ")?,
                 false => write!(f, "{} ", weight.milli())?,
             }
-            match q.slot {
+            match c.slot {
                 Some(slot) => write!(f, "{slot} ")?,
                 None => write!(f, "- ")?,
             }
-            writeln!(f, "{} {} {} {}", q.slices, q.preemptions, q.switch_ns, q.jobs.len())?;
+            writeln!(
+                f,
+                "{} {} {} {}",
+                c.slices, c.preemptions, c.switch_ns, c.in_flight
+            )?;
         }
         Ok(())
     }
+}
 
-    /// The resource bitmaps, `#` in use and `.` free.
-    fn dump_occupancy(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut guard = self.lock();
-        let super::EngineState { maps, unit_waves, .. } = &mut *guard;
-        let t = &self.topology;
-        let Some(occ) = self.occupancy(maps, unit_waves) else {
-            return Ok(());
-        };
+impl fmt::Display for OccupancyText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (t, occ) = (self.topology, &self.occ);
         for m in 0..t.modules {
             write!(f, "module {m} shared ")?;
             write_map(f, occ.shared_map(m), t.shared_mem_blocks)?;
             writeln!(f)?;
             for u in 0..t.units_per_module {
-                write!(f, "  unit {u} waves {}/{} vgpr ", occ.unit_waves(m, u), t.wave_slots)?;
+                write!(
+                    f,
+                    "  unit {u} waves {}/{} vgpr ",
+                    occ.unit_waves(m, u),
+                    t.wave_slots
+                )?;
                 write_map(f, occ.vgpr_map(m, u), t.vgpr_blocks)?;
                 write!(f, " sgpr ")?;
                 write_map(f, occ.sgpr_map(m, u), t.sgpr_blocks)?;
@@ -256,11 +600,12 @@ impl Engine {
         }
         Ok(())
     }
+}
 
-    /// The last placements, oldest first, one line each.
-    fn dump_placements(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.lock();
-        for (n, r) in st.log.iter() {
+impl fmt::Display for PlacementsSnapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, r) in self.records.iter().enumerate() {
+            let n = self.first_number.saturating_add(i as u64);
             let p = &r.placement;
             write!(
                 f,
@@ -277,7 +622,7 @@ impl Engine {
                 p.shared_start,
                 r.needs.shared
             )?;
-            for w in &p.waves[..r.needs.waves as usize] {
+            for w in p.waves.iter().take(r.needs.waves as usize) {
                 write!(
                     f,
                     " w={}:{}+{}:{}+{}",
@@ -286,70 +631,6 @@ impl Engine {
             }
             writeln!(f)?;
         }
-        Ok(())
-    }
-}
-
-/// The debugfs view of an engine: `/sys/kernel/debug/vgsched/state`.
-pub(crate) struct EngineDump(pub(crate) Arc<Engine>);
-
-impl fmt::Debug for EngineDump {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.dump(f)
-    }
-}
-
-/// `/sys/kernel/debug/vgsched/occupancy`: every resource bitmap.
-pub(crate) struct OccupancyDump(pub(crate) Arc<Engine>);
-
-impl fmt::Debug for OccupancyDump {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.dump_occupancy(f)
-    }
-}
-
-/// `/sys/kernel/debug/vgsched/placements`: the last dispatched
-/// work-groups, their modules, units and ranges.
-pub(crate) struct PlacementsDump(pub(crate) Arc<Engine>);
-
-impl fmt::Debug for PlacementsDump {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.dump_placements(f)
-    }
-}
-
-/// `/sys/kernel/debug/vgsched/contexts`: every live context with its
-/// priority, lifetime, runtime, weight, slot, slices and preemptions.
-pub(crate) struct ContextsDump(pub(crate) Arc<Engine>);
-
-impl fmt::Debug for ContextsDump {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.dump_contexts(f)
-    }
-}
-
-/// `/sys/kernel/debug/vgsched/slice_formula`: reads as the formula in use,
-/// `proportional` or `literal`; writing either name switches to it for
-/// every slice given from then on.
-pub(crate) struct SliceFormulaFile(pub(crate) Arc<Engine>);
-
-impl fmt::Debug for SliceFormulaFile {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0.state.lock().formula.name())
-    }
-}
-
-impl Reader for SliceFormulaFile {
-    fn read_from_slice(&self, reader: &mut UserSliceReader) -> Result {
-        let mut buf = [0u8; 16];
-        let n = reader.len();
-        if n > buf.len() {
-            return Err(EINVAL);
-        }
-        reader.read_slice(&mut buf[..n])?;
-        let name = core::str::from_utf8(&buf[..n]).map_err(|_| EINVAL)?;
-        let formula = SliceFormula::from_name(name).ok_or(EINVAL)?;
-        self.0.state.lock().formula = formula;
         Ok(())
     }
 }

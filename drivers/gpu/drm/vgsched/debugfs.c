@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vgsched: read-only files in the DRM device's own debugfs directory.
+ *
+ * The DRM core gives every device a debugfs directory,
+ * /sys/kernel/debug/dri/<unique>, with a symbolic link dri/<minor> for
+ * each of its minors (drm_debugfs_dev_init() and drm_debugfs_register() in
+ * drivers/gpu/drm/drm_debugfs.c), and removes it in drm_dev_unregister().
+ * C drivers add their files from drm_driver.debugfs_init or with
+ * drm_debugfs_add_files(); the Rust DRM abstractions of Linux 7.3 offer
+ * neither (the vtable's debugfs_init is NULL and the struct drm_device is
+ * not reachable from a driver), and the Rust debugfs API can only create
+ * directories of its own.
+ *
+ * The contract, on public API only:
+ *
+ *  - vgsched_debugfs_dir_get() finds the directory by its name: the DRM
+ *    core names it after the parent device (dev->unique = dev_name(parent)
+ *    in drm_dev_init()), which the module names itself (the faux device).
+ *    It returns a referenced dentry (debugfs_lookup()), or NULL when
+ *    debugfs is off or the directory does not exist;
+ *    vgsched_debugfs_dir_put() drops the reference.
+ *  - vgsched_debugfs_file_create() adds a read-only (0444) seq_file whose
+ *    show callback is @show(m, @data). debugfs_create_file() wraps the
+ *    file operations so that removal waits for reads in progress.
+ *  - vgsched_debugfs_file_remove() removes the file, waiting for any read
+ *    in progress, so @data may go away when it returns.
+ *
+ * The caller removes its files before the DRM device is unregistered (the
+ * core then removes the whole directory) and keeps the directory's
+ * reference until then.
+ */
+
+#include <linux/debugfs.h>
+#include <linux/dcache.h>
+#include <linux/err.h>
+#include <linux/fs.h>
+#include <linux/slab.h>
+#include <linux/seq_file.h>
+
+#include "debugfs.h"
+
+/* One file: its dentry and what its show callback gets. */
+struct vgsched_debugfs_file {
+	struct dentry *dentry;
+	int (*show)(struct seq_file *m, void *data);
+	void *data;
+};
+
+static int vgsched_debugfs_show(struct seq_file *m, void *unused)
+{
+	struct vgsched_debugfs_file *file = m->private;
+
+	return file->show(m, file->data);
+}
+DEFINE_SHOW_ATTRIBUTE(vgsched_debugfs);
+
+struct dentry *vgsched_debugfs_dir_get(const char *unique)
+{
+	struct dentry *dri = debugfs_lookup("dri", NULL);
+	struct dentry *dir;
+
+	if (IS_ERR_OR_NULL(dri))
+		return NULL;
+	dir = debugfs_lookup(unique, dri);
+	dput(dri);
+	return IS_ERR_OR_NULL(dir) ? NULL : dir;
+}
+
+void vgsched_debugfs_dir_put(struct dentry *dir)
+{
+	dput(dir);
+}
+
+struct vgsched_debugfs_file *
+vgsched_debugfs_file_create(struct dentry *dir, const char *name,
+			    int (*show)(struct seq_file *m, void *data), void *data)
+{
+	struct vgsched_debugfs_file *file = kzalloc(sizeof(*file), GFP_KERNEL);
+
+	if (!file)
+		return NULL;
+	file->show = show;
+	file->data = data;
+	/* An error (debugfs off) leaves an ERR_PTR, which removal ignores. */
+	file->dentry = debugfs_create_file(name, 0444, dir, file, &vgsched_debugfs_fops);
+	return file;
+}
+
+void vgsched_debugfs_file_remove(struct vgsched_debugfs_file *file)
+{
+	if (!file)
+		return;
+	debugfs_remove(file->dentry);
+	kfree(file);
+}

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * vgsched: the C debugfs helpers debugfs.rs declares (see debugfs.c).
+ */
+#ifndef _VGSCHED_DEBUGFS_H_
+#define _VGSCHED_DEBUGFS_H_
+
+struct dentry;
+struct seq_file;
+struct vgsched_debugfs_file;
+
+struct dentry *vgsched_debugfs_dir_get(const char *unique);
+void vgsched_debugfs_dir_put(struct dentry *dir);
+struct vgsched_debugfs_file *
+vgsched_debugfs_file_create(struct dentry *dir, const char *name,
+			    int (*show)(struct seq_file *m, void *data), void *data);
+void vgsched_debugfs_file_remove(struct vgsched_debugfs_file *file);
+
+#endif /* _VGSCHED_DEBUGFS_H_ */

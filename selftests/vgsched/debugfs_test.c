@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The device's debugfs files: in the DRM core's directory of the device
+ * (/sys/kernel/debug/dri/<minor>, whose name file names the driver), not
+ * in a module-global one; all read-only, no policy file and, in a
+ * production build, no benchmark; lock_hold_max_us holds one number, the
+ * one the state file reports too.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "vgsched_test_util.h"
+
+static const char *const views[] = { "state", "contexts", "occupancy", "placements", "lock_hold_max_us" };
+
+/* The number in lock_hold_max_us, which must be all the file holds; -1 if not. */
+static long long lock_hold_file(void)
+{
+	char buf[64], *end;
+	long long v;
+
+	if (vgsched_debugfs_read("lock_hold_max_us", buf, sizeof(buf)))
+		return -1;
+	v = strtoll(buf, &end, 10);
+	return end != buf && !strcmp(end, "\n") && v >= 0 ? v : -1;
+}
+
+TEST(files_are_in_the_devices_dri_directory)
+{
+	char dir[64], path[128], name[128];
+	struct stat st;
+
+	ASSERT_EQ(0, vgsched_debugfs_dir(dir, sizeof(dir)));
+	/* The DRM core's directory of this device. */
+	ASSERT_EQ(0, vgsched_debugfs_read("name", name, sizeof(name)));
+	EXPECT_EQ(0, strncmp(name, "vgsched ", 8)) TH_LOG("%s/name: %s", dir, name);
+	for (unsigned int i = 0; i < sizeof(views) / sizeof(views[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, views[i]);
+		ASSERT_EQ(0, stat(path, &st)) TH_LOG("%s: %s", path, strerror(errno));
+		EXPECT_EQ(0, st.st_mode & 0222) TH_LOG("%s is writable (mode %o)", path, st.st_mode);
+	}
+	/* No module-global directory any more. */
+	EXPECT_EQ(-1, stat("/sys/kernel/debug/vgsched", &st));
+	EXPECT_EQ(ENOENT, errno);
+}
+
+TEST(no_policy_file_and_no_benchmark)
+{
+	const char *const gone[] = { "slice_formula", "finder_bench" };
+	char dir[64], path[128];
+	struct stat st;
+
+	ASSERT_EQ(0, vgsched_debugfs_dir(dir, sizeof(dir)));
+	/*
+	 * Policies are module parameters, and the benchmark is only in a
+	 * module built with VGSCHED_BENCH=1: neither in the device's
+	 * directory nor in the module-global one of older versions.
+	 */
+	for (unsigned int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, gone[i]);
+		EXPECT_EQ(-1, stat(path, &st)) TH_LOG("%s exists", path);
+		snprintf(path, sizeof(path), "/sys/kernel/debug/vgsched/%s", gone[i]);
+		EXPECT_EQ(-1, stat(path, &st)) TH_LOG("%s exists", path);
+	}
+}
+
+TEST(lock_hold_max_us_is_one_number_and_in_state)
+{
+	static char state[1 << 16];
+	long long before, after, in_state;
+	char *line;
+
+	before = lock_hold_file();
+	ASSERT_LE(0, before);
+	ASSERT_EQ(0, vgsched_debugfs_read("state", state, sizeof(state)));
+	after = lock_hold_file();
+	line = strstr(state, "\nlock_hold_max_us: ");
+	ASSERT_NE(NULL, line) TH_LOG("%s", state);
+	in_state = strtoll(line + strlen("\nlock_hold_max_us: "), NULL, 10);
+	/* A maximum since load: it only grows between the reads. */
+	EXPECT_LE(before, in_state);
+	EXPECT_LE(in_state, after);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vgsched-bench-guest: the engine-lock workloads of `make bench`, run in
+ * the guest on a freshly loaded module (Documentation/benchmarks.rst).
+ *
+ *   vgsched-bench-guest short|long
+ *
+ * One job of one 64-thread wave: lanes 0-62 count down a loop that ends
+ * just under the job timeout, lane 63 stores out of bounds at once and
+ * faults. "short" has a loop body of 2 instructions, "long" one of 2000
+ * (1000 times longer; 2009 instructions in all, within the ISA's 4096).
+ * Both run the same modeled time, so what differs is the work per loop
+ * pass. Meanwhile a second process, with its own open file, creates,
+ * queries and destroys a context in a loop and records its slowest ioctl.
+ * At the end the program reads the device's debugfs file lock_hold_max_us
+ * and prints, one per line, "KEY = NUMBER" for bench.json:
+ *
+ *   engine.lock_hold_max_us.<w>          longest engine-lock hold since load
+ *   engine.other_client_ioctl_max_us.<w> slowest ioctl of the other process
+ *   engine.other_client_ioctls.<w>       ioctls it made while the job ran
+ *   engine.fault_job_wall_ms.<w>         submit to WAIT's return
+ *
+ * It fails (exit 1) unless the job ends with -EFAULT, i.e. unless the
+ * loops stayed under the timeout and the last lane faulted.
+ */
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vgsched_programs.h"
+
+#define I(op, rd, ra, rb, imm) vg_instr(DRM_VGSCHED_OP_##op, rd, ra, rb, imm)
+
+#define LANES 64
+/* Cycles the looping lanes stay below the job timeout. */
+#define MARGIN_CYCLES 16
+
+#define DIE(...) do { \
+		fprintf(stderr, "vgsched-bench-guest: " __VA_ARGS__); \
+		fprintf(stderr, "\n"); \
+		exit(1); \
+	} while (0)
+
+/* What the other process reports, in memory shared with it. */
+struct other_client {
+	volatile int stop;
+	volatile int ready;
+	volatile uint64_t max_ns;
+	volatile uint64_t ioctls;
+	volatile int error;
+};
+
+/*
+ * The workload's program into @p: lane 63 faults, the others loop with a
+ * body of @body instructions (2 or more) until just under @timeout_cycles,
+ * given the cycle costs of @info. Returns the instruction count, 0 if the
+ * timeout is too short for one pass.
+ */
+static unsigned int fault_program(__u64 *p, unsigned int body, __u64 timeout_cycles,
+				  const struct drm_vgsched_gpu_info *info)
+{
+	const __u32 *c = info->cycle_costs;
+	__u64 move = c[DRM_VGSCHED_CLASS_MOVE], alu = c[DRM_VGSCHED_CLASS_ALU];
+	__u64 cmp = c[DRM_VGSCHED_CLASS_COMPARE], jump = c[DRM_VGSCHED_CLASS_JUMP];
+	/* SREG, MOVI, SEQ, BRNZ, MOVI before the loop; END after it. */
+	__u64 fixed = move + move + cmp + jump + move + jump;
+	/* body - 2 ADDI r7 filler, ADDI r4, BRNZ. */
+	__u64 pass = (body - 1) * alu + jump;
+	unsigned int n = 0, loop, fault;
+	__u64 loops;
+
+	if (timeout_cycles < fixed + MARGIN_CYCLES + pass)
+		return 0;
+	loops = (timeout_cycles - fixed - MARGIN_CYCLES) / pass;
+	if (loops > INT32_MAX)
+		loops = INT32_MAX;
+	loop = 5;
+	fault = loop + body + 1;
+	p[n++] = I(SREG, 1, 0, 0, DRM_VGSCHED_SREG_LANE);
+	p[n++] = I(MOVI, 2, 0, 0, LANES - 1);
+	p[n++] = I(SEQ, 3, 1, 2, 0);
+	p[n++] = I(BRNZ, 0, 3, 0, fault);
+	p[n++] = I(MOVI, 4, 0, 0, (__s32)loops);
+	for (unsigned int i = 0; i < body - 2; i++)		/* 5: loop */
+		p[n++] = I(ADDI, 7, 7, 0, 1);
+	p[n++] = I(ADDI, 4, 4, 0, -1);
+	p[n++] = I(BRNZ, 0, 4, 0, loop);
+	p[n++] = I(END, 0, 0, 0, 0);
+	/* fault: a word 4 MiB into a one-page buffer. */
+	p[n++] = I(MOVI, 6, 0, 0, 1 << 20);
+	p[n++] = I(ST, 1, 6, 0, 0);
+	p[n++] = I(END, 0, 0, 0, 0);
+	return n;
+}
+
+/* The other process: context create, query, destroy until told to stop. */
+static void other_client_loop(struct other_client *oc)
+{
+	int fd = vgsched_open_render_node();
+
+	if (fd < 0) {
+		oc->error = 1;
+		oc->ready = 1;
+		_exit(1);
+	}
+	oc->ready = 1;
+	while (!oc->stop) {
+		struct drm_vgsched_ctx_query q;
+		__u64 t0, t1, t2, t3, worst;
+		__u32 ctx;
+
+		t0 = vg_now_ns();
+		ctx = vgsched_ctx_create(fd, 8);
+		t1 = vg_now_ns();
+		if (!ctx || vgsched_ctx_query(fd, ctx, &q)) {
+			oc->error = 1;
+			break;
+		}
+		t2 = vg_now_ns();
+		if (vgsched_ctx_destroy(fd, ctx)) {
+			oc->error = 1;
+			break;
+		}
+		t3 = vg_now_ns();
+		worst = t1 - t0;
+		if (t2 - t1 > worst)
+			worst = t2 - t1;
+		if (t3 - t2 > worst)
+			worst = t3 - t2;
+		if (worst > oc->max_ns)
+			oc->max_ns = worst;
+		oc->ioctls += 3;
+	}
+	close(fd);
+	_exit(oc->error);
+}
+
+/* The number in the device's debugfs file @name, or -1. */
+static long long debugfs_number(const char *name)
+{
+	char buf[64], *end;
+	long long v;
+
+	if (vgsched_debugfs_read(name, buf, sizeof(buf)))
+		return -1;
+	v = strtoll(buf, &end, 10);
+	return end == buf ? -1 : v;
+}
+
+int main(int argc, char **argv)
+{
+	const char *w = argc == 2 ? argv[1] : "";
+	unsigned int body = !strcmp(w, "short") ? 2 : !strcmp(w, "long") ? 2000 : 0;
+	struct drm_vgsched_gpu_info info;
+	struct other_client *oc;
+	struct vg_buf prog, mem;
+	__u64 words[4096], t0, t1, timeout_cycles;
+	unsigned int len;
+	int fd, status = 0, child_status;
+	long long hold;
+	__u32 ctx;
+	pid_t pid;
+
+	if (!body)
+		DIE("usage: vgsched-bench-guest short|long");
+	fd = vgsched_open_render_node();
+	if (fd < 0)
+		DIE("no vgsched render node");
+	if (vgsched_query_gpu_info(fd, &info))
+		DIE("DEV_QUERY failed");
+	timeout_cycles = (__u64)info.job_timeout_ms * info.clock_khz;
+	len = fault_program(words, body, timeout_cycles, &info);
+	if (!len)
+		DIE("job timeout too short");
+	ctx = vgsched_ctx_create(fd, 8);
+	if (!ctx || vg_program(fd, words, len, &prog) || vg_buf_create(fd, 4096, &mem))
+		DIE("setup failed");
+	__u32 binding = mem.handle;
+	struct drm_vgsched_submit s = vg_job(ctx, &prog, len, &binding, 1, 1, 1, LANES);
+
+	oc = mmap(NULL, sizeof(*oc), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (oc == MAP_FAILED)
+		DIE("mmap failed");
+	memset(oc, 0, sizeof(*oc));
+	pid = fork();
+	if (pid < 0)
+		DIE("fork failed");
+	if (pid == 0)
+		other_client_loop(oc);
+	while (!oc->ready)
+		usleep(1000);
+	/* Let the other client reach its steady loop first. */
+	usleep(50000);
+
+	t0 = vg_now_ns();
+	if (vgsched_submit(fd, &s))
+		DIE("SUBMIT failed");
+	if (vgsched_wait(fd, ctx, s.seqno, 600 * VG_SECOND_NS, &status))
+		DIE("WAIT failed");
+	t1 = vg_now_ns();
+	oc->stop = 1;
+	if (waitpid(pid, &child_status, 0) != pid || !WIFEXITED(child_status) ||
+	    WEXITSTATUS(child_status) || oc->error)
+		DIE("the other client failed");
+	hold = debugfs_number("lock_hold_max_us");
+
+	printf("workload %s: one wave of %d threads, lane %d faults, the others loop %llu of %llu timeout cycles\n",
+	       w, LANES, LANES - 1,
+	       (unsigned long long)(timeout_cycles - MARGIN_CYCLES), (unsigned long long)timeout_cycles);
+	printf("  program %u instructions (loop body %u), job status %d (%s)\n", len, body, status,
+	       status == -EFAULT ? "-EFAULT, as meant" : "unexpected");
+	printf("engine.lock_hold_max_us.%s = %lld\n", w, hold);
+	printf("engine.other_client_ioctl_max_us.%s = %llu\n", w, (unsigned long long)(oc->max_ns / 1000));
+	printf("engine.other_client_ioctls.%s = %llu\n", w, (unsigned long long)oc->ioctls);
+	printf("engine.fault_job_wall_ms.%s = %llu\n", w, (unsigned long long)((t1 - t0) / 1000000));
+	vg_buf_destroy(fd, &prog);
+	vg_buf_destroy(fd, &mem);
+	vgsched_ctx_destroy(fd, ctx);
+	close(fd);
+	if (status != -EFAULT || hold < 0)
+		DIE("job status %d (want %d), lock_hold_max_us %lld", status, -EFAULT, hold);
+	return 0;
+}
