@@ -17,12 +17,33 @@ use std::time::Instant;
 
 use vgsched_core::{
     bitmask::FinderKind,
-    dispatch::{pick, Candidate, MarkUpdate, Rotation, WindowDebts, BANDS},
-    module_choice::{choose, free_score, FreeResources, FreeWeights, ModuleChoice, ModuleScore, PowerWindow},
-    occupancy::{GroupNeeds, MapLayout, Occupancy, Placement, WaveNeeds},
+    dispatch::{
+        pick,
+        Candidate,
+        MarkUpdate,
+        Rotation,
+        WindowDebts,
+        BANDS, //
+    },
+    module_choice::{
+        choose,
+        free_score,
+        FreeResources,
+        FreeWeights,
+        ModuleChoice,
+        ModuleScore,
+        PowerWindow, //
+    },
+    occupancy::{
+        GroupNeeds,
+        MapLayout,
+        Occupancy,
+        Placement,
+        WaveNeeds, //
+    },
     rng::Rng,
     split::RotatingPointer,
-    topology::Topology,
+    topology::Topology, //
 };
 
 use super::Options;
@@ -43,7 +64,10 @@ struct Measured {
 fn random_needs(rng: &mut Rng) -> GroupNeeds {
     GroupNeeds {
         waves: 1 + rng.below(16),
-        wave: WaveNeeds { vgpr: 2 + rng.below(31), sgpr: 1 + rng.below(8) },
+        wave: WaveNeeds {
+            vgpr: 2 + rng.below(31),
+            sgpr: 1 + rng.below(8),
+        },
         shared: rng.below(13),
     }
 }
@@ -59,14 +83,19 @@ fn retire_oldest(occ: &mut Occupancy<'_>, live: &mut VecDeque<(Placement, GroupN
 }
 
 fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64) -> Measured {
-    let topo = Topology { modules: MODULES, ..Topology::DEFAULT };
+    let topo = Topology {
+        modules: MODULES,
+        ..Topology::DEFAULT
+    };
     let units = topo.units_per_module;
     let mut words = vec![0u64; MapLayout::new(&topo).total_words(&topo)];
     let mut slots = vec![0u32; topo.total_units() as usize];
     let mut pointers = vec![RotatingPointer::new(units); MODULES as usize];
     let mut power = vec![PowerWindow::new(1024); MODULES as usize];
     let mut rng = Rng::new(0x5eed_d15);
-    let mut heads: Vec<(GroupNeeds, u8)> = (0..CHANNELS).map(|_| (random_needs(&mut rng), rng.below(BANDS as u32) as u8)).collect();
+    let mut heads: Vec<(GroupNeeds, u8)> = (0..CHANNELS)
+        .map(|_| (random_needs(&mut rng), rng.below(BANDS as u32) as u8))
+        .collect();
     let mut marks = [[false; BANDS]; CHANNELS];
     let mut live: VecDeque<(Placement, GroupNeeds, u64)> = VecDeque::new();
     let rotation = Rotation::new(15_000);
@@ -83,8 +112,13 @@ fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64) -> Measured {
     for round in 0..rounds {
         // Modeled time: a cycle per round, as in the document's hardware.
         let now = round;
-        let mut occ = Occupancy::new(&topo, &mut words, &mut slots).unwrap().with_finder(finder);
-        let mut cands = [Candidate { band: 0, marked: false }; CHANNELS];
+        let mut occ = Occupancy::new(&topo, &mut words, &mut slots)
+            .unwrap()
+            .with_finder(finder);
+        let mut cands = [Candidate {
+            band: 0,
+            marked: false,
+        }; CHANNELS];
         let mut cand_of = [0usize; CHANNELS];
         let mut n = 0;
         let mut waiting = [false; BANDS];
@@ -95,7 +129,10 @@ fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64) -> Measured {
                 occ.try_place(m, needs, &wu).is_some()
             });
             if fits {
-                cands[n] = Candidate { band: *band, marked: marks[c][*band as usize] };
+                cands[n] = Candidate {
+                    band: *band,
+                    marked: marks[c][*band as usize],
+                };
                 cand_of[n] = c;
                 n += 1;
             }
@@ -121,7 +158,11 @@ fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64) -> Measured {
             if occ.try_place(m, &needs, &wu).is_some() {
                 let free = occ.remaining(m);
                 power[m as usize].advance(now);
-                scores[k] = ModuleScore { module: m, free: free_score(&free, &cap, &FreeWeights::DEFAULT), power: power[m as usize].recent() };
+                scores[k] = ModuleScore {
+                    module: m,
+                    free: free_score(&free, &cap, &FreeWeights::DEFAULT),
+                    power: power[m as usize].recent(),
+                };
                 k += 1;
             }
         }
@@ -140,7 +181,12 @@ fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64) -> Measured {
         dispatches += 1;
     }
     let secs = start.elapsed().as_secs_f64();
-    Measured { rounds_per_s: rounds as f64 / secs, dispatches, rounds, matches_per_round: matches as f64 / rounds as f64 }
+    Measured {
+        rounds_per_s: rounds as f64 / secs,
+        dispatches,
+        rounds,
+        matches_per_round: matches as f64 / rounds as f64,
+    }
 }
 
 /// The section's table.
@@ -149,13 +195,40 @@ pub fn report(opts: &Options) -> String {
     let rounds = opts.count(200_000);
     let _ = writeln!(out, "Dispatch decisions per second: {CHANNELS} channels x {MODULES} modules of 4 units (host, release build)");
     let _ = writeln!(out, "(a round = match all heads against all modules, pick, choose a module, take ranges; {rounds} rounds per row)");
-    let _ = writeln!(out, "{:<28} {:>14} {:>12} {:>14} {:>12}", "module choice / finder", "rounds/s", "us/round", "dispatched", "matches/rnd");
+    let _ = writeln!(
+        out,
+        "{:<28} {:>14} {:>12} {:>14} {:>12}",
+        "module choice / finder", "rounds/s", "us/round", "dispatched", "matches/rnd"
+    );
     let configs = [
-        ("C10 recent power / exact", ModuleChoice::RecentPower, FinderKind::Exact),
-        ("C9 free resources / exact", ModuleChoice::FreeResources, FinderKind::Exact),
-        ("mixed / exact", ModuleChoice::Mixed { power_weight: 1, free_weight: 1 }, FinderKind::Exact),
-        ("C10 / grouped by 4", ModuleChoice::RecentPower, FinderKind::Grouped { group: 4 }),
-        ("C10 / sampled", ModuleChoice::RecentPower, FinderKind::Sampled),
+        (
+            "C10 recent power / exact",
+            ModuleChoice::RecentPower,
+            FinderKind::Exact,
+        ),
+        (
+            "C9 free resources / exact",
+            ModuleChoice::FreeResources,
+            FinderKind::Exact,
+        ),
+        (
+            "mixed / exact",
+            ModuleChoice::Mixed {
+                power_weight: 1,
+                free_weight: 1,
+            },
+            FinderKind::Exact,
+        ),
+        (
+            "C10 / grouped by 4",
+            ModuleChoice::RecentPower,
+            FinderKind::Grouped { group: 4 },
+        ),
+        (
+            "C10 / sampled",
+            ModuleChoice::RecentPower,
+            FinderKind::Sampled,
+        ),
     ];
     for (name, choice, finder) in configs {
         let m = measure(choice, finder, rounds);
@@ -165,7 +238,11 @@ pub fn report(opts: &Options) -> String {
             name,
             m.rounds_per_s,
             1e6 / m.rounds_per_s,
-            format!("{} ({:.0}%)", m.dispatches, 100.0 * m.dispatches as f64 / m.rounds as f64),
+            format!(
+                "{} ({:.0}%)",
+                m.dispatches,
+                100.0 * m.dispatches as f64 / m.rounds as f64
+            ),
             m.matches_per_round
         );
     }

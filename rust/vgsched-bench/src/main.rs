@@ -27,7 +27,11 @@
 
 use std::time::Instant;
 
-use vgsched_core::finder_bench::{self, NoExternal, SCRATCH_WORDS};
+use vgsched_core::finder_bench::{
+    self,
+    NoExternal,
+    SCRATCH_WORDS, //
+};
 
 mod dispatch;
 mod misses;
@@ -94,8 +98,13 @@ fn main() {
         }
     }
     let t0 = Instant::now();
-    let sections: [fn(&Options) -> String; 5] =
-        [finder_timing, misses::report, dispatch::report, slots::report, waves::report];
+    let sections: [fn(&Options) -> String; 5] = [
+        finder_timing,
+        misses::report,
+        dispatch::report,
+        slots::report,
+        waves::report,
+    ];
     for (i, section) in sections.iter().enumerate() {
         if only.is_some_and(|n| n != i) {
             continue;

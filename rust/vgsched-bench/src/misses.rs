@@ -20,9 +20,16 @@
 
 use std::fmt::Write as _;
 
-use vgsched_core::bitmask::{finds, first_free_run, FinderKind};
+use vgsched_core::bitmask::{
+    finds,
+    first_free_run,
+    FinderKind, //
+};
 use vgsched_core::rng::Rng;
-use vgsched_core::sample_maps::{self, Density};
+use vgsched_core::sample_maps::{
+    self,
+    Density, //
+};
 
 use crate::Options;
 

@@ -27,13 +27,30 @@ use std::fmt::Write as _;
 use std::hint::black_box;
 use std::time::Instant;
 
-use vgsched_core::context_switch::{shared_state_bytes, transfer_cycles, wave_state_bytes};
-use vgsched_core::occupancy::{GroupNeeds, WaveNeeds};
-use vgsched_core::topology::Topology;
-use vgsched_core::pool::{div_sat, Candidate};
+use vgsched_core::context_switch::{
+    shared_state_bytes,
+    transfer_cycles,
+    wave_state_bytes, //
+};
+use vgsched_core::occupancy::{
+    GroupNeeds,
+    WaveNeeds, //
+};
+use vgsched_core::pool::{
+    div_sat,
+    Candidate, //
+};
 use vgsched_core::rng::Rng;
 use vgsched_core::slice::SliceFormula;
-use vgsched_core::slots::{next_slice_end, reschedule, Scratch, SlotChange, SlotEntry, SlotPolicy};
+use vgsched_core::slots::{
+    next_slice_end,
+    reschedule,
+    Scratch,
+    SlotChange,
+    SlotEntry,
+    SlotPolicy, //
+};
+use vgsched_core::topology::Topology;
 
 use crate::Options;
 
@@ -71,7 +88,11 @@ const COST_DECISIONS: u64 = 20_000;
 
 /// The waves filling the device in the latency table: 64 threads, 8 vector
 /// and 2 scalar register blocks, groups with 4 shared-memory blocks.
-const WAVE: GroupNeeds = GroupNeeds { waves: 1, wave: WaveNeeds { vgpr: 8, sgpr: 2 }, shared: 4 };
+const WAVE: GroupNeeds = GroupNeeds {
+    waves: 1,
+    wave: WaveNeeds { vgpr: 8, sgpr: 2 },
+    shared: 4,
+};
 /// Threads of each of those waves.
 const WAVE_THREADS: u32 = 64;
 
@@ -124,8 +145,18 @@ fn scenario(n: usize, priority: u8, rng: &mut Rng) -> Vec<Ctx> {
             } else {
                 (arrive_ns, 0)
             };
-            let cand = Candidate { id: i as u32, priority, created_ns, runtime_ns, runnable: false };
-            Ctx { entry: SlotEntry::new(cand), arrive_ns, window_ns: 0 }
+            let cand = Candidate {
+                id: i as u32,
+                priority,
+                created_ns,
+                runtime_ns,
+                runnable: false,
+            };
+            Ctx {
+                entry: SlotEntry::new(cand),
+                arrive_ns,
+                window_ns: 0,
+            }
         })
         .collect()
 }
@@ -142,7 +173,13 @@ struct Decider {
 
 impl Decider {
     fn new(n: usize, formula: SliceFormula) -> Self {
-        let blank = Candidate { id: 0, priority: 0, created_ns: 0, runtime_ns: 0, runnable: false };
+        let blank = Candidate {
+            id: 0,
+            priority: 0,
+            created_ns: 0,
+            runtime_ns: 0,
+            runnable: false,
+        };
         Self {
             policy: SlotPolicy::new(SLOTS, formula, T0_NS),
             seq: 0,
@@ -150,13 +187,23 @@ impl Decider {
             chosen: vec![0; SLOTS],
             // Each resident is evicted at most once, each slot filled at
             // most once: 2L changes at most.
-            changes: vec![SlotChange::Evict { index: 0, preempted: false }; 2 * SLOTS],
+            changes: vec![
+                SlotChange::Evict {
+                    index: 0,
+                    preempted: false
+                };
+                2 * SLOTS
+            ],
         }
     }
 
     /// One decision at `now`; returns the changes.
     fn decide(&mut self, ctxs: &mut [Ctx], now: u64) -> &[SlotChange] {
-        let scratch = Scratch { cands: &mut self.cands, chosen: &mut self.chosen, changes: &mut self.changes };
+        let scratch = Scratch {
+            cands: &mut self.cands,
+            chosen: &mut self.chosen,
+            changes: &mut self.changes,
+        };
         let k = reschedule(ctxs, now, &self.policy, &mut self.seq, scratch);
         &self.changes[..k]
     }
@@ -221,7 +268,10 @@ fn run_fairness(mut ctxs: Vec<Ctx>, policy: Policy, window_ns: u64) -> Fairness 
         let loaded = match policy {
             Policy::Core(_) => {
                 let changes = decider.decide(&mut ctxs, now);
-                changes.iter().filter(|c| matches!(c, SlotChange::Load { .. })).count()
+                changes
+                    .iter()
+                    .filter(|c| matches!(c, SlotChange::Load { .. }))
+                    .count()
             }
             Policy::Fifo => {
                 // Arrivals take free slots in order; nobody ever leaves.
@@ -240,7 +290,10 @@ fn run_fairness(mut ctxs: Vec<Ctx>, policy: Policy, window_ns: u64) -> Fairness 
             loads += loaded as u64;
         }
         let arrival = order.get(next).map_or(u64::MAX, |&i| ctxs[i].arrive_ns);
-        let to = next_slice_end(&ctxs).unwrap_or(u64::MAX).min(arrival).min(win_end);
+        let to = next_slice_end(&ctxs)
+            .unwrap_or(u64::MAX)
+            .min(arrival)
+            .min(win_end);
         credit(&mut ctxs, now, to, WINDOW_START_NS, win_end);
         now = to;
     }
@@ -269,16 +322,33 @@ fn fairness_table(out: &mut String, opts: &Options) {
     let _ = writeln!(out, "  {} s of modeled time after the last arrival (at n = 128: {} t0 of fair share each); switch costs not charged.", window_ns / SEC, window_ns * SLOTS as u64 / 128 / T0_NS);
     let _ = writeln!(out, "  share = a context's GPU time / the mean (1 = fair); loads/s = contexts loaded into a slot per second;");
     let _ = writeln!(out, "  w m/m = largest / smallest weight (lifetime / runtime) at the end, 1 when runtime follows lifetime");
-    let _ = writeln!(out, "  FIFO = slots in arrival order, kept while there is work (forever here)");
+    let _ = writeln!(
+        out,
+        "  FIFO = slots in arrival order, kept while there is work (forever here)"
+    );
     let _ = writeln!(
         out,
         "{:>5} | {:>6} {:>9} {:>7} {:>5} | {:>6} {:>9} {:>7} {:>5} | {:>6} {:>10}",
-        "n", "J prop", "min/max", "loads/s", "w m/m", "J lit", "min/max", "loads/s", "w m/m", "J FIFO", "min/max"
+        "n",
+        "J prop",
+        "min/max",
+        "loads/s",
+        "w m/m",
+        "J lit",
+        "min/max",
+        "loads/s",
+        "w m/m",
+        "J FIFO",
+        "min/max"
     );
     let share = |f: &Fairness| format!("{:.2}/{:.2}", f.min_share, f.max_share);
     for n in COUNTS {
         let ctxs = scenario(n, 6, &mut Rng::new(0xfa1e_0000 + n as u64));
-        let p = run_fairness(ctxs.clone(), Policy::Core(SliceFormula::Proportional), window_ns);
+        let p = run_fairness(
+            ctxs.clone(),
+            Policy::Core(SliceFormula::Proportional),
+            window_ns,
+        );
         let l = run_fairness(ctxs.clone(), Policy::Core(SliceFormula::Literal), window_ns);
         let f = run_fairness(ctxs, Policy::Fifo, window_ns);
         let _ = writeln!(
@@ -344,9 +414,21 @@ fn latency_table(out: &mut String, opts: &Options) {
         // The priority-0 context, created at the origin, idle until its
         // submission.
         let urgent = ctxs.len();
-        let cand = Candidate { id: urgent as u32, priority: 0, created_ns: ORIGIN_NS, runtime_ns: 0, runnable: false };
-        ctxs.push(Ctx { entry: SlotEntry::new(cand), arrive_ns: u64::MAX, window_ns: 0 });
-        let mut times: Vec<u64> = (0..samples).map(|_| WINDOW_START_NS + rng.below_u64(WINDOW_NS)).collect();
+        let cand = Candidate {
+            id: urgent as u32,
+            priority: 0,
+            created_ns: ORIGIN_NS,
+            runtime_ns: 0,
+            runnable: false,
+        };
+        ctxs.push(Ctx {
+            entry: SlotEntry::new(cand),
+            arrive_ns: u64::MAX,
+            window_ns: 0,
+        });
+        let mut times: Vec<u64> = (0..samples)
+            .map(|_| WINDOW_START_NS + rng.below_u64(WINDOW_NS))
+            .collect();
         times.sort_unstable();
 
         let mut decider = Decider::new(ctxs.len(), SliceFormula::Proportional);
@@ -383,7 +465,15 @@ fn latency_table(out: &mut String, opts: &Options) {
                     calls += 1;
                     evicted += decider.changes[..k]
                         .iter()
-                        .filter(|c| matches!(c, SlotChange::Evict { preempted: true, .. }))
+                        .filter(|c| {
+                            matches!(
+                                c,
+                                SlotChange::Evict {
+                                    preempted: true,
+                                    ..
+                                }
+                            )
+                        })
                         .count() as u64;
                 }
                 for (w, grid_us) in wait_ns.iter_mut().zip(PREEMPTION_US) {
@@ -396,7 +486,13 @@ fn latency_table(out: &mut String, opts: &Options) {
             credit(&mut ctxs, now, to, 0, 0);
             now = to;
         }
-        let cell = |w: (u64, u64)| format!("{:.0}/{:.0}", w.0 as f64 / samples as f64 / US as f64, w.1 as f64 / US as f64);
+        let cell = |w: (u64, u64)| {
+            format!(
+                "{:.0}/{:.0}",
+                w.0 as f64 / samples as f64 / US as f64,
+                w.1 as f64 / US as f64
+            )
+        };
         let _ = writeln!(
             out,
             "{:>5} {:>6.2} {:>8.2} {:>9} {:>9} | {:>16} {:>16}",
@@ -423,7 +519,8 @@ fn cost_table(out: &mut String, opts: &Options) {
     );
     let mut median_of = [0u64; COST_COUNTS.len()];
     for (row, n) in COST_COUNTS.into_iter().enumerate() {
-        let decisions = opts.count((COST_DECISIONS * 128 / n as u64).clamp(2_000, COST_DECISIONS)) as usize;
+        let decisions =
+            opts.count((COST_DECISIONS * 128 / n as u64).clamp(2_000, COST_DECISIONS)) as usize;
         let mut ctxs = scenario(n, 6, &mut Rng::new(0xc057_0000 + n as u64));
         for c in &mut ctxs {
             c.entry.cand.runnable = true;
@@ -442,8 +539,15 @@ fn cost_table(out: &mut String, opts: &Options) {
         }
         let (mut ns, mut ends) = (Vec::with_capacity(decisions), 0);
         for _ in 0..decisions {
-            ends += ctxs.iter().filter(|c| c.entry.resident && c.entry.slice_end_ns <= now).count();
-            let scratch = Scratch { cands: &mut decider.cands, chosen: &mut decider.chosen, changes: &mut decider.changes };
+            ends += ctxs
+                .iter()
+                .filter(|c| c.entry.resident && c.entry.slice_end_ns <= now)
+                .count();
+            let scratch = Scratch {
+                cands: &mut decider.cands,
+                chosen: &mut decider.chosen,
+                changes: &mut decider.changes,
+            };
             let start = Instant::now();
             reschedule(&mut ctxs, now, &decider.policy, &mut decider.seq, scratch);
             ns.push((start.elapsed().as_nanos() as u64).saturating_sub(overhead));
@@ -469,8 +573,13 @@ fn cost_table(out: &mut String, opts: &Options) {
     // weight × 1000 and every slice goes through, which makes up most of
     // the fixed part (2 per loaded context and 2 per slice handed out).
     let (a, b) = (COST_COUNTS.len() - 2, COST_COUNTS.len() - 1);
-    let slope = (median_of[b] as f64 - median_of[a] as f64) / (COST_COUNTS[b] - COST_COUNTS[a]) as f64;
-    let _ = writeln!(out, "  linear in n: {slope:.1} ns per added context between n = {} and {};", COST_COUNTS[a], COST_COUNTS[b]);
+    let slope =
+        (median_of[b] as f64 - median_of[a] as f64) / (COST_COUNTS[b] - COST_COUNTS[a]) as f64;
+    let _ = writeln!(
+        out,
+        "  linear in n: {slope:.1} ns per added context between n = {} and {};",
+        COST_COUNTS[a], COST_COUNTS[b]
+    );
     let _ = writeln!(
         out,
         "  pool::div_sat (one u64 division when both operands fit, else 128 rounds; 2L + 2 calls per decision here): {:.0} ns per call",

@@ -18,10 +18,26 @@
 use std::time::Instant;
 
 use vgsched_core::{
-    exec::{CycleCosts, SliceMemory},
-    grid::{advance_wave, advance_wave_bounded, run_wave, Grid, Lane, WaveEnd},
-    isa::{encode as op, validate, Instr, Op, Special},
-    topology::Topology,
+    exec::{
+        CycleCosts,
+        SliceMemory, //
+    },
+    grid::{
+        advance_wave,
+        advance_wave_bounded,
+        run_wave,
+        Grid,
+        Lane,
+        WaveEnd, //
+    },
+    isa::{
+        encode as op,
+        validate,
+        Instr,
+        Op,
+        Special, //
+    },
+    topology::Topology, //
 };
 
 use crate::Options;
@@ -48,7 +64,13 @@ fn program(limit: u64) -> ([Instr; 16], usize) {
         op(Op::Ld, 4, 0, 0, 1000),
         op(Op::End, 0, 0, 0, 0),
     ];
-    let mut prog = [Instr { op: Op::End, rd: 0, ra: 0, rb: 0, imm: 0 }; 16];
+    let mut prog = [Instr {
+        op: Op::End,
+        rd: 0,
+        ra: 0,
+        rb: 0,
+        imm: 0,
+    }; 16];
     let n = validate(&words, 1, &mut prog).expect("the benchmark's program is valid");
     (prog, n)
 }
@@ -58,7 +80,11 @@ pub fn report(opts: &Options) -> String {
     let limit = Topology::DEFAULT.timeout_cycles();
     let (prog, n) = program(limit);
     let prog = &prog[..n];
-    let grid = Grid { groups: 1, waves_per_group: 1, threads_per_wave: 64 };
+    let grid = Grid {
+        groups: 1,
+        waves_per_group: 1,
+        threads_per_wave: 64,
+    };
     let costs = CycleCosts::DEFAULT;
     let mut buf = [0u32; 16];
     let mut out = String::new();
@@ -66,7 +92,10 @@ pub fn report(opts: &Options) -> String {
         "Wave interpretation per call: 64 threads, lane 63 faults, lanes 0-62 loop to just under the \
          limit ({limit} cycles)\n"
     ));
-    out.push_str(&format!("{:<44} {:>14} {:>10} {:>8}\n", "call", "instructions", "time (us)", "end"));
+    out.push_str(&format!(
+        "{:<44} {:>14} {:>10} {:>8}\n",
+        "call", "instructions", "time (us)", "end"
+    ));
     let end_name = |end: Option<WaveEnd>| match end {
         None => "running",
         Some(WaveEnd::Done) => "done",
@@ -81,12 +110,24 @@ pub fn report(opts: &Options) -> String {
     for _ in 0..repeats {
         let mut bufs: [&mut [u32]; 1] = [&mut buf];
         let t = Instant::now();
-        run = Some(run_wave(prog, &grid, 0, 0, &mut SliceMemory(&mut bufs), &costs, limit));
+        run = Some(run_wave(
+            prog,
+            &grid,
+            0,
+            0,
+            &mut SliceMemory(&mut bufs),
+            &costs,
+            limit,
+        ));
         best = best.min(t.elapsed().as_micros());
     }
     if let Some(run) = run {
         let name = "run_wave (whole wave, lanes in order)";
-        out.push_str(&format!("{name:<44} {:>14} {best:>10} {:>8}\n", run.counters.total(), end_name(Some(run.end))));
+        out.push_str(&format!(
+            "{name:<44} {:>14} {best:>10} {:>8}\n",
+            run.counters.total(),
+            end_name(Some(run.end))
+        ));
     }
 
     // One call at a preemption point, no budget.
@@ -96,12 +137,26 @@ pub fn report(opts: &Options) -> String {
         let mut lanes = [Lane::default(); 64];
         let mut bufs: [&mut [u32]; 1] = [&mut buf];
         let t = Instant::now();
-        step = Some(advance_wave(prog, &grid, 0, 0, &mut lanes, &mut SliceMemory(&mut bufs), &costs, HORIZON, limit));
+        step = Some(advance_wave(
+            prog,
+            &grid,
+            0,
+            0,
+            &mut lanes,
+            &mut SliceMemory(&mut bufs),
+            &costs,
+            HORIZON,
+            limit,
+        ));
         best = best.min(t.elapsed().as_micros());
     }
     if let Some(step) = step {
         let name = format!("advance_wave to {HORIZON} cycles, no budget");
-        out.push_str(&format!("{name:<44} {:>14} {best:>10} {:>8}\n", step.counters.total(), end_name(step.end)));
+        out.push_str(&format!(
+            "{name:<44} {:>14} {best:>10} {:>8}\n",
+            step.counters.total(),
+            end_name(step.end)
+        ));
     }
 
     // Budgeted calls with the horizon at the limit: the longest call.
@@ -135,7 +190,10 @@ pub fn report(opts: &Options) -> String {
     let median_us = times.get(times.len() / 2).copied().unwrap_or(0) / 1000;
     let longest_us = times.last().copied().unwrap_or(0) / 1000;
     let name = format!("advance_wave_bounded, budget {BUDGET} ({calls} calls)");
-    out.push_str(&format!("{name:<44} {most:>14} {median_us:>10} {:>8}\n", end_name(end)));
+    out.push_str(&format!(
+        "{name:<44} {most:>14} {median_us:>10} {:>8}\n",
+        end_name(end)
+    ));
     out.push_str(&format!(
         "(instructions: the most one call executed; time: best of the repeats for the first two, the \
          median call for the budgeted calls, whose longest took {longest_us} us on this loaded host)\n"

@@ -60,7 +60,11 @@ fn whole_groups(f: u64, shift: u32) -> u64 {
         s <<= 1;
     }
     // One bit at the start of every group: 0x5555.., 0x1111.., 0x0101.., ..
-    a &= if g == 64 { 1 } else { !0u64 / ((1u64 << g) - 1) };
+    a &= if g == 64 {
+        1
+    } else {
+        !0u64 / ((1u64 << g) - 1)
+    };
     let mut s = 1;
     while s < g {
         a |= a << s;
@@ -202,7 +206,9 @@ pub fn first_free_run(map: &[u64], nbits: usize, len: usize) -> Option<usize> {
 /// Number of free bits among the first `nbits`.
 pub fn count_free(map: &[u64], nbits: usize) -> usize {
     let nbits = clamp_bits(map, nbits);
-    (0..map_words(nbits)).map(|i| free_word(map, nbits, i).count_ones() as usize).sum()
+    (0..map_words(nbits))
+        .map(|i| free_word(map, nbits, i).count_ones() as usize)
+        .sum()
 }
 
 /// Sets (`fill = !0`) or clears (`fill = 0`) bits `start..start + len`,
@@ -523,7 +529,11 @@ pub mod naive {
 mod tests {
     use super::*;
 
-    use super::naive::{first_free_run as ref_first, is_used as used, largest_free_run as ref_largest};
+    use super::naive::{
+        first_free_run as ref_first,
+        is_used as used,
+        largest_free_run as ref_largest, //
+    };
 
     /// Lowest start that is a multiple of `g` with `g`-aligned `len` bits free.
     fn ref_grouped_first(map: &[u64], nbits: usize, len: usize, g: usize) -> Option<usize> {
@@ -564,15 +574,22 @@ mod tests {
         match density {
             0 => m.iter_mut().for_each(|w| *w = rng.next_u64()),
             // Sparse: about 1 bit in 16 used.
-            1 => m.iter_mut().for_each(|w| *w = rng.next_u64() & rng.next_u64() & rng.next_u64() & rng.next_u64()),
+            1 => m.iter_mut().for_each(|w| {
+                *w = rng.next_u64() & rng.next_u64() & rng.next_u64() & rng.next_u64()
+            }),
             // Dense: about 1 bit in 16 free.
-            2 => m.iter_mut().for_each(|w| *w = rng.next_u64() | rng.next_u64() | rng.next_u64() | rng.next_u64()),
+            2 => m.iter_mut().for_each(|w| {
+                *w = rng.next_u64() | rng.next_u64() | rng.next_u64() | rng.next_u64()
+            }),
             // Fragmented: alternating used and free runs of 1..300 bits.
             3 | 4 => {
                 let (mut i, mut busy) = (0, rng.next_u64() & 1 == 1);
                 while i < MAXW * 64 {
-                    let n =
-                        if density == 3 { 1 + rng.below_u64(300) } else { 1 + rng.below_u64(70) } as usize;
+                    let n = if density == 3 {
+                        1 + rng.below_u64(300)
+                    } else {
+                        1 + rng.below_u64(70)
+                    } as usize;
                     if busy {
                         set_range(&mut m, i, n);
                     }
@@ -593,7 +610,11 @@ mod tests {
 
     fn check_exact(map: &[u64], nbits: usize, lens: impl Iterator<Item = usize>) {
         let best = ref_largest(map, nbits);
-        assert_eq!(largest_free_run(map, nbits), best, "largest, nbits {nbits}, {map:x?}");
+        assert_eq!(
+            largest_free_run(map, nbits),
+            best,
+            "largest, nbits {nbits}, {map:x?}"
+        );
         let l = best.map_or(0, |b| b.1);
         for len in lens.chain([l, l + 1, nbits, nbits + 1]) {
             assert_eq!(
@@ -611,15 +632,26 @@ mod tests {
             // bits 56..72 behind used bits, with garbage above.
             let garbage = if m & 1 == 0 { !0 << 16 } else { 0x5a5a_0000 };
             let a = [m | garbage];
-            let b = [(m << 56) | 0x00ff_ffff_ffff_ffff, (m >> 8) | 0xdead_0000_0000_ff00];
+            let b = [
+                (m << 56) | 0x00ff_ffff_ffff_ffff,
+                (m >> 8) | 0xdead_0000_0000_ff00,
+            ];
             let best = ref_largest(&a, 16);
             assert_eq!(largest_free_run(&a, 16), best, "{m:#x}");
-            assert_eq!(largest_free_run(&b, 72), best.map(|(s, l)| (s + 56, l)), "{m:#x}");
+            assert_eq!(
+                largest_free_run(&b, 72),
+                best.map(|(s, l)| (s + 56, l)),
+                "{m:#x}"
+            );
             assert_eq!(count_free(&a, 16), m.count_zeros() as usize - 48);
             for len in 1..=17 {
                 let want = ref_first(&a, 16, len);
                 assert_eq!(first_free_run(&a, 16, len), want, "{m:#x} len {len}");
-                assert_eq!(first_free_run(&b, 72, len), want.map(|s| s + 56), "{m:#x} len {len}");
+                assert_eq!(
+                    first_free_run(&b, 72, len),
+                    want.map(|s| s + 56),
+                    "{m:#x} len {len}"
+                );
             }
         }
     }
@@ -633,13 +665,21 @@ mod tests {
                 for g in [2, 4] {
                     let kind = FinderKind::Grouped { group: g };
                     let got = finds(kind, &a, 16, len);
-                    assert_eq!(got, ref_grouped_first(&a, 16, len, g as usize), "{m:#x} {len} {g}");
+                    assert_eq!(
+                        got,
+                        ref_grouped_first(&a, 16, len, g as usize),
+                        "{m:#x} {len} {g}"
+                    );
                     if let Some(s) = got {
                         assert!(all_free(&a, 16, s, len));
                     }
                 }
                 let got = finds(FinderKind::Sampled, &a, 16, len);
-                assert_eq!(got, ref_first(&a, 16, len.next_power_of_two()), "{m:#x} {len}");
+                assert_eq!(
+                    got,
+                    ref_first(&a, 16, len.next_power_of_two()),
+                    "{m:#x} {len}"
+                );
                 if let Some(s) = got {
                     assert!(all_free(&a, 16, s, len));
                 }
@@ -651,7 +691,10 @@ mod tests {
             let got = finds_largest(FinderKind::Sampled, &a, 16);
             assert!(got
                 .is_none_or(|(s, l)| l.is_power_of_two() && l <= exact && all_free(&a, 16, s, l)));
-            assert_eq!(got.map_or(0, |g| g.1), if exact == 0 { 0 } else { 1 << exact.ilog2() });
+            assert_eq!(
+                got.map_or(0, |g| g.1),
+                if exact == 0 { 0 } else { 1 << exact.ilog2() }
+            );
         }
     }
 
@@ -713,7 +756,10 @@ mod tests {
                     assert_eq!(got.map(|g| g.1), want);
                     assert_eq!(got.map(|g| g.0), want.and_then(|l| ref_first(&m, nbits, l)));
                     assert_eq!(finds_largest(FinderKind::Exact, &m, nbits), exact);
-                    assert_eq!(finds(FinderKind::Exact, &m, nbits, 5), ref_first(&m, nbits, 5));
+                    assert_eq!(
+                        finds(FinderKind::Exact, &m, nbits, 5),
+                        ref_first(&m, nbits, 5)
+                    );
                 }
             }
         }
@@ -815,8 +861,14 @@ mod tests {
     #[test]
     fn packed_matches_exact() {
         let mut rng = Rng(11);
-        let layouts: [&[usize]; 6] =
-            [&[64, 48], &[128], &[16; 8], &[1, 127], &[100, 0, 28], &[33, 7, 50, 20, 5, 13]];
+        let layouts: [&[usize]; 6] = [
+            &[64, 48],
+            &[128],
+            &[16; 8],
+            &[1, 127],
+            &[100, 0, 28],
+            &[33, 7, 50, 20, 5, 13],
+        ];
         for round in 0..400 {
             let layout = layouts[round % layouts.len()];
             let mut maps = [[0u64; 3]; PACK_MAX_FIELDS];
@@ -834,18 +886,27 @@ mod tests {
             let mut largest = [Some((9, 9)); PACK_MAX_FIELDS];
             p.largest_free_runs(&mut largest);
             for (k, &w) in layout.iter().enumerate() {
-                assert_eq!(largest[k], largest_free_run(&maps[k], w), "{layout:?} field {k}");
+                assert_eq!(
+                    largest[k],
+                    largest_free_run(&maps[k], w),
+                    "{layout:?} field {k}"
+                );
             }
             for len in 0..=129 {
                 let mut out = [Some(999); PACK_MAX_FIELDS];
                 p.first_free_runs(&[len; PACK_MAX_FIELDS], &mut out);
                 for (k, &w) in layout.iter().enumerate() {
-                    assert_eq!(out[k], first_free_run(&maps[k], w, len), "{layout:?} {k} {len}");
+                    assert_eq!(
+                        out[k],
+                        first_free_run(&maps[k], w, len),
+                        "{layout:?} {k} {len}"
+                    );
                 }
             }
             // Different lengths per field in one call.
             let mut lens = [0; PACK_MAX_FIELDS];
-            lens.iter_mut().for_each(|l| *l = rng.below_u64(20) as usize);
+            lens.iter_mut()
+                .for_each(|l| *l = rng.below_u64(20) as usize);
             let mut out = [None; PACK_MAX_FIELDS];
             p.first_free_runs(&lens, &mut out);
             for (k, &w) in layout.iter().enumerate() {

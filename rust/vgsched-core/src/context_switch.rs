@@ -17,7 +17,10 @@ use super::isa::NUM_REGS;
 use super::occupancy::GroupNeeds;
 use super::slice::SliceFormula;
 use super::slots::SlotPolicy;
-use super::topology::{ParamError, Topology};
+use super::topology::{
+    ParamError,
+    Topology, //
+};
 
 /// Bytes of one vector-register block: 4 registers of a 64-thread wave.
 pub const VGPR_BLOCK_BYTES: u64 = 4 * 64 * 4;
@@ -66,11 +69,22 @@ impl SchedParams {
     /// The settings for `topology` (slots and `t0`), `formula` (0
     /// proportional, 1 literal) and `preemption_us`, or the first
     /// parameter out of range.
-    pub fn from_params(topology: &Topology, formula: u32, preemption_us: u32) -> Result<Self, ParamError> {
+    pub fn from_params(
+        topology: &Topology,
+        formula: u32,
+        preemption_us: u32,
+    ) -> Result<Self, ParamError> {
         let formula = match formula {
             0 => SliceFormula::Proportional,
             1 => SliceFormula::Literal,
-            _ => return Err(ParamError { field: "slice_formula", value: formula as u64, min: 0, max: 1 }),
+            _ => {
+                return Err(ParamError {
+                    field: "slice_formula",
+                    value: formula as u64,
+                    min: 0,
+                    max: 1,
+                })
+            }
         };
         let (min, max) = PREEMPTION_US;
         if !(min..=max).contains(&preemption_us) {
@@ -116,15 +130,25 @@ mod tests {
         assert_eq!(p.policy.formula, SliceFormula::Literal);
         assert_eq!(p.policy.slots, 8);
         assert_eq!(p.policy.slice.t0_ns, 10_000_000);
-        assert_eq!(SchedParams::from_params(&t, 2, 1000).unwrap_err().field, "slice_formula");
+        assert_eq!(
+            SchedParams::from_params(&t, 2, 1000).unwrap_err().field,
+            "slice_formula"
+        );
         let e = SchedParams::from_params(&t, 0, 99).unwrap_err();
-        assert_eq!((e.field, e.value, e.min, e.max), ("preemption_us", 99, 100, 1_000_000));
+        assert_eq!(
+            (e.field, e.value, e.min, e.max),
+            ("preemption_us", 99, 100, 1_000_000)
+        );
         assert!(SchedParams::from_params(&t, 0, 1_000_001).is_err());
     }
 
     #[test]
     fn costs_follow_the_bytes_moved() {
-        let needs = GroupNeeds { waves: 2, wave: WaveNeeds { vgpr: 2, sgpr: 1 }, shared: 3 };
+        let needs = GroupNeeds {
+            waves: 2,
+            wave: WaveNeeds { vgpr: 2, sgpr: 1 },
+            shared: 3,
+        };
         assert_eq!(wave_state_bytes(&needs, 64), 64 * 68 + 2 * 1024 + 16);
         assert_eq!(shared_state_bytes(&needs), 3072);
         assert_eq!(transfer_cycles(0), 0);

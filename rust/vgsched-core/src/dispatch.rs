@@ -75,21 +75,42 @@ impl DispatchParams {
     ) -> Result<Self, ParamError> {
         let check = |field, value: u64, min: u64, max: u64| {
             if value < min || value > max {
-                Err(ParamError { field, value, min, max })
+                Err(ParamError {
+                    field,
+                    value,
+                    min,
+                    max,
+                })
             } else {
                 Ok(value)
             }
         };
-        let choice_ok = ModuleChoice::from_param(choice)
-            .ok_or(ParamError { field: "module_choice", value: choice as u64, min: 0, max: 2 })?;
+        let choice_ok = ModuleChoice::from_param(choice).ok_or(ParamError {
+            field: "module_choice",
+            value: choice as u64,
+            min: 0,
+            max: 2,
+        })?;
         let finder_ok = match finder {
             0 => FinderKind::Exact,
             1 => FinderKind::Grouped { group: 4 },
             2 => FinderKind::Sampled,
-            _ => return Err(ParamError { field: "finder", value: finder as u64, min: 0, max: 2 }),
+            _ => {
+                return Err(ParamError {
+                    field: "finder",
+                    value: finder as u64,
+                    min: 0,
+                    max: 2,
+                })
+            }
         };
         Ok(Self {
-            rotation_period_cycles: check("rotation_period_cycles", rotation_period_cycles, 15, 1 << 32)?,
+            rotation_period_cycles: check(
+                "rotation_period_cycles",
+                rotation_period_cycles,
+                15,
+                1 << 32,
+            )?,
             split_after_rounds: check("split_after_rounds", split_after_rounds, 1, 1 << 32)?,
             power_window_cycles: check("power_window_cycles", power_window_cycles, 16, 1 << 24)?,
             choice: choice_ok,
@@ -109,7 +130,9 @@ impl Rotation {
     /// share, so every window exists).
     pub fn new(period: u64) -> Self {
         let total: u64 = WINDOW_SHARES.iter().sum();
-        Self { period: period.max(total) }
+        Self {
+            period: period.max(total),
+        }
     }
 
     /// The band promoted to highest at cycle `now`.
@@ -117,7 +140,12 @@ impl Rotation {
         let total: u64 = WINDOW_SHARES.iter().sum();
         // Position in the period, in fifteenths. `period` is never 0 (see
         // `new`); the checked forms keep a panic path out of the kernel.
-        let at = now.checked_rem(self.period).unwrap_or(0).saturating_mul(total).checked_div(self.period).unwrap_or(0);
+        let at = now
+            .checked_rem(self.period)
+            .unwrap_or(0)
+            .saturating_mul(total)
+            .checked_div(self.period)
+            .unwrap_or(0);
         let mut end = 0u64;
         for (band, share) in WINDOW_SHARES.iter().enumerate() {
             end = end.saturating_add(*share);
@@ -171,7 +199,11 @@ pub struct WindowDebts {
 impl WindowDebts {
     /// No band owed.
     pub const fn new() -> Self {
-        Self { owed_since: [None; BANDS], last: None, last_waiting: [false; BANDS] }
+        Self {
+            owed_since: [None; BANDS],
+            last: None,
+            last_waiting: [false; BANDS],
+        }
     }
 
     /// Brings the debts up to `now`: every band that had waiting work at
@@ -187,7 +219,10 @@ impl WindowDebts {
                 break;
             }
             let band = rotation.promoted(t) as usize;
-            if self.last_waiting[band] && self.owed_since[band].is_none() && band != rotation.promoted(now) as usize {
+            if self.last_waiting[band]
+                && self.owed_since[band].is_none()
+                && band != rotation.promoted(now) as usize
+            {
                 self.owed_since[band] = Some(t);
             }
             t = rotation.next_change(t);
@@ -203,7 +238,9 @@ impl WindowDebts {
     /// The band to promote at `now`: the one owed longest, else the
     /// window's.
     pub fn promoted(&self, rotation: &Rotation, now: u64) -> u8 {
-        let owed = (0..BANDS).filter_map(|b| self.owed_since[b].map(|t| (t, b))).min();
+        let owed = (0..BANDS)
+            .filter_map(|b| self.owed_since[b].map(|t| (t, b)))
+            .min();
         owed.map_or(rotation.promoted(now), |(_, b)| b as u8)
     }
 
@@ -257,9 +294,17 @@ pub enum MarkUpdate {
 pub fn pick(candidates: &[Candidate], promoted: u8, rng: &mut Rng) -> Option<(usize, MarkUpdate)> {
     let top = candidates.iter().map(|c| rank(c.band, promoted)).min()?;
     let at_top = |c: &&Candidate| rank(c.band, promoted) == top;
-    let unmarked = candidates.iter().filter(at_top).filter(|c| !c.marked).count() as u32;
+    let unmarked = candidates
+        .iter()
+        .filter(at_top)
+        .filter(|c| !c.marked)
+        .count() as u32;
     let (want_marked, n, update) = match unmarked {
-        0 => (true, candidates.iter().filter(at_top).count() as u32, MarkUpdate::KeepOnlyWinner),
+        0 => (
+            true,
+            candidates.iter().filter(at_top).count() as u32,
+            MarkUpdate::KeepOnlyWinner,
+        ),
         n => (false, n, MarkUpdate::MarkWinner),
     };
     let nth = rng.below(n) as usize;
@@ -289,7 +334,11 @@ pub struct SplitTrigger {
 impl SplitTrigger {
     /// A trigger that fires after more than `threshold` failed rounds.
     pub const fn new(threshold: u64) -> Self {
-        Self { threshold, failed: 0, blocked_since: None }
+        Self {
+            threshold,
+            failed: 0,
+            blocked_since: None,
+        }
     }
 
     /// No head fitted anywhere at cycle `now` (the rounds from now on fail
@@ -309,7 +358,9 @@ impl SplitTrigger {
 
     /// Failed rounds counted up to `now`.
     pub fn failed(&self, now: u64) -> u64 {
-        let running = self.blocked_since.map_or(0, |since| now.saturating_sub(since));
+        let running = self
+            .blocked_since
+            .map_or(0, |since| now.saturating_sub(since));
         self.failed.saturating_add(running)
     }
 
@@ -339,15 +390,39 @@ mod tests {
 
     #[test]
     fn parameters_are_checked_and_named() {
-        assert_eq!(DispatchParams::from_params(15_000, 256, 1024, 0, 0), Ok(DispatchParams::DEFAULT));
+        assert_eq!(
+            DispatchParams::from_params(15_000, 256, 1024, 0, 0),
+            Ok(DispatchParams::DEFAULT)
+        );
         let p = DispatchParams::from_params(100, 1, 16, 1, 1).unwrap();
-        assert_eq!((p.choice, p.finder), (ModuleChoice::FreeResources, FinderKind::Grouped { group: 4 }));
+        assert_eq!(
+            (p.choice, p.finder),
+            (
+                ModuleChoice::FreeResources,
+                FinderKind::Grouped { group: 4 }
+            )
+        );
         let field = |r: Result<DispatchParams, ParamError>| r.unwrap_err().field;
-        assert_eq!(field(DispatchParams::from_params(14, 256, 1024, 0, 0)), "rotation_period_cycles");
-        assert_eq!(field(DispatchParams::from_params(15_000, 0, 1024, 0, 0)), "split_after_rounds");
-        assert_eq!(field(DispatchParams::from_params(15_000, 256, 8, 0, 0)), "power_window_cycles");
-        assert_eq!(field(DispatchParams::from_params(15_000, 256, 1024, 3, 0)), "module_choice");
-        assert_eq!(field(DispatchParams::from_params(15_000, 256, 1024, 0, 3)), "finder");
+        assert_eq!(
+            field(DispatchParams::from_params(14, 256, 1024, 0, 0)),
+            "rotation_period_cycles"
+        );
+        assert_eq!(
+            field(DispatchParams::from_params(15_000, 0, 1024, 0, 0)),
+            "split_after_rounds"
+        );
+        assert_eq!(
+            field(DispatchParams::from_params(15_000, 256, 8, 0, 0)),
+            "power_window_cycles"
+        );
+        assert_eq!(
+            field(DispatchParams::from_params(15_000, 256, 1024, 3, 0)),
+            "module_choice"
+        );
+        assert_eq!(
+            field(DispatchParams::from_params(15_000, 256, 1024, 0, 3)),
+            "finder"
+        );
     }
 
     #[test]
@@ -358,8 +433,14 @@ mod tests {
             len[r.promoted(t) as usize] += 1;
         }
         assert_eq!(len, [16_000, 8_000, 4_000, 2_000]);
-        assert_eq!((r.promoted(0), r.promoted(7_999), r.promoted(8_000)), (0, 0, 1));
-        assert_eq!((r.promoted(13_999), r.promoted(14_000), r.promoted(14_999)), (2, 3, 3));
+        assert_eq!(
+            (r.promoted(0), r.promoted(7_999), r.promoted(8_000)),
+            (0, 0, 1)
+        );
+        assert_eq!(
+            (r.promoted(13_999), r.promoted(14_000), r.promoted(14_999)),
+            (2, 3, 3)
+        );
         // next_change lands exactly on the first cycle of another window.
         for p in [15u64, 16, 17, 100, 1_001, 15_000] {
             let r = Rotation::new(p);
@@ -372,7 +453,13 @@ mod tests {
         }
         // Too short a period is stretched so every window has a cycle.
         let short = Rotation::new(3);
-        assert_eq!((0..15).map(|t| short.promoted(t)).filter(|&b| b == 3).count(), 1);
+        assert_eq!(
+            (0..15)
+                .map(|t| short.promoted(t))
+                .filter(|&b| b == 3)
+                .count(),
+            1
+        );
     }
 
     #[test]
@@ -456,9 +543,15 @@ mod tests {
             if round % 5 == 0 {
                 assert!(round == 0 || marks.iter().all(|m| m[1]), "round {round}");
             }
-            let cands: [Candidate; 5] = core::array::from_fn(|i| Candidate { band: 1, marked: marks[i][1] });
+            let cands: [Candidate; 5] = core::array::from_fn(|i| Candidate {
+                band: 1,
+                marked: marks[i][1],
+            });
             let (w, update) = pick(&cands, 0, &mut rng).unwrap();
-            assert_eq!(update == MarkUpdate::KeepOnlyWinner, round % 5 == 0 && round > 0);
+            assert_eq!(
+                update == MarkUpdate::KeepOnlyWinner,
+                round % 5 == 0 && round > 0
+            );
             assert!(!marks[w][1] || update == MarkUpdate::KeepOnlyWinner);
             if update == MarkUpdate::KeepOnlyWinner {
                 marks.iter_mut().for_each(|m| m[1] = false);
@@ -466,7 +559,10 @@ mod tests {
             marks[w][1] = true;
         }
         let wins = run(&[1; 5], 0, 5_000, &mut rng);
-        assert!(wins[..5].iter().all(|&w| (990..=1010).contains(&w)), "{wins:?}");
+        assert!(
+            wins[..5].iter().all(|&w| (990..=1010).contains(&w)),
+            "{wins:?}"
+        );
     }
 
     #[test]

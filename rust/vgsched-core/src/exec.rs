@@ -9,7 +9,13 @@
 //! through the [`Memory`] trait; the kernel module implements it over
 //! buffer objects, the tests over arrays.
 
-use super::isa::{Class, Instr, Op, NUM_CLASSES, NUM_REGS};
+use super::isa::{
+    Class,
+    Instr,
+    Op,
+    NUM_CLASSES,
+    NUM_REGS, //
+};
 use super::softfloat;
 
 /// The identity of a thread, read by `SREG`.
@@ -45,7 +51,10 @@ pub struct SliceMemory<'a, 'b>(pub &'a mut [&'b mut [u32]]);
 
 impl Memory for SliceMemory<'_, '_> {
     fn load(&mut self, slot: u8, index: u64) -> Option<u32> {
-        self.0.get(slot as usize)?.get(usize::try_from(index).ok()?).copied()
+        self.0
+            .get(slot as usize)?
+            .get(usize::try_from(index).ok()?)
+            .copied()
     }
 
     fn store(&mut self, slot: u8, index: u64, value: u32) -> bool {
@@ -84,7 +93,11 @@ impl Counters {
 
     /// Modeled cycles for these instructions.
     pub fn cycles(&self, costs: &CycleCosts) -> u64 {
-        self.per_class.iter().zip(costs.per_class.iter()).map(|(n, c)| n * *c as u64).sum()
+        self.per_class
+            .iter()
+            .zip(costs.per_class.iter())
+            .map(|(n, c)| n * *c as u64)
+            .sum()
     }
 }
 
@@ -97,7 +110,9 @@ pub struct CycleCosts {
 
 impl CycleCosts {
     /// Move 1, ALU 1, load 16, store 16, matrix 4, compare 1, jump 2.
-    pub const DEFAULT: Self = Self { per_class: [1, 1, 16, 16, 4, 1, 2] };
+    pub const DEFAULT: Self = Self {
+        per_class: [1, 1, 16, 16, 4, 1, 2],
+    };
 
     /// Cost of one instruction of class `class`.
     pub fn of(&self, class: Class) -> u32 {
@@ -186,7 +201,8 @@ impl Thread {
         cycle_budget: u64,
         counters: &mut Counters,
     ) -> (Exit, u64) {
-        let (exit, spent, _) = self.run_bounded(prog, ids, mem, costs, cycle_budget, u64::MAX, counters);
+        let (exit, spent, _) =
+            self.run_bounded(prog, ids, mem, costs, cycle_budget, u64::MAX, counters);
         (exit, spent)
     }
 
@@ -253,7 +269,11 @@ impl Thread {
             }),
             Op::Ld | Op::St => {
                 let index = a as i64 + ins.imm as i64;
-                let fault = Exit::OutOfBounds { pc: self.pc, slot: ins.rb, index };
+                let fault = Exit::OutOfBounds {
+                    pc: self.pc,
+                    slot: ins.rb,
+                    index,
+                };
                 if index < 0 {
                     return Some(fault);
                 }
@@ -311,14 +331,23 @@ impl Thread {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::isa::{validate, Special};
+    use crate::isa::{
+        validate,
+        Special, //
+    };
 
     use SliceMemory as Arrays;
 
     use crate::isa::encode as ins;
 
     fn load(words: &[u64], bindings: usize) -> ([Instr; 64], usize) {
-        let mut out = [Instr { op: Op::End, rd: 0, ra: 0, rb: 0, imm: 0 }; 64];
+        let mut out = [Instr {
+            op: Op::End,
+            rd: 0,
+            ra: 0,
+            rb: 0,
+            imm: 0,
+        }; 64];
         let n = validate(words, bindings, &mut out).unwrap();
         (out, n)
     }
@@ -343,15 +372,24 @@ mod tests {
         let mut mem = Arrays(&mut bufs);
         let mut counters = Counters::default();
         for t in 0..4 {
-            let ids = ThreadIds { global: t, ..Default::default() };
+            let ids = ThreadIds {
+                global: t,
+                ..Default::default()
+            };
             let mut th = Thread::default();
-            assert_eq!(th.run(&prog[..n], &ids, &mut mem, 100, &mut counters), Exit::Ended);
+            assert_eq!(
+                th.run(&prog[..n], &ids, &mut mem, 100, &mut counters),
+                Exit::Ended
+            );
         }
         assert_eq!(c.map(f32::from_bits), [2.0, 6.0, 0.0, 1.25]);
         assert_eq!(counters.per_class[Class::Load as usize], 8);
         assert_eq!(counters.per_class[Class::Store as usize], 4);
         assert_eq!(counters.total(), 24);
-        assert_eq!(counters.cycles(&CycleCosts::DEFAULT), 4 * (1 + 16 + 16 + 1 + 16 + 2));
+        assert_eq!(
+            counters.cycles(&CycleCosts::DEFAULT),
+            4 * (1 + 16 + 16 + 1 + 16 + 2)
+        );
     }
 
     /// dot = sum(a[i] * b[i]) with an integer loop and MAD.
@@ -359,17 +397,17 @@ mod tests {
     fn integer_dot_product_loop() {
         let (prog, n) = load(
             &[
-                ins(Op::Movi, 0, 0, 0, 0),  // i = 0
-                ins(Op::Movi, 1, 0, 0, 5),  // n = 5
-                ins(Op::Movi, 2, 0, 0, 0),  // acc = 0
-                ins(Op::Ld, 3, 0, 0, 0),    // loop: x = a[i]
-                ins(Op::Ld, 4, 0, 1, 0),    // y = b[i]
-                ins(Op::Mad, 2, 3, 4, 0),   // acc += x * y
-                ins(Op::Addi, 0, 0, 0, 1),  // i++
-                ins(Op::Slt, 5, 0, 1, 0),   // i < n
-                ins(Op::Brnz, 0, 5, 0, 3),  // loop
+                ins(Op::Movi, 0, 0, 0, 0), // i = 0
+                ins(Op::Movi, 1, 0, 0, 5), // n = 5
+                ins(Op::Movi, 2, 0, 0, 0), // acc = 0
+                ins(Op::Ld, 3, 0, 0, 0),   // loop: x = a[i]
+                ins(Op::Ld, 4, 0, 1, 0),   // y = b[i]
+                ins(Op::Mad, 2, 3, 4, 0),  // acc += x * y
+                ins(Op::Addi, 0, 0, 0, 1), // i++
+                ins(Op::Slt, 5, 0, 1, 0),  // i < n
+                ins(Op::Brnz, 0, 5, 0, 3), // loop
                 ins(Op::Movi, 6, 0, 0, 0),
-                ins(Op::St, 2, 6, 2, 0),    // out[0] = acc
+                ins(Op::St, 2, 6, 2, 0), // out[0] = acc
                 ins(Op::End, 0, 0, 0, 0),
             ],
             3,
@@ -380,7 +418,13 @@ mod tests {
         let mut bufs: [&mut [u32]; 3] = [&mut a, &mut b, &mut out];
         let mut th = Thread::default();
         let mut counters = Counters::default();
-        let exit = th.run(&prog[..n], &ThreadIds::default(), &mut Arrays(&mut bufs), 1000, &mut counters);
+        let exit = th.run(
+            &prog[..n],
+            &ThreadIds::default(),
+            &mut Arrays(&mut bufs),
+            1000,
+            &mut counters,
+        );
         assert_eq!(exit, Exit::Ended);
         assert_eq!(out[0], 550);
         assert_eq!(counters.per_class[Class::Matrix as usize], 5);
@@ -403,10 +447,26 @@ mod tests {
         let mut stepped = full;
         let mut bufs: [&mut [u32]; 0] = [];
         let mut c = Counters::default();
-        assert_eq!(full.run(&prog[..n], &ThreadIds::default(), &mut Arrays(&mut bufs), u64::MAX, &mut c), Exit::Ended);
+        assert_eq!(
+            full.run(
+                &prog[..n],
+                &ThreadIds::default(),
+                &mut Arrays(&mut bufs),
+                u64::MAX,
+                &mut c
+            ),
+            Exit::Ended
+        );
         let mut c2 = Counters::default();
         let mut slices = 0;
-        while stepped.run(&prog[..n], &ThreadIds::default(), &mut Arrays(&mut bufs), 7, &mut c2) == Exit::Budget {
+        while stepped.run(
+            &prog[..n],
+            &ThreadIds::default(),
+            &mut Arrays(&mut bufs),
+            7,
+            &mut c2,
+        ) == Exit::Budget
+        {
             slices += 1;
         }
         assert!(slices > 100);
@@ -416,21 +476,61 @@ mod tests {
 
     #[test]
     fn out_of_bounds_access_faults_without_writing() {
-        let (prog, n) = load(&[ins(Op::Movi, 0, 0, 0, 4), ins(Op::St, 0, 0, 0, 0), ins(Op::End, 0, 0, 0, 0)], 1);
+        let (prog, n) = load(
+            &[
+                ins(Op::Movi, 0, 0, 0, 4),
+                ins(Op::St, 0, 0, 0, 0),
+                ins(Op::End, 0, 0, 0, 0),
+            ],
+            1,
+        );
         let mut a = [0u32; 4];
         let mut bufs: [&mut [u32]; 1] = [&mut a];
         let mut th = Thread::default();
-        let exit = th.run(&prog[..n], &ThreadIds::default(), &mut Arrays(&mut bufs), 10, &mut Counters::default());
-        assert_eq!(exit, Exit::OutOfBounds { pc: 1, slot: 0, index: 4 });
+        let exit = th.run(
+            &prog[..n],
+            &ThreadIds::default(),
+            &mut Arrays(&mut bufs),
+            10,
+            &mut Counters::default(),
+        );
+        assert_eq!(
+            exit,
+            Exit::OutOfBounds {
+                pc: 1,
+                slot: 0,
+                index: 4
+            }
+        );
         assert!(bufs[0].iter().all(|&w| w == 0));
         let (prog, n) = load(&[ins(Op::Ld, 0, 0, 0, -1), ins(Op::End, 0, 0, 0, 0)], 1);
-        let exit = Thread::default().run(&prog[..n], &ThreadIds::default(), &mut Arrays(&mut bufs), 10, &mut Counters::default());
-        assert_eq!(exit, Exit::OutOfBounds { pc: 0, slot: 0, index: -1 });
+        let exit = Thread::default().run(
+            &prog[..n],
+            &ThreadIds::default(),
+            &mut Arrays(&mut bufs),
+            10,
+            &mut Counters::default(),
+        );
+        assert_eq!(
+            exit,
+            Exit::OutOfBounds {
+                pc: 0,
+                slot: 0,
+                index: -1
+            }
+        );
     }
 
     /// MOVI (1 cycle), LD (16), END (2): 19 cycles by default.
     fn movi_ld_end() -> ([Instr; 64], usize) {
-        load(&[ins(Op::Movi, 0, 0, 0, 3), ins(Op::Ld, 1, 0, 0, 0), ins(Op::End, 0, 0, 0, 0)], 1)
+        load(
+            &[
+                ins(Op::Movi, 0, 0, 0, 3),
+                ins(Op::Ld, 1, 0, 0, 0),
+                ins(Op::End, 0, 0, 0, 0),
+            ],
+            1,
+        )
     }
 
     #[test]
@@ -462,9 +562,17 @@ mod tests {
         assert_eq!((c.total(), c.cycles(&costs)), (3, 19));
 
         // In one call: exact fit ends, one cycle less stops before END.
-        for (budget, want) in [(19, (Exit::Ended, 19)), (18, (Exit::Budget, 17)), (u64::MAX, (Exit::Ended, 19))] {
+        for (budget, want) in [
+            (19, (Exit::Ended, 19)),
+            (18, (Exit::Budget, 17)),
+            (u64::MAX, (Exit::Ended, 19)),
+        ] {
             let mut th = Thread::default();
-            assert_eq!(run(&mut th, budget, &mut Counters::default()), want, "budget {budget}");
+            assert_eq!(
+                run(&mut th, budget, &mut Counters::default()),
+                want,
+                "budget {budget}"
+            );
         }
     }
 
@@ -477,23 +585,50 @@ mod tests {
         let mut bufs: [&mut [u32]; 1] = [&mut a];
         let mut th = Thread::default();
         let mut c = Counters::default();
-        let got = th.run_cycles(&prog[..n], &ThreadIds::default(), &mut Arrays(&mut bufs), &costs, 0, &mut c);
+        let got = th.run_cycles(
+            &prog[..n],
+            &ThreadIds::default(),
+            &mut Arrays(&mut bufs),
+            &costs,
+            0,
+            &mut c,
+        );
         assert_eq!(got, (Exit::Budget, 0));
-        assert_eq!((th.pc, th.regs[0], c.per_class[Class::Move as usize]), (1, 3, 1));
+        assert_eq!(
+            (th.pc, th.regs[0], c.per_class[Class::Move as usize]),
+            (1, 3, 1)
+        );
     }
 
     #[test]
     fn run_cycles_counts_the_faulting_access() {
-        let (prog, n) = load(&[ins(Op::Movi, 0, 0, 0, 4), ins(Op::St, 0, 0, 0, 0), ins(Op::End, 0, 0, 0, 0)], 1);
+        let (prog, n) = load(
+            &[
+                ins(Op::Movi, 0, 0, 0, 4),
+                ins(Op::St, 0, 0, 0, 0),
+                ins(Op::End, 0, 0, 0, 0),
+            ],
+            1,
+        );
         let mut a = [0u32; 4];
         let mut bufs: [&mut [u32]; 1] = [&mut a];
         let (ids, costs) = (ThreadIds::default(), CycleCosts::DEFAULT);
         let mut th = Thread::default();
         let mut c = Counters::default();
         // The store does not fit: no fault yet.
-        assert_eq!(th.run_cycles(&prog[..n], &ids, &mut Arrays(&mut bufs), &costs, 16, &mut c), (Exit::Budget, 1));
-        let fault = Exit::OutOfBounds { pc: 1, slot: 0, index: 4 };
-        assert_eq!(th.run_cycles(&prog[..n], &ids, &mut Arrays(&mut bufs), &costs, 16, &mut c), (fault, 16));
+        assert_eq!(
+            th.run_cycles(&prog[..n], &ids, &mut Arrays(&mut bufs), &costs, 16, &mut c),
+            (Exit::Budget, 1)
+        );
+        let fault = Exit::OutOfBounds {
+            pc: 1,
+            slot: 0,
+            index: 4,
+        };
+        assert_eq!(
+            th.run_cycles(&prog[..n], &ids, &mut Arrays(&mut bufs), &costs, 16, &mut c),
+            (fault, 16)
+        );
         assert_eq!((th.pc, c.cycles(&costs)), (1, 17));
         assert!(bufs[0].iter().all(|&w| w == 0));
     }
@@ -519,7 +654,9 @@ mod tests {
             2,
         );
         let mut rng = super::super::rng::Rng::new(7);
-        let costs = CycleCosts { per_class: [0, 3, 16, 16, 5, 1, 2] };
+        let costs = CycleCosts {
+            per_class: [0, 3, 16, 16, 5, 1, 2],
+        };
         let mut a: [u32; 64] = core::array::from_fn(|i| i as u32 * 3);
         let (mut out1, mut out2) = ([0u32; 1], [0u32; 1]);
         let mut whole = Thread::default();
@@ -529,14 +666,24 @@ mod tests {
 
         let mut c1 = Counters::default();
         let mut bufs: [&mut [u32]; 2] = [&mut a, &mut out1];
-        assert_eq!(whole.run(&prog[..n], &ids, &mut Arrays(&mut bufs), u64::MAX, &mut c1), Exit::Ended);
+        assert_eq!(
+            whole.run(&prog[..n], &ids, &mut Arrays(&mut bufs), u64::MAX, &mut c1),
+            Exit::Ended
+        );
 
         let (mut c2, mut spent, mut slices) = (Counters::default(), 0, 0);
         let mut bufs: [&mut [u32]; 2] = [&mut a, &mut out2];
         loop {
             let budget = rng.below_u64(40);
             let before = c2.cycles(&costs);
-            let (exit, cycles) = sliced.run_cycles(&prog[..n], &ids, &mut Arrays(&mut bufs), &costs, budget, &mut c2);
+            let (exit, cycles) = sliced.run_cycles(
+                &prog[..n],
+                &ids,
+                &mut Arrays(&mut bufs),
+                &costs,
+                budget,
+                &mut c2,
+            );
             assert!(cycles <= budget);
             assert_eq!(cycles, c2.cycles(&costs) - before);
             spent += cycles;

@@ -22,12 +22,19 @@
 //! Integer arithmetic only (the kernel has no floating point): times are
 //! kept in hundredths of nanoseconds.
 
-use core::fmt::{self, Write};
+use core::fmt::{
+    self,
+    Write, //
+};
 use core::hint::black_box;
 
 use super::bitmask;
 use super::rng::Rng;
-use super::sample_maps::{self, Density, Runs};
+use super::sample_maps::{
+    self,
+    Density,
+    Runs, //
+};
 
 /// Words of scratch space [`run`] needs: the largest case's maps.
 pub const SCRATCH_WORDS: usize = 1024;

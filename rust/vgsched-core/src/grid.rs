@@ -14,7 +14,14 @@
 //! an instruction budget, so a caller holding a lock can stop between calls
 //! whatever the program does.
 
-use super::exec::{Counters, CycleCosts, Exit, Memory, Thread, ThreadIds};
+use super::exec::{
+    Counters,
+    CycleCosts,
+    Exit,
+    Memory,
+    Thread,
+    ThreadIds, //
+};
 use super::isa::Instr;
 
 /// Most threads in one wave.
@@ -199,7 +206,9 @@ fn advance_lane<M: Memory>(
     // A lane already past `until` (an earlier call went further) waits.
     let room = target.saturating_sub(lane.cycles);
     let allowed = max_instrs.saturating_sub(lane.instrs).min(*budget);
-    let (exit, spent, done) = lane.thread.run_bounded(prog, ids, mem, costs, room, allowed, counters);
+    let (exit, spent, done) = lane
+        .thread
+        .run_bounded(prog, ids, mem, costs, room, allowed, counters);
     // `spent <= room` and `done <= allowed`: none of these can wrap.
     lane.cycles = lane.cycles.saturating_add(spent);
     lane.instrs = lane.instrs.saturating_add(done);
@@ -209,7 +218,9 @@ fn advance_lane<M: Memory>(
             lane.ended = true;
             return LaneStop::Ended;
         }
-        fault @ Exit::OutOfBounds { .. } => return LaneStop::Failed(WaveEnd::Fault { exit: fault }),
+        fault @ Exit::OutOfBounds { .. } => {
+            return LaneStop::Failed(WaveEnd::Fault { exit: fault })
+        }
         Exit::Budget => {}
     }
     // Past the end of the program the next step is `END`, which costs
@@ -278,11 +289,27 @@ pub fn advance_wave_bounded<M: Memory>(
     let max_instrs = lane_instr_limit(costs, cycle_limit);
     let len = lanes.len().min(grid.threads_per_wave as usize);
     let lanes = &mut lanes[..len];
-    let mut step = WaveStep { end: None, at_horizon: true, cycles: 0, counters: Counters::default() };
+    let mut step = WaveStep {
+        end: None,
+        at_horizon: true,
+        cycles: 0,
+        counters: Counters::default(),
+    };
     let mut all_ended = true;
     for (i, lane) in (0u32..).zip(lanes.iter_mut()) {
         let ids = grid.thread_ids(group, wave, i);
-        match advance_lane(prog, &ids, lane, mem, costs, until, cycle_limit, max_instrs, budget, &mut step.counters) {
+        match advance_lane(
+            prog,
+            &ids,
+            lane,
+            mem,
+            costs,
+            until,
+            cycle_limit,
+            max_instrs,
+            budget,
+            &mut step.counters,
+        ) {
             LaneStop::Ended => {}
             LaneStop::Horizon => all_ended = false,
             LaneStop::OutOfBudget => {
@@ -301,17 +328,19 @@ pub fn advance_wave_bounded<M: Memory>(
     }
     step.cycles = match step.end {
         Some(WaveEnd::Hung) => cycle_limit,
-        _ => lanes.iter().map(|l| l.cycles.min(cycle_limit)).max().unwrap_or(0),
+        _ => lanes
+            .iter()
+            .map(|l| l.cycles.min(cycle_limit))
+            .max()
+            .unwrap_or(0),
     };
     step
 }
 
-/// [`advance_wave_bounded`] with no instruction budget, under the name and
-/// signature the engine calls: kept for the engine until it moves to the
-/// budgeted call (its lanes follow the same rules, so a lane never runs
-/// past the limit and a fault never runs other lanes further, but one call
-/// may still execute up to every lane's share of the limit). To be removed
-/// then.
+/// [`advance_wave_bounded`] with no instruction budget, for the host tests
+/// and benchmarks that advance a wave in one call per horizon. The engine
+/// always gives a budget: one unbudgeted call may execute up to every
+/// lane's share of the cycle limit.
 #[allow(clippy::too_many_arguments)]
 pub fn advance_wave<M: Memory>(
     prog: &[Instr],
@@ -325,7 +354,18 @@ pub fn advance_wave<M: Memory>(
     cycle_limit: u64,
 ) -> WaveStep {
     let mut budget = u64::MAX;
-    advance_wave_bounded(prog, grid, group, wave, lanes, mem, costs, until_cycles, cycle_limit, &mut budget)
+    advance_wave_bounded(
+        prog,
+        grid,
+        group,
+        wave,
+        lanes,
+        mem,
+        costs,
+        until_cycles,
+        cycle_limit,
+        &mut budget,
+    )
 }
 
 /// Runs wave `wave` of work-group `group` to completion under the rules of
@@ -347,7 +387,11 @@ pub fn run_wave<M: Memory>(
     cycle_limit: u64,
 ) -> WaveRun {
     let max_instrs = lane_instr_limit(costs, cycle_limit);
-    let mut run = WaveRun { end: WaveEnd::Done, cycles: 0, counters: Counters::default() };
+    let mut run = WaveRun {
+        end: WaveEnd::Done,
+        cycles: 0,
+        counters: Counters::default(),
+    };
     for i in 0..grid.threads_per_wave {
         let ids = grid.thread_ids(group, wave, i);
         let mut lane = Lane::default();
@@ -387,12 +431,22 @@ pub fn run_wave<M: Memory>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::isa::{validate, Op, Special};
+    use crate::isa::{
+        validate,
+        Op,
+        Special, //
+    };
 
     use crate::exec::SliceMemory as Buffers;
 
     fn program(words: &[u64], bindings: usize) -> ([Instr; 32], usize) {
-        let mut out = [Instr { op: Op::End, rd: 0, ra: 0, rb: 0, imm: 0 }; 32];
+        let mut out = [Instr {
+            op: Op::End,
+            rd: 0,
+            ra: 0,
+            rb: 0,
+            imm: 0,
+        }; 32];
         let n = validate(words, bindings, &mut out).unwrap();
         (out, n)
     }
@@ -416,8 +470,13 @@ mod tests {
     #[test]
     fn every_thread_of_every_shape_runs_once() {
         let (prog, n) = vector_add();
-        for (groups, waves, threads) in [(1, 1, 1), (3, 2, 5), (7, 4, 16), (1, 64, 1), (16, 1, 64)] {
-            let grid = Grid { groups, waves_per_group: waves, threads_per_wave: threads };
+        for (groups, waves, threads) in [(1, 1, 1), (3, 2, 5), (7, 4, 16), (1, 64, 1), (16, 1, 64)]
+        {
+            let grid = Grid {
+                groups,
+                waves_per_group: waves,
+                threads_per_wave: threads,
+            };
             grid.validate().unwrap();
             let total = grid.total_threads() as usize;
             let mut a: [u32; 2048] = core::array::from_fn(|i| i as u32);
@@ -427,14 +486,26 @@ mod tests {
             let mut mem = Buffers(&mut bufs);
             for g in 0..groups {
                 for w in 0..waves {
-                    let run = run_wave(&prog[..n], &grid, g, w, &mut mem, &CycleCosts::DEFAULT, 1_000);
+                    let run = run_wave(
+                        &prog[..n],
+                        &grid,
+                        g,
+                        w,
+                        &mut mem,
+                        &CycleCosts::DEFAULT,
+                        1_000,
+                    );
                     assert_eq!(run.end, WaveEnd::Done);
                     assert_eq!(run.cycles, 1 + 16 + 16 + 1 + 16 + 2);
                     assert_eq!(run.counters.total(), 6 * threads as u64);
                 }
             }
             for (i, &w) in c[..total].iter().enumerate() {
-                assert_eq!(w, 1001 * i as u32, "shape {groups}x{waves}x{threads}, thread {i}");
+                assert_eq!(
+                    w,
+                    1001 * i as u32,
+                    "shape {groups}x{waves}x{threads}, thread {i}"
+                );
             }
         }
     }
@@ -442,17 +513,42 @@ mod tests {
     #[test]
     fn a_fault_stops_the_wave_and_names_the_access() {
         let (prog, n) = vector_add();
-        let grid = Grid { groups: 1, waves_per_group: 1, threads_per_wave: 8 };
+        let grid = Grid {
+            groups: 1,
+            waves_per_group: 1,
+            threads_per_wave: 8,
+        };
         let (mut a, mut b, mut c) = ([1u32; 8], [2u32; 8], [0u32; 5]);
         let mut bufs: [&mut [u32]; 3] = [&mut a, &mut b, &mut c];
-        let run = run_wave(&prog[..n], &grid, 0, 0, &mut Buffers(&mut bufs), &CycleCosts::DEFAULT, 1_000);
-        assert_eq!(run.end, WaveEnd::Fault { exit: Exit::OutOfBounds { pc: 4, slot: 2, index: 5 } });
+        let run = run_wave(
+            &prog[..n],
+            &grid,
+            0,
+            0,
+            &mut Buffers(&mut bufs),
+            &CycleCosts::DEFAULT,
+            1_000,
+        );
+        assert_eq!(
+            run.end,
+            WaveEnd::Fault {
+                exit: Exit::OutOfBounds {
+                    pc: 4,
+                    slot: 2,
+                    index: 5
+                }
+            }
+        );
         assert_eq!(c, [3; 5]);
     }
 
     #[test]
     fn shapes_are_checked() {
-        let g = |groups, waves_per_group, threads_per_wave| Grid { groups, waves_per_group, threads_per_wave };
+        let g = |groups, waves_per_group, threads_per_wave| Grid {
+            groups,
+            waves_per_group,
+            threads_per_wave,
+        };
         assert_eq!(g(0, 1, 1).validate(), Err(GridError::Empty));
         assert_eq!(g(1, 0, 1).validate(), Err(GridError::Empty));
         assert_eq!(g(1, 1, 0).validate(), Err(GridError::Empty));
@@ -461,7 +557,10 @@ mod tests {
         assert_eq!(g(u32::MAX, 64, 64).validate(), Err(GridError::TooBig));
         assert_eq!(g((1 << 20) - 1, 64, 64).validate(), Ok(()));
         let ids = g(4, 3, 8).thread_ids(2, 1, 5);
-        assert_eq!((ids.global, ids.local, ids.group_threads), (2 * 24 + 13, 13, 24));
+        assert_eq!(
+            (ids.global, ids.local, ids.group_threads),
+            (2 * 24 + 13, 13, 24)
+        );
     }
 
     use crate::rng::Rng;
@@ -531,7 +630,18 @@ mod tests {
                 let given = budget_of();
                 let mut budget = given;
                 let step = job.with_mem(|mem| {
-                    advance_wave_bounded(prog, grid, group, wave, &mut lanes[..n], mem, costs, until, limit, &mut budget)
+                    advance_wave_bounded(
+                        prog,
+                        grid,
+                        group,
+                        wave,
+                        &mut lanes[..n],
+                        mem,
+                        costs,
+                        until,
+                        limit,
+                        &mut budget,
+                    )
                 });
                 calls += 1;
                 assert_eq!(given - budget, step.counters.total());
@@ -546,8 +656,19 @@ mod tests {
                 assert_eq!(budget, 0, "stopped before the horizon with budget left");
             };
             if let Some(end) = step.end {
-                let run = WaveRun { end, cycles: step.cycles, counters };
-                return (Outcome { run, lanes, most_per_call }, calls);
+                let run = WaveRun {
+                    end,
+                    cycles: step.cycles,
+                    counters,
+                };
+                return (
+                    Outcome {
+                        run,
+                        lanes,
+                        most_per_call,
+                    },
+                    calls,
+                );
             }
             assert!(until < limit, "the limit's horizon always ends the wave");
             assert!(step.cycles <= until);
@@ -555,15 +676,34 @@ mod tests {
                 assert!(lane.cycles <= until);
                 if !lane.ended {
                     let next = costs.of(prog[lane.thread.pc as usize].op.class()) as u64;
-                    assert!(next > until - lane.cycles, "lane stopped early: {lane:?} at {until}");
+                    assert!(
+                        next > until - lane.cycles,
+                        "lane stopped early: {lane:?} at {until}"
+                    );
                 }
             }
             let saved = (job.clone(), lanes);
             let mut budget = u64::MAX;
             let again = job.with_mem(|mem| {
-                advance_wave_bounded(prog, grid, group, wave, &mut lanes[..n], mem, costs, until, limit, &mut budget)
+                advance_wave_bounded(
+                    prog,
+                    grid,
+                    group,
+                    wave,
+                    &mut lanes[..n],
+                    mem,
+                    costs,
+                    until,
+                    limit,
+                    &mut budget,
+                )
             });
-            let idle = WaveStep { end: None, at_horizon: true, cycles: step.cycles, counters: Counters::default() };
+            let idle = WaveStep {
+                end: None,
+                at_horizon: true,
+                cycles: step.cycles,
+                counters: Counters::default(),
+            };
             assert_eq!(again, idle);
             assert!(saved == (job.clone(), lanes));
         }
@@ -607,9 +747,17 @@ mod tests {
             count += 1;
         }
         let mut budget_rng = Rng::new(rng.next_u64());
-        let (out, calls) = run_schedule(prog, grid, group, wave, job, costs, limit, &hs[..count], || {
-            1 + budget_rng.below_u64(max_budget)
-        });
+        let (out, calls) = run_schedule(
+            prog,
+            grid,
+            group,
+            wave,
+            job,
+            costs,
+            limit,
+            &hs[..count],
+            || 1 + budget_rng.below_u64(max_budget),
+        );
         assert!(out.most_per_call <= max_budget);
         (out.run, calls)
     }
@@ -660,24 +808,38 @@ mod tests {
         )
     }
 
-    const ODD_COSTS: CycleCosts = CycleCosts { per_class: [0, 3, 7, 11, 5, 1, 2] };
+    const ODD_COSTS: CycleCosts = CycleCosts {
+        per_class: [0, 3, 7, 11, 5, 1, 2],
+    };
     const UNIT_COSTS: CycleCosts = CycleCosts { per_class: [1; 7] };
 
     #[test]
     fn chunked_waves_match_run_wave() {
         let mut rng = Rng::new(42);
         let mut most_calls = 0;
-        let programs = [(vector_add(), u32::MAX), (float_mix(), 1000), (uneven_loop(), 200)];
+        let programs = [
+            (vector_add(), u32::MAX),
+            (float_mix(), 1000),
+            (uneven_loop(), 200),
+        ];
         for ((prog, n), a_below) in programs {
             for (groups, waves, threads) in [(1, 1, 1), (2, 3, 7), (1, 1, 64), (4, 2, 8)] {
-                let grid = Grid { groups, waves_per_group: waves, threads_per_wave: threads };
+                let grid = Grid {
+                    groups,
+                    waves_per_group: waves,
+                    threads_per_wave: threads,
+                };
                 for costs in [CycleCosts::DEFAULT, ODD_COSTS, UNIT_COSTS] {
-                    for (max_step, max_budget) in [(7, u64::MAX), (100, 1), (5000, 40), (1 << 20, 3)] {
+                    for (max_step, max_budget) in
+                        [(7, u64::MAX), (100, 1), (5000, 40), (1 << 20, 3)]
+                    {
                         let mut whole = Job::new([256; 3], &mut rng, a_below);
                         let mut chunked = whole.clone();
                         for g in 0..groups {
                             for w in 0..waves {
-                                let want = whole.with_mem(|mem| run_wave(&prog[..n], &grid, g, w, mem, &costs, 1 << 20));
+                                let want = whole.with_mem(|mem| {
+                                    run_wave(&prog[..n], &grid, g, w, mem, &costs, 1 << 20)
+                                });
                                 let (got, calls) = run_in_chunks(
                                     &prog[..n],
                                     &grid,
@@ -691,7 +853,10 @@ mod tests {
                                     max_budget,
                                 );
                                 assert_eq!(want.end, WaveEnd::Done);
-                                assert_eq!(got, want, "{grid:?} wave {g}.{w}, costs {costs:?}, steps {max_step}");
+                                assert_eq!(
+                                    got, want,
+                                    "{grid:?} wave {g}.{w}, costs {costs:?}, steps {max_step}"
+                                );
                                 assert!(chunked == whole);
                                 most_calls = most_calls.max(calls);
                             }
@@ -711,7 +876,13 @@ mod tests {
         for (pc, word) in words.iter_mut().enumerate().take(len) {
             loop {
                 let op = Op::ALL[rng.below(Op::ALL.len() as u32) as usize];
-                let mut field = |n: u32| if rng.below(2) == 0 { 0 } else { rng.below(n) as u8 };
+                let mut field = |n: u32| {
+                    if rng.below(2) == 0 {
+                        0
+                    } else {
+                        rng.below(n) as u8
+                    }
+                };
                 let (rd, ra, rb) = (field(16), field(16), field(16));
                 let imm = match rng.below(4) {
                     0 => 0,
@@ -749,7 +920,11 @@ mod tests {
             let (prog, n) = random_program(&mut rng);
             let prog = &prog[..n];
             let threads = 1 + rng.below(12);
-            let grid = Grid { groups: 2, waves_per_group: 2, threads_per_wave: threads };
+            let grid = Grid {
+                groups: 2,
+                waves_per_group: 2,
+                threads_per_wave: threads,
+            };
             let (group, wave) = (rng.below(2), rng.below(2));
             let costs = [CycleCosts::DEFAULT, ODD_COSTS, UNIT_COSTS][rng.below(3) as usize];
             let limit = 50 + rng.below_u64(3000);
@@ -759,7 +934,17 @@ mod tests {
             let start = Job::new([16, 24, 40], &mut rng, 32);
 
             let mut free = start.clone();
-            let (want, _) = run_schedule(prog, &grid, group, wave, &mut free, &costs, limit, hs, || u64::MAX);
+            let (want, _) = run_schedule(
+                prog,
+                &grid,
+                group,
+                wave,
+                &mut free,
+                &costs,
+                limit,
+                hs,
+                || u64::MAX,
+            );
             ends[match want.run.end {
                 WaveEnd::Done => 0,
                 WaveEnd::Hung => 1,
@@ -768,38 +953,76 @@ mod tests {
             let mut sizes = Rng::new(case);
             let max_budget = 1 + sizes.below_u64(60);
             for random in [false, true] {
-                let budget_of = || if random { 1 + sizes.below_u64(max_budget) } else { 1 };
+                let budget_of = || {
+                    if random {
+                        1 + sizes.below_u64(max_budget)
+                    } else {
+                        1
+                    }
+                };
                 let mut job = start.clone();
-                let (got, _) = run_schedule(prog, &grid, group, wave, &mut job, &costs, limit, hs, budget_of);
-                assert_eq!(got.run, want.run, "case {case}: {prog:?} {grid:?} horizons {hs:?} limit {limit}");
+                let (got, _) = run_schedule(
+                    prog, &grid, group, wave, &mut job, &costs, limit, hs, budget_of,
+                );
+                assert_eq!(
+                    got.run, want.run,
+                    "case {case}: {prog:?} {grid:?} horizons {hs:?} limit {limit}"
+                );
                 assert_eq!(got.lanes, want.lanes, "case {case}");
                 assert!(job == free, "case {case}: memory differs");
             }
             if hs.is_empty() {
                 let mut job = start.clone();
-                let run = job.with_mem(|mem| run_wave(prog, &grid, group, wave, mem, &costs, limit));
+                let run =
+                    job.with_mem(|mem| run_wave(prog, &grid, group, wave, mem, &costs, limit));
                 assert_eq!(run, want.run, "case {case}: run_wave differs");
                 assert!(job == free, "case {case}: run_wave's memory differs");
             }
         }
         // Every kind of end was tried, many times.
-        assert!(ends.iter().all(|&n| n > 60), "ends (done, hung, fault): {ends:?}");
+        assert!(
+            ends.iter().all(|&n| n > 60),
+            "ends (done, hung, fault): {ends:?}"
+        );
     }
 
     /// Fresh lanes advanced once with the horizon at the limit.
-    fn in_one_call(prog: &[Instr], grid: &Grid, job: &mut Job, costs: &CycleCosts, limit: u64) -> WaveRun {
+    fn in_one_call(
+        prog: &[Instr],
+        grid: &Grid,
+        job: &mut Job,
+        costs: &CycleCosts,
+        limit: u64,
+    ) -> WaveRun {
         let mut lanes = [Lane::default(); MAX_THREADS_PER_WAVE as usize];
         let lanes = &mut lanes[..grid.threads_per_wave as usize];
-        let step = job.with_mem(|mem| advance_wave(prog, grid, 0, 0, lanes, mem, costs, u64::MAX, limit));
-        WaveRun { end: step.end.unwrap(), cycles: step.cycles, counters: step.counters }
+        let step =
+            job.with_mem(|mem| advance_wave(prog, grid, 0, 0, lanes, mem, costs, u64::MAX, limit));
+        WaveRun {
+            end: step.end.unwrap(),
+            cycles: step.cycles,
+            counters: step.counters,
+        }
     }
 
     #[test]
     fn endless_loop_is_hung_without_running_past_the_limit() {
         let (prog, n) = program(&[op(Op::Br, 0, 0, 0, 0)], 0);
-        let grid = Grid { groups: 1, waves_per_group: 1, threads_per_wave: 2 };
+        let grid = Grid {
+            groups: 1,
+            waves_per_group: 1,
+            threads_per_wave: 2,
+        };
         let mut bufs: [&mut [u32]; 0] = [];
-        let run = run_wave(&prog[..n], &grid, 0, 0, &mut Buffers(&mut bufs), &CycleCosts::DEFAULT, 10_001);
+        let run = run_wave(
+            &prog[..n],
+            &grid,
+            0,
+            0,
+            &mut Buffers(&mut bufs),
+            &CycleCosts::DEFAULT,
+            10_001,
+        );
         assert_eq!(run.end, WaveEnd::Hung);
         assert_eq!(run.cycles, 10_001);
         // The second lane never ran; the first made the 5 000 jumps (2
@@ -808,15 +1031,28 @@ mod tests {
         for costs in [CycleCosts::DEFAULT, ODD_COSTS] {
             for until in [4_000, 10_000, 10_001, u64::MAX] {
                 let mut lanes = [Lane::default(); 2];
-                let step =
-                    advance_wave(&prog[..n], &grid, 0, 0, &mut lanes, &mut Buffers(&mut bufs), &costs, until, 10_001);
+                let step = advance_wave(
+                    &prog[..n],
+                    &grid,
+                    0,
+                    0,
+                    &mut lanes,
+                    &mut Buffers(&mut bufs),
+                    &costs,
+                    until,
+                    10_001,
+                );
                 if until < 10_000 {
                     assert_eq!(step.end, None);
                     continue;
                 }
                 assert_eq!((step.end, step.cycles), (Some(WaveEnd::Hung), 10_001));
                 let jump = costs.of(Op::Br.class()) as u64;
-                assert_eq!(lanes[0].cycles, 10_001 / jump * jump, "{costs:?} until {until}");
+                assert_eq!(
+                    lanes[0].cycles,
+                    10_001 / jump * jump,
+                    "{costs:?} until {until}"
+                );
                 assert_eq!(lanes[0].instrs, 10_001 / jump);
                 assert_eq!(step.counters.total(), lanes[0].instrs);
             }
@@ -837,33 +1073,81 @@ mod tests {
             0,
         );
         // 1 + 100 × (1 + 2) + 2 cycles, 1 + 200 + 1 instructions.
-        let grid = Grid { groups: 1, waves_per_group: 1, threads_per_wave: 3 };
+        let grid = Grid {
+            groups: 1,
+            waves_per_group: 1,
+            threads_per_wave: 3,
+        };
         let mut bufs: [&mut [u32]; 0] = [];
         let mem = &mut Buffers(&mut bufs);
         let run = run_wave(&prog[..n], &grid, 0, 0, mem, &CycleCosts::DEFAULT, 303);
-        assert_eq!((run.end, run.cycles, run.counters.total()), (WaveEnd::Done, 303, 3 * 202));
+        assert_eq!(
+            (run.end, run.cycles, run.counters.total()),
+            (WaveEnd::Done, 303, 3 * 202)
+        );
         let run = run_wave(&prog[..n], &grid, 0, 0, mem, &CycleCosts::DEFAULT, 302);
-        assert_eq!((run.end, run.cycles, run.counters.total()), (WaveEnd::Hung, 302, 201));
+        assert_eq!(
+            (run.end, run.cycles, run.counters.total()),
+            (WaveEnd::Hung, 302, 201)
+        );
         let mut lanes = [Lane::default(); 3];
-        let step = advance_wave(&prog[..n], &grid, 0, 0, &mut lanes, mem, &CycleCosts::DEFAULT, 1_000, 302);
-        assert_eq!((step.end, step.cycles, step.counters.total()), (Some(WaveEnd::Hung), 302, 201));
-        assert_eq!((lanes[0].cycles, lanes[0].thread.pc, lanes[0].ended), (301, 3, false));
+        let step = advance_wave(
+            &prog[..n],
+            &grid,
+            0,
+            0,
+            &mut lanes,
+            mem,
+            &CycleCosts::DEFAULT,
+            1_000,
+            302,
+        );
+        assert_eq!(
+            (step.end, step.cycles, step.counters.total()),
+            (Some(WaveEnd::Hung), 302, 201)
+        );
+        assert_eq!(
+            (lanes[0].cycles, lanes[0].thread.pc, lanes[0].ended),
+            (301, 3, false)
+        );
     }
 
     #[test]
     fn endless_loop_hangs_in_chunks_as_in_one_go() {
         let (prog, n) = program(&[op(Op::Br, 0, 0, 0, 0)], 0);
         let mut rng = Rng::new(3);
-        for costs in [CycleCosts::DEFAULT, ODD_COSTS, CycleCosts { per_class: [0; 7] }] {
+        for costs in [
+            CycleCosts::DEFAULT,
+            ODD_COSTS,
+            CycleCosts { per_class: [0; 7] },
+        ] {
             for threads in [1, 2, 5] {
-                let grid = Grid { groups: 1, waves_per_group: 1, threads_per_wave: threads };
+                let grid = Grid {
+                    groups: 1,
+                    waves_per_group: 1,
+                    threads_per_wave: threads,
+                };
                 let mut job = Job::new([0; 3], &mut rng, 1);
-                let want = job.with_mem(|mem| run_wave(&prog[..n], &grid, 0, 0, mem, &costs, 10_000));
+                let want =
+                    job.with_mem(|mem| run_wave(&prog[..n], &grid, 0, 0, mem, &costs, 10_000));
                 assert_eq!((want.end, want.cycles), (WaveEnd::Hung, 10_000));
-                assert_eq!(in_one_call(&prog[..n], &grid, &mut job, &costs, 10_000), want);
+                assert_eq!(
+                    in_one_call(&prog[..n], &grid, &mut job, &costs, 10_000),
+                    want
+                );
                 for (max_step, max_budget) in [(1, 7), (300, u64::MAX), (20_000, 1_000)] {
-                    let (got, _) =
-                        run_in_chunks(&prog[..n], &grid, 0, 0, &mut job, &costs, 10_000, &mut rng, max_step, max_budget);
+                    let (got, _) = run_in_chunks(
+                        &prog[..n],
+                        &grid,
+                        0,
+                        0,
+                        &mut job,
+                        &costs,
+                        10_000,
+                        &mut rng,
+                        max_step,
+                        max_budget,
+                    );
                     if threads == 1 {
                         assert_eq!(got, want, "costs {costs:?}, steps {max_step}");
                     } else {
@@ -895,18 +1179,36 @@ mod tests {
 
     #[test]
     fn one_hung_lane_hangs_in_chunks_as_in_one_go() {
-        let grid = Grid { groups: 1, waves_per_group: 1, threads_per_wave: 8 };
+        let grid = Grid {
+            groups: 1,
+            waves_per_group: 1,
+            threads_per_wave: 8,
+        };
         let mut rng = Rng::new(5);
         for hung in [7, 3, 0] {
             let (prog, n) = one_lane_loops(hung);
             for costs in [CycleCosts::DEFAULT, ODD_COSTS] {
                 let mut job = Job::new([0; 3], &mut rng, 1);
-                let want = job.with_mem(|mem| run_wave(&prog[..n], &grid, 0, 0, mem, &costs, 5_000));
+                let want =
+                    job.with_mem(|mem| run_wave(&prog[..n], &grid, 0, 0, mem, &costs, 5_000));
                 assert_eq!((want.end, want.cycles), (WaveEnd::Hung, 5_000));
-                assert_eq!(in_one_call(&prog[..n], &grid, &mut job, &costs, 5_000), want);
+                assert_eq!(
+                    in_one_call(&prog[..n], &grid, &mut job, &costs, 5_000),
+                    want
+                );
                 for (max_step, max_budget) in [(1, 1), (64, u64::MAX), (4_999, 5), (100_000, 100)] {
-                    let (got, _) =
-                        run_in_chunks(&prog[..n], &grid, 0, 0, &mut job, &costs, 5_000, &mut rng, max_step, max_budget);
+                    let (got, _) = run_in_chunks(
+                        &prog[..n],
+                        &grid,
+                        0,
+                        0,
+                        &mut job,
+                        &costs,
+                        5_000,
+                        &mut rng,
+                        max_step,
+                        max_budget,
+                    );
                     if hung == 7 {
                         assert_eq!(got, want, "costs {costs:?}, steps {max_step}");
                     } else {
@@ -925,7 +1227,11 @@ mod tests {
     #[test]
     fn fault_in_chunks_matches_run_wave() {
         let (prog, n) = vector_add();
-        let grid = Grid { groups: 1, waves_per_group: 1, threads_per_wave: 8 };
+        let grid = Grid {
+            groups: 1,
+            waves_per_group: 1,
+            threads_per_wave: 8,
+        };
         let mut rng = Rng::new(11);
         for c_len in [5, 7] {
             for costs in [CycleCosts::DEFAULT, ODD_COSTS, UNIT_COSTS] {
@@ -933,10 +1239,18 @@ mod tests {
                     let mut whole = Job::new([8, 8, c_len], &mut rng, 1000);
                     let mut chunked = whole.clone();
                     let mut once = whole.clone();
-                    let want = whole.with_mem(|mem| run_wave(&prog[..n], &grid, 0, 0, mem, &costs, 1_000));
-                    let exit = Exit::OutOfBounds { pc: 4, slot: 2, index: c_len as i64 };
+                    let want =
+                        whole.with_mem(|mem| run_wave(&prog[..n], &grid, 0, 0, mem, &costs, 1_000));
+                    let exit = Exit::OutOfBounds {
+                        pc: 4,
+                        slot: 2,
+                        index: c_len as i64,
+                    };
                     assert_eq!(want.end, WaveEnd::Fault { exit });
-                    assert_eq!(in_one_call(&prog[..n], &grid, &mut once, &costs, 1_000), want);
+                    assert_eq!(
+                        in_one_call(&prog[..n], &grid, &mut once, &costs, 1_000),
+                        want
+                    );
                     let (got, _) = run_in_chunks(
                         &prog[..n],
                         &grid,
@@ -995,18 +1309,53 @@ mod tests {
             ],
             1,
         );
-        let lane_1 = WaveEnd::Fault { exit: Exit::OutOfBounds { pc: 6, slot: 0, index: 1001 } };
+        let lane_1 = WaveEnd::Fault {
+            exit: Exit::OutOfBounds {
+                pc: 6,
+                slot: 0,
+                index: 1001,
+            },
+        };
         let cases = [
-            (late_fault, WaveEnd::Fault { exit: Exit::OutOfBounds { pc: 5, slot: 0, index: -1 } }, lane_1),
-            (late_hang, WaveEnd::Hung, WaveEnd::Fault { exit: Exit::OutOfBounds { pc: 3, slot: 0, index: 1001 } }),
+            (
+                late_fault,
+                WaveEnd::Fault {
+                    exit: Exit::OutOfBounds {
+                        pc: 5,
+                        slot: 0,
+                        index: -1,
+                    },
+                },
+                lane_1,
+            ),
+            (
+                late_hang,
+                WaveEnd::Hung,
+                WaveEnd::Fault {
+                    exit: Exit::OutOfBounds {
+                        pc: 3,
+                        slot: 0,
+                        index: 1001,
+                    },
+                },
+            ),
         ];
-        let grid = Grid { groups: 1, waves_per_group: 1, threads_per_wave: 4 };
+        let grid = Grid {
+            groups: 1,
+            waves_per_group: 1,
+            threads_per_wave: 4,
+        };
         let mut rng = Rng::new(13);
         for ((prog, n), alone, chunked) in cases {
             let mut job = Job::new([16, 0, 0], &mut rng, 1);
-            let want = job.with_mem(|mem| run_wave(&prog[..n], &grid, 0, 0, mem, &CycleCosts::DEFAULT, 2_000));
+            let want = job.with_mem(|mem| {
+                run_wave(&prog[..n], &grid, 0, 0, mem, &CycleCosts::DEFAULT, 2_000)
+            });
             assert_eq!(want.end, alone);
-            assert_eq!(in_one_call(&prog[..n], &grid, &mut job, &CycleCosts::DEFAULT, 2_000), want);
+            assert_eq!(
+                in_one_call(&prog[..n], &grid, &mut job, &CycleCosts::DEFAULT, 2_000),
+                want
+            );
             for (max_step, max_budget) in [(1, 1), (10, u64::MAX), (50, 4)] {
                 let (got, _) = run_in_chunks(
                     &prog[..n],
@@ -1054,19 +1403,43 @@ mod tests {
     fn a_fault_does_not_run_earlier_lanes_to_the_limit() {
         let limit = 1 << 16;
         let (prog, n) = last_lane_faults(limit);
-        let grid = Grid { groups: 1, waves_per_group: 1, threads_per_wave: 64 };
+        let grid = Grid {
+            groups: 1,
+            waves_per_group: 1,
+            threads_per_wave: 64,
+        };
         let mut rng = Rng::new(17);
         let mut job = Job::new([16, 0, 0], &mut rng, 1);
         let mut lanes = [Lane::default(); 64];
         let until = 2_000;
         let step = job.with_mem(|mem| {
-            advance_wave(&prog[..n], &grid, 0, 0, &mut lanes, mem, &CycleCosts::DEFAULT, until, limit)
+            advance_wave(
+                &prog[..n],
+                &grid,
+                0,
+                0,
+                &mut lanes,
+                mem,
+                &CycleCosts::DEFAULT,
+                until,
+                limit,
+            )
         });
-        let fault = WaveEnd::Fault { exit: Exit::OutOfBounds { pc: 8, slot: 0, index: 1063 } };
+        let fault = WaveEnd::Fault {
+            exit: Exit::OutOfBounds {
+                pc: 8,
+                slot: 0,
+                index: 1063,
+            },
+        };
         assert_eq!(step.end, Some(fault));
         // Every instruction costs a cycle or more: 64 lanes up to the
         // horizon at most, where the unbounded run went on to the limit.
-        assert!(step.counters.total() <= 64 * until, "{} instructions", step.counters.total());
+        assert!(
+            step.counters.total() <= 64 * until,
+            "{} instructions",
+            step.counters.total()
+        );
         assert!(lanes.iter().all(|l| l.cycles <= until));
         assert!(step.cycles <= until);
     }
@@ -1078,20 +1451,44 @@ mod tests {
     fn a_budget_bounds_every_call_of_a_long_wave() {
         let limit = 1 << 16;
         let (prog, n) = last_lane_faults(limit);
-        let grid = Grid { groups: 1, waves_per_group: 1, threads_per_wave: 64 };
+        let grid = Grid {
+            groups: 1,
+            waves_per_group: 1,
+            threads_per_wave: 64,
+        };
         let mut rng = Rng::new(19);
         let start = Job::new([16, 0, 0], &mut rng, 1);
         let mut job = start.clone();
-        let want = job.with_mem(|mem| run_wave(&prog[..n], &grid, 0, 0, mem, &CycleCosts::DEFAULT, limit));
-        let fault = WaveEnd::Fault { exit: Exit::OutOfBounds { pc: 8, slot: 0, index: 1063 } };
+        let want =
+            job.with_mem(|mem| run_wave(&prog[..n], &grid, 0, 0, mem, &CycleCosts::DEFAULT, limit));
+        let fault = WaveEnd::Fault {
+            exit: Exit::OutOfBounds {
+                pc: 8,
+                slot: 0,
+                index: 1063,
+            },
+        };
         assert_eq!(want.end, fault);
         // Lanes 0-62 ran to their END, just under the limit.
-        assert!(want.cycles > limit - 10 && want.cycles <= limit, "{}", want.cycles);
+        assert!(
+            want.cycles > limit - 10 && want.cycles <= limit,
+            "{}",
+            want.cycles
+        );
         assert!(want.counters.total() > 63 * (limit / 3) * 2);
         for budget in [10_000, 4_097, 1 << 20] {
             let mut job = start.clone();
-            let (got, calls) =
-                run_schedule(&prog[..n], &grid, 0, 0, &mut job, &CycleCosts::DEFAULT, limit, &[], || budget);
+            let (got, calls) = run_schedule(
+                &prog[..n],
+                &grid,
+                0,
+                0,
+                &mut job,
+                &CycleCosts::DEFAULT,
+                limit,
+                &[],
+                || budget,
+            );
             assert_eq!(got.run, want, "budget {budget}");
             assert!(got.most_per_call <= budget);
             assert!(calls as u64 >= want.counters.total() / budget);

@@ -214,7 +214,14 @@ impl Instr {
 
 /// Encodes an instruction from its fields (what assemblers and tests use).
 pub fn encode(op: Op, rd: u8, ra: u8, rb: u8, imm: i32) -> u64 {
-    Instr { op, rd, ra, rb, imm }.encode()
+    Instr {
+        op,
+        rd,
+        ra,
+        rb,
+        imm,
+    }
+    .encode()
 }
 
 /// Why a program was refused; `pc` is the offending instruction's index.
@@ -263,7 +270,13 @@ pub enum ProgramError {
 pub fn decode(word: u64, pc: usize, len: usize, bindings: usize) -> Result<Instr, ProgramError> {
     let op = Op::from_code(word as u8).ok_or(ProgramError::BadOpcode { pc })?;
     let field = |shift: u32| (word >> shift) as u8;
-    let instr = Instr { op, rd: field(8), ra: field(16), rb: field(24), imm: (word >> 32) as i32 };
+    let instr = Instr {
+        op,
+        rd: field(8),
+        ra: field(16),
+        rb: field(24),
+        imm: (word >> 32) as i32,
+    };
     let uses = op.uses();
     let reg_ok = |used: bool, r: u8| if used { (r as usize) < NUM_REGS } else { true };
     let zero_ok = |used: bool, r: u8| used || r == 0;
@@ -320,7 +333,13 @@ mod tests {
     use super::encode as i;
 
     fn check(words: &[u64], bindings: usize) -> Result<usize, ProgramError> {
-        let mut out = [Instr { op: Op::End, rd: 0, ra: 0, rb: 0, imm: 0 }; 16];
+        let mut out = [Instr {
+            op: Op::End,
+            rd: 0,
+            ra: 0,
+            rb: 0,
+            imm: 0,
+        }; 16];
         validate(words, bindings, &mut out)
     }
 
@@ -329,7 +348,13 @@ mod tests {
         for &op in Op::ALL {
             assert_eq!(Op::from_code(op as u8), Some(op));
         }
-        let ins = Instr { op: Op::Ld, rd: 3, ra: 4, rb: 1, imm: -7 };
+        let ins = Instr {
+            op: Op::Ld,
+            rd: 3,
+            ra: 4,
+            rb: 1,
+            imm: -7,
+        };
         assert_eq!(decode(ins.encode(), 0, 1, 2), Ok(ins));
     }
 
@@ -350,17 +375,50 @@ mod tests {
     fn each_malformation_is_refused_with_its_reason() {
         let end = i(Op::End, 0, 0, 0, 0);
         assert_eq!(check(&[], 0), Err(ProgramError::Empty));
-        assert_eq!(check(&[0xff, end], 0), Err(ProgramError::BadOpcode { pc: 0 }));
-        assert_eq!(check(&[i(Op::Add, 16, 0, 0, 0), end], 0), Err(ProgramError::BadRegister { pc: 0 }));
-        assert_eq!(check(&[i(Op::Add, 0, 0, 16, 0), end], 0), Err(ProgramError::BadRegister { pc: 0 }));
-        assert_eq!(check(&[i(Op::Ld, 0, 0, 2, 0), end], 2), Err(ProgramError::BadBinding { pc: 0 }));
-        assert_eq!(check(&[i(Op::Ld, 0, 0, 8, 0), end], 99), Err(ProgramError::BadBinding { pc: 0 }));
-        assert_eq!(check(&[i(Op::Sreg, 0, 0, 0, 7), end], 0), Err(ProgramError::BadSpecial { pc: 0 }));
-        assert_eq!(check(&[i(Op::Br, 0, 0, 0, 2), end], 0), Err(ProgramError::BadTarget { pc: 0 }));
-        assert_eq!(check(&[i(Op::Brz, 0, 0, 0, -1), end], 0), Err(ProgramError::BadTarget { pc: 0 }));
-        assert_eq!(check(&[i(Op::Mov, 1, 2, 0, 5), end], 0), Err(ProgramError::UnusedFieldSet { pc: 0 }));
-        assert_eq!(check(&[end | 1 << 8], 0), Err(ProgramError::UnusedFieldSet { pc: 0 }));
-        assert_eq!(check(&[end, i(Op::Movi, 0, 0, 0, 1)], 0), Err(ProgramError::FallsOffEnd));
+        assert_eq!(
+            check(&[0xff, end], 0),
+            Err(ProgramError::BadOpcode { pc: 0 })
+        );
+        assert_eq!(
+            check(&[i(Op::Add, 16, 0, 0, 0), end], 0),
+            Err(ProgramError::BadRegister { pc: 0 })
+        );
+        assert_eq!(
+            check(&[i(Op::Add, 0, 0, 16, 0), end], 0),
+            Err(ProgramError::BadRegister { pc: 0 })
+        );
+        assert_eq!(
+            check(&[i(Op::Ld, 0, 0, 2, 0), end], 2),
+            Err(ProgramError::BadBinding { pc: 0 })
+        );
+        assert_eq!(
+            check(&[i(Op::Ld, 0, 0, 8, 0), end], 99),
+            Err(ProgramError::BadBinding { pc: 0 })
+        );
+        assert_eq!(
+            check(&[i(Op::Sreg, 0, 0, 0, 7), end], 0),
+            Err(ProgramError::BadSpecial { pc: 0 })
+        );
+        assert_eq!(
+            check(&[i(Op::Br, 0, 0, 0, 2), end], 0),
+            Err(ProgramError::BadTarget { pc: 0 })
+        );
+        assert_eq!(
+            check(&[i(Op::Brz, 0, 0, 0, -1), end], 0),
+            Err(ProgramError::BadTarget { pc: 0 })
+        );
+        assert_eq!(
+            check(&[i(Op::Mov, 1, 2, 0, 5), end], 0),
+            Err(ProgramError::UnusedFieldSet { pc: 0 })
+        );
+        assert_eq!(
+            check(&[end | 1 << 8], 0),
+            Err(ProgramError::UnusedFieldSet { pc: 0 })
+        );
+        assert_eq!(
+            check(&[end, i(Op::Movi, 0, 0, 0, 1)], 0),
+            Err(ProgramError::FallsOffEnd)
+        );
         assert_eq!(check(&[end; 17], 0), Err(ProgramError::TooLong));
     }
 

@@ -38,14 +38,18 @@ impl PowerWeights {
     /// barely use the datapath, arithmetic drives the ALUs, memory access
     /// costs several times an ALU operation (data travels off the unit),
     /// and a multiply-accumulate is a multiply and an add on wide data.
-    pub const DEFAULT: Self = Self { per_class: [1, 2, 4, 4, 8, 1, 1] };
+    pub const DEFAULT: Self = Self {
+        per_class: [1, 2, 4, 4, 8, 1, 1],
+    };
 
     /// The weighted instruction count `Σ bs × cs` of `c`, saturating.
     pub fn weigh(&self, c: &Counters) -> u64 {
         c.per_class
             .iter()
             .zip(self.per_class.iter())
-            .fold(0u64, |sum, (&n, &b)| sum.saturating_add(n.saturating_mul(b as u64)))
+            .fold(0u64, |sum, (&n, &b)| {
+                sum.saturating_add(n.saturating_mul(b as u64))
+            })
     }
 }
 
@@ -103,8 +107,17 @@ impl PowerWindow {
             Some(w) => w,
             None => 1 << 63,
         };
-        let width = if window > BUCKETS { window / BUCKETS } else { 1 };
-        Self { buckets: [0; BUCKETS as usize], shift: width.trailing_zeros(), rate: 0, now: 0 }
+        let width = if window > BUCKETS {
+            window / BUCKETS
+        } else {
+            1
+        };
+        Self {
+            buckets: [0; BUCKETS as usize],
+            shift: width.trailing_zeros(),
+            rate: 0,
+            now: 0,
+        }
     }
 
     /// `Nx`, the window length in cycles after rounding (16 buckets).
@@ -142,8 +155,11 @@ impl PowerWindow {
             let cycles = hi.min(start.saturating_add(self.width())) - lo.max(start);
             let amount = rate.saturating_mul(cycles);
             let bucket = &mut self.buckets[(m % BUCKETS) as usize];
-            *bucket =
-                if add { bucket.saturating_add(amount) } else { bucket.saturating_sub(amount) };
+            *bucket = if add {
+                bucket.saturating_add(amount)
+            } else {
+                bucket.saturating_sub(amount)
+            };
         }
     }
 
@@ -199,7 +215,10 @@ impl PowerWindow {
     /// current partial bucket and the 15 whole ones before it, between
     /// `Nx − w` and `Nx − 1` cycles.
     pub fn recent(&self) -> u64 {
-        self.buckets.iter().fold(0u64, |sum, &b| sum.saturating_add(b)) >> FRAC_BITS
+        self.buckets
+            .iter()
+            .fold(0u64, |sum, &b| sum.saturating_add(b))
+            >> FRAC_BITS
     }
 }
 
@@ -244,7 +263,12 @@ impl FreeWeights {
     /// All 1: every resource counts the same, as a share of its capacity.
     /// The document calibrates these from power measured running tasks
     /// that use one resource only; with no power meter, they are equal.
-    pub const DEFAULT: Self = Self { vgpr: 1, sgpr: 1, shared: 1, waves: 1 };
+    pub const DEFAULT: Self = Self {
+        vgpr: 1,
+        sgpr: 1,
+        shared: 1,
+        waves: 1,
+    };
 }
 
 impl Default for FreeWeights {
@@ -262,7 +286,9 @@ const SCALE: u64 = 1024;
 fn per_1024(value: u64, max: u64) -> u64 {
     let value = value.min(max);
     let drop = (u64::BITS - max.leading_zeros()).saturating_sub(54);
-    ((value >> drop) * SCALE).checked_div(max >> drop).unwrap_or(0)
+    ((value >> drop) * SCALE)
+        .checked_div(max >> drop)
+        .unwrap_or(0)
 }
 
 /// C9's `TA = Σh ah × rh`, each remaining amount `rh` taken as its share of
@@ -277,7 +303,9 @@ pub fn free_score(rem: &FreeResources, cap: &FreeResources, w: &FreeWeights) -> 
         (rem.waves, cap.waves, w.waves),
     ]
     .iter()
-    .fold(0u64, |sum, &(r, c, a)| sum.saturating_add((a as u64).saturating_mul(per_1024(r, c))))
+    .fold(0u64, |sum, &(r, c, a)| {
+        sum.saturating_add((a as u64).saturating_mul(per_1024(r, c)))
+    })
 }
 
 /// How the dispatcher picks among the modules a work-group fits on.
@@ -306,7 +334,10 @@ impl ModuleChoice {
         match v {
             0 => Some(Self::RecentPower),
             1 => Some(Self::FreeResources),
-            2 => Some(Self::Mixed { power_weight: 1, free_weight: 1 }),
+            2 => Some(Self::Mixed {
+                power_weight: 1,
+                free_weight: 1,
+            }),
             _ => None,
         }
     }
@@ -335,13 +366,16 @@ pub struct ModuleScore {
 ///   ties go to the lowest module.
 pub fn choose(choice: ModuleChoice, candidates: &[ModuleScore]) -> Option<u32> {
     let best = match choice {
-        ModuleChoice::RecentPower => {
-            candidates.iter().min_by_key(|c| (c.power, Reverse(c.free), c.module))
-        }
-        ModuleChoice::FreeResources => {
-            candidates.iter().min_by_key(|c| (Reverse(c.free), c.power, c.module))
-        }
-        ModuleChoice::Mixed { power_weight, free_weight } => {
+        ModuleChoice::RecentPower => candidates
+            .iter()
+            .min_by_key(|c| (c.power, Reverse(c.free), c.module)),
+        ModuleChoice::FreeResources => candidates
+            .iter()
+            .min_by_key(|c| (Reverse(c.free), c.power, c.module)),
+        ModuleChoice::Mixed {
+            power_weight,
+            free_weight,
+        } => {
             let max_power = candidates.iter().map(|c| c.power).max().unwrap_or(0);
             let max_free = candidates.iter().map(|c| c.free).max().unwrap_or(0);
             // Each product is below 2^32 × 2^10: exact in i64.
@@ -381,25 +415,54 @@ mod tests {
 
     #[test]
     fn free_score_normalises_each_resource() {
-        let cap = FreeResources { vgpr: 512, sgpr: 256, shared: 48, waves: 64 };
-        let half = FreeResources { vgpr: 256, sgpr: 128, shared: 24, waves: 32 };
+        let cap = FreeResources {
+            vgpr: 512,
+            sgpr: 256,
+            shared: 48,
+            waves: 64,
+        };
+        let half = FreeResources {
+            vgpr: 256,
+            sgpr: 128,
+            shared: 24,
+            waves: 32,
+        };
         let w = FreeWeights::default();
         assert_eq!(free_score(&cap, &cap, &w), 4 * 1024);
         assert_eq!(free_score(&half, &cap, &w), 4 * 512);
         assert_eq!(free_score(&FreeResources::default(), &cap, &w), 0);
         // Weights multiply; capacity 0 contributes nothing; excess is capped.
-        let w2 = FreeWeights { vgpr: 3, sgpr: 0, shared: 1, waves: 2 };
+        let w2 = FreeWeights {
+            vgpr: 3,
+            sgpr: 0,
+            shared: 1,
+            waves: 2,
+        };
         assert_eq!(free_score(&half, &cap, &w2), 3 * 512 + 512 + 2 * 512);
         let no_shared = FreeResources { shared: 0, ..cap };
         assert_eq!(free_score(&half, &no_shared, &w), 3 * 512);
-        let over = FreeResources { vgpr: 10_000, ..half };
+        let over = FreeResources {
+            vgpr: 10_000,
+            ..half
+        };
         assert_eq!(free_score(&over, &cap, &w), 1024 + 3 * 512);
         // Huge values and weights neither overflow nor lose the ratio.
-        let big =
-            FreeResources { vgpr: u64::MAX, sgpr: u64::MAX, shared: u64::MAX, waves: u64::MAX };
-        let big_half = FreeResources { vgpr: u64::MAX / 2, ..big };
-        let heavy =
-            FreeWeights { vgpr: u32::MAX, sgpr: u32::MAX, shared: u32::MAX, waves: u32::MAX };
+        let big = FreeResources {
+            vgpr: u64::MAX,
+            sgpr: u64::MAX,
+            shared: u64::MAX,
+            waves: u64::MAX,
+        };
+        let big_half = FreeResources {
+            vgpr: u64::MAX / 2,
+            ..big
+        };
+        let heavy = FreeWeights {
+            vgpr: u32::MAX,
+            sgpr: u32::MAX,
+            shared: u32::MAX,
+            waves: u32::MAX,
+        };
         assert_eq!(free_score(&big, &big, &heavy), 4 * 1024 * u32::MAX as u64);
         assert_eq!(free_score(&big_half, &big, &w), 511 + 3 * 1024);
         assert_eq!(per_1024(3, 4), 768);
@@ -411,17 +474,27 @@ mod tests {
     fn params_select_choices() {
         assert_eq!(ModuleChoice::default(), ModuleChoice::RecentPower);
         assert_eq!(ModuleChoice::from_param(0), Some(ModuleChoice::RecentPower));
-        assert_eq!(ModuleChoice::from_param(1), Some(ModuleChoice::FreeResources));
+        assert_eq!(
+            ModuleChoice::from_param(1),
+            Some(ModuleChoice::FreeResources)
+        );
         assert_eq!(
             ModuleChoice::from_param(2),
-            Some(ModuleChoice::Mixed { power_weight: 1, free_weight: 1 })
+            Some(ModuleChoice::Mixed {
+                power_weight: 1,
+                free_weight: 1
+            })
         );
         assert_eq!(ModuleChoice::from_param(3), None);
         assert_eq!(ModuleChoice::from_param(u32::MAX), None);
     }
 
     fn score(module: u32, free: u64, power: u64) -> ModuleScore {
-        ModuleScore { module, free, power }
+        ModuleScore {
+            module,
+            free,
+            power,
+        }
     }
 
     /// Naive C10: scan, keeping the first best by power, free, module.
@@ -493,18 +566,34 @@ mod tests {
 
     #[test]
     fn tie_rules() {
-        let c = [score(3, 10, 5), score(1, 20, 5), score(2, 20, 5), score(0, 20, 9)];
+        let c = [
+            score(3, 10, 5),
+            score(1, 20, 5),
+            score(2, 20, 5),
+            score(0, 20, 9),
+        ];
         // Power 5 three times: larger free (1 and 2), then lower module.
         assert_eq!(choose(ModuleChoice::RecentPower, &c), Some(1));
         // Free 20 three times: smaller power (1 and 2), then lower module.
         assert_eq!(choose(ModuleChoice::FreeResources, &c), Some(1));
         let same = [score(7, 4, 4), score(5, 4, 4), score(6, 4, 4)];
-        for choice in
-            [ModuleChoice::RecentPower, ModuleChoice::FreeResources, ModuleChoice::default()]
-        {
+        for choice in [
+            ModuleChoice::RecentPower,
+            ModuleChoice::FreeResources,
+            ModuleChoice::default(),
+        ] {
             assert_eq!(choose(choice, &same), Some(5));
         }
-        assert_eq!(choose(ModuleChoice::Mixed { power_weight: 1, free_weight: 1 }, &same), Some(5));
+        assert_eq!(
+            choose(
+                ModuleChoice::Mixed {
+                    power_weight: 1,
+                    free_weight: 1
+                },
+                &same
+            ),
+            Some(5)
+        );
         for choice in [0, 1, 2].map(|v| ModuleChoice::from_param(v).unwrap()) {
             assert_eq!(choose(choice, &[]), None);
         }
@@ -514,7 +603,10 @@ mod tests {
     fn mixed_weighs_normalised_scores() {
         // Norms (power, free): m0 (1024, 1024), m1 (512, 256), m2 (0, 0).
         let c = [score(0, 400, 80), score(1, 100, 40), score(2, 0, 0)];
-        let mix = |power_weight, free_weight| ModuleChoice::Mixed { power_weight, free_weight };
+        let mix = |power_weight, free_weight| ModuleChoice::Mixed {
+            power_weight,
+            free_weight,
+        };
         // 1:1 -> 0, 256, 0: tie between m0 and m2, lowest module.
         assert_eq!(choose(mix(1, 1), &c), Some(0));
         // 1:2 -> -1024, 0, 0.
@@ -552,16 +644,33 @@ mod tests {
             }
             let c = &c[..n];
             let w = 1 + rng.below(100);
-            let pure_power = ModuleChoice::Mixed { power_weight: w, free_weight: 0 };
-            let pure_free = ModuleChoice::Mixed { power_weight: 0, free_weight: w };
-            assert_eq!(choose(pure_power, c), choose(ModuleChoice::RecentPower, c), "{c:?}");
-            assert_eq!(choose(pure_free, c), choose(ModuleChoice::FreeResources, c), "{c:?}");
+            let pure_power = ModuleChoice::Mixed {
+                power_weight: w,
+                free_weight: 0,
+            };
+            let pure_free = ModuleChoice::Mixed {
+                power_weight: 0,
+                free_weight: w,
+            };
+            assert_eq!(
+                choose(pure_power, c),
+                choose(ModuleChoice::RecentPower, c),
+                "{c:?}"
+            );
+            assert_eq!(
+                choose(pure_free, c),
+                choose(ModuleChoice::FreeResources, c),
+                "{c:?}"
+            );
         }
     }
 
     #[test]
     fn window_sizes_round_up_to_powers_of_two() {
-        assert_eq!(PowerWindow::default().window_cycles(), DEFAULT_WINDOW_CYCLES);
+        assert_eq!(
+            PowerWindow::default().window_cycles(),
+            DEFAULT_WINDOW_CYCLES
+        );
         assert_eq!(PowerWindow::new(1000).window_cycles(), 1024);
         assert_eq!(PowerWindow::new(64).window_cycles(), 64);
         assert_eq!(PowerWindow::new(8).window_cycles(), 16);
@@ -593,7 +702,10 @@ mod tests {
             // Still within the 15 buckets before the current one.
             assert!(pw.now() < 15 * w);
             let got = pw.recent();
-            assert!(got == weighted || got + 1 == weighted, "{weighted} over {d}: {got}");
+            assert!(
+                got == weighted || got + 1 == weighted,
+                "{weighted} over {d}: {got}"
+            );
         }
     }
 
@@ -726,7 +838,13 @@ mod tests {
             let nx = [16, 32, 64, 64][round % 4];
             let w = (nx / 16).max(1);
             let mut pw = PowerWindow::new(nx);
-            let mut waves = [RefWave { start: 0, end: 0, planned: 0, rate: 0, token: 0 }; 256];
+            let mut waves = [RefWave {
+                start: 0,
+                end: 0,
+                planned: 0,
+                rate: 0,
+                token: 0,
+            }; 256];
             let mut n = 0;
             let mut now = 0u64;
             while now < 10_000 && n < waves.len() {
@@ -745,7 +863,13 @@ mod tests {
                         let rate = (weighted << 16) / d.max(1);
                         assert_eq!(token, rate);
                         let planned = at + d.max(1);
-                        waves[n] = RefWave { start: at, end: u64::MAX, planned, rate, token };
+                        waves[n] = RefWave {
+                            start: at,
+                            end: u64::MAX,
+                            planned,
+                            rate,
+                            token,
+                        };
                         n += 1;
                     }
                     2..=3 => {
@@ -754,7 +878,11 @@ mod tests {
                             continue;
                         }
                         let k = rng.below(running as u32) as usize;
-                        let x = waves[..n].iter_mut().filter(|x| x.end == u64::MAX).nth(k).unwrap();
+                        let x = waves[..n]
+                            .iter_mut()
+                            .filter(|x| x.end == u64::MAX)
+                            .nth(k)
+                            .unwrap();
                         // On time, late, or (cut short) before its end.
                         let at = match rng.below(3) {
                             0 => x.planned,
@@ -776,7 +904,11 @@ mod tests {
                     }
                 }
                 assert_eq!(pw.now(), now);
-                assert_eq!(pw.recent(), ref_recent(&waves[..n], w, now), "round {round} at {now}");
+                assert_eq!(
+                    pw.recent(),
+                    ref_recent(&waves[..n], w, now),
+                    "round {round} at {now}"
+                );
             }
             // Everything stopped and a whole window later: empty.
             for x in waves[..n].iter_mut().filter(|x| x.end == u64::MAX) {

@@ -16,10 +16,20 @@
 //! The maps are owned by the caller (the kernel keeps them in one
 //! allocation); [`Occupancy`] is a view over them.
 
-use super::bitmask::{clear_range, count_free, finds, largest_free_run, set_range, FinderKind};
+use super::bitmask::{
+    clear_range,
+    count_free,
+    finds,
+    largest_free_run,
+    set_range,
+    FinderKind, //
+};
 use super::grid::MAX_WAVES_PER_GROUP;
 use super::module_choice::FreeResources;
-use super::topology::{limits, Topology};
+use super::topology::{
+    limits,
+    Topology, //
+};
 
 /// Most units a (validated) module has.
 const MAX_UNITS_PER_MODULE: usize = limits::UNITS_PER_MODULE.1 as usize;
@@ -80,11 +90,6 @@ pub struct Placement {
     pub waves: [WaveSlot; MAX_WAVES_PER_GROUP as usize],
 }
 
-/// The engine's former name of [`FreeResources`], which
-/// [`Occupancy::remaining`] returns: kept only until the engine uses the
-/// one name, then to be removed.
-pub type Remaining = FreeResources;
-
 /// Where each map lives in the one array of words the caller owns: per
 /// module the shared-memory map, then per unit its vector- and its
 /// scalar-register map, each rounded up to whole words.
@@ -105,7 +110,13 @@ impl MapLayout {
         let shared_words = words(topo.shared_mem_blocks);
         let unit_words = vgpr_words + sgpr_words;
         let module_words = shared_words + unit_words * topo.units_per_module as usize;
-        Self { vgpr_words, sgpr_words, shared_words, unit_words, module_words }
+        Self {
+            vgpr_words,
+            sgpr_words,
+            shared_words,
+            unit_words,
+            module_words,
+        }
     }
 
     /// Words of bitmap the whole device needs.
@@ -119,7 +130,9 @@ impl MapLayout {
     }
 
     fn vgpr(&self, module: u32, unit: u32) -> core::ops::Range<usize> {
-        let at = self.module_words * module as usize + self.shared_words + self.unit_words * unit as usize;
+        let at = self.module_words * module as usize
+            + self.shared_words
+            + self.unit_words * unit as usize;
         at..at + self.vgpr_words
     }
 
@@ -152,13 +165,14 @@ impl<'a> Occupancy<'a> {
     /// match `topo`. Ranges are found with the exact finder.
     pub fn new(topo: &'a Topology, words: &'a mut [u64], waves: &'a mut [u32]) -> Option<Self> {
         let layout = MapLayout::new(topo);
-        (words.len() == layout.total_words(topo) && waves.len() == topo.total_units() as usize).then_some(Self {
-            topo,
-            layout,
-            words,
-            waves,
-            finder: FinderKind::Exact,
-        })
+        (words.len() == layout.total_words(topo) && waves.len() == topo.total_units() as usize)
+            .then_some(Self {
+                topo,
+                layout,
+                words,
+                waves,
+                finder: FinderKind::Exact,
+            })
     }
 
     /// Uses `finder` to find free ranges (an approximate finder may miss a
@@ -172,7 +186,11 @@ impl<'a> Occupancy<'a> {
     /// worth queueing. With `independent`, only one wave (plus the shared
     /// memory) must fit: the dispatcher may split such a group into
     /// single-wave pieces (SEEDS C3).
-    pub fn check_fits(topo: &Topology, needs: &GroupNeeds, independent: bool) -> Result<(), FitError> {
+    pub fn check_fits(
+        topo: &Topology,
+        needs: &GroupNeeds,
+        independent: bool,
+    ) -> Result<(), FitError> {
         if needs.waves == 0 || needs.waves > MAX_WAVES_PER_GROUP {
             return Err(FitError::BadWaves);
         }
@@ -279,19 +297,41 @@ impl<'a> Occupancy<'a> {
     /// anything: each unit needs its wave slots and one contiguous range of
     /// each register class for all its waves, the module one range of
     /// shared memory. `None` if the module does not match.
-    pub fn try_place(&self, module: u32, needs: &GroupNeeds, wave_units: &[u8]) -> Option<Placement> {
+    pub fn try_place(
+        &self,
+        module: u32,
+        needs: &GroupNeeds,
+        wave_units: &[u8],
+    ) -> Option<Placement> {
         let waves = needs.waves as usize;
-        if module >= self.topo.modules || waves > MAX_WAVES_PER_GROUP as usize || wave_units.len() < waves {
+        if module >= self.topo.modules
+            || waves > MAX_WAVES_PER_GROUP as usize
+            || wave_units.len() < waves
+        {
             return None;
         }
-        let shared_start = self.find(self.shared_map(module), self.topo.shared_mem_blocks, needs.shared)?;
-        let mut p = Placement { module, shared_start, waves: [WaveSlot::default(); MAX_WAVES_PER_GROUP as usize] };
+        let shared_start = self.find(
+            self.shared_map(module),
+            self.topo.shared_mem_blocks,
+            needs.shared,
+        )?;
+        let mut p = Placement {
+            module,
+            shared_start,
+            waves: [WaveSlot::default(); MAX_WAVES_PER_GROUP as usize],
+        };
         let mut per_unit = [0u32; MAX_UNITS_PER_MODULE];
         for &unit in &wave_units[..waves] {
-            *per_unit.get_mut(unit as usize).filter(|_| (unit as u32) < self.topo.units_per_module)? += 1;
+            *per_unit
+                .get_mut(unit as usize)
+                .filter(|_| (unit as u32) < self.topo.units_per_module)? += 1;
         }
         let mut starts = [(0u32, 0u32); MAX_UNITS_PER_MODULE];
-        for (unit, &count) in per_unit.iter().enumerate().take(self.topo.units_per_module as usize) {
+        for (unit, &count) in per_unit
+            .iter()
+            .enumerate()
+            .take(self.topo.units_per_module as usize)
+        {
             if count == 0 {
                 continue;
             }
@@ -299,14 +339,26 @@ impl<'a> Occupancy<'a> {
             if self.unit_waves(module, unit) + count > self.topo.wave_slots {
                 return None;
             }
-            let vgpr = self.find(self.vgpr_map(module, unit), self.topo.vgpr_blocks, count * needs.wave.vgpr)?;
-            let sgpr = self.find(self.sgpr_map(module, unit), self.topo.sgpr_blocks, count * needs.wave.sgpr)?;
+            let vgpr = self.find(
+                self.vgpr_map(module, unit),
+                self.topo.vgpr_blocks,
+                count * needs.wave.vgpr,
+            )?;
+            let sgpr = self.find(
+                self.sgpr_map(module, unit),
+                self.topo.sgpr_blocks,
+                count * needs.wave.sgpr,
+            )?;
             starts[unit as usize] = (vgpr, sgpr);
         }
         // Each wave takes the next piece of its unit's ranges.
         for (slot, &unit) in p.waves.iter_mut().zip(&wave_units[..waves]) {
             let (vgpr, sgpr) = &mut starts[unit as usize];
-            *slot = WaveSlot { unit, vgpr_start: *vgpr as u16, sgpr_start: *sgpr as u16 };
+            *slot = WaveSlot {
+                unit,
+                vgpr_start: *vgpr as u16,
+                sgpr_start: *sgpr as u16,
+            };
             *vgpr += needs.wave.vgpr;
             *sgpr += needs.wave.sgpr;
         }
@@ -316,7 +368,11 @@ impl<'a> Occupancy<'a> {
     /// Takes the resources of a placement [`Occupancy::try_place`] returned.
     pub fn take(&mut self, p: &Placement, needs: &GroupNeeds) {
         let shared = self.layout.shared(p.module);
-        set_range(&mut self.words[shared], p.shared_start as usize, needs.shared as usize);
+        set_range(
+            &mut self.words[shared],
+            p.shared_start as usize,
+            needs.shared as usize,
+        );
         for w in &p.waves[..needs.waves as usize] {
             self.change_wave(p.module, w, &needs.wave, true);
         }
@@ -326,11 +382,23 @@ impl<'a> Occupancy<'a> {
         let unit = w.unit as u32;
         let fill = if take { set_range } else { clear_range };
         let vgpr = self.layout.vgpr(module, unit);
-        fill(&mut self.words[vgpr], w.vgpr_start as usize, need.vgpr as usize);
+        fill(
+            &mut self.words[vgpr],
+            w.vgpr_start as usize,
+            need.vgpr as usize,
+        );
         let sgpr = self.layout.sgpr(module, unit);
-        fill(&mut self.words[sgpr], w.sgpr_start as usize, need.sgpr as usize);
+        fill(
+            &mut self.words[sgpr],
+            w.sgpr_start as usize,
+            need.sgpr as usize,
+        );
         let i = self.unit_index(module, unit);
-        self.waves[i] = if take { self.waves[i] + 1 } else { self.waves[i].saturating_sub(1) };
+        self.waves[i] = if take {
+            self.waves[i] + 1
+        } else {
+            self.waves[i].saturating_sub(1)
+        };
     }
 
     /// Gives back one wave's slot and register ranges.
@@ -350,9 +418,13 @@ impl<'a> Occupancy<'a> {
     /// units for per-unit ones), wave slots as a count.
     pub fn remaining(&self, module: u32) -> FreeResources {
         let t = self.topo;
-        let largest = |map: &[u64], bits: u32| largest_free_run(map, bits as usize).map_or(0, |(_, n)| n as u64);
-        let mut r =
-            FreeResources { shared: largest(self.shared_map(module), t.shared_mem_blocks), ..FreeResources::default() };
+        let largest = |map: &[u64], bits: u32| {
+            largest_free_run(map, bits as usize).map_or(0, |(_, n)| n as u64)
+        };
+        let mut r = FreeResources {
+            shared: largest(self.shared_map(module), t.shared_mem_blocks),
+            ..FreeResources::default()
+        };
         for unit in 0..t.units_per_module {
             r.vgpr += largest(self.vgpr_map(module, unit), t.vgpr_blocks);
             r.sgpr += largest(self.sgpr_map(module, unit), t.sgpr_blocks);
@@ -402,7 +474,11 @@ mod tests {
     }
 
     fn needs(waves: u32, vgpr: u32, sgpr: u32, shared: u32) -> GroupNeeds {
-        GroupNeeds { waves, wave: WaveNeeds { vgpr, sgpr }, shared }
+        GroupNeeds {
+            waves,
+            wave: WaveNeeds { vgpr, sgpr },
+            shared,
+        }
     }
 
     struct Maps {
@@ -414,11 +490,20 @@ mod tests {
     impl Maps {
         fn new(t: &Topology) -> Self {
             let len = (MapLayout::new(t).total_words(t), t.total_units() as usize);
-            Self { words: [0; 64], waves: [0; 16], len }
+            Self {
+                words: [0; 64],
+                waves: [0; 16],
+                len,
+            }
         }
 
         fn occ<'a>(&'a mut self, t: &'a Topology) -> Occupancy<'a> {
-            Occupancy::new(t, &mut self.words[..self.len.0], &mut self.waves[..self.len.1]).unwrap()
+            Occupancy::new(
+                t,
+                &mut self.words[..self.len.0],
+                &mut self.waves[..self.len.1],
+            )
+            .unwrap()
         }
     }
 
@@ -438,8 +523,14 @@ mod tests {
         assert_eq!(fits(needs(7, 0, 0, 0)), Err(FitError::GroupTooBig));
         // An independent group may be larger than a module: it can be split.
         assert_eq!(Occupancy::check_fits(&t, &needs(7, 4, 1, 0), true), Ok(()));
-        assert_eq!(Occupancy::check_fits(&t, &needs(7, 9, 1, 0), true), Err(FitError::WaveTooBig));
-        assert_eq!(Occupancy::check_fits(&t, &needs(7, 1, 1, 11), true), Err(FitError::GroupTooBig));
+        assert_eq!(
+            Occupancy::check_fits(&t, &needs(7, 9, 1, 0), true),
+            Err(FitError::WaveTooBig)
+        );
+        assert_eq!(
+            Occupancy::check_fits(&t, &needs(7, 1, 1, 11), true),
+            Err(FitError::GroupTooBig)
+        );
     }
 
     /// Whether `needs` is placed on an idle device by `finder`: the real
@@ -453,7 +544,11 @@ mod tests {
         let occ = maps.occ(t).with_finder(finder);
         let place = |n: &GroupNeeds| {
             let mut units = [0u8; MAX_WAVES_PER_GROUP as usize];
-            RotatingPointer::new(t.units_per_module).wave_units(n.waves, t.units_per_module, &mut units);
+            RotatingPointer::new(t.units_per_module).wave_units(
+                n.waves,
+                t.units_per_module,
+                &mut units,
+            );
             occ.try_place(0, n, &units).is_some()
         };
         place(n) || (independent && place(&GroupNeeds { waves: 1, ..*n }))
@@ -461,7 +556,11 @@ mod tests {
 
     #[test]
     fn placeable_agrees_with_the_finders_on_every_need() {
-        let finders = [FinderKind::Exact, FinderKind::Grouped { group: 4 }, FinderKind::Sampled];
+        let finders = [
+            FinderKind::Exact,
+            FinderKind::Grouped { group: 4 },
+            FinderKind::Sampled,
+        ];
         // The default device, and one whose sizes are not multiples of a
         // group nor powers of two.
         let odd = Topology {
@@ -486,13 +585,21 @@ mod tests {
                             let n = needs(waves, vgpr, 1, 0);
                             let want = placed_on_idle(&t, &n, independent, finder);
                             let got = Occupancy::check_placeable(&t, &n, independent, finder);
-                            assert_eq!(got.is_ok(), want, "{finder:?} {waves} waves of {vgpr} vgpr");
+                            assert_eq!(
+                                got.is_ok(),
+                                want,
+                                "{finder:?} {waves} waves of {vgpr} vgpr"
+                            );
                         }
                         for sgpr in 0..=t.sgpr_blocks + 1 {
                             let n = needs(waves, 1, sgpr, 0);
                             let want = placed_on_idle(&t, &n, independent, finder);
                             let got = Occupancy::check_placeable(&t, &n, independent, finder);
-                            assert_eq!(got.is_ok(), want, "{finder:?} {waves} waves of {sgpr} sgpr");
+                            assert_eq!(
+                                got.is_ok(),
+                                want,
+                                "{finder:?} {waves} waves of {sgpr} sgpr"
+                            );
                         }
                     }
                 }
@@ -503,21 +610,45 @@ mod tests {
     #[test]
     fn placeable_names_the_rounded_needs() {
         let t = Topology::DEFAULT;
-        let check = |shared, finder| Occupancy::check_placeable(&t, &needs(1, 1, 1, shared), false, finder);
+        let check =
+            |shared, finder| Occupancy::check_placeable(&t, &needs(1, 1, 1, shared), false, finder);
         // Sampled: 33..=48 blocks look for 64 on a 48-block module.
         assert_eq!(check(32, FinderKind::Sampled), Ok(()));
         for shared in 33..=48 {
-            assert_eq!(check(shared, FinderKind::Sampled), Err(FitError::GroupTooBig));
+            assert_eq!(
+                check(shared, FinderKind::Sampled),
+                Err(FitError::GroupTooBig)
+            );
             assert_eq!(check(shared, FinderKind::Exact), Ok(()));
         }
         // Grouped by 4 on a 50-block module: 49 and 50 round to 52.
-        let t = Topology { shared_mem_blocks: 50, ..Topology::DEFAULT };
-        let grouped = |shared| Occupancy::check_placeable(&t, &needs(1, 1, 1, shared), false, FinderKind::Grouped { group: 4 });
+        let t = Topology {
+            shared_mem_blocks: 50,
+            ..Topology::DEFAULT
+        };
+        let grouped = |shared| {
+            Occupancy::check_placeable(
+                &t,
+                &needs(1, 1, 1, shared),
+                false,
+                FinderKind::Grouped { group: 4 },
+            )
+        };
         assert_eq!(grouped(48), Ok(()));
         assert_eq!(grouped(49), Err(FitError::GroupTooBig));
         // One wave rounded past its unit is a wave too big.
-        let t = Topology { vgpr_blocks: 126, ..Topology::DEFAULT };
-        let wave = |vgpr| Occupancy::check_placeable(&t, &needs(1, vgpr, 1, 0), false, FinderKind::Grouped { group: 4 });
+        let t = Topology {
+            vgpr_blocks: 126,
+            ..Topology::DEFAULT
+        };
+        let wave = |vgpr| {
+            Occupancy::check_placeable(
+                &t,
+                &needs(1, vgpr, 1, 0),
+                false,
+                FinderKind::Grouped { group: 4 },
+            )
+        };
         assert_eq!(wave(124), Ok(()));
         assert_eq!(wave(125), Err(FitError::WaveTooBig));
     }
@@ -530,11 +661,26 @@ mod tests {
         let n = needs(3, 2, 1, 4);
         let p = occ.try_place(0, &n, &[1, 1, 0]).unwrap();
         assert_eq!(p.shared_start, 0);
-        assert_eq!(&p.waves[..3], &[
-            WaveSlot { unit: 1, vgpr_start: 0, sgpr_start: 0 },
-            WaveSlot { unit: 1, vgpr_start: 2, sgpr_start: 1 },
-            WaveSlot { unit: 0, vgpr_start: 0, sgpr_start: 0 },
-        ]);
+        assert_eq!(
+            &p.waves[..3],
+            &[
+                WaveSlot {
+                    unit: 1,
+                    vgpr_start: 0,
+                    sgpr_start: 0
+                },
+                WaveSlot {
+                    unit: 1,
+                    vgpr_start: 2,
+                    sgpr_start: 1
+                },
+                WaveSlot {
+                    unit: 0,
+                    vgpr_start: 0,
+                    sgpr_start: 0
+                },
+            ]
+        );
         occ.take(&p, &n);
         assert_eq!(occ.vgpr_map(0, 1)[0], 0b1111);
         assert_eq!(occ.sgpr_map(0, 1)[0], 0b11);
@@ -542,7 +688,14 @@ mod tests {
         assert_eq!(occ.used(0), (6, 3, 4, 3));
         // The next group on unit 1 starts after the first one's range.
         let q = occ.try_place(0, &needs(1, 2, 1, 0), &[1]).unwrap();
-        assert_eq!(q.waves[0], WaveSlot { unit: 1, vgpr_start: 4, sgpr_start: 2 });
+        assert_eq!(
+            q.waves[0],
+            WaveSlot {
+                unit: 1,
+                vgpr_start: 4,
+                sgpr_start: 2
+            }
+        );
         // Unit 1 has one wave slot left: two more waves do not match.
         assert_eq!(occ.try_place(0, &needs(2, 1, 0, 0), &[1, 1]), None);
         // A unit index beyond the module is refused, not a panic.
@@ -583,7 +736,13 @@ mod tests {
     /// module really lacks a contiguous run or a slot.
     #[test]
     fn random_placements_never_overlap_and_refuse_only_when_full() {
-        let t = Topology { vgpr_blocks: 100, sgpr_blocks: 70, shared_mem_blocks: 90, wave_slots: 6, ..topo() };
+        let t = Topology {
+            vgpr_blocks: 100,
+            sgpr_blocks: 70,
+            shared_mem_blocks: 90,
+            wave_slots: 6,
+            ..topo()
+        };
         let mut m = Maps::new(&t);
         let mut rng = Rng(0x5eed);
         // Live groups: (placement, needs).
@@ -599,7 +758,12 @@ mod tests {
                 live[slot].0 = None;
                 continue;
             }
-            let n = needs(1 + rng.below(4), rng.below(20), rng.below(12), rng.below(30));
+            let n = needs(
+                1 + rng.below(4),
+                rng.below(20),
+                rng.below(12),
+                rng.below(30),
+            );
             let module = rng.below(2);
             let units: [u8; 4] = core::array::from_fn(|_| rng.below(2) as u8);
             match occ.try_place(module, &n, &units) {
@@ -609,16 +773,34 @@ mod tests {
                 }
                 None => {
                     // Some unit or the module must really lack room.
-                    let mut lacks = naive::first_free_run(occ.shared_map(module), 90, n.shared as usize).is_none();
+                    let mut lacks =
+                        naive::first_free_run(occ.shared_map(module), 90, n.shared as usize)
+                            .is_none();
                     for unit in 0..2u8 {
-                        let k = units[..n.waves as usize].iter().filter(|&&u| u == unit).count() as u32;
+                        let k = units[..n.waves as usize]
+                            .iter()
+                            .filter(|&&u| u == unit)
+                            .count() as u32;
                         let u = unit as u32;
                         lacks |= k > 0
                             && (occ.unit_waves(module, u) + k > 6
-                                || naive::first_free_run(occ.vgpr_map(module, u), 100, (k * n.wave.vgpr) as usize).is_none()
-                                || naive::first_free_run(occ.sgpr_map(module, u), 70, (k * n.wave.sgpr) as usize).is_none());
+                                || naive::first_free_run(
+                                    occ.vgpr_map(module, u),
+                                    100,
+                                    (k * n.wave.vgpr) as usize,
+                                )
+                                .is_none()
+                                || naive::first_free_run(
+                                    occ.sgpr_map(module, u),
+                                    70,
+                                    (k * n.wave.sgpr) as usize,
+                                )
+                                .is_none());
                     }
-                    assert!(lacks, "refused although it fits: {n:?} on {module} units {units:?}");
+                    assert!(
+                        lacks,
+                        "refused although it fits: {n:?} on {module} units {units:?}"
+                    );
                 }
             }
             // Rebuild the maps from the live ranges and compare.
@@ -627,18 +809,39 @@ mod tests {
             for (p, n) in live.iter().filter_map(|(p, n)| p.map(|p| (p, *n))) {
                 for w in &p.waves[..n.waves as usize] {
                     for b in 0..n.wave.vgpr as usize {
-                        assert!(!naive::is_used(mo.vgpr_map(p.module, w.unit as u32), 100, w.vgpr_start as usize + b), "overlap");
+                        assert!(
+                            !naive::is_used(
+                                mo.vgpr_map(p.module, w.unit as u32),
+                                100,
+                                w.vgpr_start as usize + b
+                            ),
+                            "overlap"
+                        );
                     }
                     for b in 0..n.wave.sgpr as usize {
-                        assert!(!naive::is_used(mo.sgpr_map(p.module, w.unit as u32), 70, w.sgpr_start as usize + b), "overlap");
+                        assert!(
+                            !naive::is_used(
+                                mo.sgpr_map(p.module, w.unit as u32),
+                                70,
+                                w.sgpr_start as usize + b
+                            ),
+                            "overlap"
+                        );
                     }
                     mo.change_wave(p.module, w, &n.wave, true);
                 }
                 for b in 0..n.shared as usize {
-                    assert!(!naive::is_used(mo.shared_map(p.module), 90, p.shared_start as usize + b), "overlap");
+                    assert!(
+                        !naive::is_used(mo.shared_map(p.module), 90, p.shared_start as usize + b),
+                        "overlap"
+                    );
                 }
                 let shared = mo.layout.shared(p.module);
-                set_range(&mut mo.words[shared], p.shared_start as usize, n.shared as usize);
+                set_range(
+                    &mut mo.words[shared],
+                    p.shared_start as usize,
+                    n.shared as usize,
+                );
             }
             assert_eq!(model.words, m.words);
             assert_eq!(model.waves, m.waves);
@@ -650,6 +853,11 @@ mod tests {
         let t = topo();
         let (mut words, mut waves) = ([0u64; 64], [0u32; 4]);
         assert!(Occupancy::new(&t, &mut words[..3], &mut waves).is_none());
-        assert!(Occupancy::new(&t, &mut words[..MapLayout::new(&t).total_words(&t)], &mut waves[..3]).is_none());
+        assert!(Occupancy::new(
+            &t,
+            &mut words[..MapLayout::new(&t).total_words(&t)],
+            &mut waves[..3]
+        )
+        .is_none());
     }
 }

@@ -63,7 +63,10 @@ impl Weight {
     /// for `runtime_ns`. A creation time in the future counts as lifetime 0
     /// rather than wrapping, so a clock glitch cannot make a huge weight.
     pub fn new(now_ns: u64, created_ns: u64, runtime_ns: u64) -> Self {
-        Self { lifetime_ns: now_ns.saturating_sub(created_ns), runtime_ns }
+        Self {
+            lifetime_ns: now_ns.saturating_sub(created_ns),
+            runtime_ns,
+        }
     }
 
     /// Time since the context was created, in ns.
@@ -156,7 +159,11 @@ pub fn div_sat(num: u128, den: u128) -> u64 {
 /// The highest (numerically lowest) priority level holding a runnable
 /// context, or `None` when nothing is runnable. O(n).
 pub fn highest_runnable_level(cands: &[Candidate]) -> Option<u8> {
-    cands.iter().filter(|c| c.runnable).map(Candidate::level).min()
+    cands
+        .iter()
+        .filter(|c| c.runnable)
+        .map(Candidate::level)
+        .min()
 }
 
 /// Whether `cands[a]` ranks ahead of `cands[b]`: larger weight, then older
@@ -268,7 +275,13 @@ mod tests {
     const MIN: u64 = 60 * 1_000_000_000;
 
     fn cand(id: u32, priority: u8, created_ns: u64, runtime_ns: u64) -> Candidate {
-        Candidate { id, priority, created_ns, runtime_ns, runnable: true }
+        Candidate {
+            id,
+            priority,
+            created_ns,
+            runtime_ns,
+            runnable: true,
+        }
     }
 
     use super::super::rng::Rng;
@@ -333,7 +346,11 @@ mod tests {
         );
         assert!(Weight::new(u64::MAX, 0, u64::MAX) < Weight::new(u64::MAX, 0, u64::MAX - 1));
         assert_eq!(Weight::new(u64::MAX, 0, 1).milli(), u64::MAX);
-        assert_eq!(Weight::new(0, 5, 1).lifetime_ns(), 0, "future creation saturates");
+        assert_eq!(
+            Weight::new(0, 5, 1).lifetime_ns(),
+            0,
+            "future creation saturates"
+        );
         assert_eq!(Weight::new(0, 5, 1).milli(), 0);
     }
 
@@ -370,7 +387,12 @@ mod tests {
 
     #[test]
     fn non_runnable_never_selected() {
-        let mut c = [cand(0, 2, 0, 0), cand(1, 2, 0, 5), cand(2, 6, 0, 5), cand(3, 6, 0, 0)];
+        let mut c = [
+            cand(0, 2, 0, 0),
+            cand(1, 2, 0, 5),
+            cand(2, 6, 0, 5),
+            cand(3, 6, 0, 0),
+        ];
         c[0].runnable = false;
         let mut out = [0; 4];
         assert_eq!(select(&c, 100, 4, &mut out), 1);
@@ -459,14 +481,20 @@ mod tests {
         // cross-multiplication, then created, id, index ascending.
         idx[..n].sort_unstable_by(|&a, &b| {
             let (x, y) = (&c[a], &c[b]);
-            let (lx, ly) = (now.saturating_sub(x.created_ns), now.saturating_sub(y.created_ns));
+            let (lx, ly) = (
+                now.saturating_sub(x.created_ns),
+                now.saturating_sub(y.created_ns),
+            );
             let by_weight = match (x.runtime_ns, y.runtime_ns) {
                 (0, 0) => Ordering::Equal,
                 (0, _) => Ordering::Less,
                 (_, 0) => Ordering::Greater,
                 (rx, ry) => (ly as u128 * rx as u128).cmp(&(lx as u128 * ry as u128)),
             };
-            by_weight.then(x.created_ns.cmp(&y.created_ns)).then(x.id.cmp(&y.id)).then(a.cmp(&b))
+            by_weight
+                .then(x.created_ns.cmp(&y.created_ns))
+                .then(x.id.cmp(&y.id))
+                .then(a.cmp(&b))
         });
         let k = n.min(slots);
         out[..k].copy_from_slice(&idx[..k]);
@@ -478,7 +506,11 @@ mod tests {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let mut c = [cand(0, 0, 0, 0); 4096];
         for case in 0..2000 {
-            let n = if case % 100 == 0 { 4096 } else { rng.below(300) as usize };
+            let n = if case % 100 == 0 {
+                4096
+            } else {
+                rng.below(300) as usize
+            };
             let levels = 1 + rng.below(4) as u8;
             let now = 1_000_000 + rng.below(1_000_000) as u64;
             for x in c[..n].iter_mut() {
@@ -504,7 +536,9 @@ mod tests {
             assert_eq!(&got[..g], &want[..w], "case {case}: n {n} slots {slots}");
             // Strict priority: nothing below the highest runnable level.
             let top = highest_runnable_level(&c[..n]);
-            assert!(got[..g].iter().all(|&i| c[i].runnable && Some(c[i].level()) == top));
+            assert!(got[..g]
+                .iter()
+                .all(|&i| c[i].runnable && Some(c[i].level()) == top));
         }
     }
 
@@ -525,7 +559,9 @@ mod tests {
         };
         for _ in 0..20_000 {
             let (num, den) = (wide(&mut rng), wide(&mut rng));
-            let want = num.checked_div(den).map_or(u64::MAX, |q| q.min(u64::MAX as u128) as u64);
+            let want = num
+                .checked_div(den)
+                .map_or(u64::MAX, |q| q.min(u64::MAX as u128) as u64);
             assert_eq!(div_sat(num, den), want, "{num} / {den}");
         }
         assert_eq!(div_sat(u128::MAX, u128::MAX), 1);

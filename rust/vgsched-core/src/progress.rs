@@ -141,7 +141,8 @@ impl JobProgress {
     /// it failed or every unit was placed and none waits in the save area.
     pub fn is_finished(&self) -> bool {
         self.running == 0
-            && (self.error != 0 || (self.next_group == self.groups && self.split.is_none() && self.saved == 0))
+            && (self.error != 0
+                || (self.next_group == self.groups && self.split.is_none() && self.saved == 0))
     }
 
     /// The next unit to place: the next piece of the split group, or else
@@ -151,10 +152,18 @@ impl JobProgress {
             return None;
         }
         match self.split {
-            Some(s) => Some(Unit { group: s.group, first_wave: s.next_wave, waves: 1, piece: true }),
-            None if self.next_group < self.groups => {
-                Some(Unit { group: self.next_group, first_wave: 0, waves: self.waves_per_group, piece: false })
-            }
+            Some(s) => Some(Unit {
+                group: s.group,
+                first_wave: s.next_wave,
+                waves: 1,
+                piece: true,
+            }),
+            None if self.next_group < self.groups => Some(Unit {
+                group: self.next_group,
+                first_wave: 0,
+                waves: self.waves_per_group,
+                piece: false,
+            }),
             None => None,
         }
     }
@@ -164,7 +173,10 @@ impl JobProgress {
     /// has not failed. (Whether the job's groups are independent enough to
     /// be split is the caller's to check.)
     pub fn can_split(&self) -> bool {
-        self.error == 0 && self.split.is_none() && self.next_group < self.groups && self.waves_per_group > 1
+        self.error == 0
+            && self.split.is_none()
+            && self.next_group < self.groups
+            && self.waves_per_group > 1
     }
 
     /// Splits the next whole work-group into one-wave pieces, which then
@@ -174,7 +186,10 @@ impl JobProgress {
         if !self.can_split() {
             return false;
         }
-        self.split = Some(SplitGroup { group: self.next_group, next_wave: 0 });
+        self.split = Some(SplitGroup {
+            group: self.next_group,
+            next_wave: 0,
+        });
         self.next_group += 1;
         true
     }
@@ -208,7 +223,10 @@ impl JobProgress {
         if self.error != 0 {
             return Err(ProgressError::Failed);
         }
-        let saved = self.saved.checked_sub(1).ok_or(ProgressError::NothingSaved)?;
+        let saved = self
+            .saved
+            .checked_sub(1)
+            .ok_or(ProgressError::NothingSaved)?;
         let running = self.running.checked_add(1).ok_or(ProgressError::Overflow)?;
         self.saved = saved;
         self.running = running;
@@ -227,7 +245,10 @@ impl JobProgress {
 
     /// A running unit's last wave retired (ended, or finished saving).
     pub fn retire(&mut self) -> Result<(), ProgressError> {
-        self.running = self.running.checked_sub(1).ok_or(ProgressError::NothingRunning)?;
+        self.running = self
+            .running
+            .checked_sub(1)
+            .ok_or(ProgressError::NothingRunning)?;
         Ok(())
     }
 
@@ -263,19 +284,37 @@ mod tests {
         assert!(p.waves_per_group >= 1);
         assert!(p.next_group <= p.groups);
         if let Some(s) = p.split {
-            assert!(s.group < p.next_group && s.next_wave < p.waves_per_group && p.waves_per_group > 1, "{p:?}");
+            assert!(
+                s.group < p.next_group && s.next_wave < p.waves_per_group && p.waves_per_group > 1,
+                "{p:?}"
+            );
         }
         assert_eq!(p.has_groups_to_place(), p.next_unit().is_some());
     }
 
     #[test]
     fn whole_groups_are_placed_in_order_then_the_job_finishes() {
-        let mut p = JobProgress::for_grid(&Grid { groups: 3, waves_per_group: 4, threads_per_wave: 8 });
+        let mut p = JobProgress::for_grid(&Grid {
+            groups: 3,
+            waves_per_group: 4,
+            threads_per_wave: 8,
+        });
         for g in 0..3 {
             let unit = p.next_unit().unwrap();
-            assert_eq!(unit, Unit { group: g, first_wave: 0, waves: 4, piece: false });
+            assert_eq!(
+                unit,
+                Unit {
+                    group: g,
+                    first_wave: 0,
+                    waves: 4,
+                    piece: false
+                }
+            );
             // A stale or made-up unit is refused.
-            let other = Unit { group: g + 1, ..unit };
+            let other = Unit {
+                group: g + 1,
+                ..unit
+            };
             assert_eq!(p.place(other), Err(ProgressError::NotNext));
             p.place(unit).unwrap();
             assert!(!p.is_finished());
@@ -299,11 +338,27 @@ mod tests {
         assert_eq!(p.next_group(), 1);
         for w in 0..3 {
             let unit = p.next_unit().unwrap();
-            assert_eq!(unit, Unit { group: 0, first_wave: w, waves: 1, piece: true });
+            assert_eq!(
+                unit,
+                Unit {
+                    group: 0,
+                    first_wave: w,
+                    waves: 1,
+                    piece: true
+                }
+            );
             p.place(unit).unwrap();
         }
         assert_eq!(p.split(), None);
-        assert_eq!(p.next_unit(), Some(Unit { group: 1, first_wave: 0, waves: 3, piece: false }));
+        assert_eq!(
+            p.next_unit(),
+            Some(Unit {
+                group: 1,
+                first_wave: 0,
+                waves: 3,
+                piece: false
+            })
+        );
         assert_eq!(p.running(), 3);
         // One-wave groups are never split.
         assert!(!JobProgress::new(2, 1).split_next());
@@ -322,12 +377,20 @@ mod tests {
         assert_eq!(p.error(), -14);
         assert_eq!(p.next_unit(), None);
         assert!(!p.has_groups_to_place() && !p.can_split() && !p.split_next());
-        let whole = Unit { group: 2, first_wave: 0, waves: 2, piece: false };
+        let whole = Unit {
+            group: 2,
+            first_wave: 0,
+            waves: 2,
+            piece: false,
+        };
         assert_eq!(p.place(whole), Err(ProgressError::Failed));
         assert_eq!(p.restore(), Err(ProgressError::Failed));
         assert!(!p.is_finished(), "a unit still runs");
         p.retire().unwrap();
-        assert!(p.is_finished(), "saved units of a failed job do not hold it");
+        assert!(
+            p.is_finished(),
+            "saved units of a failed job do not hold it"
+        );
         assert_eq!(p.discard_saved(), 1);
         assert_eq!(p.saved(), 0);
     }
@@ -344,7 +407,10 @@ mod tests {
         p.running = u32::MAX;
         p.saved = u32::MAX;
         let before = p;
-        assert_eq!(p.place(p.next_unit().unwrap()), Err(ProgressError::Overflow));
+        assert_eq!(
+            p.place(p.next_unit().unwrap()),
+            Err(ProgressError::Overflow)
+        );
         assert_eq!(p.start_saving(), Err(ProgressError::Overflow));
         assert_eq!(p.restore(), Err(ProgressError::Overflow));
         assert_eq!(p, before);
@@ -363,7 +429,10 @@ mod tests {
     fn pick(held: &[Option<Held>], rng: &mut Rng, want: impl Fn(&Held) -> bool) -> Option<usize> {
         let n = held.iter().flatten().filter(|h| want(h)).count() as u32;
         let k = rng.below(n.max(1)) as usize;
-        let mut matching = held.iter().enumerate().filter(|(_, h)| h.as_ref().is_some_and(&want));
+        let mut matching = held
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.as_ref().is_some_and(&want));
         if n == 0 {
             return None;
         }
@@ -388,7 +457,11 @@ mod tests {
             let mut placed = [[0u8; 4]; 6];
             // kinds[g]: whole placements and pieces of group g.
             let mut kinds = [(0u32, 0u32); 6];
-            let fail_at = if rng.below(4) == 0 { Some(rng.below(40)) } else { None };
+            let fail_at = if rng.below(4) == 0 {
+                Some(rng.below(40))
+            } else {
+                None
+            };
             let mut failed = false;
             for step in 0..400u32 {
                 check(&p);
@@ -398,10 +471,19 @@ mod tests {
                 }
                 let running = held.iter().flatten().filter(|h| h.on_device).count() as u32;
                 let saved = held.iter().flatten().filter(|h| h.saving).count() as u32;
-                assert_eq!((p.running(), p.saved()), (running, saved), "case {case} step {step}");
-                let all_placed = (0..groups as usize).all(|g| (0..waves as usize).all(|w| placed[g][w] == 1));
+                assert_eq!(
+                    (p.running(), p.saved()),
+                    (running, saved),
+                    "case {case} step {step}"
+                );
+                let all_placed =
+                    (0..groups as usize).all(|g| (0..waves as usize).all(|w| placed[g][w] == 1));
                 let model_finished = running == 0 && (failed || (all_placed && saved == 0));
-                assert_eq!(p.is_finished(), model_finished, "case {case} step {step}: {p:?}");
+                assert_eq!(
+                    p.is_finished(),
+                    model_finished,
+                    "case {case} step {step}: {p:?}"
+                );
                 if p.is_finished() {
                     break;
                 }
@@ -419,7 +501,10 @@ mod tests {
                             for w in unit.first_wave..unit.first_wave + unit.waves {
                                 placed[unit.group as usize][w as usize] += 1;
                             }
-                            held[slot] = Some(Held { on_device: true, saving: false });
+                            held[slot] = Some(Held {
+                                on_device: true,
+                                saving: false,
+                            });
                             let (whole, pieces) = &mut kinds[unit.group as usize];
                             if unit.piece {
                                 *pieces += 1;
@@ -469,15 +554,28 @@ mod tests {
             // Every wave was placed at most once; exactly once, and every
             // group either whole or in pieces, if the job did not fail and
             // the run got to the end.
-            assert!(placed.iter().flatten().all(|&n| n <= 1), "case {case}: {placed:?}");
+            assert!(
+                placed.iter().flatten().all(|&n| n <= 1),
+                "case {case}: {placed:?}"
+            );
             if p.is_finished() && !failed {
                 completed += 1;
                 for g in 0..groups as usize {
-                    assert!(placed[g][..waves as usize].iter().all(|&n| n == 1), "case {case}: group {g}");
-                    assert!(kinds[g] == (1, 0) || kinds[g] == (0, waves), "case {case}: group {g}: {:?}", kinds[g]);
+                    assert!(
+                        placed[g][..waves as usize].iter().all(|&n| n == 1),
+                        "case {case}: group {g}"
+                    );
+                    assert!(
+                        kinds[g] == (1, 0) || kinds[g] == (0, waves),
+                        "case {case}: group {g}: {:?}",
+                        kinds[g]
+                    );
                 }
             }
         }
-        assert!(failures > 300 && splits > 300 && completed > 1000, "{failures} failed, {splits} splits, {completed} done");
+        assert!(
+            failures > 300 && splits > 300 && completed > 1000,
+            "{failures} failed, {splits} splits, {completed} done"
+        );
     }
 }

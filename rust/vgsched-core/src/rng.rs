@@ -13,7 +13,11 @@ pub struct Rng(pub u64);
 impl Rng {
     /// A generator seeded with `seed` (0 is replaced by a fixed constant).
     pub const fn new(seed: u64) -> Self {
-        Self(if seed == 0 { 0x9e37_79b9_7f4a_7c15 } else { seed })
+        Self(if seed == 0 {
+            0x9e37_79b9_7f4a_7c15
+        } else {
+            seed
+        })
     }
 
     /// 64 random bits.

@@ -180,7 +180,10 @@ pub const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
 #[cfg(test)]
 mod tests {
-    use super::super::bitmask::{count_free, naive::is_used};
+    use super::super::bitmask::{
+        count_free,
+        naive::is_used, //
+    };
     use super::*;
 
     #[test]

@@ -21,7 +21,10 @@
 //! is infinite they are all equal, so the formula gives what equal weights
 //! give: `t0` each (`proportional`) or `n × t0` (`literal`).
 
-use super::pool::{div_sat, Weight};
+use super::pool::{
+    div_sat,
+    Weight, //
+};
 
 /// Which slice-length formula stage 2 uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -136,7 +139,10 @@ pub fn infinite_standin_milli(weights: &[Weight]) -> u64 {
 }
 
 fn standin_of(weights: impl Iterator<Item = Weight>) -> u64 {
-    let largest = weights.filter(|w| !w.is_infinite()).map(|w| w.milli()).max();
+    let largest = weights
+        .filter(|w| !w.is_infinite())
+        .map(|w| w.milli())
+        .max();
     largest.map_or(1, |m| m.saturating_mul(2).max(1))
 }
 
@@ -166,7 +172,13 @@ impl SliceSet {
             n_loaded += 1;
             wz_milli += effective_milli(&w, standin_milli) as u128;
         }
-        Self { formula, params, n_loaded, standin_milli, wz_milli }
+        Self {
+            formula,
+            params,
+            n_loaded,
+            standin_milli,
+            wz_milli,
+        }
     }
 
     /// The slice of the loaded context whose weight is `w`.
@@ -203,7 +215,11 @@ mod tests {
     const MS: u64 = 1_000_000;
     const MIN: u64 = 60_000 * MS;
     /// t0 = 30 ms, bounds wide enough not to interfere.
-    const P: SliceParams = SliceParams { t0_ns: 30 * MS, min_ns: 1, max_ns: u64::MAX };
+    const P: SliceParams = SliceParams {
+        t0_ns: 30 * MS,
+        min_ns: 1,
+        max_ns: u64::MAX,
+    };
 
     /// A weight of exactly `num / den` over an hour of lifetime.
     fn weight(num: u64, den: u64) -> Weight {
@@ -215,7 +231,10 @@ mod tests {
         for f in SliceFormula::ALL {
             assert_eq!(SliceFormula::from_name(f.name()), Some(f));
         }
-        assert_eq!(SliceFormula::from_name("literal\n"), Some(SliceFormula::Literal));
+        assert_eq!(
+            SliceFormula::from_name("literal\n"),
+            Some(SliceFormula::Literal)
+        );
         assert_eq!(SliceFormula::from_name("Literal"), None);
         assert_eq!(SliceFormula::from_name(""), None);
         assert_eq!(SliceFormula::default(), SliceFormula::Proportional);
@@ -245,11 +264,28 @@ mod tests {
 
     #[test]
     fn clamps() {
-        let p = SliceParams { t0_ns: 30 * MS, min_ns: 10 * MS, max_ns: 60 * MS };
-        assert_eq!(slice_len(SliceFormula::Literal, &p, 10, 5_000, 30_000), 60 * MS);
-        assert_eq!(slice_len(SliceFormula::Proportional, &p, 10, 1_000, 30_000), 10 * MS);
-        assert_eq!(slice_len(SliceFormula::Proportional, &p, 10, 5_000, 30_000), 50 * MS);
-        let crossed = SliceParams { t0_ns: 30 * MS, min_ns: 20 * MS, max_ns: 5 * MS };
+        let p = SliceParams {
+            t0_ns: 30 * MS,
+            min_ns: 10 * MS,
+            max_ns: 60 * MS,
+        };
+        assert_eq!(
+            slice_len(SliceFormula::Literal, &p, 10, 5_000, 30_000),
+            60 * MS
+        );
+        assert_eq!(
+            slice_len(SliceFormula::Proportional, &p, 10, 1_000, 30_000),
+            10 * MS
+        );
+        assert_eq!(
+            slice_len(SliceFormula::Proportional, &p, 10, 5_000, 30_000),
+            50 * MS
+        );
+        let crossed = SliceParams {
+            t0_ns: 30 * MS,
+            min_ns: 20 * MS,
+            max_ns: 5 * MS,
+        };
         assert_eq!(crossed.clamp(0), 20 * MS);
         assert_eq!(crossed.clamp(u64::MAX), 20 * MS);
     }
@@ -258,20 +294,37 @@ mod tests {
     fn zero_weights_never_divide_by_zero() {
         for f in SliceFormula::ALL {
             // All weights 0: equal weights.
-            let equal = if f == SliceFormula::Literal { 4 * P.t0_ns } else { P.t0_ns };
+            let equal = if f == SliceFormula::Literal {
+                4 * P.t0_ns
+            } else {
+                P.t0_ns
+            };
             assert_eq!(slice_len(f, &P, 4, 0, 0), equal);
         }
         assert_eq!(slice_len(SliceFormula::Literal, &P, 4, 0, 3_000), P.max_ns);
-        assert_eq!(slice_len(SliceFormula::Proportional, &P, 4, 0, 3_000), P.min_ns);
-        assert_eq!(slice_len(SliceFormula::Proportional, &P, 0, 1_000, 1_000), P.min_ns);
+        assert_eq!(
+            slice_len(SliceFormula::Proportional, &P, 4, 0, 3_000),
+            P.min_ns
+        );
+        assert_eq!(
+            slice_len(SliceFormula::Proportional, &P, 0, 1_000, 1_000),
+            P.min_ns
+        );
     }
 
     #[test]
     fn extreme_values_saturate() {
-        let p = SliceParams { t0_ns: u64::MAX, min_ns: 0, max_ns: u64::MAX };
+        let p = SliceParams {
+            t0_ns: u64::MAX,
+            min_ns: 0,
+            max_ns: u64::MAX,
+        };
         let wz = u64::MAX as u128 * 64;
         assert_eq!(slice_len(SliceFormula::Literal, &p, 64, 1, wz), u64::MAX);
-        assert_eq!(slice_len(SliceFormula::Proportional, &p, usize::MAX, u64::MAX, 1), u64::MAX);
+        assert_eq!(
+            slice_len(SliceFormula::Proportional, &p, usize::MAX, u64::MAX, 1),
+            u64::MAX
+        );
         // Exact answer u64::MAX; the overflow fallback is off by under n.
         assert!(slice_len(SliceFormula::Proportional, &p, 64, u64::MAX, wz) > u64::MAX - 64);
         let w = [Weight::new(u64::MAX, 0, 1), Weight::new(u64::MAX, 0, 0)];
@@ -297,7 +350,11 @@ mod tests {
 
     #[test]
     fn all_infinite_are_equal() {
-        let w = [Weight::new(100, 0, 0), Weight::new(100, 90, 0), Weight::new(100, 50, 0)];
+        let w = [
+            Weight::new(100, 0, 0),
+            Weight::new(100, 90, 0),
+            Weight::new(100, 50, 0),
+        ];
         let mut out = [0; 3];
         slices(SliceFormula::Proportional, &P, &w, &mut out);
         assert_eq!(out, [P.t0_ns; 3]);

@@ -21,8 +21,16 @@
 //! the longest ends, so each slot is re-decided when its own slice ends;
 //! with equal slices, or one slot, the two are the same.
 
-use super::pool::{highest_runnable_level, select, Candidate};
-use super::slice::{SliceFormula, SliceParams, SliceSet};
+use super::pool::{
+    highest_runnable_level,
+    select,
+    Candidate, //
+};
+use super::slice::{
+    SliceFormula,
+    SliceParams,
+    SliceSet, //
+};
 
 /// The settings of the decision.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,8 +48,16 @@ impl SlotPolicy {
     /// project's clamps: no slice below `t0 / 4` (switching overhead) nor
     /// above `8 × t0` (how long the other contexts can be kept waiting).
     pub fn new(slots: usize, formula: SliceFormula, t0_ns: u64) -> Self {
-        let slice = SliceParams { t0_ns, min_ns: t0_ns / 4, max_ns: t0_ns.saturating_mul(8) };
-        Self { slots, formula, slice }
+        let slice = SliceParams {
+            t0_ns,
+            min_ns: t0_ns / 4,
+            max_ns: t0_ns.saturating_mul(8),
+        };
+        Self {
+            slots,
+            formula,
+            slice,
+        }
     }
 }
 
@@ -78,7 +94,13 @@ impl AsMut<SlotEntry> for SlotEntry {
 impl SlotEntry {
     /// A context that does not hold a slot.
     pub fn new(cand: Candidate) -> Self {
-        Self { cand, resident: false, loaded_seq: 0, slice_end_ns: 0, fresh: false }
+        Self {
+            cand,
+            resident: false,
+            loaded_seq: 0,
+            slice_end_ns: 0,
+            fresh: false,
+        }
     }
 }
 
@@ -136,7 +158,11 @@ pub fn reschedule<T>(
 where
     T: AsRef<SlotEntry> + AsMut<SlotEntry>,
 {
-    let Scratch { cands, chosen, changes } = scratch;
+    let Scratch {
+        cands,
+        chosen,
+        changes,
+    } = scratch;
     let n = entries.len().min(cands.len());
     let entries = &mut entries[..n];
     let mut written = 0;
@@ -159,13 +185,21 @@ where
         let at_top = e.cand.runnable && Some(e.cand.level()) == top;
         if e.resident && !at_top {
             e.resident = false;
-            push(SlotChange::Evict { index: i, preempted: e.cand.runnable });
+            push(SlotChange::Evict {
+                index: i,
+                preempted: e.cand.runnable,
+            });
         }
         let keeps = e.resident && e.slice_end_ns > now_ns;
         fixed += keeps as usize;
         c.runnable = at_top && !keeps;
     }
-    let k = select(&cands[..n], now_ns, policy.slots.saturating_sub(fixed), chosen);
+    let k = select(
+        &cands[..n],
+        now_ns,
+        policy.slots.saturating_sub(fixed),
+        chosen,
+    );
     for &j in &chosen[..k] {
         entries[j].as_mut().fresh = true;
     }
@@ -174,11 +208,21 @@ where
         let e = e.as_mut();
         if e.resident && !e.fresh && e.slice_end_ns <= now_ns {
             e.resident = false;
-            push(SlotChange::Evict { index: i, preempted: true });
+            push(SlotChange::Evict {
+                index: i,
+                preempted: true,
+            });
         }
     }
-    let loaded = entries.iter().map(AsRef::as_ref).filter(|e| e.resident || e.fresh);
-    let set = SliceSet::new(policy.formula, policy.slice, loaded.map(|e| e.cand.weight(now_ns)));
+    let loaded = entries
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|e| e.resident || e.fresh);
+    let set = SliceSet::new(
+        policy.formula,
+        policy.slice,
+        loaded.map(|e| e.cand.weight(now_ns)),
+    );
     for &j in &chosen[..k] {
         let e = entries[j].as_mut();
         let slice_ns = set.slice_of(&e.cand.weight(now_ns));
@@ -198,7 +242,12 @@ where
 /// The earliest end of a resident's slice: when [`reschedule`] must run
 /// next if nothing else happens.
 pub fn next_slice_end<T: AsRef<SlotEntry>>(entries: &[T]) -> Option<u64> {
-    entries.iter().map(AsRef::as_ref).filter(|e| e.resident).map(|e| e.slice_end_ns).min()
+    entries
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|e| e.resident)
+        .map(|e| e.slice_end_ns)
+        .min()
 }
 
 #[cfg(test)]
@@ -209,7 +258,13 @@ mod tests {
     const MIN: u64 = 60_000 * MS;
 
     fn ctx(id: u32, priority: u8, created_ns: u64, runtime_ns: u64) -> SlotEntry {
-        SlotEntry::new(Candidate { id, priority, created_ns, runtime_ns, runnable: true })
+        SlotEntry::new(Candidate {
+            id,
+            priority,
+            created_ns,
+            runtime_ns,
+            runnable: true,
+        })
     }
 
     /// The decision's state between calls, as a caller keeps it.
@@ -223,26 +278,43 @@ mod tests {
 
     impl Sched {
         fn new(slots: usize, formula: SliceFormula) -> Self {
-            let blank = Candidate { id: 0, priority: 0, created_ns: 0, runtime_ns: 0, runnable: false };
+            let blank = Candidate {
+                id: 0,
+                priority: 0,
+                created_ns: 0,
+                runtime_ns: 0,
+                runnable: false,
+            };
             Self {
                 policy: SlotPolicy::new(slots, formula, 10 * MS),
                 seq: 0,
                 cands: [blank; 64],
                 chosen: [0; 64],
-                changes: [SlotChange::Evict { index: 0, preempted: false }; 128],
+                changes: [SlotChange::Evict {
+                    index: 0,
+                    preempted: false,
+                }; 128],
             }
         }
 
         fn run(&mut self, entries: &mut [SlotEntry], now: u64) -> &[SlotChange] {
-            let scratch =
-                Scratch { cands: &mut self.cands, chosen: &mut self.chosen, changes: &mut self.changes };
+            let scratch = Scratch {
+                cands: &mut self.cands,
+                chosen: &mut self.chosen,
+                changes: &mut self.changes,
+            };
             let n = reschedule(entries, now, &self.policy, &mut self.seq, scratch);
             &self.changes[..n]
         }
     }
 
     fn residents(entries: &[SlotEntry]) -> u64 {
-        entries.iter().enumerate().filter(|(_, e)| e.resident).map(|(i, _)| 1 << i).sum()
+        entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.resident)
+            .map(|(i, _)| 1 << i)
+            .sum()
     }
 
     #[test]
@@ -255,7 +327,9 @@ mod tests {
         let mut s = Sched::new(8, SliceFormula::Proportional);
         let changes = s.run(&mut e, 60 * MIN);
         assert_eq!(changes.len(), 5);
-        assert!(changes.iter().all(|c| matches!(c, SlotChange::Load { index, .. } if *index < 5)));
+        assert!(changes
+            .iter()
+            .all(|c| matches!(c, SlotChange::Load { index, .. } if *index < 5)));
         assert_eq!(residents(&e), 0b11111);
         // 7 contexts: 2 at level 2, 4 at level 4, 1 at level 10.
         let levels = [4, 10, 2, 4, 4, 2, 4];
@@ -279,7 +353,13 @@ mod tests {
         let mut s = Sched::new(2, SliceFormula::Proportional);
         let changes = s.run(&mut e, ten);
         // Weights 20, 6, 30, 10, 60: the 60 and the 30 win, best first.
-        assert!(matches!(changes, [SlotChange::Load { index: 4, .. }, SlotChange::Load { index: 2, .. }]));
+        assert!(matches!(
+            changes,
+            [
+                SlotChange::Load { index: 4, .. },
+                SlotChange::Load { index: 2, .. }
+            ]
+        ));
     }
 
     /// Checks that the loads of `changes`, in the order they are listed,
@@ -329,7 +409,10 @@ mod tests {
             now = next;
             let changes = s.run(&mut e, now);
             let changes: [SlotChange; 8] = core::array::from_fn(|i| {
-                changes.get(i).copied().unwrap_or(SlotChange::Evict { index: 0, preempted: false })
+                changes.get(i).copied().unwrap_or(SlotChange::Evict {
+                    index: 0,
+                    preempted: false,
+                })
             });
             loads += check_load_order(&changes, &e, &mut seq);
         }
@@ -344,11 +427,20 @@ mod tests {
         assert_eq!(s.run(&mut e, 0).len(), 2);
         let end = e[0].slice_end_ns;
         assert_eq!(end, 10 * MS, "equal weights: t0 each");
-        assert_eq!(s.run(&mut e, end - 1), &[], "nothing ended, nothing changes");
+        assert_eq!(
+            s.run(&mut e, end - 1),
+            &[],
+            "nothing ended, nothing changes"
+        );
         e[0].cand.runtime_ns = end;
         e[1].cand.runtime_ns = end;
         let changes = s.run(&mut e, end);
-        assert!(changes.iter().all(|c| matches!(c, SlotChange::Renew { .. })), "{changes:?}");
+        assert!(
+            changes
+                .iter()
+                .all(|c| matches!(c, SlotChange::Renew { .. })),
+            "{changes:?}"
+        );
         assert_eq!(changes.len(), 2);
         assert_eq!(residents(&e), 0b11);
     }
@@ -366,9 +458,18 @@ mod tests {
         assert_eq!(
             changes,
             &[
-                SlotChange::Evict { index: 0, preempted: true },
-                SlotChange::Evict { index: 1, preempted: true },
-                SlotChange::Load { index: 2, slice_ns: 10 * MS },
+                SlotChange::Evict {
+                    index: 0,
+                    preempted: true
+                },
+                SlotChange::Evict {
+                    index: 1,
+                    preempted: true
+                },
+                SlotChange::Load {
+                    index: 2,
+                    slice_ns: 10 * MS
+                },
             ]
         );
         // Free slots stay free rather than running a lower level.
@@ -377,7 +478,13 @@ mod tests {
         // Idle: it leaves and the level below comes back.
         e[2].cand.runnable = false;
         let changes = s.run(&mut e, 31 * MS);
-        assert_eq!(changes[0], SlotChange::Evict { index: 2, preempted: false });
+        assert_eq!(
+            changes[0],
+            SlotChange::Evict {
+                index: 2,
+                preempted: false
+            }
+        );
         assert_eq!(residents(&e), 0b011);
     }
 
@@ -403,8 +510,13 @@ mod tests {
                 }
             }
             let level_1_waits = e[..7].iter().any(|x| x.cand.runnable);
-            assert!(!(level_1_waits && e[7..].iter().any(|x| x.resident)), "level 2 ran before level 1 was done");
-            let Some(next) = next_slice_end(&e) else { break };
+            assert!(
+                !(level_1_waits && e[7..].iter().any(|x| x.resident)),
+                "level 2 ran before level 1 was done"
+            );
+            let Some(next) = next_slice_end(&e) else {
+                break;
+            };
             // Residents run until their slice ends, which finishes their work.
             for x in e.iter_mut().filter(|x| x.resident) {
                 x.cand.runtime_ns += next - now;
@@ -424,7 +536,13 @@ mod tests {
         assert_eq!(residents(&e), 0b01, "older first among equal weights");
         e[0].cand.runnable = false;
         let changes = s.run(&mut e, MS);
-        assert_eq!(changes[0], SlotChange::Evict { index: 0, preempted: false });
+        assert_eq!(
+            changes[0],
+            SlotChange::Evict {
+                index: 0,
+                preempted: false
+            }
+        );
         assert!(matches!(changes[1], SlotChange::Load { index: 1, .. }));
     }
 
@@ -456,7 +574,10 @@ mod tests {
             let total: u64 = run[..n].iter().sum();
             for (i, &r) in run[..n].iter().enumerate() {
                 let share = r as f64 * n as f64 / total as f64;
-                assert!((0.9..=1.1).contains(&share), "n {n} slots {slots} ctx {i}: {share}");
+                assert!(
+                    (0.9..=1.1).contains(&share),
+                    "n {n} slots {slots} ctx {i}: {share}"
+                );
             }
         }
     }
@@ -473,7 +594,10 @@ mod tests {
         let (w0, w1) = (10_000u64, 2_500u64); // × 1000
         let wz = w0 + w1;
         for (formula, want) in [
-            (SliceFormula::Proportional, [t0 * 2 * w0 / wz, t0 * 2 * w1 / wz]),
+            (
+                SliceFormula::Proportional,
+                [t0 * 2 * w0 / wz, t0 * 2 * w1 / wz],
+            ),
             (SliceFormula::Literal, [t0 * wz / w0, t0 * wz / w1]),
         ] {
             let mut e = [ctx(0, 3, 0, 10 * MS), ctx(1, 3, 0, 40 * MS)];
@@ -527,7 +651,10 @@ mod tests {
         }
         // Six contexts, two slots: a turn every 3 slice ends on average
         // (100 each in 300); none waits more than twice that.
-        assert!(longest_wait <= 6, "a context waited {longest_wait} slice ends: {turns:?}");
+        assert!(
+            longest_wait <= 6,
+            "a context waited {longest_wait} slice ends: {turns:?}"
+        );
         assert!(turns.iter().all(|&t| t >= 80), "turns {turns:?}");
     }
 }

@@ -48,7 +48,11 @@ fn pack(sign: u32, mut e: i32, mut m: u64) -> u32 {
     let biased = e + 63 + 127;
     // Normal results keep 24 bits (hidden bit included); subnormal ones
     // fewer, with the exponent field left at zero.
-    let shift: u32 = if biased >= 1 { 40 } else { (40 + 1 - biased).min(127) as u32 };
+    let shift: u32 = if biased >= 1 {
+        40
+    } else {
+        (40 + 1 - biased).min(127) as u32
+    };
     let wide = m as u128;
     let mut mant = (wide >> shift) as u64;
     let rem = wide & ((1u128 << shift) - 1);
@@ -220,8 +224,20 @@ mod tests {
     fn float(rng: &mut Rng) -> u32 {
         let r = rng.next_u32();
         match r % 8 {
-            0 => [0, SIGN, INF, INF | SIGN, QNAN, 1, 0x7f_ffff, 0x80_0000, 0x7f7f_ffff]
-                [(rng.next_u32() % 9) as usize] ^ (rng.next_u32() & SIGN),
+            0 => {
+                [
+                    0,
+                    SIGN,
+                    INF,
+                    INF | SIGN,
+                    QNAN,
+                    1,
+                    0x7f_ffff,
+                    0x80_0000,
+                    0x7f7f_ffff,
+                ][(rng.next_u32() % 9) as usize]
+                    ^ (rng.next_u32() & SIGN)
+            }
             1 => rng.next_u32() & 0x807f_ffff, // subnormal or zero
             2 => (rng.next_u32() & 0x80ff_ffff) | 0x3f00_0000, // exponents near 1.0
             _ => rng.next_u32(),
@@ -230,8 +246,15 @@ mod tests {
 
     fn same(got: u32, want: f32, what: &str, a: u32, b: u32) {
         let want = want.to_bits();
-        let ok = if is_nan(want) { got == QNAN } else { got == want };
-        assert!(ok, "{what}({a:#010x}, {b:#010x}) = {got:#010x}, want {want:#010x}");
+        let ok = if is_nan(want) {
+            got == QNAN
+        } else {
+            got == want
+        };
+        assert!(
+            ok,
+            "{what}({a:#010x}, {b:#010x}) = {got:#010x}, want {want:#010x}"
+        );
     }
 
     const N: usize = 2_000_000;
@@ -256,7 +279,11 @@ mod tests {
             let i = rng.next_u32() as i32 >> (rng.next_u32() % 32);
             assert_eq!(from_i32(i), (i as f32).to_bits(), "from_i32({i})");
             assert_eq!(to_i32(a), f32::from_bits(a) as i32, "to_i32({a:#x})");
-            assert_eq!(lt(a, b), f32::from_bits(a) < f32::from_bits(b), "lt({a:#x}, {b:#x})");
+            assert_eq!(
+                lt(a, b),
+                f32::from_bits(a) < f32::from_bits(b),
+                "lt({a:#x}, {b:#x})"
+            );
         }
         for i in [0, 1, -1, i32::MAX, i32::MIN, 16_777_217, -16_777_217] {
             assert_eq!(from_i32(i), (i as f32).to_bits(), "from_i32({i})");
@@ -270,7 +297,11 @@ mod tests {
         assert_eq!(mul(f(3.0), f(-0.5)), f(-1.5));
         assert_eq!(sub(f(1.0), f(1.0)), 0, "x - x is +0");
         assert_eq!(add(f(f32::MAX), f(f32::MAX)), INF);
-        assert_eq!(mul(f(f32::MIN_POSITIVE), f(0.5)), 0x40_0000, "exact subnormal");
+        assert_eq!(
+            mul(f(f32::MIN_POSITIVE), f(0.5)),
+            0x40_0000,
+            "exact subnormal"
+        );
         assert_eq!(add(INF, INF | SIGN), QNAN);
         assert_eq!(mul(INF, 0), QNAN);
     }

@@ -86,7 +86,9 @@ impl RotatingPointer {
     /// work-group's combination starts on unit 0 (the tail is the last
     /// unit).
     pub fn new(units: u32) -> Self {
-        Self { tail: unit_count(units).saturating_sub(1) }
+        Self {
+            tail: unit_count(units).saturating_sub(1),
+        }
     }
 
     /// The tail `t1'` for a module of `units` units (0 if `units` is 0).
@@ -97,7 +99,9 @@ impl RotatingPointer {
     /// The shift `su`: the unit where the next work-group's combination
     /// starts, `(t1' + 1) mod Q` (0 if `units` is 0).
     pub fn shift(&self, units: u32) -> u32 {
-        (self.tail(units) + 1).checked_rem(unit_count(units)).unwrap_or(0)
+        (self.tail(units) + 1)
+            .checked_rem(unit_count(units))
+            .unwrap_or(0)
     }
 
     /// The pointer in the document's head form, which is the shift itself.
@@ -271,8 +275,11 @@ mod tests {
                 let mut given = [0u64; MAX_UNITS];
                 for _ in 0..200 {
                     // Mostly 1..64, sometimes exact multiples of Q.
-                    let wx =
-                        if rng.below(4) == 0 { q * (1 + rng.below(4)) } else { 1 + rng.below(64) };
+                    let wx = if rng.below(4) == 0 {
+                        q * (1 + rng.below(4))
+                    } else {
+                        1 + rng.below(64)
+                    };
                     for (g, &n) in given.iter_mut().zip(p.counts(wx, q).iter()) {
                         *g += n as u64;
                     }

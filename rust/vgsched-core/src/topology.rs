@@ -92,19 +92,36 @@ impl Topology {
     pub fn validate(&self) -> Result<(), ParamError> {
         let fields = [
             ("modules", self.modules, limits::MODULES),
-            ("units_per_module", self.units_per_module, limits::UNITS_PER_MODULE),
+            (
+                "units_per_module",
+                self.units_per_module,
+                limits::UNITS_PER_MODULE,
+            ),
             ("hw_slots", self.hw_slots, limits::HW_SLOTS),
             ("time_slice_us", self.time_slice_us, limits::TIME_SLICE_US),
             ("vgpr_blocks", self.vgpr_blocks, limits::VGPR_BLOCKS),
             ("sgpr_blocks", self.sgpr_blocks, limits::SGPR_BLOCKS),
             ("wave_slots", self.wave_slots, limits::WAVE_SLOTS),
-            ("shared_mem_blocks", self.shared_mem_blocks, limits::SHARED_MEM_BLOCKS),
+            (
+                "shared_mem_blocks",
+                self.shared_mem_blocks,
+                limits::SHARED_MEM_BLOCKS,
+            ),
             ("clock_khz", self.clock_khz, limits::CLOCK_KHZ),
-            ("job_timeout_ms", self.job_timeout_ms, limits::JOB_TIMEOUT_MS),
+            (
+                "job_timeout_ms",
+                self.job_timeout_ms,
+                limits::JOB_TIMEOUT_MS,
+            ),
         ];
         for (field, value, (min, max)) in fields {
             if value < min || value > max {
-                return Err(ParamError { field, value: value.into(), min: min.into(), max: max.into() });
+                return Err(ParamError {
+                    field,
+                    value: value.into(),
+                    min: min.into(),
+                    max: max.into(),
+                });
             }
         }
         Ok(())
@@ -165,22 +182,46 @@ mod tests {
         type Setter = fn(&mut Topology, u32);
         let cases: [(&str, Setter, (u32, u32)); 10] = [
             ("modules", |t, v| t.modules = v, limits::MODULES),
-            ("units_per_module", |t, v| t.units_per_module = v, limits::UNITS_PER_MODULE),
+            (
+                "units_per_module",
+                |t, v| t.units_per_module = v,
+                limits::UNITS_PER_MODULE,
+            ),
             ("hw_slots", |t, v| t.hw_slots = v, limits::HW_SLOTS),
-            ("time_slice_us", |t, v| t.time_slice_us = v, limits::TIME_SLICE_US),
+            (
+                "time_slice_us",
+                |t, v| t.time_slice_us = v,
+                limits::TIME_SLICE_US,
+            ),
             ("vgpr_blocks", |t, v| t.vgpr_blocks = v, limits::VGPR_BLOCKS),
             ("sgpr_blocks", |t, v| t.sgpr_blocks = v, limits::SGPR_BLOCKS),
             ("wave_slots", |t, v| t.wave_slots = v, limits::WAVE_SLOTS),
-            ("shared_mem_blocks", |t, v| t.shared_mem_blocks = v, limits::SHARED_MEM_BLOCKS),
+            (
+                "shared_mem_blocks",
+                |t, v| t.shared_mem_blocks = v,
+                limits::SHARED_MEM_BLOCKS,
+            ),
             ("clock_khz", |t, v| t.clock_khz = v, limits::CLOCK_KHZ),
-            ("job_timeout_ms", |t, v| t.job_timeout_ms = v, limits::JOB_TIMEOUT_MS),
+            (
+                "job_timeout_ms",
+                |t, v| t.job_timeout_ms = v,
+                limits::JOB_TIMEOUT_MS,
+            ),
         ];
         for (name, set, (min, max)) in cases {
             for bad in [min - 1, max + 1] {
                 let mut t = Topology::DEFAULT;
                 set(&mut t, bad);
                 let err = t.validate().unwrap_err();
-                assert_eq!(err, ParamError { field: name, value: bad.into(), min: min.into(), max: max.into() });
+                assert_eq!(
+                    err,
+                    ParamError {
+                        field: name,
+                        value: bad.into(),
+                        min: min.into(),
+                        max: max.into()
+                    }
+                );
             }
         }
     }
@@ -191,7 +232,10 @@ mod tests {
         // 1 MHz: a cycle is a microsecond; 2 s are 2 million cycles.
         assert_eq!(t.cycles_to_ns(3), 3000);
         assert_eq!(t.timeout_cycles(), 2_000_000);
-        let fast = Topology { clock_khz: 1_000_000, ..t };
+        let fast = Topology {
+            clock_khz: 1_000_000,
+            ..t
+        };
         assert_eq!(fast.cycles_to_ns(5), 5);
         assert_eq!(fast.cycles_to_ns(u64::MAX), u64::MAX / 1_000_000);
     }

@@ -23,7 +23,7 @@ use kernel::{
     ffi::{
         c_uint,
         c_ulong, //
-    },
+    }, //
 };
 #[cfg(vgsched_bench)]
 use kernel::{
@@ -32,7 +32,7 @@ use kernel::{
     time::{
         Instant,
         Monotonic, //
-    },
+    }, //
 };
 
 #[cfg(vgsched_bench)]

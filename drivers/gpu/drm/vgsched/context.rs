@@ -18,7 +18,7 @@ use kernel::{
     time::{
         ClockSource,
         Monotonic, //
-    },
+    }, //
 };
 
 use crate::{
@@ -63,7 +63,9 @@ impl Submissions {
         if self.last_seqno - seqno >= MAX_JOBS_IN_FLIGHT {
             return Err(ENODATA);
         }
-        self.recent[(seqno % MAX_JOBS_IN_FLIGHT) as usize].clone().ok_or(ENODATA)
+        self.recent[(seqno % MAX_JOBS_IN_FLIGHT) as usize]
+            .clone()
+            .ok_or(ENODATA)
     }
 }
 
@@ -99,7 +101,9 @@ impl Context {
             return Err(EINVAL);
         }
         // SAFETY: `capable()` only reads the current task's credentials.
-        if priority < PRIORITY_NORMAL_FIRST && !unsafe { bindings::capable(bindings::CAP_SYS_NICE as i32) } {
+        if priority < PRIORITY_NORMAL_FIRST
+            && !unsafe { bindings::capable(bindings::CAP_SYS_NICE as i32) }
+        {
             return Err(EPERM);
         }
         // INVARIANT: checked above.
@@ -128,7 +132,9 @@ pub(crate) struct ContextTable {
 impl ContextTable {
     /// An empty table.
     pub(crate) const fn new() -> Self {
-        Self { slots: [const { None }; MAX_PER_FILE] }
+        Self {
+            slots: [const { None }; MAX_PER_FILE],
+        }
     }
 
     /// Creates a context under the lowest free id; `ENOSPC` when full.

@@ -41,7 +41,6 @@ mod dump;
 mod slots;
 mod sync;
 
-
 use kernel::{
     alloc::kvec::PushError,
     bindings,
@@ -56,7 +55,6 @@ use kernel::{
         ArcBorrow,
         Mutex, //
     },
-    warn_on,
     time::{
         hrtimer::{
             ArcHrTimerHandle,
@@ -68,13 +66,14 @@ use kernel::{
             RelativeMode, //
         },
         Delta,
-        Monotonic,
+        Monotonic, //
     },
+    warn_on,
     workqueue::{
         self,
         Work,
         WorkItem, //
-    },
+    }, //
 };
 
 use crate::{
@@ -127,8 +126,8 @@ use crate::{
             SlotEntry, //
         },
         split::RotatingPointer,
-        topology::Topology,
-    },
+        topology::Topology, //
+    }, //
 };
 
 use dump::PlacementLog;
@@ -172,12 +171,17 @@ impl JobWaiter {
     /// Arms a waiter on `fence` for `engine`.
     fn new(engine: ArcBorrow<'_, Engine>, fence: &Fence) -> Result<Self> {
         let engine: Arc<Engine> = engine.into();
-        let data = core::ptr::from_ref::<Engine>(&engine).cast_mut().cast::<c_void>();
+        let data = core::ptr::from_ref::<Engine>(&engine)
+            .cast_mut()
+            .cast::<c_void>();
         // SAFETY: `fence_signalled` only queues the engine's work item, which
         // is safe from any context; `data` points at the engine, which the
         // returned value keeps alive for as long as the waiter is armed.
         let waiter = unsafe { fence.add_waiter(fence_signalled, data) }?;
-        Ok(Self { _waiter: waiter, _engine: engine })
+        Ok(Self {
+            _waiter: waiter,
+            _engine: engine,
+        })
     }
 }
 
@@ -221,15 +225,23 @@ struct Job {
 impl Job {
     /// A job for `spec`, with everything it will need on a device of shape
     /// `topology` allocated now.
-    fn new(seqno: u64, fence: Fence, spec: JobSpec, waiter: Option<JobWaiter>, topology: &Topology) -> Result<Self> {
+    fn new(
+        seqno: u64,
+        fence: Fence,
+        spec: JobSpec,
+        waiter: Option<JobWaiter>,
+        topology: &Topology,
+    ) -> Result<Self> {
         let grid = &spec.grid;
         let all_waves = u64::from(grid.groups).saturating_mul(u64::from(grid.waves_per_group));
-        let wave_slots = u64::from(topology.total_units()).saturating_mul(u64::from(topology.wave_slots));
+        let wave_slots =
+            u64::from(topology.total_units()).saturating_mul(u64::from(topology.wave_slots));
         // At most one wave per wave slot; never more than the grid has.
         let live = usize::try_from(all_waves.min(wave_slots)).map_err(|_| E2BIG)?;
         let mut lanes = KVec::with_capacity(live, GFP_KERNEL)?;
         for _ in 0..live {
-            let fresh = KVVec::from_elem(Lane::default(), grid.threads_per_wave as usize, GFP_KERNEL)?;
+            let fresh =
+                KVVec::from_elem(Lane::default(), grid.threads_per_wave as usize, GFP_KERNEL)?;
             lanes.push_within_capacity(fresh).map_err(|_| ENOMEM)?;
         }
         Ok(Self {
@@ -259,7 +271,9 @@ impl Job {
     fn is_finished(&self) -> bool {
         self.groups_running == 0
             && (self.error != 0
-                || (self.next_group == self.spec.grid.groups && self.split.is_none() && self.groups_saved == 0))
+                || (self.next_group == self.spec.grid.groups
+                    && self.split.is_none()
+                    && self.groups_saved == 0))
     }
 
     /// The job could place a work-group (or a piece of one) if it fits.
@@ -653,7 +667,11 @@ pub(crate) struct ContextStats {
 
 impl Engine {
     /// An idle engine for a device of shape `topology`.
-    pub(crate) fn new(topology: Topology, params: DispatchParams, sched: SchedParams) -> Result<Arc<Self>> {
+    pub(crate) fn new(
+        topology: Topology,
+        params: DispatchParams,
+        sched: SchedParams,
+    ) -> Result<Arc<Self>> {
         let n_units = topology.total_units() as usize;
         let n_modules = topology.modules as usize;
         let wave_slots = n_units * topology.wave_slots as usize;
@@ -680,7 +698,11 @@ impl Engine {
             groups,
             // Placing never allocates: every wave holds a wave slot.
             waves: KVVec::with_capacity(wave_slots, GFP_KERNEL)?,
-            maps: KVVec::from_elem(0, MapLayout::new(&topology).total_words(&topology), GFP_KERNEL)?,
+            maps: KVVec::from_elem(
+                0,
+                MapLayout::new(&topology).total_words(&topology),
+                GFP_KERNEL,
+            )?,
             unit_waves: KVec::from_elem(0, n_units, GFP_KERNEL)?,
             modules,
             heads: scratch.heads,
@@ -801,14 +823,23 @@ impl Engine {
     ) -> Result<(u64, Fence, Option<OutFenceFd>)> {
         // The finder rounds needs up (to whole groups, to powers of two):
         // what it can never place would wait forever.
-        Occupancy::check_placeable(&this.topology, &spec.needs, spec.independent, this.params.finder)
-            .map_err(|_| E2BIG)?;
+        Occupancy::check_placeable(
+            &this.topology,
+            &spec.needs,
+            spec.independent,
+            this.params.finder,
+        )
+        .map_err(|_| E2BIG)?;
         // Held across the whole submission: this context's jobs are
         // numbered in the order they are queued.
         let mut sub = ctx.submissions.lock();
         let seqno = sub.last_seqno.checked_add(1).ok_or(EOVERFLOW)?;
         let fence = Fence::new(ctx.timeline, seqno)?;
-        let out_fd = if spec.want_out_fence { Some(fence.reserve_sync_file()?) } else { None };
+        let out_fd = if spec.want_out_fence {
+            Some(fence.reserve_sync_file()?)
+        } else {
+            None
+        };
         let waiter = match &spec.in_fence {
             Some(in_fence) => Some(JobWaiter::new(this, in_fence)?),
             None => None,
@@ -862,7 +893,9 @@ impl Engine {
     /// live count 0.
     pub(crate) fn runtime_of<'a>(&self, contexts: impl Iterator<Item = &'a Arc<Context>>) -> u64 {
         let st = self.lock();
-        contexts.filter_map(|c| st.queue(c)).fold(0u64, |sum, q| sum.saturating_add(q.runtime_ns()))
+        contexts
+            .filter_map(|c| st.queue(c))
+            .fold(0u64, |sum, q| sum.saturating_add(q.runtime_ns()))
     }
 
     /// Cancels every unfinished job of `ctx` at once and forgets the
@@ -898,11 +931,19 @@ impl Engine {
     /// their ranges back.
     fn take_off_device(&self, st: &mut EngineState, ctx: &Arc<Context>) {
         let now_cycle = self.topology.ns_to_cycles(monotonic_ns());
-        let EngineState { groups, waves, maps, unit_waves, modules, .. } = st;
+        let EngineState {
+            groups,
+            waves,
+            maps,
+            unit_waves,
+            modules,
+            ..
+        } = st;
         let Some(mut occ) = self.occupancy(maps, unit_waves) else {
             return;
         };
-        let of_ctx = |g: &Option<RunningGroup>| g.as_ref().is_some_and(|g| Arc::ptr_eq(&g.ctx, ctx));
+        let of_ctx =
+            |g: &Option<RunningGroup>| g.as_ref().is_some_and(|g| Arc::ptr_eq(&g.ctx, ctx));
         waves.retain(|w| {
             let Some(g) = groups.get(w.slot).and_then(Option::as_ref) else {
                 return true;
@@ -954,7 +995,11 @@ impl Engine {
 
     /// A view of the resource maps; `None` (and a warning) only if they do
     /// not match the topology, which [`Engine::new`] checked.
-    fn occupancy<'a>(&'a self, maps: &'a mut [u64], unit_waves: &'a mut [u32]) -> Option<Occupancy<'a>> {
+    fn occupancy<'a>(
+        &'a self,
+        maps: &'a mut [u64],
+        unit_waves: &'a mut [u32],
+    ) -> Option<Occupancy<'a>> {
         match Occupancy::new(&self.topology, maps, unit_waves) {
             Some(occ) => Some(occ.with_finder(self.params.finder)),
             None => {
@@ -990,6 +1035,12 @@ impl Engine {
                 changed += Self::reschedule(this, &mut st, now);
                 changed += this.advance_waves(&mut st, now);
                 changed += Self::dispatch(this, &mut st, now);
+                // Checking an in-fence can fail a job at once: collect it.
+                changed += st
+                    .queues
+                    .iter()
+                    .filter(|q| q.jobs.first().is_some_and(Job::is_finished))
+                    .count();
                 if changed == 0 || st.budget == 0 {
                     break;
                 }
@@ -1040,7 +1091,15 @@ impl Engine {
     /// Retires waves that ended or finished saving by `now`, giving back
     /// their ranges, and work-groups whose last wave has. Returns how many.
     fn retire(&self, st: &mut EngineState, now: u64) -> usize {
-        let EngineState { groups, waves, maps, unit_waves, modules, queues, .. } = st;
+        let EngineState {
+            groups,
+            waves,
+            maps,
+            unit_waves,
+            modules,
+            queues,
+            ..
+        } = st;
         let Some(mut occ) = self.occupancy(maps, unit_waves) else {
             return 0;
         };
@@ -1063,7 +1122,11 @@ impl Engine {
             occ.release_wave(g.module, &w.place, &g.needs.wave);
             if let Some(ms) = modules.get_mut(g.module as usize) {
                 if w.phase == WavePhase::Ended {
-                    ms.power.stop(self.topology.ns_to_cycles(w.end_ns), now_cycle, w.power_token);
+                    ms.power.stop(
+                        self.topology.ns_to_cycles(w.end_ns),
+                        now_cycle,
+                        w.power_token,
+                    );
                 }
             }
             let job = find_job(queues, g.job_id);
@@ -1076,7 +1139,9 @@ impl Engine {
                     job.groups_running = job.groups_running.saturating_sub(1);
                     if g.saved_waves > 0 {
                         // Its last wave left the device: it may be restored.
-                        let same = |s: &&mut SavedGroup| s.group == g.group && s.piece == g.piece && !s.complete;
+                        let same = |s: &&mut SavedGroup| {
+                            s.group == g.group && s.piece == g.piece && !s.complete
+                        };
                         if let Some(s) = job.saved.iter_mut().find(same) {
                             s.complete = true;
                         }
@@ -1101,7 +1166,12 @@ impl Engine {
     /// cancelled. A full `done` list holds completions back until the
     /// clean-up work item has emptied it.
     fn collect_finished(&self, st: &mut EngineState) -> usize {
-        let EngineState { queues, totals, cleanup_due, .. } = st;
+        let EngineState {
+            queues,
+            totals,
+            cleanup_due,
+            ..
+        } = st;
         let mut collected = 0;
         for q in queues.iter_mut() {
             while q.jobs.first().is_some_and(Job::is_finished) {
@@ -1193,7 +1263,10 @@ impl Engine {
 }
 
 fn find_job(queues: &mut KVec<ContextQueue>, id: u64) -> Option<&mut Job> {
-    queues.iter_mut().flat_map(|q| q.jobs.iter_mut()).find(|j| j.id == id)
+    queues
+        .iter_mut()
+        .flat_map(|q| q.jobs.iter_mut())
+        .find(|j| j.id == id)
 }
 
 /// Called by a fence waiter when an in-fence signals.

@@ -9,17 +9,26 @@
 //! reservation locks of a job's bound objects during its submission
 //! (implicit synchronisation, `resv.c`).
 
-use core::{marker::PhantomData, ptr::NonNull};
+use core::{
+    marker::PhantomData,
+    ptr::NonNull, //
+};
 
 use kernel::{
     bindings,
-    drm::gem::{shmem::VMapOwned, IntoGEMObject},
+    drm::gem::{
+        shmem::VMapOwned,
+        IntoGEMObject, //
+    },
     error::from_err_ptr,
     ffi::c_void,
-    prelude::*,
+    prelude::*, //
 };
 
-use crate::{gem::VgObject, vgsched_core::isa};
+use crate::{
+    gem::VgObject,
+    vgsched_core::isa, //
+};
 
 /// Opaque C waiter (`struct vgsched_fence_waiter` of `fence.c`).
 #[repr(C)]

@@ -3,7 +3,8 @@
 //! Per-open-file state of the render node.
 
 use kernel::{
-    drm, new_mutex,
+    drm,
+    new_mutex,
     prelude::*,
     sync::{
         atomic::{
@@ -12,7 +13,7 @@ use kernel::{
         },
         Arc,
         Mutex, //
-    },
+    }, //
 };
 
 use crate::{

@@ -3,12 +3,19 @@
 //! Buffer objects: shmem-backed GEM objects that user space can mmap.
 
 use kernel::{
-    drm::{self, gem, gem::shmem},
+    drm::{
+        self,
+        gem,
+        gem::shmem, //
+    },
     prelude::*,
-    sync::aref::ARef,
+    sync::aref::ARef, //
 };
 
-use crate::{driver::VgDriver, uapi};
+use crate::{
+    driver::VgDriver,
+    uapi, //
+};
 
 /// Largest buffer object, in bytes.
 pub(crate) const MAX_BO_SIZE: u64 = uapi::DRM_VGSCHED_MAX_BO_SIZE as u64;

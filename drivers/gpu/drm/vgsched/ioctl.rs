@@ -11,22 +11,34 @@
 
 use kernel::{
     bindings,
-    drm::{self, gem::BaseObject},
+    drm::{
+        self,
+        gem::BaseObject, //
+    },
     error::code::*,
     ioctl::_IOC_NR,
     prelude::*,
-    transmute::{AsBytes, FromBytes},
-    uaccess::{UserPtr, UserSlice},
+    transmute::{
+        AsBytes,
+        FromBytes, //
+    },
+    uaccess::{
+        UserPtr,
+        UserSlice, //
+    }, //
 };
 
 use crate::{
     driver::VgDevice,
     engine::Engine,
-    fence::{ResvLock, WaitResult},
+    fence::{
+        ResvLock,
+        WaitResult, //
+    },
     file::DrmFile,
     gem,
     submit::Submission,
-    uapi,
+    uapi, //
 };
 
 /// Offset of driver-private ioctl numbers (`DRM_COMMAND_BASE`).

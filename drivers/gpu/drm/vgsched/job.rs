@@ -4,12 +4,22 @@
 //! ([`JobSpec`], built by `submit.rs`) and the view of its buffer objects
 //! the interpreter reads and writes ([`BoMemory`]).
 
-use kernel::{drm::gem::shmem::VMapOwned, io::Io, prelude::*, sync::Arc};
+use kernel::{
+    drm::gem::shmem::VMapOwned,
+    io::Io,
+    prelude::*,
+    sync::Arc, //
+};
 
 use crate::{
     fence::Fence,
     gem::VgObject,
-    vgsched_core::{exec::Memory, grid::Grid, isa::Instr, occupancy::GroupNeeds},
+    vgsched_core::{
+        exec::Memory,
+        grid::Grid,
+        isa::Instr,
+        occupancy::GroupNeeds, //
+    }, //
 };
 
 /// Kernel mappings of a job's bound buffer objects, by binding slot; they

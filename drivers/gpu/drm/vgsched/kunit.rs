@@ -6,7 +6,10 @@
 
 #[kernel::macros::kunit_tests(vgsched_core_topology)]
 mod topology {
-    use crate::vgsched_core::topology::{limits, Topology};
+    use crate::vgsched_core::topology::{
+        limits,
+        Topology, //
+    };
 
     #[test]
     fn default_topology_is_valid() {
@@ -25,7 +28,10 @@ mod topology {
 
     #[test]
     fn zero_modules_is_rejected() {
-        let t = Topology { modules: 0, ..Topology::DEFAULT };
+        let t = Topology {
+            modules: 0,
+            ..Topology::DEFAULT
+        };
         assert_eq!(t.validate().unwrap_err().field, "modules");
     }
 }
@@ -38,7 +44,12 @@ mod isa_uapi {
     use crate::uapi;
     use crate::vgsched_core::{
         dispatch,
-        isa::{self, Class, Op, Special},
+        isa::{
+            self,
+            Class,
+            Op,
+            Special, //
+        }, //
     };
 
     #[test]
@@ -46,7 +57,10 @@ mod isa_uapi {
         assert_eq!(isa::INSTR_BYTES, uapi::DRM_VGSCHED_ISA_INSTR_BYTES as usize);
         assert_eq!(isa::NUM_REGS, uapi::DRM_VGSCHED_ISA_NUM_REGS as usize);
         assert_eq!(isa::MAX_INSTRS, uapi::DRM_VGSCHED_ISA_MAX_INSTRS as usize);
-        assert_eq!(isa::MAX_BINDINGS, uapi::DRM_VGSCHED_ISA_MAX_BINDINGS as usize);
+        assert_eq!(
+            isa::MAX_BINDINGS,
+            uapi::DRM_VGSCHED_ISA_MAX_BINDINGS as usize
+        );
         assert_eq!(dispatch::BANDS, uapi::DRM_VGSCHED_GROUP_PRIORITIES as usize);
     }
 
@@ -134,7 +148,15 @@ mod isa_uapi {
 /// compiler flags (where hardware floats are unavailable).
 #[kernel::macros::kunit_tests(vgsched_softfloat)]
 mod softfloat {
-    use crate::vgsched_core::softfloat::{add, from_i32, lt, mul, sub, to_i32, QNAN};
+    use crate::vgsched_core::softfloat::{
+        add,
+        from_i32,
+        lt,
+        mul,
+        sub,
+        to_i32,
+        QNAN, //
+    };
 
     // Bit patterns of binary32 values, written out since the kernel has no
     // float literals to compare against.
@@ -176,9 +198,23 @@ mod softfloat {
 #[kernel::macros::kunit_tests(vgsched_exec)]
 mod exec {
     use crate::vgsched_core::{
-        exec::{CycleCosts, Exit, SliceMemory as Arrays},
-        grid::{run_wave, Grid, WaveEnd},
-        isa::{encode as word, validate, Instr, Op, Special},
+        exec::{
+            CycleCosts,
+            Exit,
+            SliceMemory as Arrays, //
+        },
+        grid::{
+            run_wave,
+            Grid,
+            WaveEnd, //
+        },
+        isa::{
+            encode as word,
+            validate,
+            Instr,
+            Op,
+            Special, //
+        }, //
     };
 
     fn float_vector_add() -> [u64; 6] {
@@ -194,28 +230,73 @@ mod exec {
 
     #[test]
     fn float_vector_add_wave() {
-        let mut prog = [Instr { op: Op::End, rd: 0, ra: 0, rb: 0, imm: 0 }; 6];
+        let mut prog = [Instr {
+            op: Op::End,
+            rd: 0,
+            ra: 0,
+            rb: 0,
+            imm: 0,
+        }; 6];
         assert_eq!(validate(&float_vector_add(), 3, &mut prog), Ok(6));
         // 1.5 + 0.5, 2.0 + 4.0, -3.0 + 3.0, 0.25 + 1.0 as binary32 bits.
         let mut a = [0x3fc0_0000, 0x4000_0000, 0xc040_0000, 0x3e80_0000];
         let mut b = [0x3f00_0000, 0x4080_0000, 0x4040_0000, 0x3f80_0000];
         let mut c = [0u32; 4];
         let mut bufs: [&mut [u32]; 3] = [&mut a, &mut b, &mut c];
-        let grid = Grid { groups: 1, waves_per_group: 1, threads_per_wave: 4 };
-        let run = run_wave(&prog, &grid, 0, 0, &mut Arrays(&mut bufs), &CycleCosts::DEFAULT, 1000);
+        let grid = Grid {
+            groups: 1,
+            waves_per_group: 1,
+            threads_per_wave: 4,
+        };
+        let run = run_wave(
+            &prog,
+            &grid,
+            0,
+            0,
+            &mut Arrays(&mut bufs),
+            &CycleCosts::DEFAULT,
+            1000,
+        );
         assert_eq!(run.end, WaveEnd::Done);
         assert_eq!(c, [0x4000_0000, 0x40c0_0000, 0, 0x3fa0_0000]);
     }
 
     #[test]
     fn out_of_bounds_store_faults() {
-        let mut prog = [Instr { op: Op::End, rd: 0, ra: 0, rb: 0, imm: 0 }; 6];
+        let mut prog = [Instr {
+            op: Op::End,
+            rd: 0,
+            ra: 0,
+            rb: 0,
+            imm: 0,
+        }; 6];
         assert_eq!(validate(&float_vector_add(), 3, &mut prog), Ok(6));
         let (mut a, mut b, mut c) = ([0u32; 4], [0u32; 4], [0u32; 2]);
         let mut bufs: [&mut [u32]; 3] = [&mut a, &mut b, &mut c];
-        let grid = Grid { groups: 1, waves_per_group: 1, threads_per_wave: 4 };
-        let run = run_wave(&prog, &grid, 0, 0, &mut Arrays(&mut bufs), &CycleCosts::DEFAULT, 1000);
-        assert_eq!(run.end, WaveEnd::Fault { exit: Exit::OutOfBounds { pc: 4, slot: 2, index: 2 } });
+        let grid = Grid {
+            groups: 1,
+            waves_per_group: 1,
+            threads_per_wave: 4,
+        };
+        let run = run_wave(
+            &prog,
+            &grid,
+            0,
+            0,
+            &mut Arrays(&mut bufs),
+            &CycleCosts::DEFAULT,
+            1000,
+        );
+        assert_eq!(
+            run.end,
+            WaveEnd::Fault {
+                exit: Exit::OutOfBounds {
+                    pc: 4,
+                    slot: 2,
+                    index: 2
+                }
+            }
+        );
     }
 }
 
@@ -226,8 +307,12 @@ mod exec {
 mod bitmask {
     use crate::vgsched_core::bitmask::{
         self,
-        naive::{first_free_run as naive_first, largest_free_run as naive_largest},
-        FinderKind, PackedFinder,
+        naive::{
+            first_free_run as naive_first,
+            largest_free_run as naive_largest, //
+        },
+        FinderKind,
+        PackedFinder, //
     };
 
     #[test]
@@ -237,7 +322,10 @@ mod bitmask {
             let map = [bits | !0 << 12];
             assert_eq!(bitmask::largest_free_run(&map, 12), naive_largest(&map, 12));
             for len in 1..=12 {
-                assert_eq!(bitmask::first_free_run(&map, 12, len), naive_first(&map, 12, len));
+                assert_eq!(
+                    bitmask::first_free_run(&map, 12, len),
+                    naive_first(&map, 12, len)
+                );
             }
         }
     }
@@ -299,8 +387,15 @@ mod finder_bench {
     use crate::bench::kernel_first_free_run;
     use crate::vgsched_core::{
         bitmask,
-        finder_bench::{CASES, CASE_FNV1A, SCRATCH_WORDS},
-        sample_maps::{fnv1a, FNV_OFFSET},
+        finder_bench::{
+            CASES,
+            CASE_FNV1A,
+            SCRATCH_WORDS, //
+        },
+        sample_maps::{
+            fnv1a,
+            FNV_OFFSET, //
+        }, //
     };
 
     #[test]
@@ -336,9 +431,22 @@ mod finder_bench {
 #[kernel::macros::kunit_tests(vgsched_slots)]
 mod slots {
     use crate::vgsched_core::{
-        pool::{Candidate, Weight},
-        slice::{slice_len, SliceFormula, SliceParams},
-        slots::{reschedule, Scratch, SlotChange, SlotEntry, SlotPolicy},
+        pool::{
+            Candidate,
+            Weight, //
+        },
+        slice::{
+            slice_len,
+            SliceFormula,
+            SliceParams, //
+        },
+        slots::{
+            reschedule,
+            Scratch,
+            SlotChange,
+            SlotEntry,
+            SlotPolicy, //
+        }, //
     };
 
     const MIN: u64 = 60_000_000_000;
@@ -355,12 +463,25 @@ mod slots {
                 runnable: true,
             })
         });
-        let mut cands = [Candidate { id: 0, priority: 0, created_ns: 0, runtime_ns: 0, runnable: false }; 11];
+        let mut cands = [Candidate {
+            id: 0,
+            priority: 0,
+            created_ns: 0,
+            runtime_ns: 0,
+            runnable: false,
+        }; 11];
         let mut chosen = [0usize; 8];
-        let mut changes = [SlotChange::Evict { index: 0, preempted: false }; 22];
+        let mut changes = [SlotChange::Evict {
+            index: 0,
+            preempted: false,
+        }; 22];
         let policy = SlotPolicy::new(8, SliceFormula::Proportional, 10_000_000);
         let mut seq = 0;
-        let scratch = Scratch { cands: &mut cands, chosen: &mut chosen, changes: &mut changes };
+        let scratch = Scratch {
+            cands: &mut cands,
+            chosen: &mut chosen,
+            changes: &mut changes,
+        };
         assert_eq!(reschedule(&mut e, 60 * MIN, &policy, &mut seq, scratch), 5);
         assert!(e.iter().enumerate().all(|(i, x)| x.resident == (i < 5)));
     }
@@ -370,8 +491,18 @@ mod slots {
         let (nine, ten) = (9 * 60 * MIN, 10 * 60 * MIN);
         assert_eq!(Weight::new(ten, nine, 3 * MIN).milli(), 20_000);
         assert_eq!(Weight::new(ten, nine, 10 * MIN).milli(), 6_000);
-        let p = SliceParams { t0_ns: 30_000_000, min_ns: 1, max_ns: u64::MAX };
-        assert_eq!(slice_len(SliceFormula::Literal, &p, 10, 5_000, 30_000), 6 * p.t0_ns);
-        assert_eq!(slice_len(SliceFormula::Proportional, &p, 10, 5_000, 30_000), p.t0_ns * 50 / 30);
+        let p = SliceParams {
+            t0_ns: 30_000_000,
+            min_ns: 1,
+            max_ns: u64::MAX,
+        };
+        assert_eq!(
+            slice_len(SliceFormula::Literal, &p, 10, 5_000, 30_000),
+            6 * p.t0_ns
+        );
+        assert_eq!(
+            slice_len(SliceFormula::Proportional, &p, 10, 5_000, 30_000),
+            p.t0_ns * 50 / 30
+        );
     }
 }

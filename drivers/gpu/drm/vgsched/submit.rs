@@ -8,26 +8,47 @@
 //! sees the job, so a refused submission changes nothing.
 
 use kernel::{
-    drm::gem::{shmem::VMapOwned, BaseObject},
+    drm::gem::{
+        shmem::VMapOwned,
+        BaseObject, //
+    },
     io::Io,
     prelude::*,
     sync::Arc,
-    uaccess::{UserPtr, UserSlice},
+    uaccess::{
+        UserPtr,
+        UserSlice, //
+    }, //
 };
 
 use crate::{
     fence::Fence,
     file::DrmFile,
-    gem::{Bo, VgObject},
+    gem::{
+        Bo,
+        VgObject, //
+    },
     job::JobSpec,
     uapi,
     vgsched_core::{
         dispatch::BANDS,
-        grid::{Grid, GridError},
-        isa::{self, Instr, Op},
-        occupancy::{FitError, GroupNeeds, Occupancy, WaveNeeds},
-        topology::Topology,
-    },
+        grid::{
+            Grid,
+            GridError, //
+        },
+        isa::{
+            self,
+            Instr,
+            Op, //
+        },
+        occupancy::{
+            FitError,
+            GroupNeeds,
+            Occupancy,
+            WaveNeeds, //
+        },
+        topology::Topology, //
+    }, //
 };
 
 /// Flags a submission may carry.

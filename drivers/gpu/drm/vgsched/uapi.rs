@@ -14,7 +14,10 @@
 
 use kernel::{
     ffi,
-    transmute::{AsBytes, FromBytes},
+    transmute::{
+        AsBytes,
+        FromBytes, //
+    }, //
 };
 
 include!("vgsched_uapi_generated.rs");

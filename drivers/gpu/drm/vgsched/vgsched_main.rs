@@ -60,7 +60,7 @@ use vgsched_core::{
     topology::{
         ParamError,
         Topology, //
-    },
+    }, //
 };
 
 module! {
@@ -181,7 +181,13 @@ fn sched_params(topology: &Topology) -> Result<SchedParams> {
 
 /// Logs which parameter is out of range; `EINVAL` for `insmod`.
 fn invalid_parameter(e: ParamError) -> Error {
-    pr_err!("invalid parameter {}={} (must be {}..={})\n", e.field, e.value, e.min, e.max);
+    pr_err!(
+        "invalid parameter {}={} (must be {}..={})\n",
+        e.field,
+        e.value,
+        e.min,
+        e.max
+    );
     EINVAL
 }
 
@@ -224,14 +230,8 @@ impl kernel::Module for VgschedModule {
         // `faux`, so the parent device outlives it. Extending the borrow to
         // `'static` is therefore never observed. The registration is never
         // forgotten: it lives in `Self` and is dropped with it.
-        let drm = unsafe {
-            drm::Registration::new(
-                &*core::ptr::from_ref(parent),
-                unregistered,
-                (),
-                0,
-            )
-        }?;
+        let drm =
+            unsafe { drm::Registration::new(&*core::ptr::from_ref(parent), unregistered, (), 0) }?;
         pr_info!(
             "virtual GPU ready: {} modules x {} units, {} hardware slots, t0 {} us\n",
             topology.modules,

@@ -20,14 +20,41 @@ use kernel::{
     warn_on, //
 };
 
-use super::{dump::PlacementRecord, Engine, EngineState, RunningGroup, RunningWave, SplitGroup, WavePhase};
+use super::{
+    dump::PlacementRecord,
+    Engine,
+    EngineState,
+    RunningGroup,
+    RunningWave,
+    SplitGroup,
+    WavePhase, //
+};
 use crate::vgsched_core::{
-    context_switch::{shared_state_bytes, transfer_cycles, wave_state_bytes},
-    dispatch::{pick, Candidate, MarkUpdate, BANDS, LOWEST_BAND},
-    grid::{Lane, MAX_WAVES_PER_GROUP},
-    module_choice::{choose, free_score, FreeResources, FreeWeights, ModuleScore},
-    occupancy::{GroupNeeds, Remaining},
-    split::RotatingPointer,
+    context_switch::{
+        shared_state_bytes,
+        transfer_cycles,
+        wave_state_bytes, //
+    },
+    dispatch::{
+        pick,
+        Candidate,
+        MarkUpdate,
+        BANDS,
+        LOWEST_BAND, //
+    },
+    grid::{
+        Lane,
+        MAX_WAVES_PER_GROUP, //
+    },
+    module_choice::{
+        choose,
+        free_score,
+        FreeResources,
+        FreeWeights,
+        ModuleScore, //
+    },
+    occupancy::GroupNeeds,
+    split::RotatingPointer, //
 };
 
 /// The head of one channel in a dispatch round: its next work-group, or
@@ -50,15 +77,14 @@ pub(super) struct Head {
 
 /// Units of a work-group's waves on a module, from the split table
 /// rotated by the module's pointer (wave balancing).
-fn wave_units(pointer: &RotatingPointer, waves: u32, units: u32) -> [u8; MAX_WAVES_PER_GROUP as usize] {
+fn wave_units(
+    pointer: &RotatingPointer,
+    waves: u32,
+    units: u32,
+) -> [u8; MAX_WAVES_PER_GROUP as usize] {
     let mut out = [0; MAX_WAVES_PER_GROUP as usize];
     pointer.wave_units(waves, units, &mut out);
     out
-}
-
-/// Module choice's view of a module's free resources.
-fn free_resources(r: &Remaining) -> FreeResources {
-    FreeResources { vgpr: r.vgpr, sgpr: r.sgpr, shared: r.shared, waves: r.waves }
 }
 
 impl Engine {
@@ -78,7 +104,9 @@ impl Engine {
             }
             this.match_heads(st);
             let mut waiting = [false; BANDS];
-            st.heads.iter().for_each(|h| waiting[h.band as usize] = true);
+            st.heads
+                .iter()
+                .for_each(|h| waiting[h.band as usize] = true);
             st.debts.update(&this.rotation, now, waiting);
             let promoted = st.debts.promoted(&this.rotation, now);
             let Some((ci, update)) = pick(&st.candidates, promoted, &mut st.rng) else {
@@ -117,7 +145,9 @@ impl Engine {
             if !q.entry.resident {
                 continue;
             }
-            let Some(job) = q.jobs.first_mut() else { continue };
+            let Some(job) = q.jobs.first_mut() else {
+                continue;
+            };
             if let Some(saved) = job.saved.first() {
                 if saved.complete {
                     let head = Head {
@@ -152,7 +182,14 @@ impl Engine {
                 },
                 None => {
                     st.splittable_waiting |= job.spec.independent && needs.waves > 1;
-                    Head { queue, needs, band: job.spec.band, first_wave: 0, piece: false, restore: false }
+                    Head {
+                        queue,
+                        needs,
+                        band: job.spec.band,
+                        first_wave: 0,
+                        piece: false,
+                        restore: false,
+                    }
                 }
             };
             // Room for one head per channel is reserved with the channel.
@@ -165,7 +202,16 @@ impl Engine {
 
     /// Fills the candidate list: the heads that match some module.
     fn match_heads(&self, st: &mut EngineState) {
-        let EngineState { heads, candidates, candidate_heads, queues, maps, unit_waves, modules, .. } = st;
+        let EngineState {
+            heads,
+            candidates,
+            candidate_heads,
+            queues,
+            maps,
+            unit_waves,
+            modules,
+            ..
+        } = st;
         candidates.clear();
         candidate_heads.clear();
         let Some(occ) = self.occupancy(maps, unit_waves) else {
@@ -178,9 +224,16 @@ impl Engine {
                 occ.try_place(m, &h.needs, &wu).is_some()
             });
             if fits {
-                let marked = queues.get(h.queue).is_some_and(|q| q.selected[h.band as usize]);
+                let marked = queues
+                    .get(h.queue)
+                    .is_some_and(|q| q.selected[h.band as usize]);
                 // Room for every channel is reserved with the channel.
-                let room = candidates.push_within_capacity(Candidate { band: h.band, marked }).is_ok()
+                let room = candidates
+                    .push_within_capacity(Candidate {
+                        band: h.band,
+                        marked,
+                    })
+                    .is_ok()
                     && candidate_heads.push_within_capacity(hi).is_ok();
                 if !room {
                     warn_on!(true);
@@ -194,12 +247,19 @@ impl Engine {
     /// `false` if there was none.
     fn split_heads(&self, st: &mut EngineState) -> bool {
         let mut any = false;
-        for h in st.heads.iter().filter(|h| !h.piece && !h.restore && h.needs.waves > 1) {
+        for h in st
+            .heads
+            .iter()
+            .filter(|h| !h.piece && !h.restore && h.needs.waves > 1)
+        {
             let Some(job) = st.queues.get_mut(h.queue).and_then(|q| q.jobs.first_mut()) else {
                 continue;
             };
             if job.spec.independent {
-                job.split = Some(SplitGroup { group: job.next_group, next_wave: 0 });
+                job.split = Some(SplitGroup {
+                    group: job.next_group,
+                    next_wave: 0,
+                });
                 job.next_group += 1;
                 st.totals.groups_split += 1;
                 any = true;
@@ -213,7 +273,18 @@ impl Engine {
     /// could not be placed after all.
     fn place(&self, st: &mut EngineState, head: &Head, now: u64) -> bool {
         let units = self.topology.units_per_module;
-        let EngineState { queues, groups, waves, maps, unit_waves, modules, scores, log, totals, .. } = st;
+        let EngineState {
+            queues,
+            groups,
+            waves,
+            maps,
+            unit_waves,
+            modules,
+            scores,
+            log,
+            totals,
+            ..
+        } = st;
         let Some(mut occ) = self.occupancy(maps, unit_waves) else {
             return false;
         };
@@ -223,9 +294,16 @@ impl Engine {
         for (ms, m) in modules.iter().zip(0u32..) {
             let wu = wave_units(&ms.pointer, needs.waves, units);
             if occ.try_place(m, &needs, &wu).is_some() {
-                let free = free_score(&free_resources(&occ.remaining(m)), &cap, &FreeWeights::DEFAULT);
+                let free = free_score(&occ.remaining(m), &cap, &FreeWeights::DEFAULT);
                 // Capacity for every module was reserved in `new`.
-                if scores.push_within_capacity(ModuleScore { module: m, free, power: ms.power.recent() }).is_err() {
+                if scores
+                    .push_within_capacity(ModuleScore {
+                        module: m,
+                        free,
+                        power: ms.power.recent(),
+                    })
+                    .is_err()
+                {
                     break;
                 }
             }
@@ -329,7 +407,10 @@ impl Engine {
         for (i, place) in (0u32..).zip(placement.waves.iter().take(waves_needed)) {
             let (wave, cycles, lanes) = if head.restore {
                 // The group's stopped waves, lowest index first.
-                let at = job.saved_waves.iter().position(|w| w.group == group && w.piece == head.piece);
+                let at = job
+                    .saved_waves
+                    .iter()
+                    .position(|w| w.group == group && w.piece == head.piece);
                 match at.map(|at| job.saved_waves.remove(at)) {
                     Some(Ok(sw)) => (sw.wave, sw.cycles, sw.lanes),
                     _ => {

@@ -26,7 +26,7 @@ use kernel::{
         Arc,
         ArcBorrow, //
     },
-    warn_on,
+    warn_on, //
 };
 
 use super::{
@@ -50,7 +50,7 @@ use crate::{
         },
         exec::Counters,
         grid::{
-            advance_wave,
+            advance_wave_bounded,
             Lane,
             WaveEnd, //
         },
@@ -61,8 +61,8 @@ use crate::{
             Scratch,
             SlotChange,
             SlotPolicy, //
-        },
-    },
+        }, //
+    }, //
 };
 
 /// A stopped wave in its job's save area.
@@ -100,7 +100,10 @@ pub(super) struct SavedGroup {
 impl SavedGroup {
     /// What restoring it takes: the group's needs for its saved waves.
     pub(super) fn restore_needs(&self) -> GroupNeeds {
-        GroupNeeds { waves: self.waves, ..self.needs }
+        GroupNeeds {
+            waves: self.waves,
+            ..self.needs
+        }
     }
 }
 
@@ -119,11 +122,30 @@ impl Engine {
                 }
             };
         }
-        let policy = SlotPolicy { formula: st.formula, ..this.sched.policy };
-        let EngineState { queues, next_load_seq, slot_cands, slot_changes, slot_chosen, .. } = st;
+        let policy = SlotPolicy {
+            formula: st.formula,
+            ..this.sched.policy
+        };
+        let EngineState {
+            queues,
+            next_load_seq,
+            slot_cands,
+            slot_changes,
+            slot_chosen,
+            ..
+        } = st;
         // Capacity for every context was reserved with it.
-        let blank = pool::Candidate { id: 0, priority: 0, created_ns: 0, runtime_ns: 0, runnable: false };
-        let evict = SlotChange::Evict { index: 0, preempted: false };
+        let blank = pool::Candidate {
+            id: 0,
+            priority: 0,
+            created_ns: 0,
+            runtime_ns: 0,
+            runnable: false,
+        };
+        let evict = SlotChange::Evict {
+            index: 0,
+            preempted: false,
+        };
         slot_cands.clear();
         slot_changes.clear();
         for _ in 0..queues.len() {
@@ -136,13 +158,22 @@ impl Engine {
                 break;
             }
         }
-        let scratch = Scratch { cands: slot_cands, chosen: slot_chosen, changes: slot_changes };
+        let scratch = Scratch {
+            cands: slot_cands,
+            chosen: slot_chosen,
+            changes: slot_changes,
+        };
         let n = reschedule(queues, now, &policy, next_load_seq, scratch);
-        let mut used = queues.iter().filter_map(|q| q.slot).fold(0u64, |m, s| m | 1u64.checked_shl(s).unwrap_or(0));
+        let mut used = queues
+            .iter()
+            .filter_map(|q| q.slot)
+            .fold(0u64, |m, s| m | 1u64.checked_shl(s).unwrap_or(0));
         for change in slot_changes.iter().take(n) {
             match *change {
                 SlotChange::Evict { index, preempted } => {
-                    let Some(q) = queues.get_mut(index) else { continue };
+                    let Some(q) = queues.get_mut(index) else {
+                        continue;
+                    };
                     if let Some(slot) = q.slot {
                         used &= !1u64.checked_shl(slot).unwrap_or(0);
                     }
@@ -150,7 +181,9 @@ impl Engine {
                     q.preemptions += u64::from(preempted);
                 }
                 SlotChange::Load { index, .. } => {
-                    let Some(q) = queues.get_mut(index) else { continue };
+                    let Some(q) = queues.get_mut(index) else {
+                        continue;
+                    };
                     // At most `hw_slots` <= 64 contexts are resident.
                     let slot = (!used).trailing_zeros();
                     if slot < 64 {
@@ -176,18 +209,35 @@ impl Engine {
     /// is saved, the others are interpreted on to the next point, within
     /// the hold's instruction budget. Returns how many waves changed.
     pub(super) fn advance_waves(&self, st: &mut EngineState, now: u64) -> usize {
-        let EngineState { waves, groups, queues, modules, totals, budget, .. } = st;
+        let EngineState {
+            waves,
+            groups,
+            queues,
+            modules,
+            totals,
+            budget,
+            ..
+        } = st;
         let next_point = self.sched.next_point(now);
         let now_cycle = self.topology.ns_to_cycles(now);
         let mut changed = 0;
-        for w in waves.iter_mut().filter(|w| w.phase == WavePhase::Running && w.end_ns <= now) {
+        for w in waves
+            .iter_mut()
+            .filter(|w| w.phase == WavePhase::Running && w.end_ns <= now)
+        {
             if *budget == 0 {
                 break;
             }
-            let found = groups.get_mut(w.slot).and_then(Option::as_mut).and_then(|g| {
-                let q = queues.iter_mut().find(|q| Arc::ptr_eq(&q.ctx, &g.ctx))?;
-                q.jobs.first().is_some_and(|j| j.id == g.job_id).then_some((g, q))
-            });
+            let found = groups
+                .get_mut(w.slot)
+                .and_then(Option::as_mut)
+                .and_then(|g| {
+                    let q = queues.iter_mut().find(|q| Arc::ptr_eq(&q.ctx, &g.ctx))?;
+                    q.jobs
+                        .first()
+                        .is_some_and(|j| j.id == g.job_id)
+                        .then_some((g, q))
+                });
             let Some((g, q)) = found else {
                 // Cannot happen (a wave's job is its context's first until
                 // it retires); never leave a wave due in the past.
@@ -197,13 +247,18 @@ impl Engine {
                 changed += 1;
                 continue;
             };
-            let Some(ms) = modules.get_mut(g.module as usize) else { continue };
+            let Some(ms) = modules.get_mut(g.module as usize) else {
+                continue;
+            };
             if w.chunk.is_none() {
                 // At a preemption point: the last chunk stops issuing here.
                 let point = w.end_ns;
-                ms.power.stop(self.topology.ns_to_cycles(point), now_cycle, w.power_token);
+                ms.power
+                    .stop(self.topology.ns_to_cycles(point), now_cycle, w.power_token);
                 w.power_token = 0;
-                let Some(job) = q.jobs.first_mut() else { continue };
+                let Some(job) = q.jobs.first_mut() else {
+                    continue;
+                };
                 if job.error != 0 {
                     w.phase = WavePhase::Ended;
                     w.end_ns = now;
@@ -261,11 +316,13 @@ impl Engine {
             return false;
         };
         let horizon = chunk.to_ns.saturating_sub(w.exec_from_ns);
-        let until = w.base_cycles.saturating_add(self.topology.ns_to_cycles(horizon));
+        let until = w
+            .base_cycles
+            .saturating_add(self.topology.ns_to_cycles(horizon));
         let mut mem = BoMemory(&job.spec.bindings);
         let limit = self.topology.timeout_cycles();
         let spec = &job.spec;
-        let step = advance_budgeted(
+        let step = advance_wave_bounded(
             &spec.program,
             &spec.grid,
             group,
@@ -287,13 +344,16 @@ impl Engine {
         w.chunk = None;
         let end = match step.end {
             None => chunk.to_ns,
-            Some(_) => w
-                .exec_from_ns
-                .saturating_add(self.topology.cycles_to_ns(step.cycles.saturating_sub(w.base_cycles))),
+            Some(_) => w.exec_from_ns.saturating_add(
+                self.topology
+                    .cycles_to_ns(step.cycles.saturating_sub(w.base_cycles)),
+            ),
         };
         let weighted = self.power_weights.weigh(&chunk.counters);
         let spent = step.cycles.saturating_sub(chunk.before_cycles);
-        w.power_token = ms.power.start(self.topology.ns_to_cycles(chunk.from_ns), weighted, spent);
+        w.power_token = ms
+            .power
+            .start(self.topology.ns_to_cycles(chunk.from_ns), weighted, spent);
         // Waves after a failed one are dropped, so the first failure is the
         // only one.
         let error = match step.end {
@@ -313,33 +373,6 @@ impl Engine {
     }
 }
 
-/// What one bounded call of the interpreter did.
-struct BudgetedStep {
-    end: Option<WaveEnd>,
-    cycles: u64,
-    counters: Counters,
-    at_horizon: bool,
-}
-
-/// Advances a wave up to `until` cycles within `budget` instructions.
-#[allow(clippy::too_many_arguments)]
-fn advance_budgeted(
-    prog: &[crate::vgsched_core::isa::Instr],
-    grid: &crate::vgsched_core::grid::Grid,
-    group: u32,
-    wave: u32,
-    lanes: &mut [Lane],
-    mem: &mut BoMemory<'_>,
-    costs: &crate::vgsched_core::exec::CycleCosts,
-    until: u64,
-    limit: u64,
-    budget: &mut u64,
-) -> BudgetedStep {
-    let step = advance_wave(prog, grid, group, wave, lanes, mem, costs, until, limit);
-    *budget = budget.saturating_sub(step.counters.total());
-    BudgetedStep { end: step.end, cycles: step.cycles, counters: step.counters, at_horizon: true }
-}
-
 /// Moves the threads of wave `w` of group `g` into its job's save area.
 /// `false` (nothing changed) if the save area is full: the wave then runs
 /// on and is saved at a later point.
@@ -350,7 +383,9 @@ fn save_wave(w: &mut RunningWave, g: &RunningGroup, job: &mut Job) -> bool {
     let existing = if g.piece {
         None
     } else {
-        job.saved.iter().position(|s| s.group == g.group && !s.piece && !s.complete)
+        job.saved
+            .iter()
+            .position(|s| s.group == g.group && !s.piece && !s.complete)
     };
     let index = match existing {
         Some(i) => i,

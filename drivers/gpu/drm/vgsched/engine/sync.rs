@@ -16,13 +16,13 @@ use kernel::{
             ordering,
             Atomic, //
         },
-        MutexGuard,
+        MutexGuard, //
     },
     time::{
         Instant,
         Monotonic, //
     },
-    workqueue::Queue,
+    workqueue::Queue, //
 };
 
 extern "C" {
@@ -52,7 +52,9 @@ impl OwnedQueue {
         // SAFETY: No preconditions; the name is a string literal in C.
         let ptr = unsafe { vgsched_engine_wq_alloc() };
         // INVARIANT: a non-null result is a live queue, now ours.
-        Ok(Self { ptr: NonNull::new(ptr).ok_or(ENOMEM)? })
+        Ok(Self {
+            ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
+        })
     }
 
     /// The queue, to enqueue work items on.
@@ -81,7 +83,9 @@ impl Signalling {
     /// Begins a section.
     pub(super) fn begin() -> Self {
         // SAFETY: No preconditions.
-        Self { cookie: unsafe { vgsched_fence_begin_signalling() } }
+        Self {
+            cookie: unsafe { vgsched_fence_begin_signalling() },
+        }
     }
 }
 
@@ -100,7 +104,9 @@ pub(super) struct HoldMeter {
 impl HoldMeter {
     /// Nothing measured yet.
     pub(super) fn new() -> Self {
-        Self { max_ns: Atomic::new(0) }
+        Self {
+            max_ns: Atomic::new(0),
+        }
     }
 
     /// The longest hold so far, in nanoseconds.
@@ -119,7 +125,11 @@ pub(super) struct Held<'a, T> {
 impl<'a, T> Held<'a, T> {
     /// Starts timing `guard`, just taken.
     pub(super) fn new(guard: MutexGuard<'a, T>, meter: &'a HoldMeter) -> Self {
-        Self { guard, since: Instant::now(), meter }
+        Self {
+            guard,
+            since: Instant::now(),
+            meter,
+        }
     }
 }
 
