@@ -393,7 +393,7 @@ impl PackedFinder {
         }
         let mut f = 0u128;
         for i in 0..map_words(nbits) {
-            f |= (free_word(map, nbits, i) as u128) << (64 * i);
+            f |= u128::from(free_word(map, nbits, i)) << (64 * i);
         }
         let k = self.count;
         if nbits > 0 {

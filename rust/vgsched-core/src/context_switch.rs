@@ -40,15 +40,15 @@ pub const PREEMPTION_US: (u32, u32) = (100, 1_000_000);
 /// Bytes saved for one stopped wave of `threads` threads whose group needs
 /// `needs` (its own register blocks; shared memory is counted per group).
 pub fn wave_state_bytes(needs: &GroupNeeds, threads: u32) -> u64 {
-    let threads = threads.min(MAX_THREADS_PER_WAVE) as u64;
+    let threads = u64::from(threads.min(MAX_THREADS_PER_WAVE));
     threads * THREAD_STATE_BYTES
-        + needs.wave.vgpr as u64 * VGPR_BLOCK_BYTES
-        + needs.wave.sgpr as u64 * SGPR_BLOCK_BYTES
+        + u64::from(needs.wave.vgpr) * VGPR_BLOCK_BYTES
+        + u64::from(needs.wave.sgpr) * SGPR_BLOCK_BYTES
 }
 
 /// Bytes of a work-group's shared memory.
 pub fn shared_state_bytes(needs: &GroupNeeds) -> u64 {
-    needs.shared as u64 * SHARED_BLOCK_BYTES
+    u64::from(needs.shared) * SHARED_BLOCK_BYTES
 }
 
 /// Modeled cycles to move `bytes` (rounded up).
@@ -80,7 +80,7 @@ impl SchedParams {
             _ => {
                 return Err(ParamError {
                     field: "slice_formula",
-                    value: formula as u64,
+                    value: u64::from(formula),
                     min: 0,
                     max: 1,
                 })
@@ -90,15 +90,15 @@ impl SchedParams {
         if !(min..=max).contains(&preemption_us) {
             return Err(ParamError {
                 field: "preemption_us",
-                value: preemption_us as u64,
-                min: min as u64,
-                max: max as u64,
+                value: u64::from(preemption_us),
+                min: u64::from(min),
+                max: u64::from(max),
             });
         }
-        let t0_ns = topology.time_slice_us as u64 * 1000;
+        let t0_ns = u64::from(topology.time_slice_us) * 1000;
         Ok(Self {
             policy: SlotPolicy::new(topology.hw_slots as usize, formula, t0_ns),
-            preemption_ns: preemption_us as u64 * 1000,
+            preemption_ns: u64::from(preemption_us) * 1000,
         })
     }
 

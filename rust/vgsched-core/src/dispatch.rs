@@ -87,7 +87,7 @@ impl DispatchParams {
         };
         let choice_ok = ModuleChoice::from_param(choice).ok_or(ParamError {
             field: "module_choice",
-            value: choice as u64,
+            value: u64::from(choice),
             min: 0,
             max: 2,
         })?;
@@ -98,7 +98,7 @@ impl DispatchParams {
             _ => {
                 return Err(ParamError {
                     field: "finder",
-                    value: finder as u64,
+                    value: u64::from(finder),
                     min: 0,
                     max: 2,
                 })

@@ -96,7 +96,7 @@ impl Counters {
         self.per_class
             .iter()
             .zip(costs.per_class.iter())
-            .map(|(n, c)| n * *c as u64)
+            .map(|(n, c)| n * u64::from(*c))
             .sum()
     }
 }
@@ -226,7 +226,7 @@ impl Thread {
                 return (Exit::Ended, spent, done);
             };
             let class = ins.op.class();
-            let cost = costs.of(class) as u64;
+            let cost = u64::from(costs.of(class));
             // spent <= cycle_budget always, so this cannot underflow.
             if cost > cycle_budget - spent {
                 break;
@@ -268,7 +268,7 @@ impl Thread {
                 _ => ids.lane,
             }),
             Op::Ld | Op::St => {
-                let index = a as i64 + ins.imm as i64;
+                let index = i64::from(a) + i64::from(ins.imm);
                 let fault = Exit::OutOfBounds {
                     pc: self.pc,
                     slot: ins.rb,
@@ -305,10 +305,10 @@ impl Thread {
             Op::Ftoi => Some(softfloat::to_i32(a) as u32),
             Op::Mad => Some(d.wrapping_add(a.wrapping_mul(b))),
             Op::Fma => Some(softfloat::add(d, softfloat::mul(a, b))),
-            Op::Slt => Some(((a as i32) < (b as i32)) as u32),
-            Op::Sltu => Some((a < b) as u32),
-            Op::Seq => Some((a == b) as u32),
-            Op::Flt => Some(softfloat::lt(a, b) as u32),
+            Op::Slt => Some(u32::from((a as i32) < (b as i32))),
+            Op::Sltu => Some(u32::from(a < b)),
+            Op::Seq => Some(u32::from(a == b)),
+            Op::Flt => Some(u32::from(softfloat::lt(a, b))),
             Op::Br => {
                 next = ins.imm as u32;
                 None

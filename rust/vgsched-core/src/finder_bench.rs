@@ -376,7 +376,7 @@ pub fn run<K: Fn(&[u64], usize, usize) -> Option<usize>>(
                 let agree = match q {
                     Some(len) => {
                         let e = bitmask::first_free_run(m, nbits, len);
-                        found += e.is_some() as usize;
+                        found += usize::from(e.is_some());
                         e == bitmask::naive::first_free_run(m, nbits, len)
                             && external.is_none_or(|x| (x.first_free_run)(m, nbits, len) == e)
                     }
@@ -386,7 +386,7 @@ pub fn run<K: Fn(&[u64], usize, usize) -> Option<usize>>(
                         e == bitmask::naive::largest_free_run(m, nbits)
                     }
                 };
-                sum.mismatches += !agree as usize;
+                sum.mismatches += usize::from(!agree);
             }
             let (exact, naive, kernel) = match q {
                 Some(len) => {

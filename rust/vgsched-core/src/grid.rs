@@ -58,7 +58,7 @@ impl Grid {
         }
         if self.waves_per_group > MAX_WAVES_PER_GROUP
             || self.threads_per_wave > MAX_THREADS_PER_WAVE
-            || self.total_threads() > u32::MAX as u64
+            || self.total_threads() > u64::from(u32::MAX)
         {
             return Err(GridError::TooBig);
         }
@@ -72,7 +72,7 @@ impl Grid {
 
     /// Threads in the whole grid.
     pub fn total_threads(&self) -> u64 {
-        self.groups as u64 * self.waves_per_group as u64 * self.threads_per_wave as u64
+        u64::from(self.groups) * u64::from(self.waves_per_group) * u64::from(self.threads_per_wave)
     }
 
     /// The identity of thread `lane` of wave `wave` in work-group `group`.
@@ -170,7 +170,7 @@ enum LaneStop {
 /// matters for loops made of zero-cost instructions, which the cycle
 /// limit alone would never stop.
 fn lane_instr_limit(costs: &CycleCosts, cycle_limit: u64) -> u64 {
-    let cheapest = costs.per_class.iter().copied().min().unwrap_or(1).max(1) as u64;
+    let cheapest = u64::from(costs.per_class.iter().copied().min().unwrap_or(1).max(1));
     (cycle_limit / cheapest).saturating_add(1)
 }
 
@@ -228,7 +228,7 @@ fn advance_lane<M: Memory>(
     let Some(next) = prog.get(lane.thread.pc as usize) else {
         return LaneStop::OutOfBudget;
     };
-    let cost = costs.of(next.op.class()) as u64;
+    let cost = u64::from(costs.of(next.op.class()));
     if cost > cycle_limit.saturating_sub(lane.cycles) {
         LaneStop::Failed(WaveEnd::Hung)
     } else if cost > target.saturating_sub(lane.cycles) {

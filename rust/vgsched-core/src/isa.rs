@@ -205,10 +205,10 @@ impl Instr {
     /// Encodes into the 64-bit program word.
     pub fn encode(&self) -> u64 {
         (self.op as u64)
-            | (self.rd as u64) << 8
-            | (self.ra as u64) << 16
-            | (self.rb as u64) << 24
-            | (self.imm as u32 as u64) << 32
+            | u64::from(self.rd) << 8
+            | u64::from(self.ra) << 16
+            | u64::from(self.rb) << 24
+            | u64::from(self.imm as u32) << 32
     }
 }
 

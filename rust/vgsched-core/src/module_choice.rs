@@ -48,7 +48,7 @@ impl PowerWeights {
             .iter()
             .zip(self.per_class.iter())
             .fold(0u64, |sum, (&n, &b)| {
-                sum.saturating_add(n.saturating_mul(b as u64))
+                sum.saturating_add(n.saturating_mul(u64::from(b)))
             })
     }
 }
@@ -304,7 +304,7 @@ pub fn free_score(rem: &FreeResources, cap: &FreeResources, w: &FreeWeights) -> 
     ]
     .iter()
     .fold(0u64, |sum, &(r, c, a)| {
-        sum.saturating_add((a as u64).saturating_mul(per_1024(r, c)))
+        sum.saturating_add(u64::from(a).saturating_mul(per_1024(r, c)))
     })
 }
 
@@ -380,8 +380,8 @@ pub fn choose(choice: ModuleChoice, candidates: &[ModuleScore]) -> Option<u32> {
             let max_free = candidates.iter().map(|c| c.free).max().unwrap_or(0);
             // Each product is below 2^32 × 2^10: exact in i64.
             let mixed = |c: &ModuleScore| {
-                let p = (power_weight as i64).saturating_mul(per_1024(c.power, max_power) as i64);
-                let f = (free_weight as i64).saturating_mul(per_1024(c.free, max_free) as i64);
+                let p = i64::from(power_weight).saturating_mul(per_1024(c.power, max_power) as i64);
+                let f = i64::from(free_weight).saturating_mul(per_1024(c.free, max_free) as i64);
                 p.saturating_sub(f)
             };
             candidates.iter().min_by_key(|c| (mixed(c), c.module))

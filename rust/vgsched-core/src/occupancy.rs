@@ -207,8 +207,8 @@ impl<'a> Occupancy<'a> {
             .wave_slots
             .min(fit(topo.vgpr_blocks, needs.wave.vgpr))
             .min(fit(topo.sgpr_blocks, needs.wave.sgpr));
-        let capacity = per_unit as u64 * topo.units_per_module as u64;
-        if !independent && (needs.waves as u64) > capacity {
+        let capacity = u64::from(per_unit) * u64::from(topo.units_per_module);
+        if !independent && u64::from(needs.waves) > capacity {
             return Err(FitError::GroupTooBig);
         }
         Ok(())
@@ -324,7 +324,7 @@ impl<'a> Occupancy<'a> {
         for &unit in &wave_units[..waves] {
             *per_unit
                 .get_mut(unit as usize)
-                .filter(|_| (unit as u32) < self.topo.units_per_module)? += 1;
+                .filter(|_| u32::from(unit) < self.topo.units_per_module)? += 1;
         }
         let mut starts = [(0u32, 0u32); MAX_UNITS_PER_MODULE];
         for (unit, &count) in per_unit
@@ -379,7 +379,7 @@ impl<'a> Occupancy<'a> {
     }
 
     fn change_wave(&mut self, module: u32, w: &WaveSlot, need: &WaveNeeds, take: bool) {
-        let unit = w.unit as u32;
+        let unit = u32::from(w.unit);
         let fill = if take { set_range } else { clear_range };
         let vgpr = self.layout.vgpr(module, unit);
         fill(
@@ -428,7 +428,7 @@ impl<'a> Occupancy<'a> {
         for unit in 0..t.units_per_module {
             r.vgpr += largest(self.vgpr_map(module, unit), t.vgpr_blocks);
             r.sgpr += largest(self.sgpr_map(module, unit), t.sgpr_blocks);
-            r.waves += (t.wave_slots - self.unit_waves(module, unit).min(t.wave_slots)) as u64;
+            r.waves += u64::from(t.wave_slots - self.unit_waves(module, unit).min(t.wave_slots));
         }
         r
     }

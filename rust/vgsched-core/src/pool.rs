@@ -91,7 +91,10 @@ impl Weight {
         if self.is_infinite() {
             return u64::MAX;
         }
-        div_sat(self.lifetime_ns as u128 * 1000, self.runtime_ns as u128)
+        div_sat(
+            u128::from(self.lifetime_ns) * 1000,
+            u128::from(self.runtime_ns),
+        )
     }
 }
 
@@ -102,8 +105,8 @@ impl Ord for Weight {
             (true, false) => Ordering::Greater,
             (false, true) => Ordering::Less,
             // l1/r1 vs l2/r2 with r1, r2 > 0: each product is below 2^128.
-            (false, false) => (self.lifetime_ns as u128 * other.runtime_ns as u128)
-                .cmp(&(other.lifetime_ns as u128 * self.runtime_ns as u128)),
+            (false, false) => (u128::from(self.lifetime_ns) * u128::from(other.runtime_ns))
+                .cmp(&(u128::from(other.lifetime_ns) * u128::from(self.runtime_ns))),
         }
     }
 }
@@ -138,7 +141,7 @@ pub fn div_sat(num: u128, den: u128) -> u64 {
         return n / d;
     }
     // The quotient needs more than 64 bits exactly when num >= den * 2^64.
-    if den <= u64::MAX as u128 && (num >> 64) >= den {
+    if den <= u128::from(u64::MAX) && (num >> 64) >= den {
         return u64::MAX;
     }
     let (mut n, mut rem, mut quot) = (num, 0u128, 0u128);

@@ -169,7 +169,7 @@ pub fn fragmented(rng: &mut Rng, map: &mut [u64], nbits: usize, runs: Runs) {
 pub fn fnv1a(map: &[u64], mut hash: u64) -> u64 {
     for w in map {
         for b in w.to_le_bytes() {
-            hash = (hash ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+            hash = (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
         }
     }
     hash

@@ -95,7 +95,7 @@ pub fn slice_len(
     wc_milli: u64,
     wz_milli: u128,
 ) -> u64 {
-    let t0 = params.t0_ns as u128;
+    let t0 = u128::from(params.t0_ns);
     let n = n_loaded as u128;
     let tc = if wz_milli == 0 {
         match formula {
@@ -107,15 +107,15 @@ pub fn slice_len(
             // t0 × wc is exact in u128; if the × n overflows, scaling the
             // quotient instead is off by less than n ns.
             SliceFormula::Proportional => {
-                let part = t0 * wc_milli as u128;
+                let part = t0 * u128::from(wc_milli);
                 match part.checked_mul(n) {
                     Some(num) => div_sat(num, wz_milli),
-                    None => div_sat((div_sat(part, wz_milli) as u128).saturating_mul(n), 1),
+                    None => div_sat(u128::from(div_sat(part, wz_milli)).saturating_mul(n), 1),
                 }
             }
             // t0 × wz ≥ 2^128 with wc < 2^64 means tc ≥ 2^64, so saturating
             // the product still saturates the result correctly.
-            SliceFormula::Literal => div_sat(t0.saturating_mul(wz_milli), wc_milli as u128),
+            SliceFormula::Literal => div_sat(t0.saturating_mul(wz_milli), u128::from(wc_milli)),
         }
     };
     params.clamp(tc)
@@ -170,7 +170,7 @@ impl SliceSet {
         // At most n × 2^64, so the sum cannot overflow for any n.
         for w in weights {
             n_loaded += 1;
-            wz_milli += effective_milli(&w, standin_milli) as u128;
+            wz_milli += u128::from(effective_milli(&w, standin_milli));
         }
         Self {
             formula,

@@ -191,7 +191,7 @@ where
             });
         }
         let keeps = e.resident && e.slice_end_ns > now_ns;
-        fixed += keeps as usize;
+        fixed += usize::from(keeps);
         c.runnable = at_top && !keeps;
     }
     let k = select(

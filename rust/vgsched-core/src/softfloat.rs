@@ -30,7 +30,7 @@ fn is_zero(x: u32) -> bool {
 /// Splits a finite, non-zero value into `(m, e)` with value `m * 2^e`.
 fn unpack(x: u32) -> (u64, i32) {
     let exp = ((x >> 23) & 0xff) as i32;
-    let frac = (x & 0x7f_ffff) as u64;
+    let frac = u64::from(x & 0x7f_ffff);
     if exp == 0 {
         (frac, 1 - 150)
     } else {
@@ -53,7 +53,7 @@ fn pack(sign: u32, mut e: i32, mut m: u64) -> u32 {
     } else {
         (40 + 1 - biased).min(127) as u32
     };
-    let wide = m as u128;
+    let wide = u128::from(m);
     let mut mant = (wide >> shift) as u64;
     let rem = wide & ((1u128 << shift) - 1);
     let half = 1u128 << (shift - 1);
@@ -162,7 +162,7 @@ pub fn from_i32(x: i32) -> u32 {
         return 0;
     }
     let sign = if x < 0 { SIGN } else { 0 };
-    pack(sign, 0, x.unsigned_abs() as u64)
+    pack(sign, 0, u64::from(x.unsigned_abs()))
 }
 
 /// Converts to `i32` truncating toward zero; out-of-range values saturate

@@ -136,19 +136,19 @@ impl Topology {
     pub fn cycles_to_ns(&self, cycles: u64) -> u64 {
         // No u128 division: the kernel's compiler builtins panic on it.
         // Saturates only beyond 5 hours at 1 kHz, far past any timeout.
-        cycles.saturating_mul(1_000_000) / self.clock_khz.max(1) as u64
+        cycles.saturating_mul(1_000_000) / u64::from(self.clock_khz.max(1))
     }
 
     /// The clock cycle at monotonic time `ns`: where the modeled clock
     /// stands. Exact and overflow-free for any `ns` (no u128 division).
     pub fn ns_to_cycles(&self, ns: u64) -> u64 {
-        let khz = self.clock_khz as u64;
+        let khz = u64::from(self.clock_khz);
         (ns / 1_000_000) * khz + (ns % 1_000_000) * khz / 1_000_000
     }
 
     /// The job timeout in clock cycles: a wave is stopped there.
     pub fn timeout_cycles(&self) -> u64 {
-        self.job_timeout_ms as u64 * self.clock_khz as u64
+        u64::from(self.job_timeout_ms) * u64::from(self.clock_khz)
     }
 }
 

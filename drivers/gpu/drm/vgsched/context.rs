@@ -100,11 +100,12 @@ impl Context {
         if priority >= PRIORITY_LEVELS {
             return Err(EINVAL);
         }
-        // SAFETY: `capable()` only reads the current task's credentials.
-        if priority < PRIORITY_NORMAL_FIRST
-            && !unsafe { bindings::capable(bindings::CAP_SYS_NICE as i32) }
-        {
-            return Err(EPERM);
+        if priority < PRIORITY_NORMAL_FIRST {
+            // SAFETY: `capable()` only reads the current task's credentials.
+            let nice = unsafe { bindings::capable(bindings::CAP_SYS_NICE as i32) };
+            if !nice {
+                return Err(EPERM);
+            }
         }
         // INVARIANT: checked above.
         Arc::pin_init(

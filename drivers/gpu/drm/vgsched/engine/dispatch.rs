@@ -459,12 +459,12 @@ impl Engine {
     /// Every resource of an idle module, the scale of module choice's scores.
     fn capacity(&self) -> FreeResources {
         let t = &self.topology;
-        let units = t.units_per_module as u64;
+        let units = u64::from(t.units_per_module);
         FreeResources {
-            vgpr: units * t.vgpr_blocks as u64,
-            sgpr: units * t.sgpr_blocks as u64,
-            shared: t.shared_mem_blocks as u64,
-            waves: units * t.wave_slots as u64,
+            vgpr: units * u64::from(t.vgpr_blocks),
+            sgpr: units * u64::from(t.sgpr_blocks),
+            shared: u64::from(t.shared_mem_blocks),
+            waves: units * u64::from(t.wave_slots),
         }
     }
 }

@@ -83,9 +83,8 @@ impl Signalling {
     /// Begins a section.
     pub(super) fn begin() -> Self {
         // SAFETY: No preconditions.
-        Self {
-            cookie: unsafe { vgsched_fence_begin_signalling() },
-        }
+        let cookie = unsafe { vgsched_fence_begin_signalling() };
+        Self { cookie }
     }
 }
 
