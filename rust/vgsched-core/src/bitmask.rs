@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Contiguous free runs in resource bitmaps (SEEDS C4–C7).
+//! The resource finder: contiguous free runs in resource bitmaps.
 //!
 //! First-class resources (register blocks, shared memory) are allocated as
 //! one contiguous range, so dispatch needs, per resource, the largest free
@@ -13,15 +13,15 @@
 //! bits beyond the end of the slice count as in use. Starts and lengths are
 //! in bits (blocks).
 //!
-//! The exact finders apply the document's shift-and-AND (C4) to a whole
+//! The exact finders apply the shift-and-AND of the design document to a whole
 //! word at once: with `f` the free bits of a word, `f & (f >> 1)` marks the
 //! starts of free pairs, `& (.. >> 2)` of runs of four, and so on, so a run
 //! of `k` costs O(log k) word operations per word. Runs crossing word
 //! boundaries are carried from word to word as a count of trailing free
-//! bits. The grouped (C5) and sampled (C6) variants trade misses for the
+//! bits. The grouped and sampled variants trade misses for the
 //! cheaper hardware the document describes and are kept so that their miss
 //! rates can be measured against the exact finder; [`PackedFinder`] is the
-//! time-multiplexed finder of C7.
+//! time-multiplexed (packed) finder.
 
 /// Number of `u64` words a bitmap of `nbits` bits needs.
 pub const fn map_words(nbits: usize) -> usize {
@@ -45,7 +45,7 @@ fn free_word(map: &[u64], nbits: usize, i: usize) -> u64 {
     }
 }
 
-/// Keeps only the whole free groups of `1 << shift` bits (C5): AND-reduce
+/// Keeps only the whole free groups of `1 << shift` bits: AND-reduce
 /// each aligned group, then spread the result back over the group, so the
 /// exact finders can run unchanged on the result.
 fn whole_groups(f: u64, shift: u32) -> u64 {
@@ -190,7 +190,7 @@ fn largest_run(map: &[u64], nbits: usize, shift: u32) -> Option<(usize, usize)> 
 
 /// Start and length of the longest run of free bits among the first
 /// `nbits`; the lowest start among runs of equal length. `None` when no bit
-/// is free. Exact (C4), word-parallel.
+/// is free. Exact, word-parallel.
 pub fn largest_free_run(map: &[u64], nbits: usize) -> Option<(usize, usize)> {
     largest_run(map, nbits, 0)
 }
@@ -198,7 +198,7 @@ pub fn largest_free_run(map: &[u64], nbits: usize) -> Option<(usize, usize)> {
 /// Lowest start of `len` consecutive free bits among the first `nbits`,
 /// `None` if there is none. A length of 0 always gives `Some(0)`: an empty
 /// range fits anywhere, which keeps "need <= largest run" and "a start is
-/// found" the same test. Exact (C4), word-parallel.
+/// found" the same test. Exact, word-parallel.
 pub fn first_free_run(map: &[u64], nbits: usize, len: usize) -> Option<usize> {
     first_run(map, nbits, len, 0)
 }
@@ -251,9 +251,9 @@ pub fn clear_range(map: &mut [u64], start: usize, len: usize) {
 /// report one that does not: every range they return is really free.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FinderKind {
-    /// Exact answers (C4).
+    /// Exact answers.
     Exact,
-    /// Grouped variant (C5): the map is cut into aligned groups of `group`
+    /// Grouped variant: the map is cut into aligned groups of `group`
     /// bits, a group counts as free only when all its bits are, and runs
     /// are made of whole free groups. Lengths are rounded up to a multiple
     /// of `group` and starts are multiples of `group`. The document
@@ -264,7 +264,7 @@ pub enum FinderKind {
         /// Bits per group.
         group: u32,
     },
-    /// Sampled variant (C6): only windows whose length is a power of two
+    /// Sampled variant: only windows whose length is a power of two
     /// are tried, i.e. exactly the terms the doubling trick produces, so
     /// the largest run is reported rounded down to a power of two and a
     /// request for `len` bits looks for `len.next_power_of_two()`. The
@@ -336,7 +336,7 @@ pub fn finds_largest(kind: FinderKind, map: &[u64], nbits: usize) -> Option<(usi
     }
 }
 
-/// Width of the time-multiplexed finder's word (C7's `E`).
+/// Width of the time-multiplexed finder's word (`E` in the design document).
 pub const PACK_WIDTH: usize = 128;
 /// Most resource bitmaps one [`PackedFinder`] period holds: enough for all
 /// per-unit and per-module resources of one module.
@@ -351,7 +351,7 @@ fn span(lo: usize, n: usize) -> u128 {
     }
 }
 
-/// Time-multiplexed finder (C7): the free bits of several small bitmaps
+/// Time-multiplexed finder: the free bits of several small bitmaps
 /// packed side by side into one 128-bit word and searched together.
 ///
 /// The doubling shifts run once over the whole word for every field. They

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What a context switch costs and when it may happen (SEEDS A).
+//! What a context switch costs and when it may happen (slot selection).
 //!
 //! Waves stop only at preemption points, a fixed grid of modeled time
 //! (`preemption_us`): the engine interprets each running wave up to the

@@ -1,33 +1,33 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The dispatcher's decisions (SEEDS C1–C3), apart from the resources
+//! Work-group dispatch decisions, apart from the resources
 //! they are about.
 //!
 //! Every runnable context is a FIFO *channel* whose head is its next
 //! work-group. In one dispatch round the heads of all channels are matched
 //! against all execution modules at once ([`super::occupancy`]); every head
 //! that fits somewhere is a candidate and the candidate of highest priority
-//! is dispatched (C1), so a big work-group that fits nowhere does not hold
+//! is dispatched, so a big work-group that fits nowhere does not hold
 //! back smaller ones behind it. Between equal candidates each channel keeps
 //! a *selected* mark per priority band, which makes the choice round-robin
-//! with a random order ([`pick`]). The priority order itself rotates (C2):
+//! with a random order ([`pick`]). The priority order itself rotates (rotation windows):
 //! a period is cut into [`BANDS`] windows of decreasing length, and during
 //! window `y` band `y` counts as the highest ([`Rotation`]), so low bands
 //! are served in every period however much high-priority work arrives.
 //! When no head fits anywhere, failed rounds are counted; past a threshold
 //! the heads whose work-groups are independent are split into one-wave
-//! pieces of the lowest band that can fill the gaps (C3, [`SplitTrigger`]).
+//! pieces of the lowest band that can fill the gaps ([`SplitTrigger`]).
 
 use super::bitmask::FinderKind;
 use super::module_choice::ModuleChoice;
 use super::rng::Rng;
 use super::topology::ParamError;
 
-/// Priority bands of work-groups (SEEDS C2's `S`, equal to the number of
+/// Priority bands of work-groups (equal to the number of
 /// rotation windows `Y`). Band 0 comes first.
 pub const BANDS: usize = 4;
 
-/// The band of the one-wave pieces of a split work-group (C3).
+/// The band of the one-wave pieces of a split work-group.
 pub const LOWEST_BAND: u8 = BANDS as u8 - 1;
 
 /// Relative lengths of the rotation windows `T1..TY`, decreasing: band 0
@@ -37,23 +37,23 @@ pub const WINDOW_SHARES: [u64; BANDS] = [8, 4, 2, 1];
 /// Policy settings of the dispatcher, from module parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DispatchParams {
-    /// Rotation period of the priority windows (C2), in modeled cycles.
+    /// Rotation period of the priority windows, in modeled cycles.
     pub rotation_period_cycles: u64,
     /// Failed rounds (modeled cycles in which no head fits anywhere) after
-    /// which independent heads are split (C3).
+    /// which independent heads are split.
     pub split_after_rounds: u64,
-    /// How far back C10 counts instructions (`Nx`), in modeled cycles.
+    /// How far back module choice counts instructions (`Nx`), in modeled cycles.
     pub power_window_cycles: u64,
-    /// How the execution module of a work-group is chosen (C9/C10).
+    /// How the execution module of a work-group is chosen (module choice).
     pub choice: ModuleChoice,
-    /// Which resource finder hands out ranges (C4, or C5/C6 to compare).
+    /// Which resource finder hands out ranges (exact, or grouped/sampled to compare).
     pub finder: FinderKind,
 }
 
 impl DispatchParams {
     /// The document's threshold of 256 failed rounds and window of 1024
     /// cycles, a 15 000-cycle rotation period (15 ms at the default 1 MHz
-    /// clock: windows of 8, 4, 2 and 1 ms), C10 module choice and the
+    /// clock: windows of 8, 4, 2 and 1 ms), module choice by recent power and the
     /// exact finder.
     pub const DEFAULT: Self = Self {
         rotation_period_cycles: 15_000,
@@ -119,7 +119,7 @@ impl DispatchParams {
     }
 }
 
-/// The rotating priority order of C2.
+/// The rotating priority order of the bands (rotation windows).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rotation {
     period: u64,
@@ -173,7 +173,7 @@ impl Rotation {
     }
 }
 
-/// Which band a dispatch decision promotes: C2's window band, or a band
+/// Which band a dispatch decision promotes: the rotation window's band, or a band
 /// whose window passed while no decision was taken.
 ///
 /// The engine decides only when something happens (a wave ends, work
@@ -184,7 +184,7 @@ impl Rotation {
 /// its window passed is *owed* a turn: the next decision promotes the
 /// band owed longest instead of the window's, until a work-group of that
 /// band is dispatched or it has no work left. When events do fall inside
-/// the windows this is exactly C2.
+/// the windows this is exactly the rotation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WindowDebts {
     /// Since when each band is owed a turn.
@@ -287,7 +287,7 @@ pub enum MarkUpdate {
     KeepOnlyWinner,
 }
 
-/// Chooses which candidate to dispatch (C1): the best rank under
+/// Chooses which candidate to dispatch: the best rank under
 /// `promoted`; among those, a random channel not yet marked for that band,
 /// or a random one of them all if all are marked. Returns the index into
 /// `candidates`, its band and how to update the marks; `None` if empty.
@@ -317,7 +317,7 @@ pub fn pick(candidates: &[Candidate], promoted: u8, rng: &mut Rng) -> Option<(us
     Some((winner, update))
 }
 
-/// Counts failed dispatch rounds and says when to split (C3).
+/// Counts failed dispatch rounds and says when to split.
 ///
 /// The hardware of the document runs one round per clock; the engine only
 /// looks when something happens, so a round is a modeled cycle and the
@@ -487,7 +487,7 @@ mod tests {
         // 12 and 24 fall in the windows of bands 2 and 1 (which have no
         // work, so band 0 wins those decisions).
         assert_eq!(promoted, [0, 0, 2, 3, 1]);
-        // Decisions inside the windows: exactly C2, nothing owed.
+        // Decisions inside the windows: exactly the rotation, nothing owed.
         let mut d = WindowDebts::new();
         for t in 0..45 {
             d.update(&r, t, [true; BANDS]);

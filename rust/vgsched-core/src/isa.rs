@@ -34,7 +34,7 @@ pub const INSTR_BYTES: usize = 8;
 // The interpreter reads `rb` as a register even when it is a binding slot.
 const _: () = assert!(MAX_BINDINGS <= NUM_REGS);
 
-/// Instruction classes, as SEEDS C10 counts them for power estimates.
+/// Instruction classes, as module choice counts them for power estimates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Class {

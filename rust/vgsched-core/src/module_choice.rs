@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Choosing the execution module for a work-group among those it fits on:
-//! by remaining resources (SEEDS C9), by recent power (C10, the default)
+//! by remaining resources, by recent power (the default)
 //! or by a weighted mix of the two.
 //!
-//! C10 needs each module's weighted instruction count over the last `Nx`
+//! Choosing by recent power needs each module's weighted instruction count over the last `Nx`
 //! cycles. The engine interprets a wave all at once when it places it, but
 //! in modeled time the wave issues its instructions over its whole
 //! interval; [`PowerWindow`] spreads them evenly over that interval, so a
@@ -23,7 +23,7 @@ use core::cmp::Reverse;
 use super::exec::Counters;
 use super::isa::NUM_CLASSES;
 
-/// Energy weight `bs` of one instruction of each class (C10's `TB = Σ bs ×
+/// Energy weight `bs` of one instruction of each class (`TB = Σ bs ×
 /// cs`), indexed by `isa::Class as usize`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PowerWeights {
@@ -59,7 +59,7 @@ impl Default for PowerWeights {
     }
 }
 
-/// The default C10 window `Nx`, in cycles.
+/// The default recent-power window `Nx`, in cycles.
 pub const DEFAULT_WINDOW_CYCLES: u64 = 1024;
 
 /// Buckets in a [`PowerWindow`]'s ring.
@@ -69,7 +69,7 @@ const BUCKETS: u64 = 16;
 const FRAC_BITS: u32 = 16;
 
 /// The weighted instructions one module issued over roughly the last `Nx`
-/// cycles (C10's `TB`), for a module whose waves each issue at a constant
+/// cycles (`TB` in the design document), for a module whose waves each issue at a constant
 /// rate over their modeled interval.
 ///
 /// Time is in cycles and is split into buckets of `w = Nx / 16` cycles
@@ -228,7 +228,7 @@ impl Default for PowerWindow {
     }
 }
 
-/// Resource amounts on one module, for C9's remaining-resource score.
+/// Resource amounts on one module, for the free-resource score.
 ///
 /// As remaining amounts: for the first-class resources the largest
 /// contiguous free run, summed over the module's units for registers, the
@@ -246,7 +246,7 @@ pub struct FreeResources {
     pub waves: u64,
 }
 
-/// C9's per-resource weights `ah`.
+/// The free-resource score's per-resource weights `ah`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FreeWeights {
     /// Weight of vector register blocks.
@@ -291,7 +291,7 @@ fn per_1024(value: u64, max: u64) -> u64 {
         .unwrap_or(0)
 }
 
-/// C9's `TA = Σh ah × rh`, each remaining amount `rh` taken as its share of
+/// The free-resource score `TA = Σh ah × rh`, each remaining amount `rh` taken as its share of
 /// the capacity in 1/1024ths so that blocks of different resources are
 /// comparable. A resource of capacity 0 contributes 0; a remaining amount
 /// above the capacity counts as the capacity.
@@ -311,9 +311,9 @@ pub fn free_score(rem: &FreeResources, cap: &FreeResources, w: &FreeWeights) -> 
 /// How the dispatcher picks among the modules a work-group fits on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ModuleChoice {
-    /// C9: the most free resources.
+    /// The most free resources.
     FreeResources,
-    /// C10: the least recent power. The document's claimed embodiment.
+    /// The least recent power: the design document's preferred choice.
     #[default]
     RecentPower,
     /// Both, weighted: the smallest `power_weight × power − free_weight ×
@@ -328,8 +328,8 @@ pub enum ModuleChoice {
 }
 
 impl ModuleChoice {
-    /// The choice a module parameter's value selects: 0 recent power (C10),
-    /// 1 free resources (C9), 2 both with equal weights; `None` otherwise.
+    /// The choice a module parameter's value selects: 0 recent power,
+    /// 1 free resources, 2 both with equal weights; `None` otherwise.
     pub fn from_param(v: u32) -> Option<Self> {
         match v {
             0 => Some(Self::RecentPower),
@@ -348,9 +348,9 @@ impl ModuleChoice {
 pub struct ModuleScore {
     /// Module index; the lowest wins the last ties.
     pub module: u32,
-    /// C9 score, [`free_score`]: larger is more free.
+    /// Free-resource score, [`free_score`]: larger is more free.
     pub free: u64,
-    /// C10 score, [`PowerWindow::recent`]: larger is more power.
+    /// Recent-power score, [`PowerWindow::recent`]: larger is more power.
     pub power: u64,
 }
 
@@ -497,7 +497,7 @@ mod tests {
         }
     }
 
-    /// Naive C10: scan, keeping the first best by power, free, module.
+    /// Naive least-recent-power choice: scan, keeping the first best by power, free, module.
     fn ref_power(c: &[ModuleScore]) -> Option<u32> {
         let mut best: Option<ModuleScore> = None;
         for &x in c {
@@ -516,7 +516,7 @@ mod tests {
         best.map(|b| b.module)
     }
 
-    /// Naive C9: scan, keeping the first best by free, power, module.
+    /// Naive most-free-resources choice: scan, keeping the first best by free, power, module.
     fn ref_free(c: &[ModuleScore]) -> Option<u32> {
         let mut best: Option<ModuleScore> = None;
         for &x in c {

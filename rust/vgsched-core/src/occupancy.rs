@@ -5,7 +5,7 @@
 //!
 //! A work-group runs on one execution module (its waves share the module's
 //! shared memory); each of its waves occupies one wave slot and a range of
-//! vector and of scalar register blocks on one unit of that module. SEEDS C
+//! vector and of scalar register blocks on one unit of that module. The design document
 //! calls registers and shared memory *first-class* resources: they must be
 //! allocated contiguously, so each is a bitmap searched with the resource
 //! finder ([`super::bitmask`]) and handed out as start + count. Wave slots
@@ -185,7 +185,7 @@ impl<'a> Occupancy<'a> {
     /// Checks that a work-group with `needs` fits an idle module, so it is
     /// worth queueing. With `independent`, only one wave (plus the shared
     /// memory) must fit: the dispatcher may split such a group into
-    /// single-wave pieces (SEEDS C3).
+    /// single-wave pieces (splitting).
     pub fn check_fits(
         topo: &Topology,
         needs: &GroupNeeds,
@@ -413,7 +413,7 @@ impl<'a> Occupancy<'a> {
         clear_range(&mut self.words[range], start as usize, len as usize);
     }
 
-    /// What remains free on `module`, for choosing between modules (C9):
+    /// What remains free on `module`, for choosing between modules (module choice):
     /// first-class resources as largest contiguous runs (summed over the
     /// units for per-unit ones), wave slots as a count.
     pub fn remaining(&self, module: u32) -> FreeResources {

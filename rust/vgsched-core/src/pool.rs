@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Stage 1 of SEEDS A: choosing which contexts go into the hardware slots.
+//! Slot selection: choosing which contexts go into the hardware slots.
 //!
 //! Only runnable contexts at the highest (numerically lowest) priority level
 //! that has any runnable context are candidates; lower levels wait, however
@@ -15,7 +15,7 @@
 
 use core::cmp::Ordering;
 
-/// Lowest priority: priorities are 4 bits, 0 being the highest (SEEDS A.1).
+/// Lowest priority: priorities are 4 bits, 0 being the highest (the design document's 16 levels).
 pub const LOWEST_PRIORITY: u8 = 15;
 
 /// A context as stage 1 sees it.
@@ -299,7 +299,7 @@ mod tests {
 
     #[test]
     fn eleven_contexts_level_three_wins() {
-        // SEEDS A: 5 at priority 3, 6 at priority 5, L large.
+        // The design document's example: 5 at priority 3, 6 at priority 5, L large.
         let mut c = [cand(0, 0, 0, 0); 11];
         for (i, x) in c.iter_mut().enumerate() {
             let level = if i % 2 == 0 && i < 10 { 3 } else { 5 };
@@ -314,7 +314,7 @@ mod tests {
 
     #[test]
     fn seven_contexts_level_two_wins() {
-        // SEEDS A: 2 at level 2, 4 at level 4, 1 at level 10.
+        // The design document's example: 2 at level 2, 4 at level 4, 1 at level 10.
         let levels = [4, 10, 2, 4, 4, 2, 4];
         let mut c = [cand(0, 0, 0, 0); 7];
         for (i, x) in c.iter_mut().enumerate() {
@@ -431,7 +431,7 @@ mod tests {
         assert_eq!(select(&c, 100, 2, &mut out), 2);
     }
 
-    /// SEEDS A.6: when a level has more contexts than slots, its other
+    /// The design document's rule: when a level has more contexts than slots, its other
     /// contexts compete next, before any lower level, even one whose
     /// contexts never ran (infinite weights, larger than every other); only
     /// once the level has no runnable context does the next one compete.

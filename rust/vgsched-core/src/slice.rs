@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Stage 2 of SEEDS A: how long each loaded context runs per turn.
+//! Time slices: how long each loaded context runs per turn.
 //!
 //! The document's formula `tc = t0 × wz ÷ wc` gives a larger weight a
 //! shorter slice, against its stated intent, so both readings exist and are

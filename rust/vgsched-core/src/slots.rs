@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! SEEDS A as one decision: which contexts hold the `L` hardware slots, and
+//! Slot selection as one decision: which contexts hold the `L` hardware slots, and
 //! for how long.
 //!
 //! Resident contexts are the dispatcher's channels and run side by side;
@@ -488,7 +488,7 @@ mod tests {
         assert_eq!(residents(&e), 0b011);
     }
 
-    /// SEEDS A.6 through the decision itself: seven contexts of level 1,
+    /// The design document's draining rule through the decision itself: seven contexts of level 1,
     /// each with one slice of work, and three of level 2, on four slots.
     /// Level 1 takes its turns first (four, then the other three with the
     /// fourth slot left free), and level 2 runs only once level 1 is done.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Balanced waves over the units of one execution module (SEEDS C8).
+//! Balanced waves over the units of one execution module (wave balancing).
 //!
 //! A work-group of `wx` waves runs on one module of `Q` units. The split
 //! table gives every unit `wx div Q` waves and the `wx mod Q` remainder

@@ -10,11 +10,11 @@
 /// resource bitmaps stay within what the resource finder is tested for
 /// (4096 bits) and the device stays small enough to model in software.
 pub mod limits {
-    /// Execution modules (SEEDS "AP") per device.
+    /// Execution modules (the design document's "AP") per device.
     pub const MODULES: (u32, u32) = (1, 64);
-    /// Execution units (SEEDS "PEU") per module.
+    /// Execution units (the design document's "PEU") per module.
     pub const UNITS_PER_MODULE: (u32, u32) = (1, 16);
-    /// Hardware context slots (SEEDS A's `L`).
+    /// Hardware context slots (`L` of slot selection).
     pub const HW_SLOTS: (u32, u32) = (1, 64);
     /// Base time slice `t0` in microseconds: 100 us to 1 s.
     pub const TIME_SLICE_US: (u32, u32) = (100, 1_000_000);

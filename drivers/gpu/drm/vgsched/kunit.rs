@@ -300,7 +300,7 @@ mod exec {
     }
 }
 
-/// The bitmask resource finder (SEEDS C4), checked inside the kernel against
+/// The bitmask resource finder, checked inside the kernel against
 /// a bit-by-bit scan: the same code the host tests check, under the
 /// kernel's compiler flags (overflow checks, no 128-bit division helpers).
 #[kernel::macros::kunit_tests(vgsched_bitmask)]
@@ -425,7 +425,7 @@ mod finder_bench {
     }
 }
 
-/// SEEDS A's decision in the kernel: the document's examples, with the
+/// Slot selection in the kernel: the design document's examples, with the
 /// weights' 128-bit products and the slice formulas built by the kernel's
 /// compiler (which refuses 128-bit division: `div_sat` must avoid it).
 #[kernel::macros::kunit_tests(vgsched_slots)]

@@ -112,11 +112,11 @@ module! {
         },
         module_choice: u32 {
             default: 0,
-            description: "Execution module choice: 0 least recent power (C10), 1 most free resources (C9), 2 both",
+            description: "Execution module choice: 0 least recent power, 1 most free resources, 2 both",
         },
         finder: u32 {
             default: 0,
-            description: "Resource finder: 0 exact, 1 grouped by 4 (C5), 2 sampled (C6)",
+            description: "Resource finder: 0 exact, 1 grouped by 4, 2 sampled",
         },
         rotation_period_cycles: u64 {
             default: 15000,
@@ -128,7 +128,7 @@ module! {
         },
         power_window_cycles: u64 {
             default: 1024,
-            description: "Window of the recent-power count of C10, modeled cycles (16-2^24)",
+            description: "Window of the recent-power count of module choice, modeled cycles (16-2^24)",
         },
         slice_formula: u32 {
             default: 0,
@@ -169,7 +169,7 @@ fn dispatch_params() -> Result<DispatchParams> {
     .map_err(invalid_parameter)
 }
 
-/// Reads the context scheduler's settings (SEEDS A).
+/// Reads the settings of slot selection and time slices.
 fn sched_params(topology: &Topology) -> Result<SchedParams> {
     SchedParams::from_params(
         topology,
