@@ -119,6 +119,7 @@ use crate::{
             self,
             Weight, //
         },
+        progress::JobProgress,
         rng::Rng,
         slice::SliceFormula,
         slots::{
@@ -147,15 +148,6 @@ use sync::{
 /// in an emulated guest: the bound on how long another client waits for
 /// the lock behind the interpreter, whatever the programs do.
 const INTERPRET_BUDGET: u64 = 4096;
-
-/// The one-wave pieces of a split work-group still to place.
-#[derive(Clone, Copy)]
-struct SplitGroup {
-    /// The work-group that was split.
-    group: u32,
-    /// Its next wave to place.
-    next_wave: u32,
-}
 
 /// A waiter on a job's in-fence that queues the engine's work item when the
 /// fence signals. It holds a reference to the engine, so the callback can
@@ -199,17 +191,10 @@ struct Job {
     _waiter: Option<JobWaiter>,
     /// The in-fence (if any) has signalled without error.
     in_fence_done: bool,
-    /// Next whole work-group to place.
-    next_group: u32,
-    /// A work-group being placed wave by wave, after a split.
-    split: Option<SplitGroup>,
-    /// Work-groups (or pieces) placed and not yet retired.
-    groups_running: u32,
-    /// Work-groups (or pieces) stopped and waiting in the save area.
-    groups_saved: u32,
-    /// First error (negative errno), 0 while all is well; `-ETIME` means
-    /// it hung, and only a hang sets that.
-    error: i32,
+    /// How far its grid has got: units (work-groups or pieces of split
+    /// ones) placed, running and saved, and its first error (`-ETIME`
+    /// means it hung, and only a hang sets that).
+    progress: JobProgress,
     /// Thread state for the waves it can have on the device at once,
     /// allocated at submission; a wave takes one and gives it back.
     lanes: KVec<KVVec<Lane>>,
@@ -233,6 +218,7 @@ impl Job {
         topology: &Topology,
     ) -> Result<Self> {
         let grid = &spec.grid;
+        let progress = JobProgress::for_grid(grid);
         let all_waves = u64::from(grid.groups).saturating_mul(u64::from(grid.waves_per_group));
         let wave_slots =
             u64::from(topology.total_units()).saturating_mul(u64::from(topology.wave_slots));
@@ -251,11 +237,7 @@ impl Job {
             spec,
             _waiter: waiter,
             in_fence_done: false,
-            next_group: 0,
-            split: None,
-            groups_running: 0,
-            groups_saved: 0,
-            error: 0,
+            progress,
             lanes,
             saved: KVec::with_capacity(live, GFP_KERNEL)?,
             saved_waves: KVec::with_capacity(live, GFP_KERNEL)?,
@@ -264,21 +246,17 @@ impl Job {
 
     /// The job ran past the timeout: its context turns guilty.
     fn hung(&self) -> bool {
-        self.error == ETIME.to_errno()
+        self.progress.error() == ETIME.to_errno()
     }
 
     /// The job needs nothing more from the device.
     fn is_finished(&self) -> bool {
-        self.groups_running == 0
-            && (self.error != 0
-                || (self.next_group == self.spec.grid.groups
-                    && self.split.is_none()
-                    && self.groups_saved == 0))
+        self.progress.is_finished()
     }
 
     /// The job could place a work-group (or a piece of one) if it fits.
     fn has_groups_to_place(&self) -> bool {
-        self.error == 0 && (self.split.is_some() || self.next_group < self.spec.grid.groups)
+        self.progress.has_groups_to_place()
     }
 
     /// Gives a wave's thread state back for the next wave.
@@ -1136,7 +1114,8 @@ impl Engine {
                     job.return_lanes(core::mem::take(&mut w.lanes));
                 }
                 if g.waves_left == 1 {
-                    job.groups_running = job.groups_running.saturating_sub(1);
+                    // A group's last wave retires once: its job runs it.
+                    warn_on!(job.progress.retire().is_err());
                     if g.saved_waves > 0 {
                         // Its last wave left the device: it may be restored.
                         let same = |s: &&mut SavedGroup| {
@@ -1183,8 +1162,9 @@ impl Engine {
                     break;
                 };
                 q.completed += 1;
-                job.fence.signal(job.error);
-                match job.error {
+                let error = job.progress.error();
+                job.fence.signal(error);
+                match error {
                     0 => totals.jobs_done += 1,
                     _ if job.hung() => totals.jobs_hung += 1,
                     e if e == EFAULT.to_errno() => totals.jobs_faulted += 1,
@@ -1196,9 +1176,7 @@ impl Engine {
                     // runs.
                     q.guilty = true;
                     for later in q.jobs.iter_mut() {
-                        if later.error == 0 {
-                            later.error = ECANCELED.to_errno();
-                        }
+                        later.progress.fail(ECANCELED.to_errno());
                     }
                 }
                 // Room checked above.
@@ -1233,7 +1211,7 @@ impl Engine {
                 true
             }
             _ => {
-                job.error = ECANCELED.to_errno();
+                job.progress.fail(ECANCELED.to_errno());
                 false
             }
         }

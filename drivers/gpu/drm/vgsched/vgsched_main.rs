@@ -45,6 +45,7 @@ pub mod vgsched_core {
     pub mod module_choice;
     pub mod occupancy;
     pub mod pool;
+    pub mod progress;
     pub mod rng;
     pub mod sample_maps;
     pub mod slice;

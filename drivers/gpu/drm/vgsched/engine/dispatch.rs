@@ -26,7 +26,6 @@ use super::{
     EngineState,
     RunningGroup,
     RunningWave,
-    SplitGroup,
     WavePhase, //
 };
 use crate::vgsched_core::{
@@ -149,7 +148,9 @@ impl Engine {
                 continue;
             };
             if let Some(saved) = job.saved.first() {
-                if saved.complete {
+                // A failed job's saved groups never run again; it finishes
+                // once nothing of it is on the device.
+                if saved.complete && job.progress.error() == 0 {
                     let head = Head {
                         queue,
                         needs: saved.restore_needs(),
@@ -171,16 +172,19 @@ impl Engine {
                 continue;
             }
             let needs = job.spec.needs;
-            let head = match job.split {
-                Some(split) => Head {
+            let Some(unit) = job.progress.next_unit() else {
+                continue;
+            };
+            let head = match unit.piece {
+                true => Head {
                     queue,
                     needs: GroupNeeds { waves: 1, ..needs },
                     band: LOWEST_BAND,
-                    first_wave: split.next_wave,
+                    first_wave: unit.first_wave,
                     piece: true,
                     restore: false,
                 },
-                None => {
+                false => {
                     st.splittable_waiting |= job.spec.independent && needs.waves > 1;
                     Head {
                         queue,
@@ -255,12 +259,7 @@ impl Engine {
             let Some(job) = st.queues.get_mut(h.queue).and_then(|q| q.jobs.first_mut()) else {
                 continue;
             };
-            if job.spec.independent {
-                job.split = Some(SplitGroup {
-                    group: job.next_group,
-                    next_wave: 0,
-                });
-                job.next_group += 1;
+            if job.spec.independent && job.progress.split_next() {
                 st.totals.groups_split += 1;
                 any = true;
             }
@@ -341,7 +340,19 @@ impl Engine {
             },
             false => None,
         };
-        if fresh_short || (head.restore && saved_index.is_none()) {
+        // The unit the head stands for must be the job's next one.
+        let unit = match head.restore {
+            true => None,
+            false => match job.progress.next_unit() {
+                Some(u) if u.piece == head.piece && u.first_wave == head.first_wave => Some(u),
+                _ => {
+                    warn_on!(true);
+                    return false;
+                }
+            },
+        };
+        let failed = job.progress.error() != 0;
+        if fresh_short || (head.restore && (saved_index.is_none() || failed)) {
             warn_on!(true);
             return false;
         }
@@ -358,29 +369,19 @@ impl Engine {
                 .saturating_add(shared_state_bytes(&sg.needs));
             let restore_ns = self.topology.cycles_to_ns(transfer_cycles(bytes));
             q.switch_ns = q.switch_ns.saturating_add(restore_ns);
-            job.groups_saved = job.groups_saved.saturating_sub(1);
+            // Checked above: the job has not failed and this group is saved.
+            warn_on!(job.progress.restore().is_err());
             totals.groups_restored += 1;
             (sg.group, now.saturating_add(restore_ns))
         } else {
-            let group = match &mut job.split {
-                Some(split) if head.piece => {
-                    let group = split.group;
-                    split.next_wave += 1;
-                    if split.next_wave >= job.spec.needs.waves {
-                        job.split = None;
-                    }
-                    group
-                }
-                _ => {
-                    let group = job.next_group;
-                    job.next_group = job.next_group.saturating_add(1);
-                    group
-                }
+            let Some(unit) = unit else {
+                return false;
             };
+            // The next unit, checked above, of a job that has not failed.
+            warn_on!(job.progress.place(unit).is_err());
             totals.groups_dispatched += 1;
-            (group, now)
+            (unit.group, now)
         };
-        job.groups_running += 1;
         log.record(PlacementRecord {
             time_ns: now,
             client: q.ctx.client,
@@ -440,7 +441,7 @@ impl Engine {
             };
             // Once the job has failed its other waves need not run; they
             // give their resources back at once.
-            if job.error != 0 {
+            if job.progress.error() != 0 {
                 w.phase = WavePhase::Ended;
                 w.end_ns = now;
             }

@@ -347,13 +347,13 @@ impl Engine {
                 for job in q.jobs.iter() {
                     let js = JobSnapshot {
                         seqno: job.seqno,
-                        next_group: job.next_group,
+                        next_group: job.progress.next_group(),
                         groups: job.spec.grid.groups,
-                        running: job.groups_running,
+                        running: job.progress.running(),
                         band: job.spec.band,
-                        error: job.error,
+                        error: job.progress.error(),
                         independent: job.spec.independent,
-                        split: job.split.is_some(),
+                        split: job.progress.split().is_some(),
                         waits: job.spec.in_fence.is_some(),
                     };
                     snap.jobs.push_within_capacity(js).map_err(|_| ENOMEM)?;

@@ -115,9 +115,9 @@ impl Engine {
             q.entry.cand.runnable = match q.jobs.first_mut() {
                 None => false,
                 Some(job) => {
-                    job.error == 0
-                        && (job.groups_running > 0
-                            || job.groups_saved > 0
+                    job.progress.error() == 0
+                        && (job.progress.running() > 0
+                            || job.progress.saved() > 0
                             || (job.has_groups_to_place() && Self::ready(job)))
                 }
             };
@@ -259,7 +259,7 @@ impl Engine {
                 let Some(job) = q.jobs.first_mut() else {
                     continue;
                 };
-                if job.error != 0 {
+                if job.progress.error() != 0 {
                     w.phase = WavePhase::Ended;
                     w.end_ns = now;
                     changed += 1;
@@ -362,7 +362,7 @@ impl Engine {
             Some(WaveEnd::Done) | None => 0,
         };
         if error != 0 {
-            job.error = error;
+            job.progress.fail(error);
         }
         if step.end.is_some() {
             w.phase = WavePhase::Ended;
@@ -399,10 +399,14 @@ fn save_wave(w: &mut RunningWave, g: &RunningGroup, job: &mut Job) -> bool {
                 waves: 0,
                 first_wave: w.wave,
             };
-            if job.saved.push_within_capacity(group).is_err() {
+            // Room first, so the count and the list cannot disagree.
+            if job.saved.len() >= job.saved.capacity() || job.progress.start_saving().is_err() {
                 return false;
             }
-            job.groups_saved += 1;
+            if job.saved.push_within_capacity(group).is_err() {
+                warn_on!(true);
+                return false;
+            }
             job.saved.len() - 1
         }
     };
