@@ -37,8 +37,8 @@ def p_key(p):
 
 
 # Row labels of the dispatcher table, by mechanism.
-CHOICES = {"c10 recent power": "recent_power", "c9 free resources": "free_resources",
-           "mixed": "mixed", "c10": "recent_power"}
+CHOICES = {"recent power": "recent_power", "free resources": "free_resources",
+           "mixed": "mixed"}
 FINDERS = {"exact": "exact", "grouped by 4": "grouped", "sampled": "sampled"}
 
 

@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The work-group dispatcher (SEEDS C) through the uAPI, on the default
+ * The work-group dispatcher through the uAPI, on the default
  * device (4 modules x 4 units; 128 vector and 64 scalar register blocks
  * and 16 wave slots per unit; 48 shared blocks per module):
- *  - a big work-group that fits nowhere does not block smaller ones (C1);
+ *  - a big work-group that fits nowhere does not block smaller ones
+ *    (work-group dispatch matches every channel against all modules);
  *  - the lowest priority level is served while higher-priority work keeps
- *    the device full (C2's rotating windows);
+ *    the device full (rotation windows of the priority bands);
  *  - a blocked independent work-group is split and runs in the gaps, a
  *    dependent one waits; an independent one larger than a module runs
- *    split, a dependent one is refused (C3);
- *  - waves are spread evenly over units by the rotated split table (C8),
+ *    split, a dependent one is refused;
+ *  - waves are spread evenly over units by the rotated split table (wave
+ *    balancing),
  *    each unit's part of a work-group is one contiguous register range.
  * Every job's results are checked too.
  */
@@ -277,7 +279,7 @@ TEST_F(dispatch, waves_are_balanced_over_units_by_the_rotated_split_table)
 		int lo = 1 << 30, hi = 0;
 
 		ASSERT_EQ(3, p->waves);
-		/* C8: the combination starts where the module's pointer says. */
+		/* Wave balancing: the combination starts where the module's pointer says. */
 		ASSERT_EQ(next_start[p->module], p->wave[0].unit) TH_LOG("record %d", i);
 		for (unsigned int w = 0; w < p->waves; w++) {
 			/* Consecutive units, one wave each (3 < 4 units). */

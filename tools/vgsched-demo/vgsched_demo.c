@@ -244,7 +244,7 @@ static void dispatcher(int fd)
 	int status = 1;
 
 	CHECK(hi1 && hi2 && lo && fill && ind, "CTX_CREATE failed");
-	printf("\nthe dispatcher (SEEDS C): two contexts fill the device with top-priority work\n"
+	printf("\nthe work-group dispatcher: two contexts fill the device with top-priority work\n"
 	       "(2 x 150 work-groups of 4 waves x 32 vector blocks, 6 ms each), then a context\n"
 	       "submits one work-group at the lowest priority:\n");
 	struct drm_vgsched_submit h1 = slow_job(fd, hi1, &prog[0], &out[0], 6, 150, 4, 32);
@@ -329,8 +329,9 @@ static void slots(int fd, const struct drm_vgsched_gpu_info *info)
 	struct drm_vgsched_ctx_query q;
 	int status = 1;
 
-	printf("\nthe context scheduler (SEEDS A): %d contexts at priority 8, each with one\n"
-	       "300 ms job, compete for %u hardware slots (t0 %u us, proportional slices):\n",
+	printf("\nthe context scheduler (slot selection, time slices): %d contexts at\n"
+	       "priority 8, each with one 300 ms job, compete for %u hardware slots\n"
+	       "(t0 %u us, proportional slices):\n",
 	       N, info->hw_slots, info->time_slice_us);
 	for (int i = 0; i < N; i++) {
 		ctx[i] = vgsched_ctx_create(fd, 8);

@@ -232,7 +232,10 @@ enum drm_vgsched_sreg {
 	DRM_VGSCHED_SREG_LANE = 6,		/* thread index in its wave */
 };
 
-/** Instruction classes (SEEDS C10), as counted per execution module. */
+/**
+ * Instruction classes, as counted per execution module (for the module
+ * choice by recent power).
+ */
 enum drm_vgsched_isa_class {
 	DRM_VGSCHED_CLASS_MOVE = 0,	/* MOV, MOVI, SREG */
 	DRM_VGSCHED_CLASS_ALU = 1,	/* integer and float arithmetic, logic */
@@ -279,13 +282,13 @@ struct drm_vgsched_ctx_query {
 	 */
 	__u64 client_id;
 	/*
-	 * The context scheduler's view (SEEDS A, uAPI 1.2). A caller built
+	 * The context scheduler's view (uAPI 1.2). A caller built
 	 * against 1.1 passes the shorter struct and simply does not see these.
 	 */
 	/** @lifetime_ns: out: time since creation, at the query. */
 	__u64 lifetime_ns;
 	/**
-	 * @weight_milli: out: lifetime / runtime x 1000, the stage-1 weight;
+	 * @weight_milli: out: lifetime / runtime x 1000, the slot-selection weight;
 	 * ~0 (all bits set) while the context never ran (infinite weight).
 	 */
 	__u64 weight_milli;
@@ -302,13 +305,16 @@ struct drm_vgsched_ctx_query {
 };
 
 /* Flags of struct drm_vgsched_submit. */
-/** Work-groups of the job do not depend on each other (SEEDS C). */
+/**
+ * Work-groups of the job do not depend on each other, so the dispatcher
+ * may split blocked ones into waves.
+ */
 #define DRM_VGSCHED_SUBMIT_INDEPENDENT	(1u << 0)
 /** Wait for the sync_file in @in_fence_fd before the job starts. */
 #define DRM_VGSCHED_SUBMIT_IN_FENCE	(1u << 1)
 /** Return a sync_file of the job's completion in @out_fence_fd. */
 #define DRM_VGSCHED_SUBMIT_OUT_FENCE	(1u << 2)
-/** Work-group priority levels of the dispatcher (SEEDS C2's S). */
+/** Work-group priority levels (bands) of the dispatcher's rotation windows. */
 #define DRM_VGSCHED_GROUP_PRIORITIES	4
 #define DRM_VGSCHED_SUBMIT_FLAGS \
 	(DRM_VGSCHED_SUBMIT_INDEPENDENT | DRM_VGSCHED_SUBMIT_IN_FENCE | \

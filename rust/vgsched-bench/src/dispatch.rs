@@ -110,7 +110,7 @@ fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64) -> Measured {
     let mut wu = [0u8; 64];
     let start = Instant::now();
     for round in 0..rounds {
-        // Modeled time: a cycle per round, as in the document's hardware.
+        // Modeled time: a cycle per round, as in the modeled hardware.
         let now = round;
         let mut occ = Occupancy::new(&topo, &mut words, &mut slots)
             .unwrap()
@@ -202,12 +202,12 @@ pub fn report(opts: &Options) -> String {
     );
     let configs = [
         (
-            "C10 recent power / exact",
+            "recent power / exact",
             ModuleChoice::RecentPower,
             FinderKind::Exact,
         ),
         (
-            "C9 free resources / exact",
+            "free resources / exact",
             ModuleChoice::FreeResources,
             FinderKind::Exact,
         ),
@@ -220,12 +220,12 @@ pub fn report(opts: &Options) -> String {
             FinderKind::Exact,
         ),
         (
-            "C10 / grouped by 4",
+            "recent power / grouped by 4",
             ModuleChoice::RecentPower,
             FinderKind::Grouped { group: 4 },
         ),
         (
-            "C10 / sampled",
+            "recent power / sampled",
             ModuleChoice::RecentPower,
             FinderKind::Sampled,
         ),

@@ -11,11 +11,11 @@
 //!    adds the kernel's `bitmap_find_next_zero_area()`) is directly
 //!    comparable;
 //! 2. miss rates of the grouped and sampled finders against the exact one,
-//!    and the check of the document's estimate for 128 blocks in groups of 4
-//!    (`misses`);
+//!    and the check of the grouped finder's published miss estimate for 128
+//!    blocks in groups of 4 (`misses`);
 //! 3. dispatch decisions per second with 16 channels and 16 modules, by the
 //!    core crate's dispatcher logic (`dispatch`);
-//! 4. the context scheduler of SEEDS A (`slots`): fairness of the slice
+//! 4. the context scheduler's slot selection (`slots`): fairness of the slice
 //!    formulas against FIFO, priority-0 latency to first dispatch, and the
 //!    cost of one `reschedule` decision as the number of contexts grows;
 //! 5. the wave interpreter's work per call on the worst wave for a caller

@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Miss rates of the approximate finders, and the document's estimate.
+//! Miss rates of the approximate finders, and the grouped finder's published
+//! miss estimate.
 //!
-//! SEEDS C5 and C6 trade exactness for cheaper hardware: the grouped finder
-//! sees only whole aligned groups of 4 free blocks, the sampled one only
-//! runs of power-of-two lengths. On 128-block maps whose blocks are used
-//! independently with probability `p`, this counts for every need of 1 to
-//! 32 blocks how often each finds no range although the exact finder does
-//! (a *miss*, reported as P(miss | exact fits)) and how often it finds
-//! nothing at all (P(none)).
+//! The grouped and sampled finders trade exactness for cheaper hardware: the
+//! grouped finder sees only whole aligned groups of 4 free blocks, the
+//! sampled one only runs of power-of-two lengths. On 128-block maps whose
+//! blocks are used independently with probability `p`, this counts for
+//! every need of 1 to 32 blocks how often each finds no range although the
+//! exact finder does (a *miss*, reported as P(miss | exact fits)) and how
+//! often it finds nothing at all (P(none)).
 //!
-//! It then confronts the document's estimate for 128 blocks, groups of 4,
+//! It then confronts the published estimate for 128 blocks, groups of 4,
 //! need 4: "a single module misses with probability 0.418, with 16 modules
 //! all miss with probability ≈ 9e-7" (0.418^16 = 8.7e-7). Both readings of
 //! "misses" are measured and also computed exactly (a dynamic programme
@@ -35,7 +36,7 @@ use crate::Options;
 
 /// Blocks per map: a unit's vector registers.
 const NBITS: usize = 128;
-/// Group size of the grouped finder, as the document suggests.
+/// Group size of the grouped finder, as in the published estimate.
 const GROUP: usize = 4;
 /// The grouped finder under test.
 const GROUPED: FinderKind = FinderKind::Grouped {
@@ -43,13 +44,13 @@ const GROUPED: FinderKind = FinderKind::Grouped {
 };
 /// Needs from 1 to this many blocks are tabulated.
 const MAX_NEED: usize = 32;
-/// The need the document's estimate is about.
+/// The need the published estimate is about.
 const DOC_NEED: usize = 4;
-/// Modules in the document's estimate.
+/// Modules in the published estimate.
 const MODULES: usize = 16;
-/// The document's single-module miss probability.
+/// The published single-module miss probability.
 const DOC_SINGLE: f64 = 0.418;
-/// The document's all-16-modules miss probability.
+/// The published all-16-modules miss probability.
 const DOC_ALL: f64 = 9e-7;
 
 /// Maps per occupancy for the need table.
@@ -342,7 +343,7 @@ fn multi(p: Density, trials: u64, seed: u64) -> Multi {
     r
 }
 
-/// Whether a measured proportion agrees with the document's figure given to
+/// Whether a measured proportion agrees with the published figure given to
 /// three digits: within rounding (half a unit in the last digit) plus three
 /// standard errors.
 fn agrees(k: u64, n: u64, doc: f64) -> bool {
@@ -352,7 +353,7 @@ fn agrees(k: u64, n: u64, doc: f64) -> bool {
 }
 
 /// Whether a 95 % interval `[lo, hi]` of the 16-module rate reproduces the
-/// document's 9e-7, taken as a rounded figure, [8.5e-7, 9.5e-7): "yes" if
+/// published 9e-7, taken as a rounded figure, [8.5e-7, 9.5e-7): "yes" if
 /// it overlaps that range and is narrow enough to tell (within a factor of
 /// ten either side), "?" if it overlaps but is too wide (too few trials),
 /// "no" otherwise.
@@ -367,7 +368,7 @@ fn all_verdict(lo: f64, hi: f64) -> &'static str {
     }
 }
 
-/// Section 2: the need tables and the check of the document's estimate.
+/// Section 2: the need tables and the check of the published estimate.
 pub fn report(opts: &Options) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -391,7 +392,7 @@ pub fn report(opts: &Options) -> String {
         );
     }
 
-    // The two readings of the document's 0.418, solved for p exactly.
+    // The two readings of the published 0.418, solved for p exactly.
     let p_none = solve(DOC_SINGLE, |p| analytic(p, DOC_NEED).grouped_none);
     let p_cond = solve(DOC_SINGLE, |p| analytic(p, DOC_NEED).miss_given_fit());
     let mut ps: Vec<Density> = TABLE_P.iter().map(|&pm| Density::per_mille(pm)).collect();
@@ -400,7 +401,7 @@ pub fn report(opts: &Options) -> String {
 
     let _ = writeln!(
         out,
-        "\nDocument check (SEEDS C5): {NBITS} blocks, groups of {GROUP}, need {DOC_NEED}:\n\
+        "\nDocument check (grouped finder): {NBITS} blocks, groups of {GROUP}, need {DOC_NEED}:\n\
          \x20 \"a single module misses with probability {DOC_SINGLE}, with {MODULES} modules all miss \
          with probability ~{DOC_ALL:.0e}\" ({DOC_SINGLE}^{MODULES} = {:.2e})",
         DOC_SINGLE.powi(MODULES as i32)

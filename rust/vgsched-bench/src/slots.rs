@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Section 4: the context scheduler of SEEDS A (`vgsched_core::slots`).
+//! Section 4: the context scheduler's slot selection and time slices
+//! (`vgsched_core::slots`).
 //!
 //! Three tables, all driven by the core crate's `reschedule`, the function
 //! the kernel's engine calls:
@@ -316,7 +317,7 @@ fn run_fairness(mut ctxs: Vec<Ctx>, policy: Policy, window_ns: u64) -> Fairness 
 
 fn fairness_table(out: &mut String, opts: &Options) {
     let window_ns = WINDOW_NS / opts.scale;
-    let _ = writeln!(out, "Context scheduler (SEEDS A) fairness: Jain's index J of GPU time, one priority level, L = {SLOTS} slots, t0 = {} ms", T0_NS / MS);
+    let _ = writeln!(out, "Context scheduler fairness: Jain's index J of GPU time, one priority level, L = {SLOTS} slots, t0 = {} ms", T0_NS / MS);
     let _ = writeln!(out, "  n contexts with endless work arrive at random times over the first {} s; 1 in 4 is older (created 1-10 s", ARRIVALS_NS / SEC);
     let _ = writeln!(out, "  earlier, ran 0.5-1.5x the fair rate min(1, L/n) of its lifetime), the rest never ran. GPU time counted over");
     let _ = writeln!(out, "  {} s of modeled time after the last arrival (at n = 128: {} t0 of fair share each); switch costs not charged.", window_ns / SEC, window_ns * SLOTS as u64 / 128 / T0_NS);
