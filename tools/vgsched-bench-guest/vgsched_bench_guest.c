@@ -163,7 +163,7 @@ int main(int argc, char **argv)
 	__u64 words[4096], t0, t1, timeout_cycles;
 	unsigned int len;
 	int fd, status = 0, child_status;
-	long long hold;
+	long long hold, mean;
 	__u32 ctx;
 	pid_t pid;
 
@@ -209,6 +209,7 @@ int main(int argc, char **argv)
 	    WEXITSTATUS(child_status) || oc->error)
 		DIE("the other client failed");
 	hold = debugfs_number("lock_hold_max_us");
+	mean = debugfs_number("lock_hold_mean_us");
 
 	printf("workload %s: one wave of %d threads, lane %d faults, the others loop %llu of %llu timeout cycles\n",
 	       w, LANES, LANES - 1,
@@ -216,6 +217,7 @@ int main(int argc, char **argv)
 	printf("  program %u instructions (loop body %u), job status %d (%s)\n", len, body, status,
 	       status == -EFAULT ? "-EFAULT, as meant" : "unexpected");
 	printf("engine.lock_hold_max_us.%s = %lld\n", w, hold);
+	printf("engine.lock_hold_mean_us.%s = %lld\n", w, mean);
 	printf("engine.other_client_ioctl_max_us.%s = %llu\n", w, (unsigned long long)(oc->max_ns / 1000));
 	printf("engine.other_client_ioctls.%s = %llu\n", w, (unsigned long long)oc->ioctls);
 	printf("engine.fault_job_wall_ms.%s = %llu\n", w, (unsigned long long)((t1 - t0) / 1000000));

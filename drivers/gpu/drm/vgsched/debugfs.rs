@@ -10,6 +10,7 @@
 //! | `occupancy` | every resource bitmap |
 //! | `placements` | the last dispatched work-groups |
 //! | `lock_hold_max_us` | the longest engine-lock hold since load, in µs, alone |
+//! | `lock_hold_mean_us` | the mean engine-lock hold since load, in µs, alone |
 //! | `finder_bench` | only in a module built with `VGSCHED_BENCH=1` (`bench.rs`) |
 //!
 //! Every file is read-only, and reading one never changes the engine: the
@@ -70,6 +71,7 @@ enum View {
     Occupancy,
     Placements,
     LockHold,
+    LockHoldMean,
     #[cfg(vgsched_bench)]
     FinderBench,
 }
@@ -139,6 +141,7 @@ impl DeviceFiles {
             (c"occupancy", View::Occupancy),
             (c"placements", View::Placements),
             (c"lock_hold_max_us", View::LockHold),
+            (c"lock_hold_mean_us", View::LockHoldMean),
             #[cfg(vgsched_bench)]
             (c"finder_bench", View::FinderBench),
         ];
@@ -204,6 +207,10 @@ unsafe extern "C" fn show(m: *mut bindings::seq_file, data: *mut c_void) -> c_in
         View::Placements => engine.placements_snapshot().map(|s| seq_print!(m, "{s}")),
         View::LockHold => {
             seq_print!(m, "{}\n", engine.lock_hold_max_ns() / 1000);
+            Ok(())
+        }
+        View::LockHoldMean => {
+            seq_print!(m, "{}\n", engine.lock_hold_mean_ns() / 1000);
             Ok(())
         }
         #[cfg(vgsched_bench)]

@@ -734,6 +734,13 @@ impl Engine {
         self.hold.max_ns()
     }
 
+    /// The mean engine-lock hold since load, in nanoseconds (0 before the
+    /// first).
+    pub(crate) fn lock_hold_mean_ns(&self) -> u64 {
+        let (holds, total) = self.hold.holds();
+        total.checked_div(holds).unwrap_or(0)
+    }
+
     /// The cycle costs per instruction class.
     pub(crate) fn costs(&self) -> &CycleCosts {
         &self.costs

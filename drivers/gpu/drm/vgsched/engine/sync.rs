@@ -95,9 +95,12 @@ impl Drop for Signalling {
     }
 }
 
-/// The longest time the engine lock has been held since load.
+/// How long the engine lock has been held since load: the longest hold,
+/// the number of holds and their total time.
 pub(super) struct HoldMeter {
     max_ns: Atomic<u64>,
+    holds: Atomic<u64>,
+    total_ns: Atomic<u64>,
 }
 
 impl HoldMeter {
@@ -105,12 +108,22 @@ impl HoldMeter {
     pub(super) fn new() -> Self {
         Self {
             max_ns: Atomic::new(0),
+            holds: Atomic::new(0),
+            total_ns: Atomic::new(0),
         }
     }
 
     /// The longest hold so far, in nanoseconds.
     pub(super) fn max_ns(&self) -> u64 {
         self.max_ns.load(ordering::Relaxed)
+    }
+
+    /// The holds so far and their total time, in nanoseconds.
+    pub(super) fn holds(&self) -> (u64, u64) {
+        (
+            self.holds.load(ordering::Relaxed),
+            self.total_ns.load(ordering::Relaxed),
+        )
     }
 }
 
@@ -151,8 +164,15 @@ impl<T> Drop for Held<'_, T> {
         let held = u64::try_from(self.since.elapsed().as_nanos()).unwrap_or(0);
         // Every writer still holds the lock here (the guard drops after
         // this), so a plain read and write cannot lose a larger value.
-        if held > self.meter.max_ns.load(ordering::Relaxed) {
-            self.meter.max_ns.store(held, ordering::Relaxed);
+        let m = self.meter;
+        if held > m.max_ns.load(ordering::Relaxed) {
+            m.max_ns.store(held, ordering::Relaxed);
         }
+        m.holds.store(
+            m.holds.load(ordering::Relaxed).wrapping_add(1),
+            ordering::Relaxed,
+        );
+        let total = m.total_ns.load(ordering::Relaxed).saturating_add(held);
+        m.total_ns.store(total, ordering::Relaxed);
     }
 }
