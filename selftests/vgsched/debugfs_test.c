@@ -15,7 +15,8 @@
 #include "kselftest_harness.h"
 #include "vgsched_test_util.h"
 
-static const char *const views[] = { "state", "contexts", "occupancy", "placements", "lock_hold_max_us" };
+static const char *const views[] = { "state", "contexts", "occupancy", "placements", "lock_hold_max_us",
+				     "lock_hold_mean_us" };
 
 /* The number in lock_hold_max_us, which must be all the file holds; -1 if not. */
 static long long lock_hold_file(void)

@@ -218,6 +218,19 @@ int main(int argc, char **argv)
 	       status == -EFAULT ? "-EFAULT, as meant" : "unexpected");
 	printf("engine.lock_hold_max_us.%s = %lld\n", w, hold);
 	printf("engine.lock_hold_mean_us.%s = %lld\n", w, mean);
+	{
+		/* Where the longest hold was taken, as the state file says. */
+		static char state[1 << 16];
+		char *line, *end;
+
+		if (!vgsched_debugfs_read("state", state, sizeof(state)) &&
+		    (line = strstr(state, "lock_hold_max_us: "))) {
+			end = strchr(line, '\n');
+			if (end)
+				*end = 0;
+			printf("  %s\n", line);
+		}
+	}
 	printf("engine.other_client_ioctl_max_us.%s = %llu\n", w, (unsigned long long)(oc->max_ns / 1000));
 	printf("engine.other_client_ioctls.%s = %llu\n", w, (unsigned long long)oc->ioctls);
 	printf("engine.fault_job_wall_ms.%s = %llu\n", w, (unsigned long long)((t1 - t0) / 1000000));

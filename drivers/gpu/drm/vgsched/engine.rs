@@ -724,9 +724,17 @@ impl Engine {
         )
     }
 
-    /// Takes the engine lock; how long it is held is measured.
+    /// Takes the engine lock; how long it is held is measured, and where
+    /// the longest hold was taken is kept.
+    #[track_caller]
     fn lock(&self) -> Held<'_, EngineState> {
-        Held::new(self.state.lock(), &self.hold)
+        let at = core::panic::Location::caller();
+        Held::new(self.state.lock(), &self.hold, at)
+    }
+
+    /// Where the longest engine-lock hold was taken (file and line).
+    pub(crate) fn lock_hold_max_at(&self) -> Option<&'static core::panic::Location<'static>> {
+        self.hold.max_at()
     }
 
     /// The longest time the engine lock has been held since load.

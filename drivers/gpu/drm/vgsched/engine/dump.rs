@@ -209,6 +209,8 @@ pub(crate) struct StateSnapshot<'a> {
     groups_on_device: usize,
     waves_on_device: usize,
     lock_hold_max_ns: u64,
+    lock_hold_mean_ns: u64,
+    lock_hold_max_at: Option<&'static core::panic::Location<'static>>,
 }
 
 /// The `contexts` file: one line per live context.
@@ -290,6 +292,8 @@ impl Engine {
             groups_on_device: 0,
             waves_on_device: 0,
             lock_hold_max_ns: self.lock_hold_max_ns(),
+            lock_hold_mean_ns: self.lock_hold_mean_ns(),
+            lock_hold_max_at: self.lock_hold_max_at(),
         };
         let (mut want_queues, mut want_jobs) = (8, 16);
         for _ in 0..SNAPSHOT_TRIES {
@@ -539,7 +543,11 @@ impl fmt::Display for StateSnapshot<'_> {
             "work-groups on the device: {}, waves: {}",
             self.groups_on_device, self.waves_on_device
         )?;
-        writeln!(f, "lock_hold_max_us: {}", self.lock_hold_max_ns / 1000)
+        write!(f, "lock_hold_max_us: {}", self.lock_hold_max_ns / 1000)?;
+        if let Some(at) = self.lock_hold_max_at {
+            write!(f, " (taken at {}:{})", at.file(), at.line())?;
+        }
+        writeln!(f, ", mean {} us", self.lock_hold_mean_ns / 1000)
     }
 }
 

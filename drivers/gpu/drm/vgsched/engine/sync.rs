@@ -6,7 +6,10 @@
 //! The work queue and the annotations come from `engine_sync.c` (7.3 has
 //! no Rust binding for `alloc_workqueue()` or `dma_fence`).
 
-use core::ptr::NonNull;
+use core::{
+    panic::Location,
+    ptr::NonNull, //
+};
 
 use kernel::{
     bindings,
@@ -99,6 +102,8 @@ impl Drop for Signalling {
 /// the number of holds and their total time.
 pub(super) struct HoldMeter {
     max_ns: Atomic<u64>,
+    /// Where the longest hold was taken: a `&'static Location`, or 0.
+    max_at: Atomic<usize>,
     holds: Atomic<u64>,
     total_ns: Atomic<u64>,
 }
@@ -108,6 +113,7 @@ impl HoldMeter {
     pub(super) fn new() -> Self {
         Self {
             max_ns: Atomic::new(0),
+            max_at: Atomic::new(0),
             holds: Atomic::new(0),
             total_ns: Atomic::new(0),
         }
@@ -116,6 +122,14 @@ impl HoldMeter {
     /// The longest hold so far, in nanoseconds.
     pub(super) fn max_ns(&self) -> u64 {
         self.max_ns.load(ordering::Relaxed)
+    }
+
+    /// Where the longest hold so far was taken.
+    pub(super) fn max_at(&self) -> Option<&'static Location<'static>> {
+        let at = self.max_at.load(ordering::Relaxed) as *const Location<'static>;
+        // SAFETY: `max_at` is 0 or the address of a `&'static Location`
+        // stored by `Held::drop`.
+        unsafe { at.as_ref() }
     }
 
     /// The holds so far and their total time, in nanoseconds.
@@ -132,15 +146,21 @@ pub(super) struct Held<'a, T> {
     guard: MutexGuard<'a, T>,
     since: Instant<Monotonic>,
     meter: &'a HoldMeter,
+    at: &'static Location<'static>,
 }
 
 impl<'a, T> Held<'a, T> {
     /// Starts timing `guard`, just taken.
-    pub(super) fn new(guard: MutexGuard<'a, T>, meter: &'a HoldMeter) -> Self {
+    pub(super) fn new(
+        guard: MutexGuard<'a, T>,
+        meter: &'a HoldMeter,
+        at: &'static Location<'static>,
+    ) -> Self {
         Self {
             guard,
             since: Instant::now(),
             meter,
+            at,
         }
     }
 }
@@ -167,6 +187,8 @@ impl<T> Drop for Held<'_, T> {
         let m = self.meter;
         if held > m.max_ns.load(ordering::Relaxed) {
             m.max_ns.store(held, ordering::Relaxed);
+            m.max_at
+                .store(core::ptr::from_ref(self.at) as usize, ordering::Relaxed);
         }
         m.holds.store(
             m.holds.load(ordering::Relaxed).wrapping_add(1),
