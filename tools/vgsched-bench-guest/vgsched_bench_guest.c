@@ -222,6 +222,7 @@ int main(int argc, char **argv)
 		/* Where the longest hold was taken, as the state file says. */
 		static char state[1 << 16];
 		char *line, *end;
+		long long slow, holds;
 
 		if (!vgsched_debugfs_read("state", state, sizeof(state)) &&
 		    (line = strstr(state, "lock_hold_max_us: "))) {
@@ -229,6 +230,11 @@ int main(int argc, char **argv)
 			if (end)
 				*end = 0;
 			printf("  %s\n", line);
+			line = strstr(line, "us, ");
+			if (line && sscanf(line, "us, %lld of %lld holds", &slow, &holds) == 2) {
+				printf("engine.lock_holds_over_1ms.%s = %lld\n", w, slow);
+				printf("engine.lock_holds.%s = %lld\n", w, holds);
+			}
 		}
 	}
 	printf("engine.other_client_ioctl_max_us.%s = %llu\n", w, (unsigned long long)(oc->max_ns / 1000));

@@ -745,8 +745,15 @@ impl Engine {
     /// The mean engine-lock hold since load, in nanoseconds (0 before the
     /// first).
     pub(crate) fn lock_hold_mean_ns(&self) -> u64 {
-        let (holds, total) = self.hold.holds();
+        let (holds, total, _) = self.hold.holds();
         total.checked_div(holds).unwrap_or(0)
+    }
+
+    /// Engine-lock holds since load, and how many of them lasted over a
+    /// millisecond.
+    pub(crate) fn lock_holds(&self) -> (u64, u64) {
+        let (holds, _, slow) = self.hold.holds();
+        (holds, slow)
     }
 
     /// The cycle costs per instruction class.

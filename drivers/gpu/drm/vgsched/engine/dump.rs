@@ -210,6 +210,7 @@ pub(crate) struct StateSnapshot<'a> {
     waves_on_device: usize,
     lock_hold_max_ns: u64,
     lock_hold_mean_ns: u64,
+    lock_holds: (u64, u64),
     lock_hold_max_at: Option<&'static core::panic::Location<'static>>,
 }
 
@@ -293,6 +294,7 @@ impl Engine {
             waves_on_device: 0,
             lock_hold_max_ns: self.lock_hold_max_ns(),
             lock_hold_mean_ns: self.lock_hold_mean_ns(),
+            lock_holds: self.lock_holds(),
             lock_hold_max_at: self.lock_hold_max_at(),
         };
         let (mut want_queues, mut want_jobs) = (8, 16);
@@ -547,7 +549,12 @@ impl fmt::Display for StateSnapshot<'_> {
         if let Some(at) = self.lock_hold_max_at {
             write!(f, " (taken at {}:{})", at.file(), at.line())?;
         }
-        writeln!(f, ", mean {} us", self.lock_hold_mean_ns / 1000)
+        let (holds, slow) = self.lock_holds;
+        writeln!(
+            f,
+            ", mean {} us, {slow} of {holds} holds over 1000 us",
+            self.lock_hold_mean_ns / 1000
+        )
     }
 }
 

@@ -106,7 +106,12 @@ pub(super) struct HoldMeter {
     max_at: Atomic<usize>,
     holds: Atomic<u64>,
     total_ns: Atomic<u64>,
+    /// Holds longer than [`SLOW_HOLD_NS`].
+    slow: Atomic<u64>,
 }
+
+/// A hold longer than this counts as slow: the goal every hold meets.
+pub(super) const SLOW_HOLD_NS: u64 = 1_000_000;
 
 impl HoldMeter {
     /// Nothing measured yet.
@@ -116,6 +121,7 @@ impl HoldMeter {
             max_at: Atomic::new(0),
             holds: Atomic::new(0),
             total_ns: Atomic::new(0),
+            slow: Atomic::new(0),
         }
     }
 
@@ -132,11 +138,13 @@ impl HoldMeter {
         unsafe { at.as_ref() }
     }
 
-    /// The holds so far and their total time, in nanoseconds.
-    pub(super) fn holds(&self) -> (u64, u64) {
+    /// The holds so far, their total time in nanoseconds, and how many
+    /// were slow (longer than [`SLOW_HOLD_NS`]).
+    pub(super) fn holds(&self) -> (u64, u64, u64) {
         (
             self.holds.load(ordering::Relaxed),
             self.total_ns.load(ordering::Relaxed),
+            self.slow.load(ordering::Relaxed),
         )
     }
 }
@@ -196,5 +204,11 @@ impl<T> Drop for Held<'_, T> {
         );
         let total = m.total_ns.load(ordering::Relaxed).saturating_add(held);
         m.total_ns.store(total, ordering::Relaxed);
+        if held > SLOW_HOLD_NS {
+            m.slow.store(
+                m.slow.load(ordering::Relaxed).wrapping_add(1),
+                ordering::Relaxed,
+            );
+        }
     }
 }
