@@ -454,7 +454,7 @@ struct ModuleState {
 }
 
 /// Totals for debugfs.
-#[derive(Default)]
+#[derive(Clone, Copy, Default)]
 struct Totals {
     jobs_done: u64,
     jobs_faulted: u64,

@@ -142,19 +142,6 @@ fn make_room<T>(v: &mut KVec<T>, needed: usize) -> Result {
     Ok(())
 }
 
-/// Counts of [`super::Totals`].
-#[derive(Clone, Copy, Default)]
-struct TotalsSnapshot {
-    jobs_done: u64,
-    jobs_faulted: u64,
-    jobs_hung: u64,
-    jobs_cancelled: u64,
-    groups_dispatched: u64,
-    groups_split: u64,
-    waves_saved: u64,
-    groups_restored: u64,
-}
-
 /// One execution module's dispatch state.
 struct ModuleSnapshot {
     pointer_shift: u32,
@@ -196,7 +183,7 @@ struct JobSnapshot {
 pub(crate) struct StateSnapshot<'a> {
     engine: &'a Engine,
     now: u64,
-    totals: TotalsSnapshot,
+    totals: super::Totals,
     promoted: u8,
     failed_ns: u64,
     maps: KVVec<u64>,
@@ -280,7 +267,7 @@ impl Engine {
         let mut snap = StateSnapshot {
             engine: self,
             now: 0,
-            totals: TotalsSnapshot::default(),
+            totals: super::Totals::default(),
             promoted: 0,
             failed_ns: 0,
             maps,
@@ -310,17 +297,7 @@ impl Engine {
             }
             let now = crate::context::monotonic_ns();
             snap.now = now;
-            let t = &st.totals;
-            snap.totals = TotalsSnapshot {
-                jobs_done: t.jobs_done,
-                jobs_faulted: t.jobs_faulted,
-                jobs_hung: t.jobs_hung,
-                jobs_cancelled: t.jobs_cancelled,
-                groups_dispatched: t.groups_dispatched,
-                groups_split: t.groups_split,
-                waves_saved: t.waves_saved,
-                groups_restored: t.groups_restored,
-            };
+            snap.totals = st.totals;
             snap.promoted = st.debts.promoted(&self.rotation, now);
             snap.failed_ns = st.trigger.failed(now);
             if snap.maps.len() != st.maps.len() || snap.unit_waves.len() != st.unit_waves.len() {
