@@ -147,7 +147,7 @@ use sync::{
 /// over all waves. About 0.1 ms on the host, a few tenths of a millisecond
 /// in an emulated guest: the bound on how long another client waits for
 /// the lock behind the interpreter, whatever the programs do.
-const INTERPRET_BUDGET: u64 = 2048;
+const INTERPRET_BUDGET: u64 = 4096;
 
 /// A waiter on a job's in-fence that queues the engine's work item when the
 /// fence signals. It holds a reference to the engine, so the callback can

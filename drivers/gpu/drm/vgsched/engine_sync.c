@@ -26,7 +26,7 @@
 
 struct workqueue_struct *vgsched_engine_wq_alloc(void)
 {
-	return alloc_ordered_workqueue("vgsched-engine", WQ_MEM_RECLAIM | WQ_HIGHPRI);
+	return alloc_ordered_workqueue("vgsched-engine", WQ_MEM_RECLAIM);
 }
 
 void vgsched_engine_wq_destroy(struct workqueue_struct *wq)
