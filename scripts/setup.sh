@@ -29,6 +29,17 @@ if ((${#missing[@]})); then
 	apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# --- rustfmt and clippy (the gates of make check) -----------------------------
+# Part of the toolchain's default profile; added through rustup if a
+# minimal toolchain lacks them.
+for tool in rustfmt:rustfmt cargo-clippy:clippy; do
+	bin=${tool%%:*} component=${tool##*:}
+	command -v "$bin" >/dev/null 2>&1 && continue
+	command -v rustup >/dev/null 2>&1 || die "$bin missing and no rustup to add the $component component"
+	step "rustup component add $component"
+	rustup component add "$component"
+done
+
 # --- bindgen -----------------------------------------------------------------
 version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
 have_bindgen=$(command -v bindgen || true)

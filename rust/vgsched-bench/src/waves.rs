@@ -31,12 +31,11 @@ use vgsched_core::{
         WaveEnd, //
     },
     isa::{
-        encode as op,
         validate,
         Instr,
-        Op,
-        Special, //
+        Op, //
     },
+    sample_programs,
     topology::Topology, //
 };
 
@@ -51,19 +50,7 @@ const HORIZON: u64 = 10_000;
 /// Lanes 0-62 count down a loop that ends just under `limit` cycles; lane
 /// 63 loads far out of its buffer.
 fn program(limit: u64) -> ([Instr; 16], usize) {
-    let iterations = ((limit - 9) / 3) as i32;
-    let words = [
-        op(Op::Sreg, 0, 0, 0, Special::Lane as i32),
-        op(Op::Movi, 1, 0, 0, 63),
-        op(Op::Seq, 2, 0, 1, 0),
-        op(Op::Brnz, 0, 2, 0, 8),
-        op(Op::Movi, 3, 0, 0, iterations),
-        op(Op::Addi, 3, 3, 0, -1),
-        op(Op::Brnz, 0, 3, 0, 5),
-        op(Op::End, 0, 0, 0, 0),
-        op(Op::Ld, 4, 0, 0, 1000),
-        op(Op::End, 0, 0, 0, 0),
-    ];
+    let words = sample_programs::last_lane_faults(limit);
     let mut prog = [Instr {
         op: Op::End,
         rd: 0,

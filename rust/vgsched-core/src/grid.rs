@@ -1378,23 +1378,7 @@ mod tests {
     /// Lanes 0 to 62 loop until just under the limit, lane 63 faults at
     /// once: the wave of the job timeout that faults in its last lane.
     fn last_lane_faults(limit: u64) -> ([Instr; 32], usize) {
-        // 3 cycles an iteration, and 9 around the loop.
-        let iterations = ((limit - 9) / 3) as i32;
-        program(
-            &[
-                op(Op::Sreg, 0, 0, 0, Special::Lane as i32),
-                op(Op::Movi, 1, 0, 0, 63),
-                op(Op::Seq, 2, 0, 1, 0),
-                op(Op::Brnz, 0, 2, 0, 8),
-                op(Op::Movi, 3, 0, 0, iterations),
-                op(Op::Addi, 3, 3, 0, -1),
-                op(Op::Brnz, 0, 3, 0, 5),
-                op(Op::End, 0, 0, 0, 0),
-                op(Op::Ld, 4, 0, 0, 1000),
-                op(Op::End, 0, 0, 0, 0),
-            ],
-            1,
-        )
+        program(&crate::sample_programs::last_lane_faults(limit), 1)
     }
 
     /// A call whose horizon comes before the looping lanes' end stops them

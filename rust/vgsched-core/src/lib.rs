@@ -27,6 +27,7 @@ pub mod pool;
 pub mod progress;
 pub mod rng;
 pub mod sample_maps;
+pub mod sample_programs;
 pub mod slice;
 pub mod slots;
 pub mod softfloat;

@@ -144,9 +144,9 @@ use sync::{
 };
 
 /// Instructions the interpreter may execute in one hold of the engine lock,
-/// over all waves. About 0.1 ms on the host, a few tenths of a millisecond
-/// in an emulated guest: the bound on how long another client waits for
-/// the lock behind the interpreter, whatever the programs do.
+/// over all waves: about 30 µs on the host (6–7 ns an instruction), tens
+/// of microseconds in the emulated guest. It bounds how long another client
+/// waits for the lock behind the interpreter, whatever the programs do.
 const INTERPRET_BUDGET: u64 = 4096;
 
 /// A waiter on a job's in-fence that queues the engine's work item when the

@@ -48,6 +48,7 @@ pub mod vgsched_core {
     pub mod progress;
     pub mod rng;
     pub mod sample_maps;
+    pub mod sample_programs;
     pub mod slice;
     pub mod slots;
     pub mod softfloat;
