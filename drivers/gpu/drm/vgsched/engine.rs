@@ -1023,12 +1023,6 @@ impl Engine {
             }
             let now = monotonic_ns();
             st.budget = INTERPRET_BUDGET;
-            // Interpretation first: until the chunks due by now are
-            // interpreted, their waves' ends and their modules' recent
-            // power are not known, so nothing is retired, decided or placed
-            // before. Events keep their modeled order however far
-            // interpretation lags behind the clock.
-            this.advance_waves(&mut st, now);
             // Each of these can enable another (a finished job frees its
             // context's next one or its slot, a new slot holder places
             // work, placing can finish a job at once when its in-fence
@@ -1036,16 +1030,10 @@ impl Engine {
             // that changes something retires, finishes, moves a slot or
             // places work, so this ends; the bound is only a safety net.
             for _ in 0..64 {
-                if st.budget == 0 {
-                    break;
-                }
                 let mut changed = this.retire(&mut st, now);
                 changed += this.collect_finished(&mut st);
                 changed += Self::reschedule(this, &mut st, now);
                 changed += this.advance_waves(&mut st, now);
-                if st.budget == 0 {
-                    break;
-                }
                 changed += Self::dispatch(this, &mut st, now);
                 // Checking an in-fence can fail a job at once: collect it.
                 changed += st
@@ -1053,7 +1041,7 @@ impl Engine {
                     .iter()
                     .filter(|q| q.jobs.first().is_some_and(Job::is_finished))
                     .count();
-                if changed == 0 {
+                if changed == 0 || st.budget == 0 {
                     break;
                 }
             }
