@@ -406,6 +406,9 @@ enum WavePhase {
 /// lock; its modeled effects are counted once, when it is complete.
 #[derive(Clone, Copy)]
 struct Chunk {
+    /// The preemption point it starts at, where the last chunk stopped
+    /// issuing.
+    point_ns: u64,
     /// Modeled start.
     from_ns: u64,
     /// Modeled end: the next preemption point.

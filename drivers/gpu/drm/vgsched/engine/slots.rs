@@ -251,21 +251,23 @@ impl Engine {
                 continue;
             };
             if w.chunk.is_none() {
-                // At a preemption point: the last chunk stops issuing here.
+                // At a preemption point, where the last chunk stops issuing.
                 let point = w.end_ns;
-                ms.power
-                    .stop(self.topology.ns_to_cycles(point), now_cycle, w.power_token);
-                w.power_token = 0;
+                let point_cycle = self.topology.ns_to_cycles(point);
                 let Some(job) = q.jobs.first_mut() else {
                     continue;
                 };
                 if job.progress.error() != 0 {
+                    ms.power.stop(point_cycle, now_cycle, w.power_token);
+                    w.power_token = 0;
                     w.phase = WavePhase::Ended;
                     w.end_ns = now;
                     changed += 1;
                     continue;
                 }
                 if !q.entry.resident && save_wave(w, g, job) {
+                    ms.power.stop(point_cycle, now_cycle, w.power_token);
+                    w.power_token = 0;
                     let mut bytes = wave_state_bytes(&g.needs, job.spec.grid.threads_per_wave);
                     if g.saved_waves == 0 {
                         bytes = bytes.saturating_add(shared_state_bytes(&g.needs));
@@ -280,15 +282,19 @@ impl Engine {
                     continue;
                 }
                 // Resident (or its save area is full): run on to the next
-                // point.
+                // point. Until the new chunk is interpreted, the last one's
+                // rate stands in for it in the module's recent power, which
+                // module choice reads meanwhile; it is stopped at the point
+                // when the new one's rate is known.
                 w.chunk = Some(Chunk {
+                    point_ns: point,
                     from_ns: point.max(w.exec_from_ns),
                     to_ns: next_point.max(point),
                     before_cycles: w.cycles,
                     counters: Counters::default(),
                 });
             }
-            if self.run_chunk(w, g.group, q, ms, budget) {
+            if self.run_chunk(w, g.group, q, ms, budget, now_cycle) {
                 changed += 1;
             }
         }
@@ -308,6 +314,7 @@ impl Engine {
         q: &mut ContextQueue,
         ms: &mut ModuleState,
         budget: &mut u64,
+        now_cycle: u64,
     ) -> bool {
         let Some(mut chunk) = w.chunk else {
             return false;
@@ -349,6 +356,13 @@ impl Engine {
                     .cycles_to_ns(step.cycles.saturating_sub(w.base_cycles)),
             ),
         };
+        // The last chunk stopped issuing at the point; this one's rate
+        // replaces its stand-in from its start on.
+        ms.power.stop(
+            self.topology.ns_to_cycles(chunk.point_ns),
+            now_cycle,
+            w.power_token,
+        );
         let weighted = self.power_weights.weigh(&chunk.counters);
         let spent = step.cycles.saturating_sub(chunk.before_cycles);
         w.power_token = ms
