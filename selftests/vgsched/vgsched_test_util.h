@@ -271,7 +271,8 @@ struct vg_placement {
 
 /*
  * Parses the placement log into @out (at most @max entries), keeping only
- * those of context @ctx of client @client (all when @client is 0).
+ * those of context @ctx of client @client (all when @client is 0). The
+ * log's slot events (loads, turns, evictions, rounds) are skipped.
  * Returns how many were kept, or -errno.
  */
 static inline int vgsched_placements(__u64 client, unsigned int ctx, struct vg_placement *out, int max)
@@ -285,9 +286,13 @@ static inline int vgsched_placements(__u64 client, unsigned int ctx, struct vg_p
 	ret = vgsched_debugfs_read("placements", buf, size);
 	for (line = strtok_r(buf, "\n", &save); !ret && line && n < max; line = strtok_r(NULL, "\n", &save)) {
 		struct vg_placement *p = &out[n];
-		char *w;
-		int used = 0;
+		char *w, event[16], after = 0;
+		int used = 0, k;
 
+		/* Slot events ("#n t=T turn client=..." or "#n t=T round") are not placements. */
+		k = sscanf(line, "#%*u t=%*u %15[a-z]%c", event, &after);
+		if (k == 1 || (k == 2 && after == ' '))
+			continue;
 		if (sscanf(line, "#%llu t=%llu client=%llu ctx=%u job=%llu group=%u waves=%u+%u band=%u module=%u shared=%u+%u%n",
 			   &p->number, &p->time_ns, &p->client, &p->ctx, &p->job, &p->group,
 			   &p->first_wave, &p->waves, &p->band, &p->module, &p->shared_start,

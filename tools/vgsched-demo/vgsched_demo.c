@@ -379,6 +379,71 @@ static void slots(int fd, const struct drm_vgsched_gpu_info *info)
 		vgsched_ctx_destroy(fd, ctx[i]);
 }
 
+/*
+ * The document's own stage 2: the module reloaded with slot_mode=1 and two
+ * slots; three contexts take turns, and the placement log shows the
+ * rounds, the loads and each turn with the work-groups it placed.
+ */
+static void slots_in_turn(void)
+{
+	enum { N = 3 };
+	static char buf[1 << 17];
+	__u32 ctx[N];
+	struct vg_buf prog[N], out[N];
+	struct drm_vgsched_submit s[N];
+	struct drm_vgsched_ctx_query q;
+	int status = 1, fd, shown = 0;
+	char *line, *save = NULL;
+
+	printf("\nslot selection in turn (module reloaded with slot_mode=1 hw_slots=2\n"
+	       "time_slice_us=2000): three contexts at priority 5, each with a 40 ms job of four\n"
+	       "work-groups; the loaded contexts run one after another in load order, and\n"
+	       "slot selection runs again once each has had its turn (a round):\n");
+	CHECK(!vgsched_module_unload(), "rmmod failed");
+	CHECK(!vgsched_module_load("slot_mode=1 hw_slots=2 time_slice_us=2000 preemption_us=200"),
+	      "insmod slot_mode=1 failed");
+	fd = vgsched_open_render_node();
+	CHECK(fd >= 0, "cannot open the render node");
+	for (int i = 0; i < N; i++) {
+		ctx[i] = vgsched_ctx_create(fd, 5);
+		CHECK(ctx[i], "CTX_CREATE failed");
+		s[i] = slow_job(fd, ctx[i], &prog[i], &out[i], 40, 4, 1, 1);
+	}
+	for (int i = 0; i < N; i++)
+		CHECK(!vgsched_submit(fd, &s[i]), "SUBMIT failed");
+	usleep(30 * 1000);
+	printf("  the placement log's first rounds (load, turn with its slice, placements):\n");
+	if (!vgsched_debugfs_read("placements", buf, sizeof(buf)))
+		for (line = strtok_r(buf, "\n", &save); line && shown < 24; line = strtok_r(NULL, "\n", &save)) {
+			char *cut = strstr(line, " band=");
+
+			if (cut)
+				*cut = 0; /* placements: who and which group is enough here */
+			printf("    %s\n", line);
+			shown++;
+		}
+	for (int i = 0; i < N; i++)
+		CHECK(!vgsched_wait(fd, ctx[i], s[i].seqno, 60 * VG_SECOND_NS, &status) && status == 0,
+		      "job failed");
+	printf("  all done, results right: ");
+	int right = 1;
+
+	for (int i = 0; i < N; i++)
+		right &= ids_right(&out[i], 4);
+	printf("%s; GPU time each (40 ms asked):", right ? "yes" : "NO");
+	for (int i = 0; i < N; i++) {
+		CHECK(!vgsched_ctx_query(fd, ctx[i], &q), "CTX_QUERY failed");
+		printf(" %.1f", q.runtime_ns / 1e6);
+		vg_buf_destroy(fd, &prog[i]);
+		vg_buf_destroy(fd, &out[i]);
+	}
+	printf(" ms\n  the slot line of the state file:\n");
+	print_debugfs_lines("state", "slots:", 1);
+	close(fd);
+	CHECK(!vgsched_module_unload(), "rmmod failed");
+	CHECK(!vgsched_module_load(""), "insmod failed");
+}
+
 static void print_debugfs(void)
 {
 	char dir[64], path[128], line[512];
@@ -447,5 +512,6 @@ int main(void)
 	print_context(fd, ctx_c);
 	print_debugfs();
 	close(fd);
+	slots_in_turn();
 	return 0;
 }

@@ -288,11 +288,12 @@ struct drm_vgsched_ctx_query {
 	/** @lifetime_ns: out: time since creation, at the query. */
 	__u64 lifetime_ns;
 	/**
-	 * @weight_milli: out: lifetime / runtime x 1000, the slot-selection weight;
-	 * ~0 (all bits set) while the context never ran (infinite weight).
+	 * @weight_milli: out: lifetime / runtime x 1000 as slot selection ranks
+	 * the context (under the module's weight_history rule, which may count
+	 * only runnable time); ~0 (all bits set) while the weight is infinite.
 	 */
 	__u64 weight_milli;
-	/** @slices: out: time slices received (loads and renewals). */
+	/** @slices: out: time slices received (loads and renewals, or turns). */
 	__u64 slices;
 	/** @preemptions: out: times it lost its slot with work left. */
 	__u64 preemptions;

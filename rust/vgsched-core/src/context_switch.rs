@@ -16,7 +16,11 @@ use super::grid::MAX_THREADS_PER_WAVE;
 use super::isa::NUM_REGS;
 use super::occupancy::GroupNeeds;
 use super::slice::SliceFormula;
-use super::slots::SlotPolicy;
+use super::slots::{
+    HistoryRule,
+    SlotMode,
+    SlotPolicy, //
+};
 use super::topology::{
     ParamError,
     Topology, //
@@ -36,6 +40,13 @@ pub const BYTES_PER_CYCLE: u64 = 64;
 
 /// Limits of `preemption_us`: at least 100 µs, at most a second.
 pub const PREEMPTION_US: (u32, u32) = (100, 1_000_000);
+
+/// Limits of `slot_switch_us`, the modeled time to stop or resume a wave
+/// whose state stays in its hardware slot (a switch between the residents
+/// in turn): at most a millisecond, far below a save of a whole wave
+/// state to memory at [`BYTES_PER_CYCLE`] (about 100 µs for a 64-thread
+/// wave at 1 MHz).
+pub const SLOT_SWITCH_US: (u32, u32) = (0, 1000);
 
 /// Bytes saved for one stopped wave of `threads` threads whose group needs
 /// `needs` (its own register blocks; shared memory is counted per group).
@@ -59,46 +70,97 @@ pub fn transfer_cycles(bytes: u64) -> u64 {
 /// The context scheduler's settings, from the module parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SchedParams {
-    /// Slots, slice formula and slice bounds.
+    /// Slots, slice formula and bounds, how residents share the device,
+    /// what weights count.
     pub policy: SlotPolicy,
     /// Distance between preemption points, in ns.
     pub preemption_ns: u64,
+    /// Time to stop or resume a wave whose state stays in its slot, in ns.
+    pub slot_switch_ns: u64,
+}
+
+/// The module parameters of the context scheduler, as loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SchedParamValues {
+    /// `slice_formula`: 0 proportional, 1 literal.
+    pub slice_formula: u32,
+    /// `preemption_us`.
+    pub preemption_us: u32,
+    /// `slot_mode`: 0 side by side, 1 in turn.
+    pub slot_mode: u32,
+    /// `weight_history`: 0 bounded, 1 unbounded.
+    pub weight_history: u32,
+    /// `slot_switch_us`.
+    pub slot_switch_us: u32,
+}
+
+impl SchedParamValues {
+    /// The defaults of the module parameters.
+    pub const DEFAULT: Self = Self {
+        slice_formula: 0,
+        preemption_us: 1000,
+        slot_mode: 0,
+        weight_history: 0,
+        slot_switch_us: 5,
+    };
+}
+
+/// `value` as the enumeration `parse` makes of it, or the range error of
+/// parameter `field` (0..=`max`).
+fn choice<T>(
+    field: &'static str,
+    value: u32,
+    max: u64,
+    parse: fn(u32) -> Option<T>,
+) -> Result<T, ParamError> {
+    parse(value).ok_or(ParamError {
+        field,
+        value: u64::from(value),
+        min: 0,
+        max,
+    })
+}
+
+/// `value` if it lies within `limits`, or the range error of `field`.
+fn within(field: &'static str, value: u32, limits: (u32, u32)) -> Result<u32, ParamError> {
+    let (min, max) = limits;
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(ParamError {
+            field,
+            value: u64::from(value),
+            min: u64::from(min),
+            max: u64::from(max),
+        })
+    }
 }
 
 impl SchedParams {
-    /// The settings for `topology` (slots and `t0`), `formula` (0
-    /// proportional, 1 literal) and `preemption_us`, or the first
-    /// parameter out of range.
-    pub fn from_params(
-        topology: &Topology,
-        formula: u32,
-        preemption_us: u32,
-    ) -> Result<Self, ParamError> {
-        let formula = match formula {
-            0 => SliceFormula::Proportional,
-            1 => SliceFormula::Literal,
-            _ => {
-                return Err(ParamError {
-                    field: "slice_formula",
-                    value: u64::from(formula),
-                    min: 0,
-                    max: 1,
-                })
-            }
-        };
-        let (min, max) = PREEMPTION_US;
-        if !(min..=max).contains(&preemption_us) {
-            return Err(ParamError {
-                field: "preemption_us",
-                value: u64::from(preemption_us),
-                min: u64::from(min),
-                max: u64::from(max),
-            });
-        }
+    /// The settings for `topology` (slots and `t0`) and the parameter
+    /// values `v`, or the first parameter out of range.
+    pub fn from_params(topology: &Topology, v: &SchedParamValues) -> Result<Self, ParamError> {
+        let formula = choice("slice_formula", v.slice_formula, 1, |f| match f {
+            0 => Some(SliceFormula::Proportional),
+            1 => Some(SliceFormula::Literal),
+            _ => None,
+        })?;
+        let preemption_us = within("preemption_us", v.preemption_us, PREEMPTION_US)?;
+        let mode = choice("slot_mode", v.slot_mode, 1, SlotMode::from_param)?;
+        let history = choice(
+            "weight_history",
+            v.weight_history,
+            1,
+            HistoryRule::from_param,
+        )?;
+        let slot_switch_us = within("slot_switch_us", v.slot_switch_us, SLOT_SWITCH_US)?;
         let t0_ns = u64::from(topology.time_slice_us) * 1000;
         Ok(Self {
-            policy: SlotPolicy::new(topology.hw_slots as usize, formula, t0_ns),
+            policy: SlotPolicy::new(topology.hw_slots as usize, formula, t0_ns)
+                .with_mode(mode)
+                .with_history(history),
             preemption_ns: u64::from(preemption_us) * 1000,
+            slot_switch_ns: u64::from(slot_switch_us) * 1000,
         })
     }
 
@@ -116,7 +178,7 @@ mod tests {
 
     #[test]
     fn points_form_a_grid() {
-        let p = SchedParams::from_params(&Topology::DEFAULT, 0, 1000).unwrap();
+        let p = SchedParams::from_params(&Topology::DEFAULT, &SchedParamValues::DEFAULT).unwrap();
         assert_eq!(p.next_point(0), 1_000_000);
         assert_eq!(p.next_point(999_999), 1_000_000);
         assert_eq!(p.next_point(1_000_000), 2_000_000, "strictly after");
@@ -126,20 +188,40 @@ mod tests {
     #[test]
     fn parameters_are_checked() {
         let t = Topology::DEFAULT;
-        let p = SchedParams::from_params(&t, 1, 100).unwrap();
+        let d = SchedParamValues::DEFAULT;
+        let with = |f: fn(&mut SchedParamValues)| {
+            let mut v = d;
+            f(&mut v);
+            SchedParams::from_params(&t, &v)
+        };
+        let p = with(|v| {
+            v.slice_formula = 1;
+            v.preemption_us = 100;
+            v.slot_mode = 1;
+            v.weight_history = 1;
+            v.slot_switch_us = 7;
+        })
+        .unwrap();
         assert_eq!(p.policy.formula, SliceFormula::Literal);
         assert_eq!(p.policy.slots, 8);
         assert_eq!(p.policy.slice.t0_ns, 10_000_000);
-        assert_eq!(
-            SchedParams::from_params(&t, 2, 1000).unwrap_err().field,
-            "slice_formula"
-        );
-        let e = SchedParams::from_params(&t, 0, 99).unwrap_err();
+        assert_eq!(p.policy.mode, SlotMode::InTurn);
+        assert_eq!(p.policy.history, HistoryRule::Unbounded);
+        assert_eq!(p.slot_switch_ns, 7000);
+        let p = SchedParams::from_params(&t, &d).unwrap();
+        assert_eq!(p.policy.mode, SlotMode::SideBySide);
+        assert_eq!(p.policy.history, HistoryRule::Bounded);
+        let field = |f: fn(&mut SchedParamValues)| with(f).unwrap_err().field;
+        assert_eq!(field(|v| v.slice_formula = 2), "slice_formula");
+        assert_eq!(field(|v| v.slot_mode = 2), "slot_mode");
+        assert_eq!(field(|v| v.weight_history = 2), "weight_history");
+        assert_eq!(field(|v| v.slot_switch_us = 1001), "slot_switch_us");
+        let e = with(|v| v.preemption_us = 99).unwrap_err();
         assert_eq!(
             (e.field, e.value, e.min, e.max),
             ("preemption_us", 99, 100, 1_000_000)
         );
-        assert!(SchedParams::from_params(&t, 0, 1_000_001).is_err());
+        assert!(with(|v| v.preemption_us = 1_000_001).is_err());
     }
 
     #[test]

@@ -1,36 +1,113 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Slot selection as one decision: which contexts hold the `L` hardware slots, and
-//! for how long.
+//! which of them run, for how long.
 //!
-//! Resident contexts are the dispatcher's channels and run side by side;
-//! contexts outside the slots wait with their state saved. Each resident
-//! holds its slot for one slice (stage 2, [`super::slice`]). The decision
-//! is taken again whenever something may change the answer:
+//! Contexts outside the slots wait with their state saved to memory. Two
+//! modes decide how the residents (the contexts in the slots) share the
+//! device ([`SlotMode`]):
 //!
-//! - a resident's slice ends: it competes for its slot again with every
-//!   waiting context of the level (stage 1, [`super::pool::select`]); it
-//!   just ran, so its weight fell and a context that waited wins. When no
-//!   context waits it keeps the slot for a fresh slice, without a switch;
-//! - a resident has no more work: it leaves at once and its slot is filled;
-//! - a context of a higher level becomes runnable: every resident of a
-//!   lower level is preempted (strict priority) and the level takes over.
+//! - **in turn**, the design document's own: stage 1 ([`super::pool::select`])
+//!   loads up to `L` contexts of the highest runnable level, best weight
+//!   first; the loaded contexts then get the device one after another, in
+//!   the order they were loaded, each for its time slice; their state stays
+//!   in the slots between turns, so a switch between them is cheap. Once
+//!   every loaded context has had its turn (a round), stage 1 selects again,
+//!   residents included; a context of a higher level becoming runnable
+//!   ends the round at once.
+//! - **side by side**: every resident is a dispatch channel at the same
+//!   time, and each slot is re-decided when its own slice ends (slices of
+//!   different lengths would otherwise leave slots idle until the longest
+//!   ends): a resident whose slice ended competes for its slot again with
+//!   every waiting context of its level, and keeps it for a fresh slice
+//!   when nobody waits.
 //!
-//! The document re-selects once every resident has had its slice (a
-//! round). Slices of different lengths would then leave slots idle until
-//! the longest ends, so each slot is re-decided when its own slice ends;
-//! with equal slices, or one slot, the two are the same.
+//! In both modes a resident with no more work leaves at once, and a context
+//! of a higher level becoming runnable preempts every resident of a lower
+//! level (strict priority).
+//!
+//! What a context's weight (lifetime ÷ runtime) may count is the
+//! [`HistoryRule`]: the document's rule counts all time since creation and
+//! gives a context that never ran an infinite weight; the bounded rule
+//! counts lifetime only while the context is runnable and lets a new or
+//! woken context enter no higher than the residents of its level, so
+//! neither idle time nor a fresh start buys the device.
 
 use super::pool::{
+    div_sat,
     highest_runnable_level,
     select,
-    Candidate, //
+    Candidate,
+    Weight, //
 };
 use super::slice::{
     SliceFormula,
     SliceParams,
     SliceSet, //
 };
+
+/// How the residents share the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SlotMode {
+    /// All residents run at once, each slot re-decided at its slice's end.
+    #[default]
+    SideBySide,
+    /// Residents run one after another in load order; stage 1 selects
+    /// again when the round is over.
+    InTurn,
+}
+
+impl SlotMode {
+    /// The mode of module parameter value `v` (0 side by side, 1 in turn).
+    pub fn from_param(v: u32) -> Option<Self> {
+        match v {
+            0 => Some(Self::SideBySide),
+            1 => Some(Self::InTurn),
+            _ => None,
+        }
+    }
+
+    /// The user-visible name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::SideBySide => "side_by_side",
+            Self::InTurn => "in_turn",
+        }
+    }
+}
+
+/// What a context's weight counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum HistoryRule {
+    /// The document's rule: lifetime is all time since creation, and a
+    /// context that never ran has an infinite weight.
+    #[default]
+    Unbounded,
+    /// Lifetime counts only while the context is runnable, and a context
+    /// that becomes runnable (new or woken) enters with at most the weight
+    /// of the weakest resident of its level, the way a fair CPU scheduler
+    /// places a waking task near the least-run one.
+    Bounded,
+}
+
+impl HistoryRule {
+    /// The rule of module parameter value `v` (0 bounded, 1 unbounded).
+    pub fn from_param(v: u32) -> Option<Self> {
+        match v {
+            0 => Some(Self::Bounded),
+            1 => Some(Self::Unbounded),
+            _ => None,
+        }
+    }
+
+    /// The user-visible name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Bounded => "bounded",
+            Self::Unbounded => "unbounded",
+        }
+    }
+}
 
 /// The settings of the decision.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,12 +118,18 @@ pub struct SlotPolicy {
     pub formula: SliceFormula,
     /// Stage 2's base slice and clamps.
     pub slice: SliceParams,
+    /// How residents share the device.
+    pub mode: SlotMode,
+    /// What weights count.
+    pub history: HistoryRule,
 }
 
 impl SlotPolicy {
     /// The policy for `slots` slots and base slice `t0_ns` with the
     /// project's clamps: no slice below `t0 / 4` (switching overhead) nor
     /// above `8 × t0` (how long the other contexts can be kept waiting).
+    /// Side by side, with the document's unbounded history; see
+    /// [`SlotPolicy::with_mode`] and [`SlotPolicy::with_history`].
     pub fn new(slots: usize, formula: SliceFormula, t0_ns: u64) -> Self {
         let slice = SliceParams {
             t0_ns,
@@ -57,22 +140,53 @@ impl SlotPolicy {
             slots,
             formula,
             slice,
+            mode: SlotMode::SideBySide,
+            history: HistoryRule::Unbounded,
         }
+    }
+
+    /// The same policy in mode `mode`.
+    pub fn with_mode(self, mode: SlotMode) -> Self {
+        Self { mode, ..self }
+    }
+
+    /// The same policy with history rule `history`.
+    pub fn with_history(self, history: HistoryRule) -> Self {
+        Self { history, ..self }
     }
 }
 
 /// One context as the decision sees it; the caller keeps one per context
 /// that has work or a slot, in any order.
+///
+/// `cand.created_ns` and `cand.runtime_ns` are the basis of the weight: the
+/// creation time and the runtime under [`HistoryRule::Unbounded`]; under
+/// [`HistoryRule::Bounded`] the decision moves them (idle time is taken out
+/// of the lifetime, an entering context takes over a resident's basis), so
+/// a caller that reports the context's real runtime keeps it elsewhere and
+/// adds run time to both ([`SlotEntry::charge`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlotEntry {
-    /// Priority, age, runtime and whether it has work to run.
+    /// Priority, weight basis and whether it has work to run.
     pub cand: Candidate,
     /// It holds a slot.
     pub resident: bool,
+    /// It may run now: every resident side by side; in turn, the resident
+    /// whose turn it is.
+    pub turn: bool,
     /// Order in which residents were loaded (stage 2's FIFO order).
     pub loaded_seq: u64,
-    /// When its slice ends, if resident.
+    /// When its slice (its turn, in turn) ends while it runs; afterwards,
+    /// when it last stopped running (an eviction cuts the slice short).
     pub slice_end_ns: u64,
+    /// In turn: the length of its turn in the current round.
+    pub turn_ns: u64,
+    /// In turn: it had its turn in the current round.
+    pub had_turn: bool,
+    /// `cand.runnable` as the last decision saw it.
+    was_runnable: bool,
+    /// When it last stopped being runnable (its creation at first).
+    idle_since_ns: u64,
     /// Scratch of [`reschedule`]: given a new slice in this decision.
     fresh: bool,
 }
@@ -92,35 +206,64 @@ impl AsMut<SlotEntry> for SlotEntry {
 }
 
 impl SlotEntry {
-    /// A context that does not hold a slot.
+    /// A context that does not hold a slot, idle since its creation.
     pub fn new(cand: Candidate) -> Self {
         Self {
             cand,
             resident: false,
+            turn: false,
             loaded_seq: 0,
             slice_end_ns: 0,
+            turn_ns: 0,
+            had_turn: false,
+            was_runnable: false,
+            idle_since_ns: cand.created_ns,
             fresh: false,
         }
+    }
+
+    /// Counts `ns` of run time into the weight basis.
+    pub fn charge(&mut self, ns: u64) {
+        self.cand.runtime_ns = self.cand.runtime_ns.saturating_add(ns);
+    }
+
+    /// Its weight at `now_ns`, as the decision ranks it.
+    pub fn weight(&self, now_ns: u64) -> Weight {
+        self.cand.weight(now_ns)
     }
 }
 
 /// What the caller must carry out after [`reschedule`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SlotChange {
-    /// `index` was loaded into a slot for a slice of `slice_ns`.
+    /// `index` was loaded into a slot. Side by side it runs at once for
+    /// `slice_ns`; in turn `slice_ns` is the length of its turn, which
+    /// begins with a [`SlotChange::Turn`].
     Load {
         /// Index of the entry.
         index: usize,
         /// Its slice.
         slice_ns: u64,
     },
-    /// `index` keeps its slot for another slice of `slice_ns`.
+    /// `index` keeps its slot for another slice of `slice_ns` (side by
+    /// side only).
     Renew {
         /// Index of the entry.
         index: usize,
         /// Its slice.
         slice_ns: u64,
     },
+    /// In turn: `index`, a resident, gets the device for `slice_ns`; the
+    /// resident whose turn ended stops, its state staying in its slot.
+    Turn {
+        /// Index of the entry.
+        index: usize,
+        /// Its turn.
+        slice_ns: u64,
+    },
+    /// In turn: stage 1 selects again (a new round begins); the changes
+    /// after this one are its outcome.
+    Round,
     /// `index` lost its slot. `preempted`: it still has work, which must
     /// stop and be saved; otherwise it simply had nothing left to run.
     Evict {
@@ -142,12 +285,28 @@ pub struct Scratch<'a> {
     pub changes: &'a mut [SlotChange],
 }
 
-/// Takes the decision at `now_ns` over `entries`, updating their `resident`,
-/// `loaded_seq` and `slice_end_ns`, and writes what changed to
+/// Writes changes into the caller's room, counting them.
+struct Changes<'a> {
+    out: &'a mut [SlotChange],
+    written: usize,
+}
+
+impl Changes<'_> {
+    fn push(&mut self, c: SlotChange) {
+        if let Some(slot) = self.out.get_mut(self.written) {
+            *slot = c;
+            self.written += 1;
+        }
+    }
+}
+
+/// Takes the decision at `now_ns` over `entries`, updating their residency,
+/// turns, load order and slices, and writes what changed to
 /// `scratch.changes`; returns how many. Evictions come first, so a caller
 /// applying them in order frees slots before filling them; loads follow in
-/// the order they were chosen (best first). `next_seq` numbers loads.
-/// O(n log L) comparisons, no allocation.
+/// the order they were chosen (best first), then, in turn, the turn that
+/// begins. In turn, a [`SlotChange::Round`] separates the residents that
+/// left on their own from stage 1's evictions and loads. `next_seq` numbers loads. O(n log L) comparisons, no allocation.
 pub fn reschedule<T>(
     entries: &mut [T],
     now_ns: u64,
@@ -165,17 +324,109 @@ where
     } = scratch;
     let n = entries.len().min(cands.len());
     let entries = &mut entries[..n];
-    let mut written = 0;
-    let mut push = |c: SlotChange| {
-        if let Some(slot) = changes.get_mut(written) {
-            *slot = c;
-            written += 1;
-        }
-    };
+    let cands = &mut cands[..n];
+    apply_history(entries, now_ns, policy.history);
     for (c, e) in cands.iter_mut().zip(entries.iter()) {
         *c = e.as_ref().cand;
     }
-    let top = highest_runnable_level(&cands[..n]);
+    let mut out = Changes {
+        out: changes,
+        written: 0,
+    };
+    match policy.mode {
+        SlotMode::SideBySide => {
+            side_by_side(entries, now_ns, policy, next_seq, cands, chosen, &mut out)
+        }
+        SlotMode::InTurn => in_turn(entries, now_ns, policy, next_seq, cands, chosen, &mut out),
+    }
+    out.written
+}
+
+/// Follows runnable transitions under `rule`: a context that stops being
+/// runnable starts an idle period; one that becomes runnable (first work,
+/// or woken) has, under [`HistoryRule::Bounded`], its idle time taken out
+/// of its lifetime and enters with at most the weight of the weakest
+/// runnable resident of its level.
+fn apply_history<T>(entries: &mut [T], now_ns: u64, rule: HistoryRule)
+where
+    T: AsRef<SlotEntry> + AsMut<SlotEntry>,
+{
+    let entering = entries
+        .iter()
+        .map(AsRef::as_ref)
+        .any(|e| e.cand.runnable && !e.was_runnable);
+    // Per level, the basis of the weakest runnable resident.
+    let mut weakest: [Option<Candidate>; 16] = [None; 16];
+    if entering && rule == HistoryRule::Bounded {
+        for e in entries.iter().map(AsRef::as_ref) {
+            if !(e.resident && e.cand.runnable) {
+                continue;
+            }
+            let Some(w) = weakest.get_mut(usize::from(e.cand.level())) else {
+                continue;
+            };
+            if w.is_none_or(|b| e.cand.weight(now_ns) < b.weight(now_ns)) {
+                *w = Some(e.cand);
+            }
+        }
+    }
+    for e in entries.iter_mut() {
+        let e = e.as_mut();
+        match (e.was_runnable, e.cand.runnable) {
+            (true, false) => e.idle_since_ns = now_ns,
+            (false, true) if rule == HistoryRule::Bounded => {
+                let idle = now_ns.saturating_sub(e.idle_since_ns);
+                e.cand.created_ns = e.cand.created_ns.saturating_add(idle).min(now_ns);
+                let reference = weakest.get(usize::from(e.cand.level())).copied().flatten();
+                if let Some(r) = reference {
+                    enter_on_scale_of(&mut e.cand, &r, now_ns);
+                }
+            }
+            _ => {}
+        }
+        e.was_runnable = e.cand.runnable;
+    }
+}
+
+/// Places an entering context `c` on the scale of resident `r`: its weight
+/// becomes the smaller of its own and `r`'s, with `r`'s runtime as basis.
+///
+/// Keeping only the smaller weight is not enough: weights of contexts with
+/// short and long histories move at different speeds (lifetime and runtime
+/// both grow while a context runs, so a short history's ratio reacts to
+/// every slice and a long one's barely moves), and a context that ran one
+/// second would hold the device for seconds against one that ran an hour.
+/// On a common runtime basis both move alike and take turns.
+fn enter_on_scale_of(c: &mut Candidate, r: &Candidate, now_ns: u64) {
+    let own = c.weight(now_ns);
+    let reference = r.weight(now_ns);
+    let lifetime = if own >= reference || r.runtime_ns == 0 {
+        reference.lifetime_ns()
+    } else {
+        // own < reference, so own is finite: lifetime × R_r ÷ runtime,
+        // below R_r × reference <= the reference's lifetime.
+        div_sat(
+            u128::from(own.lifetime_ns()) * u128::from(r.runtime_ns),
+            u128::from(own.runtime_ns()),
+        )
+    };
+    c.created_ns = now_ns.saturating_sub(lifetime);
+    c.runtime_ns = r.runtime_ns;
+}
+
+/// Side by side: see the module documentation.
+fn side_by_side<T>(
+    entries: &mut [T],
+    now_ns: u64,
+    policy: &SlotPolicy,
+    next_seq: &mut u64,
+    cands: &mut [Candidate],
+    chosen: &mut [usize],
+    out: &mut Changes<'_>,
+) where
+    T: AsRef<SlotEntry> + AsMut<SlotEntry>,
+{
+    let top = highest_runnable_level(cands);
     // Residents off the top level leave at once; residents whose slice
     // goes on keep their slot; everyone else at the top level contends.
     let mut fixed = 0;
@@ -185,7 +436,8 @@ where
         let at_top = e.cand.runnable && Some(e.cand.level()) == top;
         if e.resident && !at_top {
             e.resident = false;
-            push(SlotChange::Evict {
+            e.slice_end_ns = e.slice_end_ns.min(now_ns);
+            out.push(SlotChange::Evict {
                 index: i,
                 preempted: e.cand.runnable,
             });
@@ -194,21 +446,20 @@ where
         fixed += usize::from(keeps);
         c.runnable = at_top && !keeps;
     }
-    let k = select(
-        &cands[..n],
-        now_ns,
-        policy.slots.saturating_sub(fixed),
-        chosen,
-    );
-    for &j in &chosen[..k] {
-        entries[j].as_mut().fresh = true;
+    let k = select(cands, now_ns, policy.slots.saturating_sub(fixed), chosen);
+    let chosen = &chosen[..k];
+    for &j in chosen {
+        if let Some(e) = entries.get_mut(j) {
+            e.as_mut().fresh = true;
+        }
     }
     // Residents whose slice ended and that did not win their slot back.
     for (i, e) in entries.iter_mut().enumerate() {
         let e = e.as_mut();
         if e.resident && !e.fresh && e.slice_end_ns <= now_ns {
             e.resident = false;
-            push(SlotChange::Evict {
+            e.slice_end_ns = e.slice_end_ns.min(now_ns);
+            out.push(SlotChange::Evict {
                 index: i,
                 preempted: true,
             });
@@ -223,29 +474,169 @@ where
         policy.slice,
         loaded.map(|e| e.cand.weight(now_ns)),
     );
-    for &j in &chosen[..k] {
-        let e = entries[j].as_mut();
+    for &j in chosen {
+        let Some(e) = entries.get_mut(j) else {
+            continue;
+        };
+        let e = e.as_mut();
         let slice_ns = set.slice_of(&e.cand.weight(now_ns));
         e.slice_end_ns = now_ns.saturating_add(slice_ns);
         if e.resident {
-            push(SlotChange::Renew { index: j, slice_ns });
+            out.push(SlotChange::Renew { index: j, slice_ns });
         } else {
             e.resident = true;
             e.loaded_seq = *next_seq;
             *next_seq += 1;
-            push(SlotChange::Load { index: j, slice_ns });
+            out.push(SlotChange::Load { index: j, slice_ns });
         }
     }
-    written
+    for e in entries.iter_mut() {
+        let e = e.as_mut();
+        e.turn = e.resident;
+    }
 }
 
-/// The earliest end of a resident's slice: when [`reschedule`] must run
-/// next if nothing else happens.
+/// In turn: see the module documentation.
+fn in_turn<T>(
+    entries: &mut [T],
+    now_ns: u64,
+    policy: &SlotPolicy,
+    next_seq: &mut u64,
+    cands: &mut [Candidate],
+    chosen: &mut [usize],
+    out: &mut Changes<'_>,
+) where
+    T: AsRef<SlotEntry> + AsMut<SlotEntry>,
+{
+    let top = highest_runnable_level(cands);
+    // Residents with nothing to run, or below the top level, leave at once;
+    // the latter end the round (a higher level took over).
+    let mut higher = false;
+    for (i, e) in entries.iter_mut().enumerate() {
+        let e = e.as_mut();
+        let at_top = e.cand.runnable && Some(e.cand.level()) == top;
+        if e.resident && !at_top {
+            higher |= e.cand.runnable;
+            e.resident = false;
+            e.turn = false;
+            e.had_turn = false;
+            e.slice_end_ns = e.slice_end_ns.min(now_ns);
+            out.push(SlotChange::Evict {
+                index: i,
+                preempted: e.cand.runnable,
+            });
+        }
+    }
+    // The turn in progress goes on until its slice ends.
+    let mut running = false;
+    for e in entries.iter_mut() {
+        let e = e.as_mut();
+        if e.resident && e.turn {
+            if e.slice_end_ns > now_ns {
+                running = true;
+            } else {
+                e.turn = false;
+                e.had_turn = true;
+            }
+        }
+    }
+    if running {
+        return;
+    }
+    if !higher && start_next_turn(entries, now_ns, out) {
+        return;
+    }
+    // The round is over, or none began: stage 1 over every runnable
+    // context of the top level, residents included.
+    if top.is_none() {
+        return;
+    }
+    out.push(SlotChange::Round);
+    for e in entries.iter_mut() {
+        e.as_mut().fresh = false;
+    }
+    let k = select(cands, now_ns, policy.slots, chosen);
+    let chosen = &chosen[..k];
+    for &j in chosen {
+        if let Some(e) = entries.get_mut(j) {
+            e.as_mut().fresh = true;
+        }
+    }
+    for (i, e) in entries.iter_mut().enumerate() {
+        let e = e.as_mut();
+        if e.resident && !e.fresh {
+            e.resident = false;
+            e.turn = false;
+            e.slice_end_ns = e.slice_end_ns.min(now_ns);
+            out.push(SlotChange::Evict {
+                index: i,
+                preempted: true,
+            });
+        }
+    }
+    let set = SliceSet::new(
+        policy.formula,
+        policy.slice,
+        chosen
+            .iter()
+            .filter_map(|&j| entries.get(j))
+            .map(|e| e.as_ref().cand.weight(now_ns)),
+    );
+    for &j in chosen {
+        let Some(e) = entries.get_mut(j) else {
+            continue;
+        };
+        let e = e.as_mut();
+        e.turn_ns = set.slice_of(&e.cand.weight(now_ns));
+        e.had_turn = false;
+        if !e.resident {
+            e.resident = true;
+            e.loaded_seq = *next_seq;
+            *next_seq += 1;
+            out.push(SlotChange::Load {
+                index: j,
+                slice_ns: e.turn_ns,
+            });
+        }
+    }
+    start_next_turn(entries, now_ns, out);
+}
+
+/// Gives the device to the first loaded resident that has not had its
+/// turn in this round; `false` if every one has (the round is over).
+fn start_next_turn<T>(entries: &mut [T], now_ns: u64, out: &mut Changes<'_>) -> bool
+where
+    T: AsRef<SlotEntry> + AsMut<SlotEntry>,
+{
+    let next = entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| {
+            let e = e.as_ref();
+            e.resident && !e.had_turn
+        })
+        .min_by_key(|(_, e)| e.as_ref().loaded_seq)
+        .map(|(i, _)| i);
+    let Some(e) = next.and_then(|i| entries.get_mut(i)) else {
+        return false;
+    };
+    let e = e.as_mut();
+    e.turn = true;
+    e.slice_end_ns = now_ns.saturating_add(e.turn_ns);
+    out.push(SlotChange::Turn {
+        index: next.unwrap_or_default(),
+        slice_ns: e.turn_ns,
+    });
+    true
+}
+
+/// The earliest end of a running resident's slice: when [`reschedule`]
+/// must run next if nothing else happens.
 pub fn next_slice_end<T: AsRef<SlotEntry>>(entries: &[T]) -> Option<u64> {
     entries
         .iter()
         .map(AsRef::as_ref)
-        .filter(|e| e.resident)
+        .filter(|e| e.resident && e.turn)
         .map(|e| e.slice_end_ns)
         .min()
 }
@@ -656,5 +1047,279 @@ mod tests {
             "a context waited {longest_wait} slice ends: {turns:?}"
         );
         assert!(turns.iter().all(|&t| t >= 80), "turns {turns:?}");
+    }
+
+    // ---- in turn: the document's stage 2 ----
+
+    /// A scheduler in turn (or side by side) with history rule `h`.
+    fn sched_with(slots: usize, formula: SliceFormula, mode: SlotMode, h: HistoryRule) -> Sched {
+        let mut s = Sched::new(slots, formula);
+        s.policy = s.policy.with_mode(mode).with_history(h);
+        s
+    }
+
+    #[test]
+    fn in_turn_document_examples_load_only_the_highest_level() {
+        let mut e = [ctx(0, 0, 0, 0); 11];
+        for (i, x) in e.iter_mut().enumerate() {
+            *x = ctx(i as u32, if i < 5 { 3 } else { 5 }, 0, MIN);
+        }
+        let mut s = sched_with(
+            8,
+            SliceFormula::Proportional,
+            SlotMode::InTurn,
+            HistoryRule::Unbounded,
+        );
+        let changes = s.run(&mut e, 60 * MIN);
+        // A round: five loads, then the first of them gets the device.
+        assert_eq!(changes.len(), 7);
+        assert_eq!(changes[0], SlotChange::Round);
+        assert!(changes[1..6]
+            .iter()
+            .all(|c| matches!(c, SlotChange::Load { index, .. } if *index < 5)));
+        assert!(matches!(changes[6], SlotChange::Turn { index: 0, .. }));
+        assert_eq!(residents(&e), 0b11111);
+        assert_eq!(e.iter().filter(|x| x.turn).count(), 1);
+        let levels = [4, 10, 2, 4, 4, 2, 4];
+        let mut e = [ctx(0, 0, 0, 0); 7];
+        for (i, x) in e.iter_mut().enumerate() {
+            *x = ctx(i as u32, levels[i], 0, MIN);
+        }
+        let mut s = sched_with(
+            8,
+            SliceFormula::Proportional,
+            SlotMode::InTurn,
+            HistoryRule::Unbounded,
+        );
+        s.run(&mut e, 60 * MIN);
+        assert_eq!(residents(&e), (1 << 2) | (1 << 5));
+        assert!(e[2].turn && !e[5].turn);
+    }
+
+    /// Ten loaded contexts whose weights sum to 30: the one of weight 5
+    /// runs `t0 × 30 ÷ 5 = 6 × t0` under the literal formula and
+    /// `t0 × 10 × 5 ÷ 30` under the proportional one, in its own turn.
+    #[test]
+    fn in_turn_the_thirty_over_five_slice() {
+        // Now 60 min; ran 12, 12, 12, 12, 30, 30, 30, 30, 60, 60 min:
+        // weights 5, 5, 5, 5, 2, 2, 2, 2, 1, 1.
+        let ran = [12, 12, 12, 12, 30, 30, 30, 30, 60, 60];
+        for (formula, want) in [
+            (SliceFormula::Literal, 6 * 10 * MS),
+            (SliceFormula::Proportional, 10 * MS * 10 * 5 / 30),
+        ] {
+            let mut e = [ctx(0, 0, 0, 0); 10];
+            for (i, x) in e.iter_mut().enumerate() {
+                *x = ctx(i as u32, 4, 0, ran[i] * MIN);
+            }
+            let mut s = sched_with(10, formula, SlotMode::InTurn, HistoryRule::Unbounded);
+            let changes = s.run(&mut e, 60 * MIN);
+            assert_eq!(residents(&e), 0x3ff);
+            // The first loaded (best weight, oldest, lowest id) runs first.
+            let Some(&SlotChange::Turn { index, slice_ns }) = changes.last() else {
+                panic!("{changes:?}");
+            };
+            assert_eq!(index, 0);
+            assert!(
+                slice_ns.abs_diff(want) <= 1,
+                "{formula:?}: {slice_ns} vs {want}"
+            );
+            assert_eq!(e[0].slice_end_ns, 60 * MIN + slice_ns);
+        }
+    }
+
+    /// The loaded contexts run one after another in load order, one at a
+    /// time; stage 1 selects again only when every one has had its turn,
+    /// and the contexts left over then get the next round.
+    #[test]
+    fn in_turn_runs_residents_in_load_order_and_selects_again_per_round() {
+        let mut e = [ctx(0, 0, 0, 0); 5];
+        for (i, x) in e.iter_mut().enumerate() {
+            *x = ctx(i as u32, 6, 0, 0);
+        }
+        let mut s = sched_with(
+            3,
+            SliceFormula::Proportional,
+            SlotMode::InTurn,
+            HistoryRule::Unbounded,
+        );
+        let mut now = MS;
+        let mut rounds = 0;
+        let mut ran_in_round = [false; 5];
+        let mut ever = [false; 5];
+        for _ in 0..60 {
+            let residents_before: [bool; 5] = core::array::from_fn(|i| e[i].resident);
+            let changes = s.run(&mut e, now);
+            if changes.contains(&SlotChange::Round) {
+                // A round boundary: every resident of the last round ran.
+                for i in 0..5 {
+                    assert_eq!(residents_before[i], ran_in_round[i], "round {rounds}: {i}");
+                }
+                rounds += 1;
+                ran_in_round = [false; 5];
+            }
+            let Some(i) = e.iter().position(|x| x.turn) else {
+                panic!("nobody runs");
+            };
+            // Turn order: no resident loaded earlier is still waiting for
+            // its turn in this round.
+            for x in e.iter().filter(|x| x.resident && !x.had_turn && !x.turn) {
+                assert!(x.loaded_seq > e[i].loaded_seq, "{e:?}");
+            }
+            assert!(!ran_in_round[i], "context {i} ran twice in one round");
+            ran_in_round[i] = true;
+            ever[i] = true;
+            let next = next_slice_end(&e).unwrap();
+            e[i].charge(next - now);
+            now = next;
+        }
+        assert!(ever.iter().all(|&r| r), "everyone runs: {ever:?}");
+        assert!(rounds >= 10, "{rounds} rounds");
+        // Shares stay close: the document's weights balance GPU time.
+        let times: [u64; 5] = core::array::from_fn(|i| e[i].cand.runtime_ns);
+        let (lo, hi) = (times.iter().min().unwrap(), times.iter().max().unwrap());
+        assert!(hi - lo <= 3 * 10 * MS, "{times:?}");
+    }
+
+    /// A context of a higher level ends the round at once and runs; the
+    /// level below comes back when it is idle.
+    #[test]
+    fn in_turn_a_higher_level_ends_the_round_at_once() {
+        let mut e = [ctx(0, 0, 0, 0); 4];
+        for (i, x) in e.iter_mut().enumerate() {
+            *x = ctx(i as u32, 8, 0, 0);
+        }
+        e[3].cand.priority = 1;
+        e[3].cand.runnable = false;
+        let mut s = sched_with(
+            2,
+            SliceFormula::Proportional,
+            SlotMode::InTurn,
+            HistoryRule::Unbounded,
+        );
+        s.run(&mut e, MS);
+        assert_eq!(residents(&e), 0b011);
+        assert!(e[0].turn);
+        e[3].cand.runnable = true;
+        let changes = s.run(&mut e, 2 * MS).to_vec();
+        assert!(changes.contains(&SlotChange::Evict {
+            index: 0,
+            preempted: true
+        }));
+        assert!(changes.contains(&SlotChange::Evict {
+            index: 1,
+            preempted: true
+        }));
+        assert!(e[3].resident && e[3].turn);
+        e[3].cand.runnable = false;
+        s.run(&mut e, 3 * MS);
+        assert!(!e[3].resident);
+        assert_eq!(e.iter().filter(|x| x.turn).count(), 1);
+    }
+
+    // ---- bounded history ----
+
+    /// One slot; an old context A that ran 30 ms waits while another client
+    /// creates a fresh context every slice. Returns how many slices passed
+    /// before A ran, or `None` if it never did within `slices`.
+    fn fresh_context_every_slice(mode: SlotMode, h: HistoryRule, slices: usize) -> Option<usize> {
+        let mut e = [ctx(0, 0, 0, 0); 64];
+        for (i, x) in e.iter_mut().enumerate() {
+            *x = ctx(i as u32, 5, 0, 0);
+            x.cand.runnable = false;
+        }
+        let mut s = sched_with(1, SliceFormula::Proportional, mode, h);
+        // A: created at 0, ran 30 ms over its first 100 ms.
+        e[0] = ctx(0, 5, 0, 30 * MS);
+        let mut now = 100 * MS;
+        let mut n = 1;
+        for slice in 0..slices {
+            // The other client's newest context, created now with work.
+            if n < e.len() {
+                e[n] = ctx(n as u32, 5, now, 0);
+                e[n].idle_since_ns = now;
+                n += 1;
+            }
+            s.run(&mut e[..n], now);
+            if e[0].turn {
+                return Some(slice);
+            }
+            let next = next_slice_end(&e[..n]).unwrap();
+            for x in e[..n].iter_mut().filter(|x| x.resident && x.turn) {
+                x.charge(next - now);
+            }
+            now = next;
+        }
+        None
+    }
+
+    #[test]
+    fn bounded_history_a_fresh_context_every_slice_does_not_starve_an_old_one() {
+        for mode in [SlotMode::SideBySide, SlotMode::InTurn] {
+            // The document's rule: a context that never ran always wins.
+            assert_eq!(
+                fresh_context_every_slice(mode, HistoryRule::Unbounded, 60),
+                None,
+                "{mode:?}"
+            );
+            let got = fresh_context_every_slice(mode, HistoryRule::Bounded, 60);
+            assert!(got.is_some_and(|k| k <= 8), "{mode:?}: {got:?}");
+        }
+    }
+
+    /// One slot. I ran 1 s long ago and slept for an hour; B has run
+    /// ever since. Returns the longest run of consecutive slices I holds
+    /// the device after waking, over `slices` slices.
+    fn woken_after_an_hour(mode: SlotMode, h: HistoryRule, slices: usize) -> usize {
+        const SEC: u64 = 1000 * MS;
+        let mut e = [ctx(0, 5, 0, SEC), ctx(1, 5, 2 * SEC, 0)];
+        e[0].cand.runnable = false;
+        let mut s = sched_with(1, SliceFormula::Proportional, mode, h);
+        // I was runnable for its first 2 s, then idle.
+        let mut now = 2 * SEC;
+        s.run(&mut e, 0);
+        e[0].cand.runnable = true;
+        s.run(&mut e, SEC);
+        e[0].cand.runnable = false;
+        // B alone for an hour.
+        let hour = now + 60 * MIN;
+        while now < hour {
+            s.run(&mut e, now);
+            let next = next_slice_end(&e).unwrap().min(hour);
+            for x in e.iter_mut().filter(|x| x.resident && x.turn) {
+                x.charge(next - now);
+            }
+            now = next;
+        }
+        e[0].cand.runnable = true;
+        let (mut longest, mut streak) = (0, 0);
+        for _ in 0..slices {
+            s.run(&mut e, now);
+            if e[0].turn {
+                streak += 1;
+                longest = longest.max(streak);
+            } else {
+                streak = 0;
+            }
+            let next = next_slice_end(&e).unwrap();
+            for x in e.iter_mut().filter(|x| x.resident && x.turn) {
+                x.charge(next - now);
+            }
+            now = next;
+        }
+        longest
+    }
+
+    #[test]
+    fn bounded_history_a_long_idle_context_shares_on_waking() {
+        for mode in [SlotMode::SideBySide, SlotMode::InTurn] {
+            // The document's rule: an hour of lifetime locks B out.
+            assert!(
+                woken_after_an_hour(mode, HistoryRule::Unbounded, 200) >= 100,
+                "{mode:?}"
+            );
+            let longest = woken_after_an_hour(mode, HistoryRule::Bounded, 200);
+            assert!(longest <= 3, "{mode:?}: {longest} slices in a row");
+        }
     }
 }

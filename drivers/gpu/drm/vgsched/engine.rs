@@ -115,10 +115,7 @@ use crate::{
             Occupancy,
             WaveSlot, //
         },
-        pool::{
-            self,
-            Weight, //
-        },
+        pool,
         progress::JobProgress,
         rng::Rng,
         slice::SliceFormula,
@@ -276,8 +273,9 @@ impl Job {
 /// - `slot.is_some() == entry.resident`;
 /// - `jobs.len() <= MAX_JOBS_IN_FLIGHT` and `done.len() <= MAX_JOBS_IN_FLIGHT`,
 ///   within the capacities reserved at creation;
-/// - `entry.cand.runtime_ns` is the context's runtime: the union of the
-///   modeled intervals its waves executed.
+/// - `runtime_ns` is the context's runtime: the union of the modeled
+///   intervals its waves executed; slot selection's weight basis
+///   (`entry.cand`) is charged the same time.
 struct ContextQueue {
     ctx: Arc<Context>,
     /// Unsignalled jobs, oldest first.
@@ -291,6 +289,8 @@ struct ContextQueue {
     entry: SlotEntry,
     /// The hardware slot it holds, while resident.
     slot: Option<u32>,
+    /// Its runtime, modeled nanoseconds.
+    runtime_ns: u64,
     /// End of the latest interval counted in its runtime.
     busy_until_ns: u64,
     /// Jobs finished so far, with or without error.
@@ -334,6 +334,7 @@ impl ContextQueue {
             selected: [false; BANDS],
             entry,
             slot: None,
+            runtime_ns: 0,
             busy_until_ns: 0,
             completed: 0,
             guilty: false,
@@ -345,7 +346,7 @@ impl ContextQueue {
 
     /// Its runtime, modeled nanoseconds.
     fn runtime_ns(&self) -> u64 {
-        self.entry.cand.runtime_ns
+        self.runtime_ns
     }
 
     /// Counts modeled device time `[start, end)` of one of its waves.
@@ -354,8 +355,8 @@ impl ContextQueue {
     fn account(&mut self, start_ns: u64, end_ns: u64) {
         let from = start_ns.max(self.busy_until_ns);
         if end_ns > from {
-            let runtime = &mut self.entry.cand.runtime_ns;
-            *runtime = runtime.saturating_add(end_ns - from);
+            self.runtime_ns = self.runtime_ns.saturating_add(end_ns - from);
+            self.entry.charge(end_ns - from);
             self.busy_until_ns = end_ns;
         }
     }
@@ -881,7 +882,7 @@ impl Engine {
         let now = monotonic_ns();
         Ok(ContextStats {
             runtime_ns: q.runtime_ns(),
-            weight_milli: Weight::new(now, ctx.created_ns, q.runtime_ns()).milli(),
+            weight_milli: q.entry.weight(now).milli(),
             completed: q.completed,
             in_flight: q.jobs.len() as u64,
             guilty: q.guilty,

@@ -445,11 +445,81 @@ mod slots {
             Scratch,
             SlotChange,
             SlotEntry,
+            SlotMode,
             SlotPolicy, //
         }, //
     };
 
     const MIN: u64 = 60_000_000_000;
+
+    /// One decision at `now` over up to 16 entries; the changes it made.
+    fn decide(e: &mut [SlotEntry], policy: &SlotPolicy, now: u64) -> ([SlotChange; 40], usize) {
+        let blank = Candidate {
+            id: 0,
+            priority: 0,
+            created_ns: 0,
+            runtime_ns: 0,
+            runnable: false,
+        };
+        let mut cands = [blank; 16];
+        let mut chosen = [0usize; 16];
+        let mut changes = [SlotChange::Round; 40];
+        let mut seq = 0;
+        let scratch = Scratch {
+            cands: &mut cands,
+            chosen: &mut chosen,
+            changes: &mut changes,
+        };
+        let n = reschedule(e, now, policy, &mut seq, scratch);
+        (changes, n)
+    }
+
+    /// Contexts `0..n` at `levels[i]`, created at 0, that ran `ran[i]`.
+    fn contexts<const N: usize>(levels: [u8; N], ran: [u64; N]) -> [SlotEntry; N] {
+        core::array::from_fn(|i| {
+            SlotEntry::new(Candidate {
+                id: i as u32,
+                priority: levels[i],
+                created_ns: 0,
+                runtime_ns: ran[i],
+                runnable: true,
+            })
+        })
+    }
+
+    #[test]
+    fn in_turn_runs_the_document_examples() {
+        let policy =
+            SlotPolicy::new(8, SliceFormula::Proportional, 10_000_000).with_mode(SlotMode::InTurn);
+        // 11 contexts, 5 at priority 3: those five load, the first runs.
+        let mut e = contexts([3, 3, 3, 3, 3, 5, 5, 5, 5, 5, 5], [MIN; 11]);
+        let (c, n) = decide(&mut e, &policy, 60 * MIN);
+        assert_eq!(n, 7);
+        assert_eq!(c[0], SlotChange::Round);
+        assert!(matches!(c[6], SlotChange::Turn { index: 0, .. }));
+        assert!(e.iter().enumerate().all(|(i, x)| x.resident == (i < 5)));
+        assert_eq!(e.iter().filter(|x| x.turn).count(), 1);
+        // 7 contexts, 2 at priority 2: those two.
+        let mut e = contexts([4, 10, 2, 4, 4, 2, 4], [MIN; 7]);
+        decide(&mut e, &policy, 60 * MIN);
+        assert!(e
+            .iter()
+            .enumerate()
+            .all(|(i, x)| x.resident == (i == 2 || i == 5)));
+        assert!(e[2].turn && !e[5].turn);
+        // Ten loaded, weights 5, 5, 5, 5, 2, 2, 2, 2, 1, 1 (sum 30): the
+        // first, of weight 5, runs t0 x 30 / 5 = 6 x t0 under the literal
+        // formula.
+        let t0 = 30_000_000;
+        let policy = SlotPolicy::new(10, SliceFormula::Literal, t0).with_mode(SlotMode::InTurn);
+        let ran = [12, 12, 12, 12, 30, 30, 30, 30, 60, 60].map(|m| m * MIN);
+        let mut e = contexts([4; 10], ran);
+        let (c, n) = decide(&mut e, &policy, 60 * MIN);
+        assert_eq!(n, 12);
+        assert!(
+            matches!(c[11], SlotChange::Turn { index: 0, slice_ns } if slice_ns.abs_diff(6 * t0) <= 1)
+        );
+    }
 
     #[test]
     fn only_the_highest_level_is_loaded() {

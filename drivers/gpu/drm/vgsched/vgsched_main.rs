@@ -57,7 +57,10 @@ pub mod vgsched_core {
 }
 
 use vgsched_core::{
-    context_switch::SchedParams,
+    context_switch::{
+        SchedParamValues,
+        SchedParams, //
+    },
     dispatch::DispatchParams,
     topology::{
         ParamError,
@@ -140,6 +143,18 @@ module! {
             default: 1000,
             description: "Distance between preemption points, modeled us (100-1000000)",
         },
+        slot_mode: u32 {
+            default: 0,
+            description: "How residents share the device: 0 side by side, 1 in turn (one after another in load order)",
+        },
+        weight_history: u32 {
+            default: 0,
+            description: "What slot-selection weights count: 0 bounded (runnable time; entering contexts join the residents), 1 unbounded (all since creation)",
+        },
+        slot_switch_us: u32 {
+            default: 5,
+            description: "Modeled time to stop or resume a wave whose state stays in its slot, us (0-1000)",
+        },
     },
 }
 
@@ -173,12 +188,14 @@ fn dispatch_params() -> Result<DispatchParams> {
 
 /// Reads the settings of slot selection and time slices.
 fn sched_params(topology: &Topology) -> Result<SchedParams> {
-    SchedParams::from_params(
-        topology,
-        module_parameters::slice_formula.value(),
-        module_parameters::preemption_us.value(),
-    )
-    .map_err(invalid_parameter)
+    let values = SchedParamValues {
+        slice_formula: module_parameters::slice_formula.value(),
+        preemption_us: module_parameters::preemption_us.value(),
+        slot_mode: module_parameters::slot_mode.value(),
+        weight_history: module_parameters::weight_history.value(),
+        slot_switch_us: module_parameters::slot_switch_us.value(),
+    };
+    SchedParams::from_params(topology, &values).map_err(invalid_parameter)
 }
 
 /// Logs which parameter is out of range; `EINVAL` for `insmod`.

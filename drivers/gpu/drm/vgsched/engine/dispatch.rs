@@ -21,7 +21,10 @@ use kernel::{
 };
 
 use super::{
-    dump::PlacementRecord,
+    dump::{
+        LogRecord,
+        PlacementRecord, //
+    },
     Engine,
     EngineState,
     RunningGroup,
@@ -29,11 +32,7 @@ use super::{
     WavePhase, //
 };
 use crate::vgsched_core::{
-    context_switch::{
-        shared_state_bytes,
-        transfer_cycles,
-        wave_state_bytes, //
-    },
+    context_switch::transfer_cycles,
     dispatch::{
         pick,
         Candidate,
@@ -141,7 +140,9 @@ impl Engine {
         st.heads.clear();
         st.splittable_waiting = false;
         for (queue, q) in st.queues.iter_mut().enumerate() {
-            if !q.entry.resident {
+            // Side by side every resident is a channel; in turn only the
+            // resident whose turn it is.
+            if !q.entry.turn {
                 continue;
             }
             let Some(job) = q.jobs.first_mut() else {
@@ -364,10 +365,12 @@ impl Engine {
             let Ok(sg) = job.saved.remove(0) else {
                 return false;
             };
-            let bytes = u64::from(sg.waves)
-                .saturating_mul(wave_state_bytes(&sg.needs, job.spec.grid.threads_per_wave))
-                .saturating_add(shared_state_bytes(&sg.needs));
-            let restore_ns = self.topology.cycles_to_ns(transfer_cycles(bytes));
+            let bytes = sg.state_bytes(job.spec.grid.threads_per_wave);
+            // State kept in the slot comes back at the in-slot cost.
+            let restore_ns = match sg.in_slot {
+                true => self.sched.slot_switch_ns,
+                false => self.topology.cycles_to_ns(transfer_cycles(bytes)),
+            };
             q.switch_ns = q.switch_ns.saturating_add(restore_ns);
             // Checked above: the job has not failed and this group is saved.
             warn_on!(job.progress.restore().is_err());
@@ -382,7 +385,7 @@ impl Engine {
             totals.groups_dispatched += 1;
             (unit.group, now)
         };
-        log.record(PlacementRecord {
+        log.record(LogRecord::Placement(PlacementRecord {
             time_ns: now,
             client: q.ctx.client,
             ctx: q.ctx.id,
@@ -392,7 +395,7 @@ impl Engine {
             band: head.band,
             needs,
             placement,
-        });
+        }));
         let g = RunningGroup {
             job_id: job.id,
             group,

@@ -64,14 +64,66 @@ pub(super) struct PlacementRecord {
     pub(super) placement: Placement,
 }
 
-/// A ring of the last [`LOG_ENTRIES`] placements.
+/// A change of slot selection, as the placement log shows it.
+#[derive(Clone, Copy)]
+pub(super) enum SlotEvent {
+    /// Loaded into a slot; in turn, `slice_ns` is its turn in the round.
+    Load { slice_ns: u64 },
+    /// In turn: its turn begins.
+    Turn { slice_ns: u64 },
+    /// Left its slot, stopped with work left (`preempted`) or idle.
+    Evict { preempted: bool },
+}
+
+/// One entry of the placement log: a placement, or a change of slot
+/// selection between them.
+///
+/// Entries live in a ring allocated once, so every entry has the size of a
+/// placement; boxing the large variant would allocate on the signalling
+/// path.
+#[derive(Clone, Copy)]
+#[expect(clippy::large_enum_variant)]
+pub(super) enum LogRecord {
+    /// A work-group (or piece) was placed.
+    Placement(PlacementRecord),
+    /// A context was loaded, got its turn or left its slot.
+    Slot {
+        time_ns: u64,
+        client: u64,
+        ctx: u32,
+        slot: Option<u32>,
+        event: SlotEvent,
+    },
+    /// In turn: stage 1 selected again, a new round begins.
+    Round { time_ns: u64 },
+}
+
+impl LogRecord {
+    /// Context `q` had slot event `event` at `time_ns`.
+    pub(super) fn slot(time_ns: u64, q: &super::ContextQueue, event: SlotEvent) -> Self {
+        Self::Slot {
+            time_ns,
+            client: q.ctx.client,
+            ctx: q.ctx.id,
+            slot: q.slot,
+            event,
+        }
+    }
+
+    /// A new round began at `time_ns`.
+    pub(super) fn round(time_ns: u64) -> Self {
+        Self::Round { time_ns }
+    }
+}
+
+/// A ring of the last [`LOG_ENTRIES`] placements and slot events.
 ///
 /// # Invariants
 ///
 /// `entries.len() <= LOG_ENTRIES`; once full, the oldest entry is at
 /// `total % LOG_ENTRIES`.
 pub(super) struct PlacementLog {
-    entries: KVVec<PlacementRecord>,
+    entries: KVVec<LogRecord>,
     /// Placements recorded since load.
     total: u64,
 }
@@ -86,7 +138,7 @@ impl PlacementLog {
     }
 
     /// Adds a placement, replacing the oldest when full. Never allocates.
-    pub(super) fn record(&mut self, r: PlacementRecord) {
+    pub(super) fn record(&mut self, r: LogRecord) {
         let at = (self.total % LOG_ENTRIES as u64) as usize;
         if self.entries.len() < LOG_ENTRIES {
             // The log was created with room for all its entries.
@@ -99,7 +151,7 @@ impl PlacementLog {
 
     /// Copies the recorded placements, oldest first, into `out` (which has
     /// room for [`LOG_ENTRIES`]); returns the number of the first.
-    fn copy_into(&self, out: &mut KVVec<PlacementRecord>) -> u64 {
+    fn copy_into(&self, out: &mut KVVec<LogRecord>) -> u64 {
         let n = self.entries.len();
         let oldest = if n < LOG_ENTRIES {
             0
@@ -214,6 +266,10 @@ struct ContextSnapshot {
     preemptions: u64,
     switch_ns: u64,
     in_flight: u64,
+    /// Slot selection's weight of it.
+    weight: Weight,
+    /// It may run now (its turn, in turn).
+    turn: bool,
 }
 
 /// The `contexts` file.
@@ -247,7 +303,7 @@ impl OccupancySnapshot<'_> {
 /// The `placements` file: the last placements, oldest first.
 pub(crate) struct PlacementsSnapshot {
     first_number: u64,
-    records: KVVec<PlacementRecord>,
+    records: KVVec<LogRecord>,
 }
 
 impl Engine {
@@ -385,6 +441,8 @@ impl Engine {
                     preemptions: q.preemptions,
                     switch_ns: q.switch_ns,
                     in_flight: q.jobs.len() as u64,
+                    weight: q.entry.weight(snap.now),
+                    turn: q.entry.turn,
                 };
                 snap.contexts.push_within_capacity(c).map_err(|_| ENOMEM)?;
             }
@@ -474,13 +532,16 @@ impl fmt::Display for StateSnapshot<'_> {
         let sp = &e.sched.policy;
         writeln!(
             f,
-            "slots: {} of {} held, formula {}, t0 {} us (slices {}..={} us), preemption point every {} us, waves saved {} groups restored {}",
+            "slots: {} of {} held, mode {}, weights {}, formula {}, t0 {} us (slices {}..={} us), in-slot switch {} us, preemption point every {} us, waves saved {} groups restored {}",
             self.slots_held,
             sp.slots,
+            sp.mode.name(),
+            sp.history.name(),
             self.formula,
             sp.slice.t0_ns / 1000,
             sp.slice.min_ns / 1000,
             sp.slice.max_ns / 1000,
+            e.sched.slot_switch_ns / 1000,
             e.sched.preemption_ns / 1000,
             tot.waves_saved,
             tot.groups_restored
@@ -539,10 +600,10 @@ impl fmt::Display for ContextsSnapshot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "# client ctx priority lifetime_ns runtime_ns weight_milli slot slices preemptions switch_ns jobs_in_flight"
+            "# client ctx priority lifetime_ns runtime_ns weight_milli slot slices preemptions switch_ns jobs_in_flight turn"
         )?;
         for c in self.contexts.iter() {
-            let weight = Weight::new(self.now, c.created_ns, c.runtime_ns);
+            let weight = c.weight;
             write!(
                 f,
                 "{} {} {} {} {} ",
@@ -562,8 +623,12 @@ impl fmt::Display for ContextsSnapshot {
             }
             writeln!(
                 f,
-                "{} {} {} {}",
-                c.slices, c.preemptions, c.switch_ns, c.in_flight
+                "{} {} {} {} {}",
+                c.slices,
+                c.preemptions,
+                c.switch_ns,
+                c.in_flight,
+                u8::from(c.turn)
             )?;
         }
         Ok(())
@@ -598,6 +663,36 @@ impl fmt::Display for PlacementsSnapshot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, r) in self.records.iter().enumerate() {
             let n = self.first_number.saturating_add(i as u64);
+            let r = match r {
+                LogRecord::Placement(r) => r,
+                LogRecord::Round { time_ns } => {
+                    writeln!(f, "#{n} t={time_ns} round")?;
+                    continue;
+                }
+                LogRecord::Slot {
+                    time_ns,
+                    client,
+                    ctx,
+                    slot,
+                    event,
+                } => {
+                    let (name, us) = match *event {
+                        SlotEvent::Load { slice_ns } => ("load", Some(slice_ns / 1000)),
+                        SlotEvent::Turn { slice_ns } => ("turn", Some(slice_ns / 1000)),
+                        SlotEvent::Evict { preempted: true } => ("preempt", None),
+                        SlotEvent::Evict { preempted: false } => ("leave", None),
+                    };
+                    write!(f, "#{n} t={time_ns} {name} client={client} ctx={ctx}")?;
+                    if let Some(slot) = slot {
+                        write!(f, " slot={slot}")?;
+                    }
+                    if let Some(us) = us {
+                        write!(f, " slice_us={us}")?;
+                    }
+                    writeln!(f)?;
+                    continue;
+                }
+            };
             let p = &r.placement;
             write!(
                 f,

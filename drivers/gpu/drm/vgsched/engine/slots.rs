@@ -30,6 +30,10 @@ use kernel::{
 };
 
 use super::{
+    dump::{
+        LogRecord,
+        SlotEvent, //
+    },
     Chunk,
     ContextQueue,
     Engine,
@@ -60,6 +64,7 @@ use crate::{
             reschedule,
             Scratch,
             SlotChange,
+            SlotMode,
             SlotPolicy, //
         }, //
     }, //
@@ -91,6 +96,11 @@ pub(super) struct SavedGroup {
     pub(super) needs: GroupNeeds,
     /// Every wave still on the device has been saved: it may be restored.
     pub(super) complete: bool,
+    /// Its state stays in its context's hardware slot (saved at the end of
+    /// a turn, in turn): stopping and resuming cost the in-slot switch
+    /// time. Cleared, and the copy to memory charged, when the context
+    /// leaves its slot.
+    pub(super) in_slot: bool,
     /// Its waves in the save area.
     pub(super) waves: u32,
     /// The first of them (lowest index in the group).
@@ -98,6 +108,14 @@ pub(super) struct SavedGroup {
 }
 
 impl SavedGroup {
+    /// Bytes of its saved state: its waves' of `threads` threads each and
+    /// the group's shared memory.
+    pub(super) fn state_bytes(&self, threads: u32) -> u64 {
+        u64::from(self.waves)
+            .saturating_mul(wave_state_bytes(&self.needs, threads))
+            .saturating_add(shared_state_bytes(&self.needs))
+    }
+
     /// What restoring it takes: the group's needs for its saved waves.
     pub(super) fn restore_needs(&self) -> GroupNeeds {
         GroupNeeds {
@@ -132,8 +150,10 @@ impl Engine {
             slot_cands,
             slot_changes,
             slot_chosen,
+            log,
             ..
         } = st;
+        let self_topology = &this.topology;
         // Capacity for every context was reserved with it.
         let blank = pool::Candidate {
             id: 0,
@@ -164,6 +184,7 @@ impl Engine {
             changes: slot_changes,
         };
         let n = reschedule(queues, now, &policy, next_load_seq, scratch);
+        let side_by_side = policy.mode == SlotMode::SideBySide;
         let mut used = queues
             .iter()
             .filter_map(|q| q.slot)
@@ -177,10 +198,22 @@ impl Engine {
                     if let Some(slot) = q.slot {
                         used &= !1u64.checked_shl(slot).unwrap_or(0);
                     }
+                    log.record(LogRecord::slot(now, q, SlotEvent::Evict { preempted }));
                     q.leave_slot();
                     q.preemptions += u64::from(preempted);
+                    // State kept in the slot goes to memory now.
+                    let threads = q.jobs.first().map_or(0, |j| j.spec.grid.threads_per_wave);
+                    let mut bytes = 0u64;
+                    for sg in q.jobs.iter_mut().flat_map(|j| j.saved.iter_mut()) {
+                        if sg.in_slot {
+                            sg.in_slot = false;
+                            bytes = bytes.saturating_add(sg.state_bytes(threads));
+                        }
+                    }
+                    let out_ns = self_topology.cycles_to_ns(transfer_cycles(bytes));
+                    q.switch_ns = q.switch_ns.saturating_add(out_ns);
                 }
-                SlotChange::Load { index, .. } => {
+                SlotChange::Load { index, slice_ns } => {
                     let Some(q) = queues.get_mut(index) else {
                         continue;
                     };
@@ -192,13 +225,22 @@ impl Engine {
                     } else {
                         warn_on!(true);
                     }
-                    q.slices += 1;
+                    // Side by side a load starts a slice; in turn a turn does.
+                    q.slices += u64::from(side_by_side);
+                    log.record(LogRecord::slot(now, q, SlotEvent::Load { slice_ns }));
                 }
                 SlotChange::Renew { index, .. } => {
                     if let Some(q) = queues.get_mut(index) {
                         q.slices += 1;
                     }
                 }
+                SlotChange::Turn { index, slice_ns } => {
+                    if let Some(q) = queues.get_mut(index) {
+                        q.slices += 1;
+                        log.record(LogRecord::slot(now, q, SlotEvent::Turn { slice_ns }));
+                    }
+                }
+                SlotChange::Round => log.record(LogRecord::round(now)),
             }
         }
         n
@@ -265,7 +307,12 @@ impl Engine {
                     changed += 1;
                     continue;
                 }
-                if !q.entry.resident && save_wave(w, g, job) {
+                // A wave runs on while its context held the device at the
+                // point (the engine may step late: what counts is modeled
+                // time); after its slice or turn ended it is saved, in the
+                // slot if its context still holds one.
+                let in_slot = q.entry.resident;
+                if point >= q.entry.slice_end_ns && save_wave(w, g, job, in_slot) {
                     ms.power.stop(point_cycle, now_cycle, w.power_token);
                     w.power_token = 0;
                     let mut bytes = wave_state_bytes(&g.needs, job.spec.grid.threads_per_wave);
@@ -273,7 +320,10 @@ impl Engine {
                         bytes = bytes.saturating_add(shared_state_bytes(&g.needs));
                     }
                     g.saved_waves += 1;
-                    let save_ns = self.topology.cycles_to_ns(transfer_cycles(bytes));
+                    let save_ns = match in_slot {
+                        true => self.sched.slot_switch_ns,
+                        false => self.topology.cycles_to_ns(transfer_cycles(bytes)),
+                    };
                     q.switch_ns = q.switch_ns.saturating_add(save_ns);
                     w.phase = WavePhase::Saving;
                     w.end_ns = point.saturating_add(save_ns);
@@ -390,7 +440,8 @@ impl Engine {
 /// Moves the threads of wave `w` of group `g` into its job's save area.
 /// `false` (nothing changed) if the save area is full: the wave then runs
 /// on and is saved at a later point.
-fn save_wave(w: &mut RunningWave, g: &RunningGroup, job: &mut Job) -> bool {
+/// `in_slot`: the state stays in the context's hardware slot.
+fn save_wave(w: &mut RunningWave, g: &RunningGroup, job: &mut Job, in_slot: bool) -> bool {
     if job.saved_waves.len() >= job.saved_waves.capacity() {
         return false;
     }
@@ -410,6 +461,7 @@ fn save_wave(w: &mut RunningWave, g: &RunningGroup, job: &mut Job) -> bool {
                 piece: g.piece,
                 needs: g.needs,
                 complete: false,
+                in_slot,
                 waves: 0,
                 first_wave: w.wave,
             };
@@ -436,6 +488,7 @@ fn save_wave(w: &mut RunningWave, g: &RunningGroup, job: &mut Job) -> bool {
             if let Some(s) = job.saved.get_mut(index) {
                 s.waves += 1;
                 s.first_wave = s.first_wave.min(w.wave);
+                s.in_slot &= in_slot;
             }
             true
         }

@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The two ways residents share the device, and what a weight may count.
+ *
+ *  - in turn (slot_mode=1): the loaded contexts run one after another in
+ *    the order they were loaded, each for its slice, and slot selection
+ *    runs again once every one has had its turn. The placement log shows
+ *    it: "round" lines between rounds, "load" and "turn" lines per
+ *    context, and each context's work-groups placed only in its turn.
+ *  - bounded history (weight_history=0, the default): a client that
+ *    creates a fresh context every slice does not keep an older context of
+ *    another client off the device; under the document's unbounded rule a
+ *    context that never ran always wins, so the older one would starve.
+ *
+ * The module is reloaded for each test and the default one loaded after.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "vgsched_programs.h"
+
+#define CONTEXTS 3
+#define LOG_BYTES (1 << 17)
+
+/* One line of the placement log: a slot event, a round or a placement. */
+struct log_line {
+	char kind[16]; /* "round", "load", "turn", "preempt", "leave" or "place" */
+	__u64 time_ns, client;
+	unsigned int ctx;
+};
+
+/* Parses the placement log into @out; returns how many lines, or -errno. */
+static int read_log(struct log_line *out, int max)
+{
+	char *buf = malloc(LOG_BYTES), *line, *save;
+	int n = 0, ret;
+
+	if (!buf)
+		return -ENOMEM;
+	ret = vgsched_debugfs_read("placements", buf, LOG_BYTES);
+	if (ret < 0) {
+		free(buf);
+		return ret;
+	}
+	for (line = strtok_r(buf, "\n", &save); line && n < max; line = strtok_r(NULL, "\n", &save)) {
+		struct log_line *l = &out[n];
+		__u64 number;
+
+		memset(l, 0, sizeof(*l));
+		if (sscanf(line, "#%llu t=%llu client=%llu ctx=%u", &number, &l->time_ns, &l->client,
+			   &l->ctx) == 4)
+			strcpy(l->kind, "place");
+		else if (sscanf(line, "#%llu t=%llu %15s client=%llu ctx=%u", &number, &l->time_ns,
+				l->kind, &l->client, &l->ctx) == 5)
+			;
+		else if (sscanf(line, "#%llu t=%llu %15s", &number, &l->time_ns, l->kind) == 3 &&
+			 !strcmp(l->kind, "round"))
+			;
+		else
+			continue;
+		n++;
+	}
+	free(buf);
+	return n;
+}
+
+static int is(const struct log_line *l, const char *kind)
+{
+	return !strcmp(l->kind, kind);
+}
+
+FIXTURE(in_turn) {
+	int fd;
+};
+
+FIXTURE_SETUP(in_turn)
+{
+	ASSERT_EQ(0, vgsched_module_unload());
+	ASSERT_EQ(0, vgsched_module_load("hw_slots=2 time_slice_us=2000 preemption_us=200 slot_mode=1"));
+	self->fd = vgsched_open_render_node();
+	ASSERT_GE(self->fd, 0);
+}
+
+FIXTURE_TEARDOWN(in_turn)
+{
+	close(self->fd);
+	EXPECT_EQ(0, vgsched_module_unload());
+	EXPECT_EQ(0, vgsched_module_load(""));
+}
+
+TEST_F(in_turn, residents_run_one_after_another_in_load_order)
+{
+	struct busy_job jobs[CONTEXTS];
+	struct log_line *log = calloc(4096, sizeof(*log));
+	__u32 ctx[CONTEXTS];
+	__u64 client;
+	/* Per context: its position in load order, -1 while not resident. */
+	long loaded_at[CONTEXTS];
+	long loads = 0, turns = 0, rounds = 0, complete_rounds = 0, placements = 0;
+	int turned[CONTEXTS] = { 0 }, ran_in_round[CONTEXTS] = { 0 };
+	long last_turn_pos = -1;
+	int holder = -1, n;
+
+	ASSERT_NE(NULL, log);
+	for (int i = 0; i < CONTEXTS; i++) {
+		ctx[i] = vgsched_ctx_create(self->fd, 5);
+		ASSERT_NE(0, ctx[i]);
+		/* 4 waves each, so every turn places or restores work-groups. */
+		ASSERT_EQ(0, busy_job_init(self->fd, &jobs[i], ctx[i], 80, 4, 1, 1, 1));
+	}
+	for (int i = 0; i < CONTEXTS; i++)
+		ASSERT_EQ(0, busy_submit(self->fd, &jobs[i]));
+	client = vgsched_client_id(self->fd, ctx[0]);
+	usleep(40 * 1000);
+	n = read_log(log, 4096);
+	ASSERT_GT(n, 0);
+	for (int i = 0; i < CONTEXTS; i++)
+		loaded_at[i] = -1;
+	for (int k = 0; k < n; k++) {
+		const struct log_line *l = &log[k];
+		int c = -1;
+
+		if (is(l, "round")) {
+			/* A round is complete when every resident had its turn. */
+			int all = rounds > 0;
+
+			for (int i = 0; i < CONTEXTS; i++)
+				if (loaded_at[i] >= 0 && !ran_in_round[i])
+					all = 0;
+			complete_rounds += all;
+			rounds++;
+			memset(ran_in_round, 0, sizeof(ran_in_round));
+			last_turn_pos = -1;
+			holder = -1;
+			continue;
+		}
+		if (l->client != client)
+			continue;
+		for (int i = 0; i < CONTEXTS; i++)
+			if (ctx[i] == l->ctx)
+				c = i;
+		ASSERT_GE(c, 0);
+		if (is(l, "load")) {
+			loaded_at[c] = loads++;
+		} else if (is(l, "preempt") || is(l, "leave")) {
+			loaded_at[c] = -1;
+			if (holder == c)
+				holder = -1;
+		} else if (is(l, "turn")) {
+			ASSERT_GE(loaded_at[c], 0) TH_LOG("context %d got a turn without a slot", c);
+			ASSERT_EQ(0, ran_in_round[c]) TH_LOG("context %d had two turns in round %ld", c, rounds);
+			/* Turns follow load order within a round. */
+			ASSERT_GT(loaded_at[c], last_turn_pos) TH_LOG("turn of %d out of load order", c);
+			last_turn_pos = loaded_at[c];
+			ran_in_round[c] = 1;
+			turned[c]++;
+			turns++;
+			holder = c;
+		} else if (is(l, "place")) {
+			/* Only the context whose turn it is places work. */
+			ASSERT_EQ(holder, c) TH_LOG("context %d placed work in the turn of %d", c, holder);
+			placements++;
+		}
+	}
+	TH_LOG("%ld rounds (%ld complete), %ld turns, %ld loads, %ld placements", rounds,
+	       complete_rounds, turns, loads, placements);
+	for (int i = 0; i < CONTEXTS; i++) {
+		struct drm_vgsched_ctx_query q;
+
+		ASSERT_EQ(0, vgsched_ctx_query(self->fd, ctx[i], &q));
+		TH_LOG("context %d: %d turns, slot %d, runtime %llu us, weight %llu/1000, slices %llu",
+		       i, turned[i], q.slot, q.runtime_ns / 1000, q.weight_milli, q.slices);
+	}
+	ASSERT_GE(complete_rounds, 3);
+	/* Three contexts, two slots: the one left over gets the next round. */
+	for (int i = 0; i < CONTEXTS; i++) {
+		ASSERT_GE(turned[i], 2) TH_LOG("context %d had %d turns", i, turned[i]);
+	}
+	for (int i = 0; i < CONTEXTS; i++) {
+		ASSERT_EQ(0, wait_ok(self->fd, ctx[i], jobs[i].s.seqno));
+		ASSERT_EQ(-1, busy_job_wrong(&jobs[i]));
+		busy_job_fini(self->fd, &jobs[i]);
+	}
+	free(log);
+}
+
+FIXTURE(one_slot) {
+	int fd;
+};
+
+FIXTURE_VARIANT(one_slot) {
+	const char *params;
+};
+
+FIXTURE_VARIANT_ADD(one_slot, side_by_side) {
+	.params = "hw_slots=1 time_slice_us=2000 preemption_us=200",
+};
+
+FIXTURE_VARIANT_ADD(one_slot, in_turn) {
+	.params = "hw_slots=1 time_slice_us=2000 preemption_us=200 slot_mode=1",
+};
+
+FIXTURE_SETUP(one_slot)
+{
+	ASSERT_EQ(0, vgsched_module_unload());
+	ASSERT_EQ(0, vgsched_module_load(variant->params));
+	self->fd = vgsched_open_render_node();
+	ASSERT_GE(self->fd, 0);
+}
+
+FIXTURE_TEARDOWN(one_slot)
+{
+	close(self->fd);
+	EXPECT_EQ(0, vgsched_module_unload());
+	EXPECT_EQ(0, vgsched_module_load(""));
+}
+
+/*
+ * Another client creates a fresh context with work every slice (2 ms);
+ * the older context of this client must still get GPU time.
+ */
+TEST_F(one_slot, fresh_context_every_slice_does_not_starve_an_older_one)
+{
+	struct busy_job old;
+	struct drm_vgsched_ctx_query q;
+	__u32 octx;
+	__u64 before, after;
+	pid_t abuser;
+	int status;
+
+	octx = vgsched_ctx_create(self->fd, 5);
+	ASSERT_NE(0, octx);
+	ASSERT_EQ(0, busy_job_init(self->fd, &old, octx, 2000, 1, 1, 1, 1));
+	ASSERT_EQ(0, busy_submit(self->fd, &old));
+	/* It runs alone for a while: it has a history. */
+	usleep(20 * 1000);
+	abuser = fork();
+	ASSERT_GE(abuser, 0);
+	if (abuser == 0) {
+		int fd = vgsched_open_render_node();
+		struct busy_job j;
+
+		if (fd < 0)
+			_exit(1);
+		for (int i = 0; i < 150; i++) {
+			__u32 c = vgsched_ctx_create(fd, 5);
+
+			if (!c || busy_job_init(fd, &j, c, 50, 1, 1, 1, 1) || busy_submit(fd, &j))
+				_exit(2);
+			usleep(2000);
+		}
+		_exit(0);
+	}
+	/* Once the abuse has begun, measure over the next 200 ms. */
+	usleep(20 * 1000);
+	ASSERT_EQ(0, vgsched_ctx_query(self->fd, octx, &q));
+	before = q.runtime_ns;
+	usleep(200 * 1000);
+	ASSERT_EQ(0, vgsched_ctx_query(self->fd, octx, &q));
+	after = q.runtime_ns;
+	kill(abuser, SIGKILL);
+	ASSERT_EQ(abuser, waitpid(abuser, &status, 0));
+	TH_LOG("the older context ran %llu us of 200 ms while fresh contexts arrived",
+	       (after - before) / 1000);
+	/* Bounded rounds: at least one slice of 2 ms in 200 ms. */
+	ASSERT_GE(after - before, 2000000ULL);
+	ASSERT_EQ(0, vgsched_ctx_destroy(self->fd, octx));
+	busy_job_fini(self->fd, &old);
+}
+
+TEST_HARNESS_MAIN
