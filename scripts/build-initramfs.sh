@@ -18,6 +18,9 @@ spec="$VGSCHED_OUT/initramfs.spec"
 	echo "file /bin/busybox /bin/busybox 755 0 0"
 	echo "file /init $TOP/scripts/guest/init 755 0 0"
 	echo "file /lib/vgsched.ko $TOP/drivers/gpu/drm/vgsched/vgsched.ko 644 0 0"
+	# drm_sched and its KUnit suites, built with the guest kernel.
+	echo "file /lib/gpu-sched.ko $kdir/drivers/gpu/drm/scheduler/gpu-sched.ko 644 0 0"
+	echo "file /lib/drm-sched-tests.ko $kdir/drivers/gpu/drm/scheduler/tests/drm-sched-tests.ko 644 0 0"
 	echo "file /bin/vgsched-demo $bin/vgsched_demo 755 0 0"
 	echo "file /bin/vgsched-bench-guest $bin/vgsched_bench_guest 755 0 0"
 	for t in "$bin"/*_test; do
