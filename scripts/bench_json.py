@@ -86,6 +86,8 @@ class Report:
             self.section = "priority0"
         elif s.startswith("Cost of one scheduling decision"):
             self.section = "decision"
+        elif s.startswith("Ordered slot decisions"):
+            self.section = "ordered"
         elif s.startswith("(host benchmark took"):
             m = re.search(r"took ([0-9.]+) s", s)
             if m:
@@ -159,6 +161,14 @@ class Report:
             m = re.match(r"^pool::div_sat .*: ([0-9.]+) ns per call", s)
             if m:
                 self.put("slots.decision.div_sat_ns", number(m.group(1)))
+        elif sec == "ordered":
+            # The kinetic tournament (sched.decision_ns) and the linear
+            # selection it replaces (sched.decision_ns_linear), same trace.
+            m = re.match(r"^(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(yes|NO)$", s)
+            if m:
+                self.put("sched.decision_ns.n%s" % m.group(1), number(m.group(3)))
+                self.put("sched.decision_ns_linear.n%s" % m.group(1), number(m.group(4)))
+                self.put("sched.decision_same_choices.n%s" % m.group(1), int(m.group(5) == "yes"))
 
 
 def main():

@@ -33,12 +33,17 @@ use vgsched_core::context_switch::{
     transfer_cycles,
     wave_state_bytes, //
 };
+use vgsched_core::kinetic::{
+    Kinetic,
+    Node, //
+};
 use vgsched_core::occupancy::{
     GroupNeeds,
     WaveNeeds, //
 };
 use vgsched_core::pool::{
     div_sat,
+    select,
     Candidate, //
 };
 use vgsched_core::rng::Rng;
@@ -603,6 +608,114 @@ fn div_sat_ns(opts: &Options) -> f64 {
 }
 
 /// The section's three tables.
+/// Section 4d: the ordered decision (`vgsched_core::kinetic`) against the
+/// linear one (`pool::select`) on the same trace: `n` waiting contexts of
+/// one level with random histories, one slot; at every slice end the
+/// resident, charged its slice, waits again and the best waiting context
+/// is loaded. Both must choose the same contexts; each decision's cost is
+/// the mean over a timed batch (the event that triggers it included: the
+/// resident re-keyed, the winner taken out).
+fn ordered_table(out: &mut String, opts: &Options) {
+    let _ = writeln!(out, "Ordered slot decisions: kinetic tournament vs linear selection (host, release build), one slot,");
+    let _ = writeln!(out, "  t0 = {} ms, n waiting contexts of one level with random histories, 2n decisions of warm-up; ns per decision incl. its events", T0_NS / MS);
+    let _ = writeln!(
+        out,
+        "{:>5} {:>10} {:>12} {:>12} {:>8}",
+        "n", "decisions", "kinetic ns", "linear ns", "same"
+    );
+    let mut first = None;
+    let mut last = (0.0, 0.0);
+    for n in COST_COUNTS {
+        let mut rng = Rng::new(0x6b69_0000 + n as u64);
+        let mut all: Vec<Candidate> = (0..n)
+            .map(|i| {
+                let created_ns = rng.below_u64(ORIGIN_NS);
+                Candidate {
+                    id: i as u32,
+                    priority: 6,
+                    created_ns,
+                    runtime_ns: 1 + rng.below_u64((ORIGIN_NS - created_ns) / 2 + 1),
+                    runnable: true,
+                }
+            })
+            .collect();
+        let cap = n.next_power_of_two();
+        let mut leaves = vec![None; cap];
+        let mut nodes = vec![Node::EMPTY; 2 * cap];
+        let mut now = ORIGIN_NS;
+        let mut k = Kinetic::new(&mut leaves, &mut nodes, now).expect("power of two");
+        for (i, c) in all.iter().enumerate() {
+            k.set(i, Some(*c), now);
+        }
+        // The first resident.
+        let mut resident = k.best(now).expect("contexts");
+        k.set(resident, None, now);
+        all[resident].runnable = false;
+        let decisions = opts.count((400_000 / n as u64).clamp(200, 20_000)) as usize;
+        // Warm up (untimed, both ways alike) so that histories have mixed.
+        let warm = opts.count(2 * n as u64) as usize;
+        let mut chosen_k = Vec::with_capacity(warm + decisions);
+        let mut r = resident;
+        let mut run = all.clone();
+        let mut start = Instant::now();
+        for step in 0..warm + decisions {
+            if step == warm {
+                start = Instant::now();
+            }
+            now += T0_NS;
+            run[r].runtime_ns += T0_NS;
+            k.set(r, Some(run[r]), now);
+            let w = black_box(k.best(now)).expect("contexts");
+            k.set(w, None, now);
+            chosen_k.push(w);
+            r = w;
+        }
+        let kinetic_ns = start.elapsed().as_nanos() as f64 / decisions as f64;
+        // The same trace through the linear selection.
+        now = ORIGIN_NS;
+        r = resident;
+        let mut out_idx = [0usize; 1];
+        let mut same = true;
+        let mut start = Instant::now();
+        for (step, &want) in chosen_k.iter().enumerate() {
+            if step == warm {
+                start = Instant::now();
+            }
+            now += T0_NS;
+            all[r].runtime_ns += T0_NS;
+            all[r].runnable = true;
+            black_box(select(&all, now, 1, &mut out_idx));
+            let w = out_idx[0];
+            all[w].runnable = false;
+            same &= w == want;
+            r = w;
+        }
+        let linear_ns = start.elapsed().as_nanos() as f64 / decisions as f64;
+        resident = r;
+        let _ = resident;
+        first.get_or_insert(kinetic_ns);
+        last = (kinetic_ns, linear_ns);
+        let _ = writeln!(
+            out,
+            "{:>5} {:>10} {:>12.0} {:>12.0} {:>8}",
+            n,
+            decisions,
+            kinetic_ns,
+            linear_ns,
+            if same { "yes" } else { "NO" }
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  kinetic n = {} over n = {}: {:.2}; linear over kinetic at n = {}: {:.0}x",
+        COST_COUNTS[COST_COUNTS.len() - 1],
+        COST_COUNTS[0],
+        last.0 / first.unwrap_or(1.0),
+        COST_COUNTS[COST_COUNTS.len() - 1],
+        last.1 / last.0
+    );
+}
+
 pub fn report(opts: &Options) -> String {
     let mut out = String::new();
     fairness_table(&mut out, opts);
@@ -610,5 +723,7 @@ pub fn report(opts: &Options) -> String {
     latency_table(&mut out, opts);
     out.push('\n');
     cost_table(&mut out, opts);
+    out.push('\n');
+    ordered_table(&mut out, opts);
     out
 }

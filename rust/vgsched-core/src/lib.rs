@@ -21,6 +21,7 @@ pub mod exec;
 pub mod finder_bench;
 pub mod grid;
 pub mod isa;
+pub mod kinetic;
 pub mod module_choice;
 pub mod occupancy;
 pub mod pool;

@@ -487,6 +487,48 @@ mod slots {
         })
     }
 
+    /// The ordered decision gives the document's ranking and follows two
+    /// weights that cross, as the host tests check on long random traces.
+    #[test]
+    fn kinetic_tournament_ranks_and_follows_crossing_weights() {
+        use crate::vgsched_core::kinetic::{
+            Kinetic,
+            Node, //
+        };
+        const MS: u64 = 1_000_000;
+        let mut leaves = [None; 8];
+        let mut nodes = [Node::EMPTY; 16];
+        let (nine, ten) = (9 * 60 * MIN, 10 * 60 * MIN);
+        let Some(mut k) = Kinetic::new(&mut leaves, &mut nodes, ten) else {
+            panic!("sizes");
+        };
+        let ran = [3, 10, 2, 6, 1].map(|m| m * MIN);
+        for (i, c) in contexts([7; 5], ran).iter().enumerate() {
+            let mut c = c.cand;
+            c.created_ns = nine;
+            k.set(i, Some(c), ten);
+        }
+        let mut out = [0usize; 8];
+        assert_eq!(k.best_k(ten, 8, &mut out), 5);
+        assert_eq!(out[..5], [4, 2, 0, 3, 1]);
+        // a: 40/10 ms, b: 6/2 ms: equal 2.5 ms later, b ahead after.
+        let now = ten + MS;
+        let mk = |id: u32, life: u64, run: u64| Candidate {
+            id,
+            priority: 5,
+            created_ns: now - life,
+            runtime_ns: run,
+            runnable: true,
+        };
+        for i in 0..5 {
+            k.set(i, None, now);
+        }
+        k.set(0, Some(mk(0, 40 * MS, 10 * MS)), now);
+        k.set(1, Some(mk(1, 6 * MS, 2 * MS)), now);
+        assert_eq!(k.best(now + 2_500_000), Some(0));
+        assert_eq!(k.best(now + 2_500_001), Some(1));
+    }
+
     #[test]
     fn in_turn_runs_the_document_examples() {
         let policy =

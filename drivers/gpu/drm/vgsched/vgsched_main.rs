@@ -42,6 +42,7 @@ pub mod vgsched_core {
     pub mod finder_bench;
     pub mod grid;
     pub mod isa;
+    pub mod kinetic;
     pub mod module_choice;
     pub mod occupancy;
     pub mod pool;
