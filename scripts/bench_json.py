@@ -105,6 +105,14 @@ class Report:
                 self.row("finder.%s.%s.%s.%s" % (self.side, bits, occ, query),
                          ["found", "exact_ns", "naive_ns", "kernel_ns", "naive_over_exact", "kernel_over_exact"],
                          m.groups()[3:])
+                # The headline figures of the slot-selection issue: host,
+                # random maps with half the blocks used.
+                short = {("128", "largest"): "largest128_ns", ("4096", "largest"): "largest4096_ns",
+                         ("4096", "first_32"): "first32_4096_ns", ("128", "first_1"): "first1_128_ns"}
+                name = short.get((bits, query))
+                if self.side == "host" and occ == "random50" and name:
+                    self.put("finder.%s.exact" % name, number(m.group(5)))
+                    self.put("finder.%s.naive" % name, number(m.group(6)))
         elif sec == "miss":
             m = re.match(r"^128-block maps, each block used with p = ([0-9.]+)", s)
             if m:

@@ -88,23 +88,58 @@ fn word_windows(f: u64, len: u32) -> u64 {
 }
 
 /// Longest run of ones in `f`, as (lowest start, length); `f` must be
-/// neither 0 nor all ones. Binary lifting over the doubled windows: at most
-/// six tries, longest first.
+/// neither 0 nor all ones. `cur` marks the starts of runs of the length
+/// found so far; each step tries to extend them by two bits at once
+/// through the free-pair mask (runs are short on a busy map, so this takes
+/// about half as many steps as the longest run, each two operations), and
+/// the last step by one.
 fn word_longest(f: u64) -> (u32, u32) {
-    let mut pow = [f; 6];
-    for i in 1..6 {
-        pow[i] = pow[i - 1] & (pow[i - 1] >> (1 << (i - 1)));
+    let pairs = f & (f >> 1);
+    if pairs == 0 {
+        return (f.trailing_zeros(), 1);
     }
-    let mut cur = f;
-    let mut len = 1;
-    for i in (0..6).rev() {
-        let t = cur & (pow[i] >> len);
-        if t != 0 {
-            cur = t;
-            len += 1 << i;
+    let (mut cur, mut len) = (pairs, 2u32);
+    // A run of 64 needs f all ones: len stays below 64 here.
+    while len < 63 {
+        let next = cur & (pairs >> len);
+        if next == 0 {
+            break;
         }
+        cur = next;
+        len += 2;
+    }
+    let one = cur & (f >> len.min(63));
+    if len < 64 && one != 0 {
+        cur = one;
+        len += 1;
     }
     (cur.trailing_zeros(), len)
+}
+
+/// Whether `f` may hold a run of `len` free bits (`2 <= len <= 64`): any
+/// such run covers a whole aligned lane of `w` bits, `w` the largest power
+/// of two with `2w − 1 <= len`, so a word without an all-free lane cannot
+/// hold it (the classic zero-lane test on the used bits, exact for "some
+/// lane is zero"). Runs crossing into the next word are found by the
+/// callers' carry, not here.
+fn may_hold(f: u64, len: usize) -> bool {
+    let w = match len {
+        0..=2 => return f != 0,
+        3..=6 => 2,
+        7..=14 => 4,
+        15..=30 => 8,
+        31..=62 => 16,
+        _ => 32,
+    };
+    let used = !f;
+    let (low, high) = match w {
+        2 => (0x5555_5555_5555_5555u64, 0xaaaa_aaaa_aaaa_aaaau64),
+        4 => (0x1111_1111_1111_1111, 0x8888_8888_8888_8888),
+        8 => (0x0101_0101_0101_0101, 0x8080_8080_8080_8080),
+        16 => (0x0001_0001_0001_0001, 0x8000_8000_8000_8000),
+        _ => (0x0000_0001_0000_0001, 0x8000_0000_8000_0000),
+    };
+    used.wrapping_sub(low) & !used & high != 0
 }
 
 /// [`first_free_run`] on the map as seen through [`whole_groups`].
@@ -115,6 +150,20 @@ fn first_run(map: &[u64], nbits: usize, len: usize, shift: u32) -> Option<usize>
     }
     if len > nbits {
         return None;
+    }
+    // Whole-map reject: a run of `len` covers an aligned free lane in
+    // some word (crossing runs too), so without one there is none. One
+    // tight pass, which is where a failing search on a long map spends
+    // its time otherwise.
+    if shift == 0 && (3..64).contains(&len) {
+        let full = nbits / 64;
+        let any = map
+            .get(..full)
+            .is_some_and(|w| w.iter().any(|&w| may_hold(!w, len)))
+            || (full < map_words(nbits) && may_hold(free_word(map, nbits, full), len));
+        if !any {
+            return None;
+        }
     }
     // Free bits ending at the top of the previous word.
     let mut run = 0;
@@ -131,8 +180,9 @@ fn first_run(map: &[u64], nbits: usize, len: usize, shift: u32) -> Option<usize>
         if run + f.trailing_ones() as usize >= len {
             return Some(base - run);
         }
-        // Cheap reject before the shifts: too few free bits in this word.
-        if len < 64 && f.count_ones() as usize >= len {
+        // Cheap rejects before the shifts: no whole free lane a run of
+        // `len` would cover, or too few free bits in this word.
+        if len < 64 && may_hold(f, len) && f.count_ones() as usize >= len {
             let w = word_windows(f, len as u32);
             if w != 0 {
                 return Some(base + w.trailing_zeros() as usize);
@@ -169,7 +219,9 @@ fn largest_run(map: &[u64], nbits: usize, shift: u32) -> Option<(usize, usize)> 
         // Runs touching neither end of the word; there is a used bit
         // between head and tail, so they do not overlap.
         let inner = ((f >> head) << head << tail) >> tail;
-        if inner.count_ones() as usize > best_len {
+        // Only a run longer than the best counts: reject the word unless
+        // it may hold one of best + 1.
+        if inner.count_ones() as usize > best_len && may_hold(inner, (best_len + 1).min(64)) {
             let (j, l) = word_longest(inner);
             if l as usize > best_len {
                 (best_start, best_len) = (base + j as usize, l as usize);
@@ -199,8 +251,31 @@ pub fn largest_free_run(map: &[u64], nbits: usize) -> Option<(usize, usize)> {
 /// `None` if there is none. A length of 0 always gives `Some(0)`: an empty
 /// range fits anywhere, which keeps "need <= largest run" and "a start is
 /// found" the same test. Exact, word-parallel.
+#[inline]
 pub fn first_free_run(map: &[u64], nbits: usize, len: usize) -> Option<usize> {
+    if len == 1 {
+        return first_free_bit(map, nbits);
+    }
     first_run(map, nbits, len, 0)
+}
+
+/// The first free bit among the first `nbits`, one test per word: no
+/// slower than a plain scan, which stops at the first free bit too. A
+/// first free bit at or past `nbits` means none is free below it.
+#[inline]
+fn first_free_bit(map: &[u64], nbits: usize) -> Option<usize> {
+    let mut base = 0;
+    for &w in map {
+        if base >= nbits {
+            break;
+        }
+        if w != !0 {
+            let bit = base + (!w).trailing_zeros() as usize;
+            return (bit < nbits).then_some(bit);
+        }
+        base += 64;
+    }
+    None
 }
 
 /// Number of free bits among the first `nbits`.
