@@ -9,8 +9,10 @@
  *    context, and each context's work-groups placed only in its turn.
  *  - bounded history (weight_history=0, the default): a client that
  *    creates a fresh context every slice does not keep an older context of
- *    another client off the device; under the document's unbounded rule a
- *    context that never ran always wins, so the older one would starve.
+ *    another client off the device, and a context that slept for long does
+ *    not lock a busy one out when it wakes; under the document's unbounded
+ *    rule a context that never ran always wins and idle time counts, so
+ *    both cases starve the other context (0 us measured).
  *
  * The module is reloaded for each test and the default one loaded after.
  */
@@ -272,6 +274,53 @@ TEST_F(one_slot, fresh_context_every_slice_does_not_starve_an_older_one)
 	ASSERT_GE(after - before, 2000000ULL);
 	ASSERT_EQ(0, vgsched_ctx_destroy(self->fd, octx));
 	busy_job_fini(self->fd, &old);
+}
+
+/*
+ * A context that ran 10 ms and then slept for 1.5 s wakes with work while
+ * another has run all along: the busy one must get GPU time again within a
+ * few slices. Under the document's rule the sleeper's weight (lifetime ÷
+ * runtime, about 150 against about 1) would lock it out for about 1.5 s.
+ */
+TEST_F(one_slot, a_long_idle_context_shares_on_waking)
+{
+	struct busy_job warm, busy, late;
+	struct drm_vgsched_ctx_query q;
+	__u32 sleeper = vgsched_ctx_create(self->fd, 5), worker = vgsched_ctx_create(self->fd, 5);
+	__u64 before, after;
+
+	ASSERT_NE(0, sleeper);
+	ASSERT_NE(0, worker);
+	ASSERT_EQ(0, busy_job_init(self->fd, &warm, sleeper, 10, 1, 1, 1, 1));
+	ASSERT_EQ(0, busy_submit(self->fd, &warm));
+	ASSERT_EQ(0, wait_ok(self->fd, sleeper, warm.s.seqno));
+	ASSERT_EQ(0, busy_job_init(self->fd, &busy, worker, 2500, 1, 1, 1, 1));
+	ASSERT_EQ(0, busy_submit(self->fd, &busy));
+	usleep(1500 * 1000);
+	ASSERT_EQ(0, busy_job_init(self->fd, &late, sleeper, 1000, 1, 1, 1, 1));
+	ASSERT_EQ(0, busy_submit(self->fd, &late));
+	/* Once the sleeper has run, the worker must run again soon. */
+	for (int tries = 0; tries < 1000; tries++) {
+		ASSERT_EQ(0, vgsched_ctx_query(self->fd, sleeper, &q));
+		if (q.runtime_ns > 12 * 1000 * 1000)
+			break;
+		usleep(1000);
+	}
+	ASSERT_EQ(0, vgsched_ctx_query(self->fd, worker, &q));
+	before = q.runtime_ns;
+	usleep(100 * 1000);
+	ASSERT_EQ(0, vgsched_ctx_query(self->fd, worker, &q));
+	after = q.runtime_ns;
+	TH_LOG("the busy context ran %llu us of the 100 ms after the sleeper woke",
+	       (after - before) / 1000);
+	/* At least two 2 ms slices in 100 ms. */
+	ASSERT_GE(after - before, 4000000ULL);
+	ASSERT_TRUE(still_running(self->fd, sleeper, late.s.seqno)) TH_LOG("the sleeper's job ended too soon");
+	ASSERT_EQ(0, vgsched_ctx_destroy(self->fd, sleeper));
+	ASSERT_EQ(0, vgsched_ctx_destroy(self->fd, worker));
+	busy_job_fini(self->fd, &warm);
+	busy_job_fini(self->fd, &busy);
+	busy_job_fini(self->fd, &late);
 }
 
 TEST_HARNESS_MAIN
