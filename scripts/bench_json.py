@@ -78,6 +78,8 @@ class Report:
             self.section = "grouped_single"
         elif s.startswith("16 modules, 16 independent maps"):
             self.section = "grouped_all16"
+        elif s.startswith("Dispatch round with per-module summaries"):
+            self.section = "summaries"
         elif s.startswith("Dispatch decisions per second"):
             self.section = "dispatch"
         elif s.startswith("Context scheduler") and "fairness" in s:
@@ -169,6 +171,11 @@ class Report:
             m = re.match(r"^pool::div_sat .*: ([0-9.]+) ns per call", s)
             if m:
                 self.put("slots.decision.div_sat_ns", number(m.group(1)))
+        elif sec == "summaries":
+            m = re.match(r"^(rescan|summaries)\s+([0-9.]+)\s+(yes|NO)$", s)
+            if m:
+                self.put("dispatch.round_us.%s" % m.group(1), number(m.group(2)))
+                self.put("dispatch.round_same_choices", int(m.group(3) == "yes"))
         elif sec == "ordered":
             # The kinetic tournament (sched.decision_ns) and the linear
             # selection it replaces (sched.decision_ns_linear), same trace.

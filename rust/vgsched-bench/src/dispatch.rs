@@ -35,6 +35,7 @@ use vgsched_core::{
         PowerWindow, //
     },
     occupancy::{
+        summary_len,
         GroupNeeds,
         MapLayout,
         Occupancy,
@@ -59,6 +60,8 @@ struct Measured {
     dispatches: u64,
     rounds: u64,
     matches_per_round: f64,
+    /// Every dispatch: (channel, module, first vector block of wave 0).
+    decisions: Vec<(usize, u32, u16)>,
 }
 
 fn random_needs(rng: &mut Rng) -> GroupNeeds {
@@ -82,7 +85,9 @@ fn retire_oldest(occ: &mut Occupancy<'_>, live: &mut VecDeque<(Placement, GroupN
     }
 }
 
-fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64) -> Measured {
+/// Runs `rounds` rounds; with `summaries`, matching reads the per-module
+/// summaries kept by the occupancy instead of scanning the bitmaps.
+fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64, summaries: bool) -> Measured {
     let topo = Topology {
         modules: MODULES,
         ..Topology::DEFAULT
@@ -108,6 +113,12 @@ fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64) -> Measured {
     };
     let (mut dispatches, mut matches) = (0u64, 0u64);
     let mut wu = [0u8; 64];
+    let mut sum = vec![0u16; summary_len(&topo)];
+    Occupancy::new(&topo, &mut words, &mut slots)
+        .unwrap()
+        .with_summaries(&mut sum)
+        .summarize();
+    let mut decisions = Vec::with_capacity(rounds as usize);
     let start = Instant::now();
     for round in 0..rounds {
         // Modeled time: a cycle per round, as in the modeled hardware.
@@ -115,6 +126,9 @@ fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64) -> Measured {
         let mut occ = Occupancy::new(&topo, &mut words, &mut slots)
             .unwrap()
             .with_finder(finder);
+        if summaries {
+            occ = occ.with_summaries(&mut sum);
+        }
         let mut cands = [Candidate {
             band: 0,
             marked: false,
@@ -126,7 +140,7 @@ fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64) -> Measured {
             waiting[*band as usize] = true;
             let fits = (0..MODULES).any(|m| {
                 pointers[m as usize].wave_units(needs.waves, units, &mut wu);
-                occ.try_place(m, needs, &wu).is_some()
+                occ.matches(m, needs, &wu)
             });
             if fits {
                 cands[n] = Candidate {
@@ -155,7 +169,7 @@ fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64) -> Measured {
         let mut k = 0;
         for m in 0..MODULES {
             pointers[m as usize].wave_units(needs.waves, units, &mut wu);
-            if occ.try_place(m, &needs, &wu).is_some() {
+            if occ.matches(m, &needs, &wu) {
                 let free = occ.remaining(m);
                 power[m as usize].advance(now);
                 scores[k] = ModuleScore {
@@ -170,6 +184,7 @@ fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64) -> Measured {
         pointers[module as usize].wave_units(needs.waves, units, &mut wu);
         let p = occ.try_place(module, &needs, &wu).unwrap();
         occ.take(&p, &needs);
+        decisions.push((c, module, p.waves[0].vgpr_start));
         pointers[module as usize].advance(needs.waves, units);
         let token = power[module as usize].start(now, 20 * needs.waves as u64, 200);
         debts.served(band);
@@ -186,6 +201,7 @@ fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64) -> Measured {
         dispatches,
         rounds,
         matches_per_round: matches as f64 / rounds as f64,
+        decisions,
     }
 }
 
@@ -231,7 +247,7 @@ pub fn report(opts: &Options) -> String {
         ),
     ];
     for (name, choice, finder) in configs {
-        let m = measure(choice, finder, rounds);
+        let m = measure(choice, finder, rounds, false);
         let _ = writeln!(
             out,
             "{:<28} {:>14.0} {:>12.2} {:>14} {:>12.2}",
@@ -246,5 +262,31 @@ pub fn report(opts: &Options) -> String {
             m.matches_per_round
         );
     }
+    // The same trace matched from per-module summaries (kept by every
+    // take and release) against rescanning the bitmaps every round.
+    let _ = writeln!(out);
+    let _ = writeln!(out, "Dispatch round with per-module summaries vs rescanning the bitmaps (recent power / exact, same trace)");
+    let _ = writeln!(
+        out,
+        "{:<12} {:>12} {:>14}",
+        "matching", "us/round", "same choices"
+    );
+    let rescan = measure(ModuleChoice::RecentPower, FinderKind::Exact, rounds, false);
+    let kept = measure(ModuleChoice::RecentPower, FinderKind::Exact, rounds, true);
+    let same = rescan.decisions == kept.decisions;
+    for (name, m) in [("rescan", &rescan), ("summaries", &kept)] {
+        let _ = writeln!(
+            out,
+            "{:<12} {:>12.3} {:>14}",
+            name,
+            1e6 / m.rounds_per_s,
+            if same { "yes" } else { "NO" }
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  rescan over summaries: {:.1}x",
+        kept.rounds_per_s / rescan.rounds_per_s
+    );
     out
 }

@@ -158,6 +158,16 @@ pub struct Occupancy<'a> {
     words: &'a mut [u64],
     waves: &'a mut [u32],
     finder: FinderKind,
+    /// The largest free run of every map ([`Occupancy::with_summaries`]),
+    /// kept equal to the maps by every change made through this view.
+    summary: Option<&'a mut [u16]>,
+}
+
+/// Entries of the summaries of a device of shape `topo`: per module its
+/// shared memory's largest free run, then per unit those of its vector and
+/// its scalar registers.
+pub fn summary_len(topo: &Topology) -> usize {
+    topo.modules as usize * (1 + 2 * topo.units_per_module as usize)
 }
 
 impl<'a> Occupancy<'a> {
@@ -172,7 +182,115 @@ impl<'a> Occupancy<'a> {
                 words,
                 waves,
                 finder: FinderKind::Exact,
+                summary: None,
             })
+    }
+
+    /// Uses `summary` (of [`summary_len`] entries, else ignored), which
+    /// must hold the largest free run of every map as they are now (what
+    /// [`Occupancy::summarize`] writes), and keeps it so: every take and
+    /// release recomputes the runs of the maps it changed, so matching a
+    /// work-group compares numbers instead of scanning bitmaps.
+    pub fn with_summaries(mut self, summary: &'a mut [u16]) -> Self {
+        if summary.len() == summary_len(self.topo) {
+            self.summary = Some(summary);
+        }
+        self
+    }
+
+    /// Recomputes every map's summary from the bitmaps.
+    pub fn summarize(&mut self) {
+        for m in 0..self.topo.modules {
+            self.resum_shared(m);
+            for u in 0..self.topo.units_per_module {
+                self.resum_unit(m, u);
+            }
+        }
+    }
+
+    /// The summaries in use, for checks.
+    pub fn summaries(&self) -> Option<&[u16]> {
+        self.summary.as_deref()
+    }
+
+    fn sum_base(&self, module: u32) -> usize {
+        module as usize * (1 + 2 * self.topo.units_per_module as usize)
+    }
+
+    fn largest_of(map: &[u64], bits: u32) -> u16 {
+        largest_free_run(map, bits as usize).map_or(0, |(_, n)| n.min(usize::from(u16::MAX)) as u16)
+    }
+
+    fn resum_shared(&mut self, module: u32) {
+        let at = self.sum_base(module);
+        let v = Self::largest_of(self.shared_map(module), self.topo.shared_mem_blocks);
+        if let Some(e) = self.summary.as_deref_mut().and_then(|s| s.get_mut(at)) {
+            *e = v;
+        }
+    }
+
+    fn resum_unit(&mut self, module: u32, unit: u32) {
+        let at = self.sum_base(module) + 1 + 2 * unit as usize;
+        let v = Self::largest_of(self.vgpr_map(module, unit), self.topo.vgpr_blocks);
+        let g = Self::largest_of(self.sgpr_map(module, unit), self.topo.sgpr_blocks);
+        if let Some(s) = self.summary.as_deref_mut() {
+            if let Some(e) = s.get_mut(at) {
+                *e = v;
+            }
+            if let Some(e) = s.get_mut(at + 1) {
+                *e = g;
+            }
+        }
+    }
+
+    /// Whether a work-group with `needs` matches `module` with wave `k` on
+    /// unit `wave_units[k]`: `try_place(..).is_some()`, answered from the
+    /// summaries when there are some. A finder finds no run longer than the
+    /// largest, so a summary below the need rejects the module at once; the
+    /// exact finder finds one whenever the largest is long enough, so with
+    /// it the summaries alone decide. The approximate finders may still
+    /// miss: a module they pass is checked on the bitmaps.
+    pub fn matches(&self, module: u32, needs: &GroupNeeds, wave_units: &[u8]) -> bool {
+        let Some(sum) = self.summary.as_deref() else {
+            return self.try_place(module, needs, wave_units).is_some();
+        };
+        let waves = needs.waves as usize;
+        if module >= self.topo.modules
+            || waves > MAX_WAVES_PER_GROUP as usize
+            || wave_units.len() < waves
+        {
+            return false;
+        }
+        let base = self.sum_base(module);
+        let fits =
+            |at: usize, need: u32| need == 0 || sum.get(at).is_some_and(|&l| u32::from(l) >= need);
+        if !fits(base, needs.shared) {
+            return false;
+        }
+        let mut per_unit = [0u32; MAX_UNITS_PER_MODULE];
+        for &unit in &wave_units[..waves] {
+            match per_unit.get_mut(unit as usize) {
+                Some(c) if u32::from(unit) < self.topo.units_per_module => *c += 1,
+                _ => return false,
+            }
+        }
+        for (unit, &count) in per_unit
+            .iter()
+            .enumerate()
+            .take(self.topo.units_per_module as usize)
+        {
+            if count == 0 {
+                continue;
+            }
+            let at = base + 1 + 2 * unit;
+            if self.unit_waves(module, unit as u32) + count > self.topo.wave_slots
+                || !fits(at, count * needs.wave.vgpr)
+                || !fits(at + 1, count * needs.wave.sgpr)
+            {
+                return false;
+            }
+        }
+        self.finder == FinderKind::Exact || self.try_place(module, needs, wave_units).is_some()
     }
 
     /// Uses `finder` to find free ranges (an approximate finder may miss a
@@ -373,8 +491,18 @@ impl<'a> Occupancy<'a> {
             p.shared_start as usize,
             needs.shared as usize,
         );
+        let mut touched = 0u32;
         for w in &p.waves[..needs.waves as usize] {
             self.change_wave(p.module, w, &needs.wave, true);
+            touched |= 1u32.checked_shl(u32::from(w.unit)).unwrap_or(0);
+        }
+        if self.summary.is_some() {
+            self.resum_shared(p.module);
+            for unit in 0..self.topo.units_per_module.min(32) {
+                if touched & (1 << unit) != 0 {
+                    self.resum_unit(p.module, unit);
+                }
+            }
         }
     }
 
@@ -404,6 +532,9 @@ impl<'a> Occupancy<'a> {
     /// Gives back one wave's slot and register ranges.
     pub fn release_wave(&mut self, module: u32, w: &WaveSlot, need: &WaveNeeds) {
         self.change_wave(module, w, need, false);
+        if self.summary.is_some() {
+            self.resum_unit(module, u32::from(w.unit));
+        }
     }
 
     /// Gives back a work-group's shared memory: `len` blocks from `start`
@@ -411,6 +542,9 @@ impl<'a> Occupancy<'a> {
     pub fn release_shared(&mut self, module: u32, start: u32, len: u32) {
         let range = self.layout.shared(module);
         clear_range(&mut self.words[range], start as usize, len as usize);
+        if self.summary.is_some() {
+            self.resum_shared(module);
+        }
     }
 
     /// What remains free on `module`, for choosing between modules (module choice):
@@ -418,6 +552,22 @@ impl<'a> Occupancy<'a> {
     /// units for per-unit ones), wave slots as a count.
     pub fn remaining(&self, module: u32) -> FreeResources {
         let t = self.topo;
+        if let Some(sum) = self.summary.as_deref() {
+            let base = self.sum_base(module);
+            let at = |i: usize| u64::from(sum.get(i).copied().unwrap_or(0));
+            let mut r = FreeResources {
+                shared: at(base),
+                ..FreeResources::default()
+            };
+            for unit in 0..t.units_per_module {
+                let i = base + 1 + 2 * unit as usize;
+                r.vgpr += at(i);
+                r.sgpr += at(i + 1);
+                r.waves +=
+                    u64::from(t.wave_slots - self.unit_waves(module, unit).min(t.wave_slots));
+            }
+            return r;
+        }
         let largest = |map: &[u64], bits: u32| {
             largest_free_run(map, bits as usize).map_or(0, |(_, n)| n as u64)
         };
@@ -859,5 +1009,89 @@ mod tests {
             &mut waves[..3]
         )
         .is_none());
+    }
+
+    /// Summaries kept through long random traces of placements and
+    /// releases equal a rescan of the bitmaps at every step, and matching
+    /// from them gives exactly what placing on the bitmaps gives, for every
+    /// finder.
+    #[test]
+    fn summaries_follow_every_change_and_match_like_the_bitmaps() {
+        let t = Topology {
+            modules: 3,
+            units_per_module: 4,
+            vgpr_blocks: 100,
+            sgpr_blocks: 40,
+            wave_slots: 6,
+            shared_mem_blocks: 48,
+            ..Topology::DEFAULT
+        };
+        for finder in [
+            FinderKind::Exact,
+            FinderKind::Grouped { group: 4 },
+            FinderKind::Sampled,
+        ] {
+            let mut rng = Rng::new(0x5a11);
+            let mut m = Maps::new(&t);
+            let mut sum = [0u16; 64];
+            let sum = &mut sum[..summary_len(&t)];
+            let mut live: [(Placement, GroupNeeds); 64] = [(
+                Placement {
+                    module: 0,
+                    shared_start: 0,
+                    waves: [WaveSlot::default(); MAX_WAVES_PER_GROUP as usize],
+                },
+                needs(1, 0, 0, 0),
+            ); 64];
+            let mut n = 0;
+            {
+                let mut occ = m.occ(&t).with_finder(finder).with_summaries(sum);
+                occ.summarize();
+            }
+            for step in 0..6000 {
+                let mut occ = m.occ(&t).with_finder(finder).with_summaries(sum);
+                let g = needs(1 + rng.below(8), rng.below(12), rng.below(6), rng.below(10));
+                let module = rng.below(3);
+                let units: [u8; 8] =
+                    core::array::from_fn(|k| ((k as u32 + rng.below(4)) % 4) as u8);
+                let placed = occ.try_place(module, &g, &units);
+                assert_eq!(
+                    occ.matches(module, &g, &units),
+                    placed.is_some(),
+                    "step {step}"
+                );
+                if n < 64 && rng.below(3) != 0 {
+                    if let Some(p) = placed {
+                        occ.take(&p, &g);
+                        live[n] = (p, g);
+                        n += 1;
+                    }
+                } else if n > 0 {
+                    let i = rng.below(n as u32) as usize;
+                    let (p, g) = live[i];
+                    for w in &p.waves[..g.waves as usize] {
+                        occ.release_wave(p.module, w, &g.wave);
+                    }
+                    occ.release_shared(p.module, p.shared_start, g.shared);
+                    live[i] = live[n - 1];
+                    n -= 1;
+                }
+                let kept: [u16; 27] = core::array::from_fn(|i| occ.summaries().unwrap()[i]);
+                let mut again = [0u16; 27];
+                let mut fresh = Maps::new(&t);
+                fresh.words = m.words;
+                fresh.waves = m.waves;
+                fresh.occ(&t).with_summaries(&mut again).summarize();
+                assert_eq!(kept, again, "step {step}");
+                // remaining() from summaries equals the rescan.
+                let mut plain = Maps::new(&t);
+                plain.words = m.words;
+                plain.waves = m.waves;
+                let occ = m.occ(&t).with_summaries(sum);
+                for module in 0..3 {
+                    assert_eq!(occ.remaining(module), plain.occ(&t).remaining(module));
+                }
+            }
+        }
     }
 }

@@ -414,6 +414,15 @@ fn enter_on_scale_of(c: &mut Candidate, r: &Candidate, now_ns: u64) {
     c.runtime_ns = r.runtime_ns;
 }
 
+/// Takes entry `index` (`e`) out of its slot at `now_ns`, cutting its slice
+/// short, and reports it.
+fn evict(e: &mut SlotEntry, index: usize, now_ns: u64, preempted: bool, out: &mut Changes<'_>) {
+    e.resident = false;
+    e.turn = false;
+    e.slice_end_ns = e.slice_end_ns.min(now_ns);
+    out.push(SlotChange::Evict { index, preempted });
+}
+
 /// Side by side: see the module documentation.
 fn side_by_side<T>(
     entries: &mut [T],
@@ -435,12 +444,7 @@ fn side_by_side<T>(
         e.fresh = false;
         let at_top = e.cand.runnable && Some(e.cand.level()) == top;
         if e.resident && !at_top {
-            e.resident = false;
-            e.slice_end_ns = e.slice_end_ns.min(now_ns);
-            out.push(SlotChange::Evict {
-                index: i,
-                preempted: e.cand.runnable,
-            });
+            evict(e, i, now_ns, e.cand.runnable, out);
         }
         let keeps = e.resident && e.slice_end_ns > now_ns;
         fixed += usize::from(keeps);
@@ -457,12 +461,7 @@ fn side_by_side<T>(
     for (i, e) in entries.iter_mut().enumerate() {
         let e = e.as_mut();
         if e.resident && !e.fresh && e.slice_end_ns <= now_ns {
-            e.resident = false;
-            e.slice_end_ns = e.slice_end_ns.min(now_ns);
-            out.push(SlotChange::Evict {
-                index: i,
-                preempted: true,
-            });
+            evict(e, i, now_ns, true, out);
         }
     }
     let loaded = entries
@@ -517,14 +516,8 @@ fn in_turn<T>(
         let at_top = e.cand.runnable && Some(e.cand.level()) == top;
         if e.resident && !at_top {
             higher |= e.cand.runnable;
-            e.resident = false;
-            e.turn = false;
             e.had_turn = false;
-            e.slice_end_ns = e.slice_end_ns.min(now_ns);
-            out.push(SlotChange::Evict {
-                index: i,
-                preempted: e.cand.runnable,
-            });
+            evict(e, i, now_ns, e.cand.runnable, out);
         }
     }
     // The turn in progress goes on until its slice ends.
@@ -565,13 +558,7 @@ fn in_turn<T>(
     for (i, e) in entries.iter_mut().enumerate() {
         let e = e.as_mut();
         if e.resident && !e.fresh {
-            e.resident = false;
-            e.turn = false;
-            e.slice_end_ns = e.slice_end_ns.min(now_ns);
-            out.push(SlotChange::Evict {
-                index: i,
-                preempted: true,
-            });
+            evict(e, i, now_ns, true, out);
         }
     }
     let set = SliceSet::new(

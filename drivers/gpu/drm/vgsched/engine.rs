@@ -110,6 +110,7 @@ use crate::{
             PowerWindow, //
         },
         occupancy::{
+            summary_len,
             GroupNeeds,
             MapLayout,
             Occupancy,
@@ -520,6 +521,9 @@ struct EngineState {
     waves: KVVec<RunningWave>,
     /// The resource bitmaps ([`MapLayout`]).
     maps: KVVec<u64>,
+    /// The largest free run of every map ([`Occupancy::with_summaries`]),
+    /// kept equal to `maps` by every take and release.
+    summaries: KVec<u16>,
     /// Occupied wave slots per unit.
     unit_waves: KVec<u32>,
     /// Per-module dispatch state.
@@ -685,6 +689,7 @@ impl Engine {
                 MapLayout::new(&topology).total_words(&topology),
                 GFP_KERNEL,
             )?,
+            summaries: KVec::from_elem(0, summary_len(&topology), GFP_KERNEL)?,
             unit_waves: KVec::from_elem(0, n_units, GFP_KERNEL)?,
             modules,
             heads: scratch.heads,
@@ -706,9 +711,13 @@ impl Engine {
             cleanup_due: false,
             totals: Totals::default(),
         };
-        // The resource maps must match the topology, once and for all.
+        // The resource maps must match the topology, once and for all;
+        // their summaries start from the (idle) maps.
         let mut st = state;
-        Occupancy::new(&topology, &mut st.maps, &mut st.unit_waves).ok_or(EINVAL)?;
+        Occupancy::new(&topology, &mut st.maps, &mut st.unit_waves)
+            .ok_or(EINVAL)?
+            .with_summaries(&mut st.summaries)
+            .summarize();
         Arc::pin_init(
             try_pin_init!(Self {
                 topology,
@@ -940,10 +949,11 @@ impl Engine {
             waves,
             maps,
             unit_waves,
+            summaries,
             modules,
             ..
         } = st;
-        let Some(mut occ) = self.occupancy(maps, unit_waves) else {
+        let Some(mut occ) = self.occupancy(maps, unit_waves, summaries) else {
             return;
         };
         let of_ctx =
@@ -1003,9 +1013,13 @@ impl Engine {
         &'a self,
         maps: &'a mut [u64],
         unit_waves: &'a mut [u32],
+        summaries: &'a mut [u16],
     ) -> Option<Occupancy<'a>> {
         match Occupancy::new(&self.topology, maps, unit_waves) {
-            Some(occ) => Some(occ.with_finder(self.params.finder)),
+            Some(occ) => Some(
+                occ.with_finder(self.params.finder)
+                    .with_summaries(summaries),
+            ),
             None => {
                 warn_on!(true);
                 None
@@ -1100,11 +1114,12 @@ impl Engine {
             waves,
             maps,
             unit_waves,
+            summaries,
             modules,
             queues,
             ..
         } = st;
-        let Some(mut occ) = self.occupancy(maps, unit_waves) else {
+        let Some(mut occ) = self.occupancy(maps, unit_waves, summaries) else {
             return 0;
         };
         let now_cycle = self.topology.ns_to_cycles(now);

@@ -214,19 +214,20 @@ impl Engine {
             queues,
             maps,
             unit_waves,
+            summaries,
             modules,
             ..
         } = st;
         candidates.clear();
         candidate_heads.clear();
-        let Some(occ) = self.occupancy(maps, unit_waves) else {
+        let Some(occ) = self.occupancy(maps, unit_waves, summaries) else {
             return;
         };
         let units = self.topology.units_per_module;
         for (hi, h) in heads.iter().enumerate() {
             let fits = modules.iter().zip(0u32..).any(|(ms, m)| {
                 let wu = wave_units(&ms.pointer, h.needs.waves, units);
-                occ.try_place(m, &h.needs, &wu).is_some()
+                occ.matches(m, &h.needs, &wu)
             });
             if fits {
                 let marked = queues
@@ -279,13 +280,14 @@ impl Engine {
             waves,
             maps,
             unit_waves,
+            summaries,
             modules,
             scores,
             log,
             totals,
             ..
         } = st;
-        let Some(mut occ) = self.occupancy(maps, unit_waves) else {
+        let Some(mut occ) = self.occupancy(maps, unit_waves, summaries) else {
             return false;
         };
         let needs = head.needs;
@@ -293,7 +295,7 @@ impl Engine {
         let cap = self.capacity();
         for (ms, m) in modules.iter().zip(0u32..) {
             let wu = wave_units(&ms.pointer, needs.waves, units);
-            if occ.try_place(m, &needs, &wu).is_some() {
+            if occ.matches(m, &needs, &wu) {
                 let free = free_score(&occ.remaining(m), &cap, &FreeWeights::DEFAULT);
                 // Capacity for every module was reserved in `new`.
                 if scores
