@@ -177,13 +177,17 @@ class Report:
                 self.put("dispatch.round_us.%s" % m.group(1), number(m.group(2)))
                 self.put("dispatch.round_same_choices", int(m.group(3) == "yes"))
         elif sec == "ordered":
-            # The kinetic tournament (sched.decision_ns) and the linear
-            # selection it replaces (sched.decision_ns_linear), same trace.
-            m = re.match(r"^(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(yes|NO)$", s)
+            # The ordered decision (sched.decision_ns, mean) and the full
+            # reschedule() it replaces (sched.decision_ns_linear, mean), same
+            # trace; the medians as ….median.
+            m = re.match(r"^(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(yes|NO)$", s)
             if m:
-                self.put("sched.decision_ns.n%s" % m.group(1), number(m.group(3)))
-                self.put("sched.decision_ns_linear.n%s" % m.group(1), number(m.group(4)))
-                self.put("sched.decision_same_choices.n%s" % m.group(1), int(m.group(5) == "yes"))
+                n = m.group(1)
+                self.put("sched.decision_ns.n%s" % n, number(m.group(4)))
+                self.put("sched.decision_ns.median.n%s" % n, number(m.group(3)))
+                self.put("sched.decision_ns_linear.n%s" % n, number(m.group(6)))
+                self.put("sched.decision_ns_linear.median.n%s" % n, number(m.group(5)))
+                self.put("sched.decision_same_choices.n%s" % n, int(m.group(7) == "yes"))
 
 
 def main():

@@ -33,17 +33,18 @@ use vgsched_core::context_switch::{
     transfer_cycles,
     wave_state_bytes, //
 };
-use vgsched_core::kinetic::{
-    Kinetic,
-    Node, //
-};
+use vgsched_core::kinetic::Node;
 use vgsched_core::occupancy::{
     GroupNeeds,
     WaveNeeds, //
 };
+use vgsched_core::ordered_slots::{
+    OrderedSlots,
+    Picked,
+    Store, //
+};
 use vgsched_core::pool::{
     div_sat,
-    select,
     Candidate, //
 };
 use vgsched_core::rng::Rng;
@@ -608,106 +609,129 @@ fn div_sat_ns(opts: &Options) -> f64 {
 }
 
 /// The section's three tables.
-/// Section 4d: the ordered decision (`vgsched_core::kinetic`) against the
-/// linear one (`pool::select`) on the same trace: `n` waiting contexts of
-/// one level with random histories, one slot; at every slice end the
-/// resident, charged its slice, waits again and the best waiting context
-/// is loaded. Both must choose the same contexts; each decision's cost is
-/// the mean over a timed batch (the event that triggers it included: the
-/// resident re-keyed, the winner taken out).
+/// Section 4d: the ordered decision (`vgsched_core::ordered_slots`) against
+/// the full one (`reschedule`) on the cost table's trace: `n` contexts of
+/// one level, all runnable, L = 8, proportional; one decision at every
+/// slice end, the residents credited in between. The ordered decision runs
+/// the trace first, then the full one replays it and must make the same
+/// changes. Each call is timed alone, minus the clock's own overhead,
+/// except the first (the ordered decision's first after its reset looks at
+/// every context once, as after a context is removed).
 fn ordered_table(out: &mut String, opts: &Options) {
-    let _ = writeln!(out, "Ordered slot decisions: kinetic tournament vs linear selection (host, release build), one slot,");
-    let _ = writeln!(out, "  t0 = {} ms, n waiting contexts of one level with random histories, 2n decisions of warm-up; ns per decision incl. its events", T0_NS / MS);
+    let overhead = clock_overhead_ns();
+    let _ = writeln!(out, "Ordered slot decisions: events and a kinetic tournament vs the full reschedule() (host, release build),");
+    let _ = writeln!(out, "  L = {SLOTS}, proportional, one level, the cost table's trace; each call timed alone minus {overhead} ns of clock");
     let _ = writeln!(
         out,
-        "{:>5} {:>10} {:>12} {:>12} {:>8}",
-        "n", "decisions", "kinetic ns", "linear ns", "same"
+        "{:>5} {:>9} {:>11} {:>11} {:>11} {:>11} {:>6}",
+        "n", "decisions", "ordered md", "ordered ns", "full md", "full ns", "same"
     );
     let mut first = None;
     let mut last = (0.0, 0.0);
     for n in COST_COUNTS {
-        let mut rng = Rng::new(0x6b69_0000 + n as u64);
-        let mut all: Vec<Candidate> = (0..n)
-            .map(|i| {
-                let created_ns = rng.below_u64(ORIGIN_NS);
-                Candidate {
-                    id: i as u32,
-                    priority: 6,
-                    created_ns,
-                    runtime_ns: 1 + rng.below_u64((ORIGIN_NS - created_ns) / 2 + 1),
-                    runnable: true,
-                }
-            })
-            .collect();
+        let decisions =
+            opts.count((COST_DECISIONS * 128 / n as u64).clamp(2_000, COST_DECISIONS)) as usize;
+        let mut ctxs = scenario(n, 6, &mut Rng::new(0xc057_0000 + n as u64));
+        for c in &mut ctxs {
+            c.entry.cand.runnable = true;
+        }
+        // Warm up with the full decision until every context ran.
+        let mut decider = Decider::new(n, SliceFormula::Proportional);
+        decider.changes.resize(2 * n + 2, SlotChange::Round);
+        let mut now = WINDOW_START_NS;
+        let mut warm = 0;
+        while ctxs.iter().any(|c| c.entry.cand.runtime_ns == 0) || warm < 2 * n {
+            decider.decide(&mut ctxs, now);
+            let to = next_slice_end(&ctxs).unwrap();
+            credit(&mut ctxs, now, to, 0, 0);
+            now = to;
+            warm += 1;
+        }
+        let (start_ctxs, start_now, start_seq) = (ctxs.clone(), now, decider.seq);
         let cap = n.next_power_of_two();
         let mut leaves = vec![None; cap];
         let mut nodes = vec![Node::EMPTY; 2 * cap];
-        let mut now = ORIGIN_NS;
-        let mut k = Kinetic::new(&mut leaves, &mut nodes, now).expect("power of two");
-        for (i, c) in all.iter().enumerate() {
-            k.set(i, Some(*c), now);
-        }
-        // The first resident.
-        let mut resident = k.best(now).expect("contexts");
-        k.set(resident, None, now);
-        all[resident].runnable = false;
-        let decisions = opts.count((400_000 / n as u64).clamp(200, 20_000)) as usize;
-        // Warm up (untimed, both ways alike) so that histories have mixed.
-        let warm = opts.count(2 * n as u64) as usize;
-        let mut chosen_k = Vec::with_capacity(warm + decisions);
-        let mut r = resident;
-        let mut run = all.clone();
-        let mut start = Instant::now();
-        for step in 0..warm + decisions {
-            if step == warm {
-                start = Instant::now();
+        let mut pending = vec![0u32; n];
+        let mut work = vec![Picked::blank(); n];
+        let mut store = Store {
+            leaves: &mut leaves,
+            nodes: &mut nodes,
+            pending: &mut pending,
+            work: &mut work,
+        };
+        let mut ordered = OrderedSlots::new();
+        ordered.reset(&mut ctxs, &mut store);
+        let mut ns = Vec::with_capacity(decisions);
+        let mut made: Vec<Vec<SlotChange>> = Vec::with_capacity(decisions);
+        for d in 0..=decisions {
+            let scratch = Scratch {
+                cands: &mut decider.cands,
+                chosen: &mut decider.chosen,
+                changes: &mut decider.changes,
+            };
+            let start = Instant::now();
+            let k = match ordered.due(&ctxs, now) {
+                true => ordered.decide(
+                    &mut ctxs,
+                    now,
+                    &decider.policy,
+                    &mut decider.seq,
+                    &mut store,
+                    scratch,
+                ),
+                false => 0,
+            };
+            // The first, right after the reset, looks at every context.
+            if d > 0 {
+                ns.push((start.elapsed().as_nanos() as u64).saturating_sub(overhead));
             }
-            now += T0_NS;
-            run[r].runtime_ns += T0_NS;
-            k.set(r, Some(run[r]), now);
-            let w = black_box(k.best(now)).expect("contexts");
-            k.set(w, None, now);
-            chosen_k.push(w);
-            r = w;
+            made.push(decider.changes[..k].to_vec());
+            let to = ordered.next_slice_end(&ctxs).unwrap();
+            credit(&mut ctxs, now, to, 0, 0);
+            now = to;
         }
-        let kinetic_ns = start.elapsed().as_nanos() as f64 / decisions as f64;
-        // The same trace through the linear selection.
-        now = ORIGIN_NS;
-        r = resident;
-        let mut out_idx = [0usize; 1];
+        let ordered_mean = ns.iter().sum::<u64>() as f64 / decisions as f64;
+        let ordered_median = quantile(&mut ns, 0.5);
+        // The same trace through the full decision.
+        let (mut ctxs, mut now) = (start_ctxs, start_now);
+        decider.seq = start_seq;
         let mut same = true;
-        let mut start = Instant::now();
-        for (step, &want) in chosen_k.iter().enumerate() {
-            if step == warm {
-                start = Instant::now();
+        ns.clear();
+        for (d, want) in made.iter().enumerate() {
+            let scratch = Scratch {
+                cands: &mut decider.cands,
+                chosen: &mut decider.chosen,
+                changes: &mut decider.changes,
+            };
+            let start = Instant::now();
+            let k = reschedule(&mut ctxs, now, &decider.policy, &mut decider.seq, scratch);
+            if d > 0 {
+                ns.push((start.elapsed().as_nanos() as u64).saturating_sub(overhead));
             }
-            now += T0_NS;
-            all[r].runtime_ns += T0_NS;
-            all[r].runnable = true;
-            black_box(select(&all, now, 1, &mut out_idx));
-            let w = out_idx[0];
-            all[w].runnable = false;
-            same &= w == want;
-            r = w;
+            same &= decider.changes[..k] == want[..];
+            let to = next_slice_end(&ctxs).unwrap();
+            credit(&mut ctxs, now, to, 0, 0);
+            now = to;
         }
-        let linear_ns = start.elapsed().as_nanos() as f64 / decisions as f64;
-        resident = r;
-        let _ = resident;
-        first.get_or_insert(kinetic_ns);
-        last = (kinetic_ns, linear_ns);
+        let full_mean = ns.iter().sum::<u64>() as f64 / decisions as f64;
+        let full_median = quantile(&mut ns, 0.5);
+        first.get_or_insert(ordered_mean);
+        last = (ordered_mean, full_mean);
         let _ = writeln!(
             out,
-            "{:>5} {:>10} {:>12.0} {:>12.0} {:>8}",
+            "{:>5} {:>9} {:>11} {:>11.0} {:>11} {:>11.0} {:>6}",
             n,
             decisions,
-            kinetic_ns,
-            linear_ns,
+            ordered_median,
+            ordered_mean,
+            full_median,
+            full_mean,
             if same { "yes" } else { "NO" }
         );
     }
     let _ = writeln!(
         out,
-        "  kinetic n = {} over n = {}: {:.2}; linear over kinetic at n = {}: {:.0}x",
+        "  ordered mean, n = {} over n = {}: {:.2}; full over ordered at n = {}: {:.0}x",
         COST_COUNTS[COST_COUNTS.len() - 1],
         COST_COUNTS[0],
         last.0 / first.unwrap_or(1.0),

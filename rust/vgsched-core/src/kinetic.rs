@@ -54,6 +54,9 @@ pub struct Node {
     fail_at: u64,
     /// The earliest `fail_at` in this subtree.
     min_fail: u64,
+    /// The winner's candidate (meaningless without a winner): a match reads
+    /// its two children only, not the leaves they point to.
+    key: Candidate,
 }
 
 impl Node {
@@ -62,6 +65,13 @@ impl Node {
         winner: NONE,
         fail_at: u64::MAX,
         min_fail: u64::MAX,
+        key: Candidate {
+            id: 0,
+            priority: 0,
+            created_ns: 0,
+            runtime_ns: 0,
+            runnable: false,
+        },
     };
 }
 
@@ -163,6 +173,25 @@ impl<'a> Kinetic<'a> {
         Some(Self { leaves, nodes, now })
     }
 
+    /// The tournament kept in `leaves` and `nodes` by an earlier
+    /// [`Self::new`], at time `now` (not before the time it was last used
+    /// at); `None` if the sizes do not fit.
+    pub fn attach(
+        leaves: &'a mut [Option<Candidate>],
+        nodes: &'a mut [Node],
+        now: u64,
+    ) -> Option<Self> {
+        if !leaves.len().is_power_of_two() || nodes.len() != 2 * leaves.len() {
+            return None;
+        }
+        Some(Self { leaves, nodes, now })
+    }
+
+    /// What leaf `index` holds.
+    pub fn leaf(&self, index: usize) -> Option<Candidate> {
+        self.leaves.get(index).copied().flatten()
+    }
+
     /// How many contexts it can hold.
     pub fn capacity(&self) -> usize {
         self.leaves.len()
@@ -174,22 +203,22 @@ impl<'a> Kinetic<'a> {
         let (Some(&nl), Some(&nr)) = (self.nodes.get(l), self.nodes.get(r)) else {
             return;
         };
-        let cand = |w: u32| -> Option<Candidate> { self.leaves.get(w as usize).copied().flatten() };
-        let (winner, fail_at) = match (cand(nl.winner), cand(nr.winner)) {
-            (None, None) => (NONE, u64::MAX),
-            (Some(_), None) => (nl.winner, u64::MAX),
-            (None, Some(_)) => (nr.winner, u64::MAX),
-            (Some(a), Some(b)) => {
-                let now = self.now;
-                if ahead(&a, nl.winner, &b, nr.winner, now) {
-                    (nl.winner, failure_time(&a, nl.winner, &b, nr.winner, now))
+        let (winner, key, fail_at) = match (nl.winner != NONE, nr.winner != NONE) {
+            (false, false) => (NONE, nl.key, u64::MAX),
+            (true, false) => (nl.winner, nl.key, u64::MAX),
+            (false, true) => (nr.winner, nr.key, u64::MAX),
+            (true, true) => {
+                let (a, b, now) = (&nl.key, &nr.key, self.now);
+                if ahead(a, nl.winner, b, nr.winner, now) {
+                    (nl.winner, *a, failure_time(a, nl.winner, b, nr.winner, now))
                 } else {
-                    (nr.winner, failure_time(&b, nr.winner, &a, nl.winner, now))
+                    (nr.winner, *b, failure_time(b, nr.winner, a, nl.winner, now))
                 }
             }
         };
         if let Some(n) = self.nodes.get_mut(i) {
             n.winner = winner;
+            n.key = key;
             n.fail_at = fail_at;
             n.min_fail = fail_at.min(nl.min_fail).min(nr.min_fail);
         }
@@ -224,6 +253,9 @@ impl<'a> Kinetic<'a> {
         *leaf = cand;
         if let Some(n) = self.nodes.get_mut(cap + index) {
             n.winner = if cand.is_some() { index as u32 } else { NONE };
+            if let Some(c) = cand {
+                n.key = c;
+            }
         }
         self.replay_path(index);
     }
@@ -261,6 +293,14 @@ impl<'a> Kinetic<'a> {
     /// after [`Self::advance`].
     pub fn best_k(&mut self, now: u64, k: usize, out: &mut [usize]) -> usize {
         let k = k.min(out.len()).min(MAX_K);
+        if k == 1 {
+            // One slot: the root's winner, nothing to take out and back.
+            let Some(best) = self.best(now) else {
+                return 0;
+            };
+            out[0] = best;
+            return 1;
+        }
         let mut parked = [None; MAX_K];
         let mut taken = 0;
         let mut level = None;

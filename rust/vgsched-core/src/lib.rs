@@ -24,6 +24,7 @@ pub mod isa;
 pub mod kinetic;
 pub mod module_choice;
 pub mod occupancy;
+pub mod ordered_slots;
 pub mod pool;
 pub mod progress;
 pub mod rng;

@@ -184,11 +184,13 @@ pub struct SlotEntry {
     /// In turn: it had its turn in the current round.
     pub had_turn: bool,
     /// `cand.runnable` as the last decision saw it.
-    was_runnable: bool,
+    pub(super) was_runnable: bool,
     /// When it last stopped being runnable (its creation at first).
     idle_since_ns: u64,
     /// Scratch of [`reschedule`]: given a new slice in this decision.
     fresh: bool,
+    /// [`super::ordered_slots`]: listed for the next decision to look at.
+    pub(super) pending: bool,
 }
 
 /// Lets a plain array of entries be decided over, as well as the caller's
@@ -219,6 +221,7 @@ impl SlotEntry {
             was_runnable: false,
             idle_since_ns: cand.created_ns,
             fresh: false,
+            pending: false,
         }
     }
 
@@ -347,7 +350,7 @@ where
 /// or woken) has, under [`HistoryRule::Bounded`], its idle time taken out
 /// of its lifetime and enters with at most the weight of the weakest
 /// runnable resident of its level.
-fn apply_history<T>(entries: &mut [T], now_ns: u64, rule: HistoryRule)
+pub(super) fn apply_history<T>(entries: &mut [T], now_ns: u64, rule: HistoryRule)
 where
     T: AsRef<SlotEntry> + AsMut<SlotEntry>,
 {

@@ -104,6 +104,7 @@ use crate::{
             CycleCosts, //
         },
         grid::Lane,
+        kinetic::Node,
         module_choice::{
             ModuleScore,
             PowerWeights,
@@ -115,6 +116,11 @@ use crate::{
             MapLayout,
             Occupancy,
             WaveSlot, //
+        },
+        ordered_slots::{
+            OrderedSlots,
+            Picked,
+            Store, //
         },
         pool,
         progress::JobProgress,
@@ -478,17 +484,40 @@ struct Scratch {
     candidate_heads: KVec<usize>,
     slot_cands: KVec<pool::Candidate>,
     slot_changes: KVec<SlotChange>,
+    slot_leaves: KVec<Option<pool::Candidate>>,
+    slot_nodes: KVec<Node>,
+    slot_pending: KVec<u32>,
+    slot_work: KVec<Picked>,
 }
 
 impl Scratch {
     /// Room for `contexts` contexts.
     fn with_capacity(contexts: usize) -> Result<Self> {
+        let blank = pool::Candidate {
+            id: 0,
+            priority: 0,
+            created_ns: 0,
+            runtime_ns: 0,
+            runnable: false,
+        };
+        // The ordered decision's tournament: a power of two of leaves.
+        let leaves = contexts.max(1).checked_next_power_of_two().ok_or(ENOMEM)?;
         Ok(Self {
             heads: KVec::with_capacity(contexts, GFP_KERNEL)?,
             candidates: KVec::with_capacity(contexts, GFP_KERNEL)?,
             candidate_heads: KVec::with_capacity(contexts, GFP_KERNEL)?,
-            slot_cands: KVec::with_capacity(contexts, GFP_KERNEL)?,
-            slot_changes: KVec::with_capacity(contexts.saturating_mul(2), GFP_KERNEL)?,
+            slot_cands: KVec::from_elem(blank, contexts, GFP_KERNEL)?,
+            // Every resident leaves and every slot fills at most once, plus
+            // a round and a turn.
+            slot_changes: KVec::from_elem(
+                SlotChange::Round,
+                contexts.saturating_mul(2).saturating_add(2),
+                GFP_KERNEL,
+            )?,
+            slot_leaves: KVec::from_elem(None, leaves, GFP_KERNEL)?,
+            slot_nodes: KVec::from_elem(Node::EMPTY, leaves.saturating_mul(2), GFP_KERNEL)?,
+            slot_pending: KVec::from_elem(0, contexts, GFP_KERNEL)?,
+            slot_work: KVec::from_elem(Picked::blank(), contexts, GFP_KERNEL)?,
         })
     }
 }
@@ -554,8 +583,19 @@ struct EngineState {
     slot_cands: KVec<pool::Candidate>,
     /// Scratch: its winners (one per slot).
     slot_chosen: KVec<usize>,
-    /// Scratch: its changes (at most two per context).
+    /// Scratch: its changes (at most two per context, a round and a turn).
     slot_changes: KVec<SlotChange>,
+    /// What the ordered decision keeps between decisions: the residents
+    /// and the contexts to look at.
+    ordered: OrderedSlots,
+    /// Its tournament's leaves: the waiting contexts, ranked.
+    slot_leaves: KVec<Option<pool::Candidate>>,
+    /// Its tournament's matches.
+    slot_nodes: KVec<Node>,
+    /// Its pending list.
+    slot_pending: KVec<u32>,
+    /// The contexts of one decision.
+    slot_work: KVec<Picked>,
     /// The armed completion timer.
     timer: Option<ArcHrTimerHandle<Engine>>,
     /// Instructions the interpreter may still execute in this hold.
@@ -582,6 +622,24 @@ impl EngineState {
         self.candidate_heads = grown.candidate_heads;
         self.slot_cands = grown.slot_cands;
         self.slot_changes = grown.slot_changes;
+        self.slot_leaves = grown.slot_leaves;
+        self.slot_nodes = grown.slot_nodes;
+        self.slot_pending = grown.slot_pending;
+        self.slot_work = grown.slot_work;
+        self.reorder();
+    }
+
+    /// The ordered decision's view of the contexts after they were removed,
+    /// reordered or moved to new storage: every context is looked at once
+    /// more.
+    fn reorder(&mut self) {
+        let mut store = Store {
+            leaves: &mut self.slot_leaves,
+            nodes: &mut self.slot_nodes,
+            pending: &mut self.slot_pending,
+            work: &mut self.slot_work,
+        };
+        self.ordered.reset(&mut self.queues, &mut store);
     }
 
     /// The record of `ctx`, if it is live.
@@ -706,6 +764,11 @@ impl Engine {
             slot_cands: scratch.slot_cands,
             slot_chosen: KVec::from_elem(0, sched.policy.slots, GFP_KERNEL)?,
             slot_changes: scratch.slot_changes,
+            ordered: OrderedSlots::new(),
+            slot_leaves: scratch.slot_leaves,
+            slot_nodes: scratch.slot_nodes,
+            slot_pending: scratch.slot_pending,
+            slot_work: scratch.slot_work,
             timer: None,
             budget: INTERPRET_BUDGET,
             cleanup_due: false,
@@ -926,6 +989,8 @@ impl Engine {
             let Ok(queue) = st.queues.remove(i) else {
                 return 0;
             };
+            // The contexts after it moved down one index.
+            st.reorder();
             this.take_off_device(&mut st, ctx);
             for job in queue.jobs.iter() {
                 job.fence.signal(ECANCELED.to_errno());
@@ -1262,7 +1327,7 @@ impl Engine {
     /// moment blocked independent work-groups are due to be split.
     fn arm_timer(this: ArcBorrow<'_, Self>, st: &mut EngineState, now: u64) {
         let waves = st.waves.iter().map(|w| w.end_ns).min();
-        let slices = crate::vgsched_core::slots::next_slice_end(&st.queues);
+        let slices = st.ordered.next_slice_end(&st.queues);
         let mut next = match (waves, slices) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -529,6 +529,98 @@ mod slots {
         assert_eq!(k.best(now + 2_500_001), Some(1));
     }
 
+    /// The ordered decision, taken on events only over the few contexts it
+    /// depends on, makes the same changes as the full one over all of them,
+    /// in both modes, on a random trace (the host test replays longer
+    /// ones).
+    #[test]
+    fn ordered_decision_makes_the_full_ones_changes() {
+        use crate::vgsched_core::{
+            kinetic::Node,
+            ordered_slots::{
+                OrderedSlots,
+                Picked,
+                Store, //
+            },
+            rng::Rng,
+        };
+        const N: usize = 12;
+        const MS: u64 = 1_000_000;
+        for mode in [SlotMode::SideBySide, SlotMode::InTurn] {
+            let policy = SlotPolicy::new(3, SliceFormula::Proportional, 4 * MS).with_mode(mode);
+            let mut rng = Rng::new(7);
+            let mut now = 10 * MIN;
+            let mut e = contexts([5, 5, 6, 5, 6, 5, 5, 6, 5, 5, 5, 6], [0; N]);
+            for x in e.iter_mut() {
+                x.cand.runnable = false;
+                x.cand.created_ns = now - rng.below_u64(MIN);
+            }
+            let mut full = e;
+            let mut leaves = [None; 16];
+            let mut nodes = [Node::EMPTY; 32];
+            let mut pending = [0u32; N];
+            let mut work = [Picked::blank(); N];
+            let mut store = Store {
+                leaves: &mut leaves,
+                nodes: &mut nodes,
+                pending: &mut pending,
+                work: &mut work,
+            };
+            let mut ordered = OrderedSlots::new();
+            ordered.reset(&mut e, &mut store);
+            let mut seq = 0;
+            let mut cands = [e[0].cand; N];
+            let mut chosen = [0usize; 16];
+            let mut changes = [SlotChange::Round; 2 * N + 2];
+            let (mut full_cands, mut full_chosen, mut want) = (cands, chosen, changes);
+            let mut full_seq = 0;
+            let mut full_changes = 0;
+            for _ in 0..400 {
+                if rng.below(3) == 0 {
+                    let i = rng.below(N as u32) as usize;
+                    let r = rng.below(3) != 0;
+                    e[i].cand.runnable = r;
+                    full[i].cand.runnable = r;
+                    ordered.touch(&mut e, i, store.pending);
+                } else {
+                    let dt = 1 + rng.below_u64(3 * MS);
+                    for (a, b) in e.iter_mut().zip(full.iter_mut()) {
+                        if a.resident && a.turn && a.cand.runnable {
+                            a.charge(dt);
+                            b.charge(dt);
+                        }
+                    }
+                    now += dt;
+                }
+                let got = match ordered.due(&e, now) {
+                    true => {
+                        let scratch = Scratch {
+                            cands: &mut cands,
+                            chosen: &mut chosen,
+                            changes: &mut changes,
+                        };
+                        ordered.decide(&mut e, now, &policy, &mut seq, &mut store, scratch)
+                    }
+                    false => 0,
+                };
+                let scratch = Scratch {
+                    cands: &mut full_cands,
+                    chosen: &mut full_chosen,
+                    changes: &mut want,
+                };
+                let n = reschedule(&mut full, now, &policy, &mut full_seq, scratch);
+                full_changes += n;
+                assert_eq!(changes[..got], want[..n]);
+                assert!(e
+                    .iter()
+                    .zip(full.iter())
+                    .all(|(a, b)| (a.resident, a.turn, a.cand) == (b.resident, b.turn, b.cand)));
+            }
+            // The trace made the device change hands.
+            assert!(full_changes > 40);
+        }
+    }
+
     #[test]
     fn in_turn_runs_the_document_examples() {
         let policy =

@@ -45,6 +45,7 @@ pub mod vgsched_core {
     pub mod kinetic;
     pub mod module_choice;
     pub mod occupancy;
+    pub mod ordered_slots;
     pub mod pool;
     pub mod progress;
     pub mod rng;

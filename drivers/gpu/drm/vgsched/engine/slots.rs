@@ -3,8 +3,10 @@
 //! Slot selection on the engine: who holds the hardware slots, and
 //! running, stopping, saving and resuming waves at preemption points.
 //!
-//! The decision is the core crate's ([`crate::vgsched_core::slots`]); this
-//! file feeds it the contexts and carries it out. A running wave is
+//! The decision is the core crate's ([`crate::vgsched_core::slots`]),
+//! taken on events over the few contexts it depends on
+//! ([`crate::vgsched_core::ordered_slots`]); this file feeds it the
+//! contexts and carries it out. A running wave is
 //! interpreted one chunk at a time, each ending at the next preemption
 //! point, so when its context loses its slot it is already stopped at an
 //! instruction boundary there: its threads move to its job's save area,
@@ -59,9 +61,8 @@ use crate::{
             WaveEnd, //
         },
         occupancy::GroupNeeds,
-        pool,
+        ordered_slots::Store,
         slots::{
-            reschedule,
             Scratch,
             SlotChange,
             SlotMode,
@@ -126,20 +127,15 @@ impl SavedGroup {
 }
 
 impl Engine {
-    /// Takes the slot selection decision at `now` and carries it out;
-    /// returns how many changes it made.
+    /// Takes the slot selection decision at `now`, if an event calls for
+    /// one, and carries it out; returns how many changes it made.
+    ///
+    /// Every context's runnable state is re-derived from its jobs (a few
+    /// loads each); the contexts whose state or waiting rank changed are
+    /// listed for the ordered decision, which runs only when one is listed
+    /// or a running resident's slice is over, and looks at the residents,
+    /// the listed contexts and the best waiting ones only.
     pub(super) fn reschedule(this: ArcBorrow<'_, Self>, st: &mut EngineState, now: u64) -> usize {
-        for q in st.queues.iter_mut() {
-            q.entry.cand.runnable = match q.jobs.first_mut() {
-                None => false,
-                Some(job) => {
-                    job.progress.error() == 0
-                        && (job.progress.running() > 0
-                            || job.progress.saved() > 0
-                            || (job.has_groups_to_place() && Self::ready(job)))
-                }
-            };
-        }
         let policy = SlotPolicy {
             formula: st.formula,
             ..this.sched.policy
@@ -150,40 +146,45 @@ impl Engine {
             slot_cands,
             slot_changes,
             slot_chosen,
+            ordered,
+            slot_leaves,
+            slot_nodes,
+            slot_pending,
+            slot_work,
             log,
             ..
         } = st;
-        let self_topology = &this.topology;
-        // Capacity for every context was reserved with it.
-        let blank = pool::Candidate {
-            id: 0,
-            priority: 0,
-            created_ns: 0,
-            runtime_ns: 0,
-            runnable: false,
+        let mut store = Store {
+            leaves: slot_leaves,
+            nodes: slot_nodes,
+            pending: slot_pending,
+            work: slot_work,
         };
-        let evict = SlotChange::Evict {
-            index: 0,
-            preempted: false,
-        };
-        slot_cands.clear();
-        slot_changes.clear();
-        for _ in 0..queues.len() {
-            let room = slot_cands.push_within_capacity(blank).is_ok()
-                && slot_changes.push_within_capacity(evict).is_ok()
-                && slot_changes.push_within_capacity(evict).is_ok();
-            if !room {
-                // The decision then covers the contexts that fit.
-                warn_on!(true);
+        for i in 0..queues.len() {
+            let Some(q) = queues.get_mut(i) else {
                 break;
-            }
+            };
+            q.entry.cand.runnable = match q.jobs.first_mut() {
+                None => false,
+                Some(job) => {
+                    job.progress.error() == 0
+                        && (job.progress.running() > 0
+                            || job.progress.saved() > 0
+                            || (job.has_groups_to_place() && Self::ready(job)))
+                }
+            };
+            ordered.check(queues, i, &mut store);
         }
+        if !ordered.due(queues, now) {
+            return 0;
+        }
+        let self_topology = &this.topology;
         let scratch = Scratch {
             cands: slot_cands,
             chosen: slot_chosen,
             changes: slot_changes,
         };
-        let n = reschedule(queues, now, &policy, next_load_seq, scratch);
+        let n = ordered.decide(queues, now, &policy, next_load_seq, &mut store, scratch);
         let side_by_side = policy.mode == SlotMode::SideBySide;
         let mut used = queues
             .iter()
