@@ -172,7 +172,7 @@ class Report:
             if m:
                 self.put("slots.decision.div_sat_ns", number(m.group(1)))
         elif sec == "summaries":
-            m = re.match(r"^(rescan|summaries)\s+([0-9.]+)\s+(yes|NO)$", s)
+            m = re.match(r"^(rescan|summaries|memo)\s+([0-9.]+)\s+(yes|NO)$", s)
             if m:
                 self.put("dispatch.round_us.%s" % m.group(1), number(m.group(2)))
                 self.put("dispatch.round_same_choices", int(m.group(3) == "yes"))

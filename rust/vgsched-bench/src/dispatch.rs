@@ -36,6 +36,7 @@ use vgsched_core::{
     },
     occupancy::{
         summary_len,
+        CachedMatch,
         GroupNeeds,
         MapLayout,
         Occupancy,
@@ -85,9 +86,21 @@ fn retire_oldest(occ: &mut Occupancy<'_>, live: &mut VecDeque<(Placement, GroupN
     }
 }
 
-/// Runs `rounds` rounds; with `summaries`, matching reads the per-module
-/// summaries kept by the occupancy instead of scanning the bitmaps.
-fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64, summaries: bool) -> Measured {
+/// How a round matches heads against modules.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Matching {
+    /// Searching the bitmaps.
+    Rescan,
+    /// From the per-module summaries kept by the occupancy.
+    Summaries,
+    /// From the summaries, each verdict remembered per channel and module
+    /// until the module changes (the engine's way).
+    Memo,
+}
+
+/// Runs `rounds` rounds, matching as `how` says.
+fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64, how: Matching) -> Measured {
+    let summaries = how != Matching::Rescan;
     let topo = Topology {
         modules: MODULES,
         ..Topology::DEFAULT
@@ -118,6 +131,8 @@ fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64, summaries: boo
         .unwrap()
         .with_summaries(&mut sum)
         .summarize();
+    let mut gens = vec![0u64; MODULES as usize];
+    let mut memo = vec![CachedMatch::EMPTY; CHANNELS * MODULES as usize];
     let mut decisions = Vec::with_capacity(rounds as usize);
     let start = Instant::now();
     for round in 0..rounds {
@@ -129,6 +144,9 @@ fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64, summaries: boo
         if summaries {
             occ = occ.with_summaries(&mut sum);
         }
+        if how == Matching::Memo {
+            occ = occ.with_generations(&mut gens);
+        }
         let mut cands = [Candidate {
             band: 0,
             marked: false,
@@ -138,9 +156,16 @@ fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64, summaries: boo
         let mut waiting = [false; BANDS];
         for (c, (needs, band)) in heads.iter().enumerate() {
             waiting[*band as usize] = true;
-            let fits = (0..MODULES).any(|m| {
-                pointers[m as usize].wave_units(needs.waves, units, &mut wu);
-                occ.matches(m, needs, &wu)
+            let fits = (0..MODULES).any(|m| match how {
+                Matching::Memo => {
+                    let e = &mut memo[c * MODULES as usize + m as usize];
+                    occ.matches_memo(m, needs, &pointers[m as usize], e)
+                }
+                Matching::Summaries => occ.matches_at(m, needs, &pointers[m as usize]),
+                Matching::Rescan => {
+                    pointers[m as usize].wave_units(needs.waves, units, &mut wu);
+                    occ.matches(m, needs, &wu)
+                }
             });
             if fits {
                 cands[n] = Candidate {
@@ -168,8 +193,18 @@ fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64, summaries: boo
         let mut scores = [ModuleScore::default(); MODULES as usize];
         let mut k = 0;
         for m in 0..MODULES {
-            pointers[m as usize].wave_units(needs.waves, units, &mut wu);
-            if occ.matches(m, &needs, &wu) {
+            let fits = match how {
+                Matching::Memo => {
+                    let e = &mut memo[c * MODULES as usize + m as usize];
+                    occ.matches_memo(m, &needs, &pointers[m as usize], e)
+                }
+                Matching::Summaries => occ.matches_at(m, &needs, &pointers[m as usize]),
+                Matching::Rescan => {
+                    pointers[m as usize].wave_units(needs.waves, units, &mut wu);
+                    occ.matches(m, &needs, &wu)
+                }
+            };
+            if fits {
                 let free = occ.remaining(m);
                 power[m as usize].advance(now);
                 scores[k] = ModuleScore {
@@ -247,7 +282,7 @@ pub fn report(opts: &Options) -> String {
         ),
     ];
     for (name, choice, finder) in configs {
-        let m = measure(choice, finder, rounds, false);
+        let m = measure(choice, finder, rounds, Matching::Rescan);
         let _ = writeln!(
             out,
             "{:<28} {:>14.0} {:>12.2} {:>14} {:>12.2}",
@@ -271,10 +306,26 @@ pub fn report(opts: &Options) -> String {
         "{:<12} {:>12} {:>14}",
         "matching", "us/round", "same choices"
     );
-    let rescan = measure(ModuleChoice::RecentPower, FinderKind::Exact, rounds, false);
-    let kept = measure(ModuleChoice::RecentPower, FinderKind::Exact, rounds, true);
-    let same = rescan.decisions == kept.decisions;
-    for (name, m) in [("rescan", &rescan), ("summaries", &kept)] {
+    let rescan = measure(
+        ModuleChoice::RecentPower,
+        FinderKind::Exact,
+        rounds,
+        Matching::Rescan,
+    );
+    let kept = measure(
+        ModuleChoice::RecentPower,
+        FinderKind::Exact,
+        rounds,
+        Matching::Summaries,
+    );
+    let memo = measure(
+        ModuleChoice::RecentPower,
+        FinderKind::Exact,
+        rounds,
+        Matching::Memo,
+    );
+    let same = rescan.decisions == kept.decisions && rescan.decisions == memo.decisions;
+    for (name, m) in [("rescan", &rescan), ("summaries", &kept), ("memo", &memo)] {
         let _ = writeln!(
             out,
             "{:<12} {:>12.3} {:>14}",
@@ -285,8 +336,9 @@ pub fn report(opts: &Options) -> String {
     }
     let _ = writeln!(
         out,
-        "  rescan over summaries: {:.1}x",
-        kept.rounds_per_s / rescan.rounds_per_s
+        "  rescan over summaries: {:.1}x; rescan over memo: {:.1}x",
+        kept.rounds_per_s / rescan.rounds_per_s,
+        memo.rounds_per_s / rescan.rounds_per_s
     );
     out
 }

@@ -26,6 +26,7 @@ use super::bitmask::{
 };
 use super::grid::MAX_WAVES_PER_GROUP;
 use super::module_choice::FreeResources;
+use super::split::RotatingPointer;
 use super::topology::{
     limits,
     Topology, //
@@ -161,6 +162,33 @@ pub struct Occupancy<'a> {
     /// The largest free run of every map ([`Occupancy::with_summaries`]),
     /// kept equal to the maps by every change made through this view.
     summary: Option<&'a mut [u16]>,
+    /// A change count per module ([`Occupancy::with_generations`]).
+    generations: Option<&'a mut [u64]>,
+}
+
+/// A remembered verdict of [`Occupancy::matches_at`] for one channel and
+/// one module: valid while the module's generation, the work-group's needs
+/// and the module's rotating pointer are those it was computed for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CachedMatch {
+    generation: u64,
+    needs: GroupNeeds,
+    pointer: RotatingPointer,
+    fits: bool,
+}
+
+impl CachedMatch {
+    /// Remembers nothing.
+    pub const EMPTY: Self = Self {
+        generation: u64::MAX,
+        needs: GroupNeeds {
+            waves: 0,
+            wave: WaveNeeds { vgpr: 0, sgpr: 0 },
+            shared: 0,
+        },
+        pointer: RotatingPointer::new(1),
+        fits: false,
+    };
 }
 
 /// Entries of the summaries of a device of shape `topo`: per module its
@@ -183,6 +211,7 @@ impl<'a> Occupancy<'a> {
                 waves,
                 finder: FinderKind::Exact,
                 summary: None,
+                generations: None,
             })
     }
 
@@ -196,6 +225,58 @@ impl<'a> Occupancy<'a> {
             self.summary = Some(summary);
         }
         self
+    }
+
+    /// Counts every take and release in `generations` (one entry per
+    /// module, else ignored), so a verdict remembered for a module
+    /// ([`CachedMatch`]) is known stale once the module changed.
+    pub fn with_generations(mut self, generations: &'a mut [u64]) -> Self {
+        if generations.len() == self.topo.modules as usize {
+            self.generations = Some(generations);
+        }
+        self
+    }
+
+    /// Records a change of `module`.
+    fn changed(&mut self, module: u32) {
+        if let Some(g) = self
+            .generations
+            .as_deref_mut()
+            .and_then(|g| g.get_mut(module as usize))
+        {
+            *g = g.wrapping_add(1);
+        }
+    }
+
+    /// [`Self::matches_at`], answered from `memo` when it still holds (the
+    /// module did not change since, same needs and pointer), and
+    /// remembered there otherwise. Without generations it is never used.
+    pub fn matches_memo(
+        &self,
+        module: u32,
+        needs: &GroupNeeds,
+        pointer: &RotatingPointer,
+        memo: &mut CachedMatch,
+    ) -> bool {
+        let generation = self
+            .generations
+            .as_deref()
+            .and_then(|g| g.get(module as usize))
+            .copied();
+        let Some(generation) = generation else {
+            return self.matches_at(module, needs, pointer);
+        };
+        if memo.generation == generation && memo.needs == *needs && memo.pointer == *pointer {
+            return memo.fits;
+        }
+        let fits = self.matches_at(module, needs, pointer);
+        *memo = CachedMatch {
+            generation,
+            needs: *needs,
+            pointer: *pointer,
+            fits,
+        };
+        fits
     }
 
     /// Recomputes every map's summary from the bitmaps.
@@ -251,46 +332,77 @@ impl<'a> Occupancy<'a> {
     /// it the summaries alone decide. The approximate finders may still
     /// miss: a module they pass is checked on the bitmaps.
     pub fn matches(&self, module: u32, needs: &GroupNeeds, wave_units: &[u8]) -> bool {
-        let Some(sum) = self.summary.as_deref() else {
+        if self.summary.is_none() {
             return self.try_place(module, needs, wave_units).is_some();
-        };
+        }
         let waves = needs.waves as usize;
-        if module >= self.topo.modules
-            || waves > MAX_WAVES_PER_GROUP as usize
-            || wave_units.len() < waves
-        {
+        if waves > MAX_WAVES_PER_GROUP as usize || wave_units.len() < waves {
             return false;
         }
-        let base = self.sum_base(module);
-        let fits =
-            |at: usize, need: u32| need == 0 || sum.get(at).is_some_and(|&l| u32::from(l) >= need);
-        if !fits(base, needs.shared) {
-            return false;
-        }
-        let mut per_unit = [0u32; MAX_UNITS_PER_MODULE];
+        let mut per_unit = [0u8; MAX_UNITS_PER_MODULE];
         for &unit in &wave_units[..waves] {
             match per_unit.get_mut(unit as usize) {
                 Some(c) if u32::from(unit) < self.topo.units_per_module => *c += 1,
                 _ => return false,
             }
         }
-        for (unit, &count) in per_unit
-            .iter()
-            .enumerate()
-            .take(self.topo.units_per_module as usize)
-        {
+        self.matches_counts(module, needs, &per_unit)
+            .unwrap_or_else(|| self.try_place(module, needs, wave_units).is_some())
+    }
+
+    /// [`Self::matches`] from the summaries alone, given how many of the
+    /// work-group's waves go to each unit (`counts`, as
+    /// [`super::split::RotatingPointer::counts`] gives them): `Some` when
+    /// the summaries decide (a summary below the need rejects; with the
+    /// exact finder, enough everywhere accepts), `None` when the bitmaps
+    /// must be searched (no summaries, or an approximate finder passed).
+    pub fn matches_counts(&self, module: u32, needs: &GroupNeeds, counts: &[u8]) -> Option<bool> {
+        let sum = self.summary.as_deref()?;
+        if module >= self.topo.modules {
+            return Some(false);
+        }
+        let base = self.sum_base(module);
+        let fits =
+            |at: usize, need: u32| need == 0 || sum.get(at).is_some_and(|&l| u32::from(l) >= need);
+        if !fits(base, needs.shared) {
+            return Some(false);
+        }
+        let units = self.topo.units_per_module as usize;
+        let mut placed = 0u32;
+        for (unit, &count) in counts.iter().enumerate() {
             if count == 0 {
                 continue;
             }
+            let count = u32::from(count);
             let at = base + 1 + 2 * unit;
-            if self.unit_waves(module, unit as u32) + count > self.topo.wave_slots
+            if unit >= units
+                || self.unit_waves(module, unit as u32) + count > self.topo.wave_slots
                 || !fits(at, count * needs.wave.vgpr)
                 || !fits(at + 1, count * needs.wave.sgpr)
             {
-                return false;
+                return Some(false);
             }
+            placed += count;
         }
-        self.finder == FinderKind::Exact || self.try_place(module, needs, wave_units).is_some()
+        if placed != needs.waves {
+            return Some(false);
+        }
+        (self.finder == FinderKind::Exact).then_some(true)
+    }
+
+    /// Whether a work-group with `needs` fits `module` with its waves
+    /// spread over the units as `pointer` (the module's rotating pointer)
+    /// spreads them: [`Self::matches_counts`] on the pointer's counts,
+    /// searching the bitmaps only when the summaries cannot decide.
+    pub fn matches_at(&self, module: u32, needs: &GroupNeeds, pointer: &RotatingPointer) -> bool {
+        let units = self.topo.units_per_module;
+        let counts = pointer.counts(needs.waves, units);
+        self.matches_counts(module, needs, &counts)
+            .unwrap_or_else(|| {
+                let mut wave_units = [0u8; MAX_WAVES_PER_GROUP as usize];
+                pointer.wave_units(needs.waves, units, &mut wave_units);
+                self.try_place(module, needs, &wave_units).is_some()
+            })
     }
 
     /// Uses `finder` to find free ranges (an approximate finder may miss a
@@ -491,6 +603,7 @@ impl<'a> Occupancy<'a> {
             p.shared_start as usize,
             needs.shared as usize,
         );
+        self.changed(p.module);
         let mut touched = 0u32;
         for w in &p.waves[..needs.waves as usize] {
             self.change_wave(p.module, w, &needs.wave, true);
@@ -532,6 +645,7 @@ impl<'a> Occupancy<'a> {
     /// Gives back one wave's slot and register ranges.
     pub fn release_wave(&mut self, module: u32, w: &WaveSlot, need: &WaveNeeds) {
         self.change_wave(module, w, need, false);
+        self.changed(module);
         if self.summary.is_some() {
             self.resum_unit(module, u32::from(w.unit));
         }
@@ -542,6 +656,7 @@ impl<'a> Occupancy<'a> {
     pub fn release_shared(&mut self, module: u32, start: u32, len: u32) {
         let range = self.layout.shared(module);
         clear_range(&mut self.words[range], start as usize, len as usize);
+        self.changed(module);
         if self.summary.is_some() {
             self.resum_shared(module);
         }
@@ -1048,8 +1163,37 @@ mod tests {
                 let mut occ = m.occ(&t).with_finder(finder).with_summaries(sum);
                 occ.summarize();
             }
+            // Four channels whose heads change now and then, and verdicts
+            // remembered per channel and module.
+            let mut gens = [0u64; 3];
+            let mut memo = [CachedMatch::EMPTY; 12];
+            let mut pointers = [RotatingPointer::new(4); 3];
+            let mut heads: [GroupNeeds; 4] = core::array::from_fn(|_| {
+                needs(1 + rng.below(8), rng.below(12), rng.below(6), rng.below(10))
+            });
+            let mut hits = 0;
+            let mut waves_left: Option<(Placement, GroupNeeds)> = None;
             for step in 0..6000 {
-                let mut occ = m.occ(&t).with_finder(finder).with_summaries(sum);
+                let mut occ = m
+                    .occ(&t)
+                    .with_finder(finder)
+                    .with_summaries(sum)
+                    .with_generations(&mut gens);
+                if rng.below(8) == 0 {
+                    heads[rng.below(4) as usize] =
+                        needs(1 + rng.below(8), rng.below(12), rng.below(6), rng.below(10));
+                }
+                for (c, h) in heads.iter().enumerate() {
+                    for (module, p) in (0u32..).zip(pointers.iter()) {
+                        let mut units = [0u8; MAX_WAVES_PER_GROUP as usize];
+                        p.wave_units(h.waves, 4, &mut units);
+                        let want = occ.try_place(module, h, &units).is_some();
+                        let e = &mut memo[c * 3 + module as usize];
+                        hits += usize::from(e.generation == gens_of(&occ, module));
+                        assert_eq!(occ.matches_at(module, h, p), want, "step {step}");
+                        assert_eq!(occ.matches_memo(module, h, p, e), want, "step {step}");
+                    }
+                }
                 let g = needs(1 + rng.below(8), rng.below(12), rng.below(6), rng.below(10));
                 let module = rng.below(3);
                 let units: [u8; 8] =
@@ -1060,19 +1204,30 @@ mod tests {
                     placed.is_some(),
                     "step {step}"
                 );
-                if n < 64 && rng.below(3) != 0 {
+                if let Some((p, g)) = waves_left.take() {
+                    for w in &p.waves[..g.waves as usize] {
+                        occ.release_wave(p.module, w, &g.wave);
+                    }
+                } else if n < 64 && rng.below(3) != 0 {
                     if let Some(p) = placed {
                         occ.take(&p, &g);
+                        pointers[p.module as usize].advance(g.waves, 4);
                         live[n] = (p, g);
                         n += 1;
                     }
                 } else if n > 0 {
                     let i = rng.below(n as u32) as usize;
                     let (p, g) = live[i];
-                    for w in &p.waves[..g.waves as usize] {
-                        occ.release_wave(p.module, w, &g.wave);
-                    }
                     occ.release_shared(p.module, p.shared_start, g.shared);
+                    // The waves go now, or alone in the next step.
+                    match rng.below(2) {
+                        0 => waves_left = Some((p, g)),
+                        _ => {
+                            for w in &p.waves[..g.waves as usize] {
+                                occ.release_wave(p.module, w, &g.wave);
+                            }
+                        }
+                    }
                     live[i] = live[n - 1];
                     n -= 1;
                 }
@@ -1092,6 +1247,17 @@ mod tests {
                     assert_eq!(occ.remaining(module), plain.occ(&t).remaining(module));
                 }
             }
+            // Remembered verdicts were used, not only recomputed.
+            assert!(hits > 6000, "{hits}");
         }
+    }
+
+    /// The generation `occ` counts for `module`.
+    fn gens_of(occ: &Occupancy<'_>, module: u32) -> u64 {
+        occ.generations
+            .as_deref()
+            .and_then(|g| g.get(module as usize))
+            .copied()
+            .unwrap_or(u64::MAX - 1)
     }
 }

@@ -25,8 +25,12 @@ pub const MAX_UNITS: usize = 16;
 const _: () = assert!(MAX_UNITS == limits::UNITS_PER_MODULE.1 as usize);
 
 /// `units` limited to what the tables hold.
-fn unit_count(units: u32) -> u32 {
-    units.min(MAX_UNITS as u32)
+const fn unit_count(units: u32) -> u32 {
+    if units < MAX_UNITS as u32 {
+        units
+    } else {
+        MAX_UNITS as u32
+    }
 }
 
 /// The split table's initial combination for `waves` waves over `units`
@@ -85,7 +89,7 @@ impl RotatingPointer {
     /// A pointer for a module of `units` units, placed so that the first
     /// work-group's combination starts on unit 0 (the tail is the last
     /// unit).
-    pub fn new(units: u32) -> Self {
+    pub const fn new(units: u32) -> Self {
         Self {
             tail: unit_count(units).saturating_sub(1),
         }

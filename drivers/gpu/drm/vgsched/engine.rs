@@ -112,6 +112,7 @@ use crate::{
         },
         occupancy::{
             summary_len,
+            CachedMatch,
             GroupNeeds,
             MapLayout,
             Occupancy,
@@ -553,6 +554,11 @@ struct EngineState {
     /// The largest free run of every map ([`Occupancy::with_summaries`]),
     /// kept equal to `maps` by every take and release.
     summaries: KVec<u16>,
+    /// Takes and releases per module ([`Occupancy::with_generations`]).
+    generations: KVec<u64>,
+    /// Match verdicts remembered per hardware slot (a dispatch channel)
+    /// and module, until the module changes ([`CachedMatch`]).
+    match_memo: KVec<CachedMatch>,
     /// Occupied wave slots per unit.
     unit_waves: KVec<u32>,
     /// Per-module dispatch state.
@@ -748,6 +754,12 @@ impl Engine {
                 GFP_KERNEL,
             )?,
             summaries: KVec::from_elem(0, summary_len(&topology), GFP_KERNEL)?,
+            generations: KVec::from_elem(0, n_modules, GFP_KERNEL)?,
+            match_memo: KVec::from_elem(
+                CachedMatch::EMPTY,
+                sched.policy.slots.saturating_mul(n_modules),
+                GFP_KERNEL,
+            )?,
             unit_waves: KVec::from_elem(0, n_units, GFP_KERNEL)?,
             modules,
             heads: scratch.heads,
@@ -1015,10 +1027,11 @@ impl Engine {
             maps,
             unit_waves,
             summaries,
+            generations,
             modules,
             ..
         } = st;
-        let Some(mut occ) = self.occupancy(maps, unit_waves, summaries) else {
+        let Some(mut occ) = self.occupancy(maps, unit_waves, summaries, generations) else {
             return;
         };
         let of_ctx =
@@ -1079,11 +1092,13 @@ impl Engine {
         maps: &'a mut [u64],
         unit_waves: &'a mut [u32],
         summaries: &'a mut [u16],
+        generations: &'a mut [u64],
     ) -> Option<Occupancy<'a>> {
         match Occupancy::new(&self.topology, maps, unit_waves) {
             Some(occ) => Some(
                 occ.with_finder(self.params.finder)
-                    .with_summaries(summaries),
+                    .with_summaries(summaries)
+                    .with_generations(generations),
             ),
             None => {
                 warn_on!(true);
@@ -1180,11 +1195,12 @@ impl Engine {
             maps,
             unit_waves,
             summaries,
+            generations,
             modules,
             queues,
             ..
         } = st;
-        let Some(mut occ) = self.occupancy(maps, unit_waves, summaries) else {
+        let Some(mut occ) = self.occupancy(maps, unit_waves, summaries, generations) else {
             return 0;
         };
         let now_cycle = self.topology.ns_to_cycles(now);

@@ -51,7 +51,10 @@ use crate::vgsched_core::{
         FreeWeights,
         ModuleScore, //
     },
-    occupancy::GroupNeeds,
+    occupancy::{
+        CachedMatch,
+        GroupNeeds, //
+    },
     split::RotatingPointer, //
 };
 
@@ -83,6 +86,17 @@ fn wave_units(
     let mut out = [0; MAX_WAVES_PER_GROUP as usize];
     pointer.wave_units(waves, units, &mut out);
     out
+}
+
+/// The remembered match verdicts of the channel in hardware slot `slot`,
+/// one per module.
+fn memo_row(
+    memo: &mut [CachedMatch],
+    slot: Option<u32>,
+    modules: usize,
+) -> Option<&mut [CachedMatch]> {
+    let start = (slot? as usize).checked_mul(modules)?;
+    memo.get_mut(start..start.checked_add(modules)?)
 }
 
 impl Engine {
@@ -215,20 +229,33 @@ impl Engine {
             maps,
             unit_waves,
             summaries,
+            generations,
+            match_memo,
             modules,
             ..
         } = st;
         candidates.clear();
         candidate_heads.clear();
-        let Some(occ) = self.occupancy(maps, unit_waves, summaries) else {
+        let Some(occ) = self.occupancy(maps, unit_waves, summaries, generations) else {
             return;
         };
-        let units = self.topology.units_per_module;
         for (hi, h) in heads.iter().enumerate() {
-            let fits = modules.iter().zip(0u32..).any(|(ms, m)| {
-                let wu = wave_units(&ms.pointer, h.needs.waves, units);
-                occ.matches(m, &h.needs, &wu)
-            });
+            let row = memo_row(
+                match_memo,
+                queues.get(h.queue).and_then(|q| q.slot),
+                modules.len(),
+            );
+            let fits = match row {
+                Some(row) => modules
+                    .iter()
+                    .zip(row.iter_mut())
+                    .zip(0u32..)
+                    .any(|((ms, memo), m)| occ.matches_memo(m, &h.needs, &ms.pointer, memo)),
+                None => modules
+                    .iter()
+                    .zip(0u32..)
+                    .any(|(ms, m)| occ.matches_at(m, &h.needs, &ms.pointer)),
+            };
             if fits {
                 let marked = queues
                     .get(h.queue)
@@ -281,21 +308,28 @@ impl Engine {
             maps,
             unit_waves,
             summaries,
+            generations,
+            match_memo,
             modules,
             scores,
             log,
             totals,
             ..
         } = st;
-        let Some(mut occ) = self.occupancy(maps, unit_waves, summaries) else {
+        let Some(mut occ) = self.occupancy(maps, unit_waves, summaries, generations) else {
             return false;
         };
         let needs = head.needs;
         scores.clear();
         let cap = self.capacity();
+        let slot = queues.get(head.queue).and_then(|q| q.slot);
+        let mut row = memo_row(match_memo, slot, modules.len());
         for (ms, m) in modules.iter().zip(0u32..) {
-            let wu = wave_units(&ms.pointer, needs.waves, units);
-            if occ.matches(m, &needs, &wu) {
+            let fits = match row.as_deref_mut().and_then(|r| r.get_mut(m as usize)) {
+                Some(memo) => occ.matches_memo(m, &needs, &ms.pointer, memo),
+                None => occ.matches_at(m, &needs, &ms.pointer),
+            };
+            if fits {
                 let free = free_score(&occ.remaining(m), &cap, &FreeWeights::DEFAULT);
                 // Capacity for every module was reserved in `new`.
                 if scores
@@ -318,6 +352,12 @@ impl Engine {
         };
         let wu = wave_units(&ms.pointer, needs.waves, units);
         let Some(placement) = occ.try_place(module, &needs, &wu) else {
+            // It matched, so cannot happen; a remembered verdict must not
+            // keep saying it fits.
+            warn_on!(true);
+            if let Some(row) = row {
+                row.iter_mut().for_each(|e| *e = CachedMatch::EMPTY);
+            }
             return false;
         };
         let Some(slot) = groups.iter().position(Option::is_none) else {
