@@ -323,4 +323,113 @@ TEST_F(one_slot, a_long_idle_context_shares_on_waking)
 	busy_job_fini(self->fd, &late);
 }
 
+/*
+ * Preemption at once: a priority-5 wave holding every vector register of
+ * the only unit is stopped where it is when a priority-0 job arrives, so
+ * the high job waits only for its state to be saved (about 2 ms), not for
+ * the next preemption point (20 ms apart here); with preempt_at_once=0 it
+ * waits for the point. Either way the stopped wave, which reads back what
+ * it wrote, ends with exactly the count it was given.
+ */
+FIXTURE(preempt) {
+	int fd;
+};
+
+FIXTURE_VARIANT(preempt) {
+	const char *params;
+	int at_once;
+};
+
+FIXTURE_VARIANT_ADD(preempt, at_once) {
+	.params = "modules=1 units_per_module=1 preemption_us=20000",
+	.at_once = 1,
+};
+
+FIXTURE_VARIANT_ADD(preempt, at_point) {
+	.params = "modules=1 units_per_module=1 preemption_us=20000 preempt_at_once=0",
+	.at_once = 0,
+};
+
+FIXTURE_SETUP(preempt)
+{
+	ASSERT_EQ(0, vgsched_module_unload());
+	ASSERT_EQ(0, vgsched_module_load(variant->params));
+	self->fd = vgsched_open_render_node();
+	ASSERT_GE(self->fd, 0);
+}
+
+FIXTURE_TEARDOWN(preempt)
+{
+	close(self->fd);
+	EXPECT_EQ(0, vgsched_module_unload());
+	EXPECT_EQ(0, vgsched_module_load(""));
+}
+
+TEST_F(preempt, a_higher_level_waits_for_the_save_not_the_point)
+{
+	const int loops = 300 * 1000 / VG_COUNT_LOOP_CYCLES;
+	struct drm_vgsched_gpu_info info;
+	struct log_line *log = calloc(4096, sizeof(*log));
+	struct vg_buf prog, out;
+	struct busy_job high;
+	struct drm_vgsched_submit s;
+	__u64 words[32], submitted = 0, preempted = 0, placed = 0;
+	__u32 lctx, hctx, binding;
+	unsigned int len;
+	int n;
+
+	ASSERT_NE(NULL, log);
+	ASSERT_EQ(0, vgsched_query_gpu_info(self->fd, &info));
+	lctx = vgsched_ctx_create(self->fd, 5);
+	hctx = vgsched_ctx_create(self->fd, 0);
+	ASSERT_NE(0, lctx);
+	ASSERT_NE(0, hctx);
+	/* One thread, every vector register of the unit, about 300 ms. */
+	len = vg_prog_slow_count(words, loops);
+	ASSERT_EQ(0, vg_program(self->fd, words, len, &prog));
+	ASSERT_EQ(0, vg_buf_create(self->fd, 64, &out));
+	memset(out.map, 0, 64);
+	((uint32_t *)out.map)[0] = 7;
+	binding = out.handle;
+	s = vg_job(lctx, &prog, len, &binding, 1, 1, 1, 1);
+	s.vgpr_blocks = info.vgpr_blocks;
+	s.sgpr_blocks = 1;
+	s.shared_mem_blocks = 0;
+	ASSERT_EQ(0, vgsched_submit(self->fd, &s));
+	usleep(50 * 1000);
+	/* Just after a preemption point (CLOCK_MONOTONIC, the engine's clock). */
+	while (vg_now_ns() % 20000000 > 2000000 || vg_now_ns() % 20000000 < 1000000)
+		usleep(200);
+	ASSERT_EQ(0, busy_job_init(self->fd, &high, hctx, 1, 1, 1, 1, 1));
+	submitted = vg_now_ns();
+	ASSERT_EQ(0, busy_submit(self->fd, &high));
+	ASSERT_EQ(0, vgsched_wait(self->fd, hctx, high.s.seqno, 10 * VG_SECOND_NS, NULL));
+	n = read_log(log, 4096);
+	ASSERT_GT(n, 0);
+	for (int i = 0; i < n; i++) {
+		if (log[i].ctx == lctx && is(&log[i], "preempt") && log[i].time_ns >= submitted && !preempted)
+			preempted = log[i].time_ns;
+		if (log[i].ctx == hctx && is(&log[i], "place") && !placed)
+			placed = log[i].time_ns;
+	}
+	ASSERT_NE(0, preempted);
+	ASSERT_NE(0, placed);
+	TH_LOG("decision to the high job's placement: %llu us (stopped at once: %lld waves)",
+	       (placed - preempted) / 1000, vgsched_state_number("stopped at once "));
+	if (variant->at_once) {
+		/* The save (about 2 ms) and the guest's wake-up, far from 17 ms. */
+		EXPECT_LT(placed - preempted, 12000000ULL);
+		EXPECT_EQ(1, vgsched_state_number("stopped at once "));
+	} else {
+		EXPECT_GE(placed - preempted, 12000000ULL);
+		EXPECT_EQ(0, vgsched_state_number("stopped at once "));
+	}
+	ASSERT_EQ(0, vgsched_wait(self->fd, lctx, s.seqno, 60 * VG_SECOND_NS, NULL));
+	EXPECT_EQ(7 + loops, ((uint32_t *)out.map)[0]);
+	busy_job_fini(self->fd, &high);
+	vg_buf_destroy(self->fd, &prog);
+	vg_buf_destroy(self->fd, &out);
+	free(log);
+}
+
 TEST_HARNESS_MAIN

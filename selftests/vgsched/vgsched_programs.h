@@ -105,6 +105,31 @@ static inline unsigned int vg_prog_slow_store(__u64 *p, int loops)
 }
 
 /*
+ * Every thread adds 1 to word (global id) of binding 0 @loops times, reading
+ * it back each time, with three slow loads of word 0 per pass (about 85
+ * modeled cycles): the word ends at its start value plus @loops only if no
+ * pass is lost or repeated, however the waves are stopped and resumed.
+ */
+#define VG_COUNT_LOOP_CYCLES 85
+static inline unsigned int vg_prog_slow_count(__u64 *p, int loops)
+{
+	unsigned int n = 0;
+
+	p[n++] = I(SREG, 1, 0, 0, DRM_VGSCHED_SREG_GLOBAL_ID);
+	p[n++] = I(MOVI, 0, 0, 0, loops);
+	p[n++] = I(MOVI, 5, 0, 0, 0);
+	p[n++] = I(LD, 2, 1, 0, 0);				/* 3: loop */
+	p[n++] = I(ADDI, 2, 2, 0, 1);
+	p[n++] = I(ST, 2, 1, 0, 0);
+	for (int i = 0; i < 3; i++)
+		p[n++] = I(LD, 4, 5, 0, 0);
+	p[n++] = I(ADDI, 0, 0, 0, -1);
+	p[n++] = I(BRNZ, 0, 0, 0, 3);
+	p[n++] = I(END, 0, 0, 0, 0);
+	return n;
+}
+
+/*
  * Like vg_prog_slow_store, but after the loop every thread copies word
  * (global id) of binding 0 to the same word of binding 1: a job that only
  * reads binding 0, at its end.

@@ -220,6 +220,18 @@ static inline int vgsched_debugfs_read(const char *name, char *buf, size_t size)
 }
 
 /* Fills @q with what CTX_QUERY says of context @ctx; 0 or -errno. */
+/* The number after @key in the device's debugfs state file, or -1. */
+static inline long long vgsched_state_number(const char *key)
+{
+	static char buf[1 << 16];
+	const char *at;
+
+	if (vgsched_debugfs_read("state", buf, sizeof(buf)))
+		return -1;
+	at = strstr(buf, key);
+	return at ? strtoll(at + strlen(key), NULL, 10) : -1;
+}
+
 static inline int vgsched_ctx_query(int fd, __u32 ctx, struct drm_vgsched_ctx_query *q)
 {
 	memset(q, 0, sizeof(*q));

@@ -22,6 +22,26 @@
  *
  * It fails (exit 1) unless the job ends with -EFAULT, i.e. unless the
  * loops stayed under the timeout and the last lane faulted.
+ *
+ *   vgsched-bench-guest preempt at_once|at_point
+ *
+ * How long a priority-0 job waits for the device when a lower level fills
+ * it (run on a module loaded with one module of one unit, with
+ * preempt_at_once 1 and then 0). A priority-5 context runs one long wave
+ * that holds every vector register of the unit; a priority-0 context then
+ * submits a one-wave job ROUNDS times (after WARMUP untimed ones), at
+ * random phases of the point grid, each needing a register the low
+ * wave holds, so it can start only once the low wave's state is saved.
+ * From the placement log, on the engine's clock: the low context's
+ * preempt event (the decision) and the high job's placement. From
+ * CTX_QUERY and the state file: the low context's switch time over its
+ * waves saved and restored, the modeled time to move one wave's state.
+ * Prints, as "KEY = NUMBER" (MODE: the second argument, naming how the
+ * module was loaded):
+ *
+ *   sched.prio0_first_dispatch_us.MODE.mean   decision to high placement
+ *   sched.prio0_first_dispatch_us.MODE.max
+ *   sched.save_us.MODE                        modeled save of one wave
  */
 #include <signal.h>
 #include <stdint.h>
@@ -169,9 +189,104 @@ static long long slow_holds(void)
 	return slow;
 }
 
+#define ROUNDS 20
+#define WARMUP 2
+
+/* Time of the latest "preempt" event of @ctx at or before @t in @log. */
+static __u64 preempt_before(char *log, __u32 ctx, __u64 t)
+{
+	__u64 best = 0, when;
+	unsigned int c;
+	char *line, *save = NULL;
+
+	for (line = strtok_r(log, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		if (sscanf(line, "#%*u t=%llu preempt client=%*u ctx=%u", &when, &c) == 2 &&
+		    c == ctx && when <= t && when > best)
+			best = when;
+	return best;
+}
+
+static int preempt_bench(int fd, const struct drm_vgsched_gpu_info *info, const char *mode)
+{
+	static char log[2 << 20];
+	struct vg_placement *all = calloc(WARMUP + ROUNDS, sizeof(*all)), *placed = all;
+	struct busy_job low, high;
+	struct drm_vgsched_ctx_query q;
+	__u32 lctx = vgsched_ctx_create(fd, 5), hctx = vgsched_ctx_create(fd, 0);
+	double sum = 0, max = 0, save_us, per_job[ROUNDS];
+	long long saved, restored;
+	int n;
+
+	if (!placed || !lctx || !hctx || info->modules != 1 || info->units_per_module != 1)
+		DIE("preempt wants one module of one unit");
+	/* One wave with every vector register of the unit, for a minute. */
+	if (busy_job_init(fd, &low, lctx, 60000, 1, 1, 1, info->vgpr_blocks) || busy_submit(fd, &low))
+		DIE("low job failed");
+	if (busy_job_init(fd, &high, hctx, 1, 1, 1, 1, 1))
+		DIE("high job failed");
+	srand(1);
+	for (int i = 0; i < WARMUP + ROUNDS; i++) {
+		/*
+		 * The low wave is back and running (restored, past its point);
+		 * a random extra wait spreads the submissions over the point grid.
+		 */
+		usleep(30 * 1000 + rand() % 10000);
+		if (busy_submit(fd, &high) || vgsched_wait(fd, hctx, high.s.seqno, 60 * VG_SECOND_NS, NULL))
+			DIE("high job %d failed", i);
+	}
+	n = vgsched_placements(vgsched_client_id(fd, hctx), hctx, placed, WARMUP + ROUNDS);
+	if (n != WARMUP + ROUNDS || vgsched_debugfs_read("placements", log, sizeof(log)))
+		DIE("placement log: %d of %d", n, ROUNDS);
+	/* The first jobs are a warm-up (lockdep's first pass over new lock chains). */
+	placed += WARMUP;
+	n -= WARMUP;
+	for (int i = 0; i < n; i++) {
+		static char copy[2 << 20];
+		__u64 p;
+		double us;
+
+		memcpy(copy, log, sizeof(copy));
+		p = preempt_before(copy, lctx, placed[i].time_ns);
+		if (!p)
+			DIE("no preempt event before placement %d", i);
+		us = (placed[i].time_ns - p) / 1000.0;
+		per_job[i] = us;
+		sum += us;
+		max = us > max ? us : max;
+	}
+	saved = vgsched_state_number("waves saved ");
+	restored = vgsched_state_number("groups restored ");
+	if (vgsched_ctx_query(fd, lctx, &q) || saved <= 0 || restored < 0)
+		DIE("state: saved %lld restored %lld", saved, restored);
+	/* Every save and every restore of the low context moved one such wave. */
+	save_us = q.switch_ns / 1000.0 / (saved + restored);
+	printf("workload preempt (%s): %d priority-0 jobs, each waiting for one saved wave of %u vector register blocks\n",
+	       mode, n, info->vgpr_blocks);
+	printf("  decision to placement, us, per job:");
+	for (int i = 0; i < n; i++)
+		printf(" %.0f", per_job[i]);
+	printf("\n");
+	printf("sched.prio0_first_dispatch_us.%s.mean = %.0f\n", mode, sum / n);
+	printf("sched.prio0_first_dispatch_us.%s.max = %.0f\n", mode, max);
+	printf("sched.save_us.%s = %.0f\n", mode, save_us);
+	printf("sched.waves_stopped_at_once.%s = %lld\n", mode, vgsched_state_number("stopped at once "));
+	if (!strcmp(mode, "at_once")) {
+		/* The module's default: the figures under their plain names. */
+		printf("sched.prio0_first_dispatch_us.mean = %.0f\n", sum / n);
+		printf("sched.save_us = %.0f\n", save_us);
+	}
+	vgsched_ctx_destroy(fd, hctx);
+	vgsched_ctx_destroy(fd, lctx);
+	busy_job_fini(fd, &high);
+	busy_job_fini(fd, &low);
+	free(all);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	const char *w = argc == 2 ? argv[1] : "";
+	const char *w = argc >= 2 ? argv[1] : "";
 	unsigned int body = !strcmp(w, "short") ? 2 : !strcmp(w, "long") ? 2000 : 0;
 	struct drm_vgsched_gpu_info info;
 	struct other_client *oc;
@@ -183,13 +298,15 @@ int main(int argc, char **argv)
 	__u32 ctx;
 	pid_t pid;
 
-	if (!body)
-		DIE("usage: vgsched-bench-guest short|long");
 	fd = vgsched_open_render_node();
 	if (fd < 0)
 		DIE("no vgsched render node");
 	if (vgsched_query_gpu_info(fd, &info))
 		DIE("DEV_QUERY failed");
+	if (!strcmp(w, "preempt") && argc == 3)
+		return preempt_bench(fd, &info, argv[2]);
+	if (!body)
+		DIE("usage: vgsched-bench-guest short|long|preempt at_once|at_point");
 	timeout_cycles = (__u64)info.job_timeout_ms * info.clock_khz;
 	len = fault_program(words, body, timeout_cycles, &info);
 	if (!len)

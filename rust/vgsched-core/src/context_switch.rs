@@ -2,11 +2,12 @@
 
 //! What a context switch costs and when it may happen (slot selection).
 //!
-//! Waves stop only at preemption points, a fixed grid of modeled time
-//! (`preemption_us`): the engine interprets each running wave up to the
-//! next point and no further, so a context that loses its slot stops there
-//! at an instruction boundary, and a context of a higher level gets the
-//! device at the next point. The state of a stopped wave (program counter
+//! Preemption points are a fixed grid of modeled time (`preemption_us`):
+//! the engine interprets each running wave up to the next point and no
+//! further, so a wave is at an instruction boundary at every point. A
+//! context that loses its slot stops its waves at once (`preempt_at_once`,
+//! the default: the chunk interpreted ahead is taken back and run again up
+//! to the decision) or at their next point. The state of a stopped wave (program counter
 //! and registers of every thread, its register blocks) and of its
 //! work-group (shared memory) is moved to and from the context's save area
 //! at [`BYTES_PER_CYCLE`]; the time this takes is charged in modeled time
@@ -77,6 +78,10 @@ pub struct SchedParams {
     pub preemption_ns: u64,
     /// Time to stop or resume a wave whose state stays in its slot, in ns.
     pub slot_switch_ns: u64,
+    /// A context that loses its slot with work left stops its waves at
+    /// the instruction boundary they are at, instead of at their next
+    /// preemption point.
+    pub preempt_at_once: bool,
 }
 
 /// The module parameters of the context scheduler, as loaded.
@@ -92,6 +97,8 @@ pub struct SchedParamValues {
     pub weight_history: u32,
     /// `slot_switch_us`.
     pub slot_switch_us: u32,
+    /// `preempt_at_once`: 0 at the next preemption point, 1 at once.
+    pub preempt_at_once: u32,
 }
 
 impl SchedParamValues {
@@ -102,6 +109,7 @@ impl SchedParamValues {
         slot_mode: 0,
         weight_history: 0,
         slot_switch_us: 5,
+        preempt_at_once: 1,
     };
 }
 
@@ -154,6 +162,7 @@ impl SchedParams {
             HistoryRule::from_param,
         )?;
         let slot_switch_us = within("slot_switch_us", v.slot_switch_us, SLOT_SWITCH_US)?;
+        let preempt_at_once = within("preempt_at_once", v.preempt_at_once, (0, 1))? == 1;
         let t0_ns = u64::from(topology.time_slice_us) * 1000;
         Ok(Self {
             policy: SlotPolicy::new(topology.hw_slots as usize, formula, t0_ns)
@@ -161,6 +170,7 @@ impl SchedParams {
                 .with_history(history),
             preemption_ns: u64::from(preemption_us) * 1000,
             slot_switch_ns: u64::from(slot_switch_us) * 1000,
+            preempt_at_once,
         })
     }
 
@@ -216,6 +226,7 @@ mod tests {
         assert_eq!(field(|v| v.slot_mode = 2), "slot_mode");
         assert_eq!(field(|v| v.weight_history = 2), "weight_history");
         assert_eq!(field(|v| v.slot_switch_us = 1001), "slot_switch_us");
+        assert_eq!(field(|v| v.preempt_at_once = 2), "preempt_at_once");
         let e = with(|v| v.preemption_us = 99).unwrap_err();
         assert_eq!(
             (e.field, e.value, e.min, e.max),

@@ -71,6 +71,63 @@ impl Memory for SliceMemory<'_, '_> {
     }
 }
 
+/// One word a store overwrote: where, and what it held before.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Undo {
+    /// Binding slot.
+    pub slot: u8,
+    /// Word index in the binding.
+    pub index: u64,
+    /// The word's value before the store.
+    pub old: u32,
+}
+
+/// [`Memory`] that records, before every store, the word it overwrites, so
+/// that a stretch of execution can be taken back ([`undo_stores`]). The log
+/// is the caller's; once it is full, recording stops and `full` is set
+/// (the stretch can no longer be taken back). Stores go through either
+/// way.
+pub struct Recording<'a, M: Memory> {
+    /// The memory written.
+    pub inner: M,
+    /// Room for the log.
+    pub log: &'a mut [Undo],
+    /// Entries of `log` in use.
+    pub len: &'a mut usize,
+    /// A store was not recorded for lack of room.
+    pub full: &'a mut bool,
+}
+
+impl<M: Memory> Memory for Recording<'_, M> {
+    fn load(&mut self, slot: u8, index: u64) -> Option<u32> {
+        self.inner.load(slot, index)
+    }
+
+    fn store(&mut self, slot: u8, index: u64, value: u32) -> bool {
+        if !*self.full {
+            // An out-of-bounds store changes nothing: nothing to record.
+            if let Some(old) = self.inner.load(slot, index) {
+                match self.log.get_mut(*self.len) {
+                    Some(e) => {
+                        *e = Undo { slot, index, old };
+                        *self.len += 1;
+                    }
+                    None => *self.full = true,
+                }
+            }
+        }
+        self.inner.store(slot, index, value)
+    }
+}
+
+/// Takes back the stores recorded in `log`, latest first, so `mem` holds
+/// what it held when recording began (for the words this stretch wrote).
+pub fn undo_stores<M: Memory>(mem: &mut M, log: &[Undo]) {
+    for e in log.iter().rev() {
+        mem.store(e.slot, e.index, e.old);
+    }
+}
+
 /// Executed instructions per class.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
@@ -83,6 +140,13 @@ impl Counters {
     pub fn add(&mut self, other: &Counters) {
         for (a, b) in self.per_class.iter_mut().zip(other.per_class.iter()) {
             *a += b;
+        }
+    }
+
+    /// Takes `other` (counted into `self` before) back out of `self`.
+    pub fn sub(&mut self, other: &Counters) {
+        for (a, b) in self.per_class.iter_mut().zip(other.per_class.iter()) {
+            *a = a.saturating_sub(*b);
         }
     }
 

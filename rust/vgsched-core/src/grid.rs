@@ -1479,3 +1479,134 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod rewind_tests {
+    use super::*;
+    use crate::exec::{
+        undo_stores,
+        Recording,
+        SliceMemory,
+        Undo, //
+    };
+    use crate::isa::{
+        encode as op,
+        validate,
+        Op,
+        Special, //
+    };
+
+    /// Every thread adds 1 to its own word twenty times, reading it back
+    /// each time: what a wave wrote ahead changes what it reads.
+    fn accumulate() -> ([Instr; 16], usize) {
+        let mut out = [Instr {
+            op: Op::End,
+            rd: 0,
+            ra: 0,
+            rb: 0,
+            imm: 0,
+        }; 16];
+        let words = [
+            op(Op::Sreg, 0, 0, 0, Special::GlobalId as i32),
+            op(Op::Movi, 3, 0, 0, 0),
+            op(Op::Movi, 6, 0, 0, 20),
+            op(Op::Ld, 1, 0, 0, 0),
+            op(Op::Addi, 1, 1, 0, 1),
+            op(Op::St, 1, 0, 0, 0),
+            op(Op::Addi, 3, 3, 0, 1),
+            op(Op::Seq, 4, 3, 6, 0),
+            op(Op::Brz, 0, 4, 0, 3),
+            op(Op::End, 0, 0, 0, 0),
+        ];
+        let n = validate(&words, 1, &mut out).unwrap();
+        (out, n)
+    }
+
+    const GRID: Grid = Grid {
+        groups: 1,
+        waves_per_group: 1,
+        threads_per_wave: 8,
+    };
+
+    /// Runs the wave from `lanes` to horizon `until` over `words`.
+    fn run(lanes: &mut [Lane], mem: &mut impl Memory, until: u64) -> WaveStep {
+        let (prog, n) = accumulate();
+        let mut budget = u64::MAX;
+        advance_wave_bounded(
+            &prog[..n],
+            &GRID,
+            0,
+            0,
+            lanes,
+            mem,
+            &CycleCosts::DEFAULT,
+            until,
+            1 << 20,
+            &mut budget,
+        )
+    }
+
+    /// A chunk interpreted ahead to its next point, taken back (its stores
+    /// undone, its threads restored) and run again only to an earlier
+    /// horizon, leaves exactly the threads and memory of a wave run to that
+    /// horizon directly: a wave can stop at the instruction boundary where
+    /// it was preempted although it had been interpreted further.
+    #[test]
+    fn a_chunk_taken_back_and_run_to_an_earlier_horizon_is_exact() {
+        for (start, stop, ahead) in [(0, 37, 200), (50, 51, 400), (100, 250, 251), (10, 10, 90)] {
+            // The reference: straight to `stop`.
+            let mut want_words = [5u32; 8];
+            let mut want_lanes = [Lane::default(); 8];
+            {
+                let mut bufs: [&mut [u32]; 1] = [&mut want_words];
+                run(&mut want_lanes, &mut SliceMemory(&mut bufs), stop);
+            }
+            // To `start`, then a recorded chunk to `ahead`, taken back.
+            let mut words = [5u32; 8];
+            let mut lanes = [Lane::default(); 8];
+            let mut log = [Undo::default(); 256];
+            let (mut len, mut full) = (0, false);
+            let mut bufs: [&mut [u32]; 1] = [&mut words];
+            run(&mut lanes, &mut SliceMemory(&mut bufs), start);
+            let snapshot = lanes;
+            {
+                let mut rec = Recording {
+                    inner: SliceMemory(&mut bufs),
+                    log: &mut log,
+                    len: &mut len,
+                    full: &mut full,
+                };
+                run(&mut lanes, &mut rec, ahead);
+            }
+            assert!(!full && len > 0);
+            undo_stores(&mut SliceMemory(&mut bufs), &log[..len]);
+            lanes = snapshot;
+            run(&mut lanes, &mut SliceMemory(&mut bufs), stop);
+            assert_eq!(lanes, want_lanes, "{start} {stop} {ahead}");
+            assert_eq!(words, want_words, "{start} {stop} {ahead}");
+            // Without taking the stores back, the run would read its own
+            // future writes.
+            assert_ne!(want_words, [5 + 20; 8]);
+        }
+    }
+
+    /// A log too small for the chunk says so, and every store still lands.
+    #[test]
+    fn a_full_log_is_reported() {
+        let mut words = [0u32; 8];
+        let mut lanes = [Lane::default(); 8];
+        let mut log = [Undo::default(); 4];
+        let (mut len, mut full) = (0, false);
+        let mut bufs: [&mut [u32]; 1] = [&mut words];
+        let mut rec = Recording {
+            inner: SliceMemory(&mut bufs),
+            log: &mut log,
+            len: &mut len,
+            full: &mut full,
+        };
+        run(&mut lanes, &mut rec, u64::MAX / 2);
+        assert!(full);
+        assert_eq!(len, 4);
+        assert_eq!(words, [20; 8]);
+    }
+}

@@ -165,12 +165,10 @@ impl<'a> Kinetic<'a> {
         nodes: &'a mut [Node],
         now: u64,
     ) -> Option<Self> {
-        if !leaves.len().is_power_of_two() || nodes.len() != 2 * leaves.len() {
-            return None;
-        }
-        leaves.iter_mut().for_each(|l| *l = None);
-        nodes.iter_mut().for_each(|n| *n = Node::EMPTY);
-        Some(Self { leaves, nodes, now })
+        let k = Self::attach(leaves, nodes, now)?;
+        k.leaves.iter_mut().for_each(|l| *l = None);
+        k.nodes.iter_mut().for_each(|n| *n = Node::EMPTY);
+        Some(k)
     }
 
     /// The tournament kept in `leaves` and `nodes` by an earlier

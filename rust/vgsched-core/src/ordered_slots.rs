@@ -498,19 +498,23 @@ mod tests {
         }
     }
 
-    fn store<'a>(
-        leaves: &'a mut [Option<Candidate>],
-        nodes: &'a mut [Node],
-        pending: &'a mut [u32],
-        work: &'a mut [Picked],
-        n: usize,
-    ) -> Store<'a> {
-        let cap = n.next_power_of_two();
-        Store {
-            leaves: &mut leaves[..cap],
-            nodes: &mut nodes[..2 * cap],
-            pending: &mut pending[..n],
-            work: &mut work[..n],
+    impl Room {
+        /// The ordered decision's storage for `n` contexts, and the
+        /// decision's scratch.
+        fn split(&mut self, n: usize) -> (Store<'_>, Scratch<'_>) {
+            let cap = n.next_power_of_two();
+            let store = Store {
+                leaves: &mut self.leaves[..cap],
+                nodes: &mut self.nodes[..2 * cap],
+                pending: &mut self.pending[..n],
+                work: &mut self.work[..n],
+            };
+            let scratch = Scratch {
+                cands: &mut self.cands[..],
+                chosen: &mut self.chosen[..],
+                changes: &mut self.changes[..],
+            };
+            (store, scratch)
         }
     }
 
@@ -544,20 +548,7 @@ mod tests {
         let mut len = n;
         let sweep = seed.is_multiple_of(2);
         {
-            let Room {
-                leaves,
-                nodes,
-                pending,
-                work,
-                ..
-            } = &mut *room;
-            let mut st = store(
-                &mut leaves[..],
-                &mut nodes[..],
-                &mut pending[..],
-                &mut work[..],
-                n,
-            );
+            let (mut st, _) = room.split(n);
             ordered.reset(&mut entries[..len], &mut st);
         }
         for step in 0..3000 {
@@ -591,20 +582,7 @@ mod tests {
                     entries.remove(i);
                     old.remove(i);
                     len -= 1;
-                    let Room {
-                        leaves,
-                        nodes,
-                        pending,
-                        work,
-                        ..
-                    } = &mut *room;
-                    let mut st = store(
-                        &mut leaves[..],
-                        &mut nodes[..],
-                        &mut pending[..],
-                        &mut work[..],
-                        n,
-                    );
+                    let (mut st, _) = room.split(n);
                     ordered.reset(&mut entries[..len], &mut st);
                 }
                 // Time passes; the running residents run.
@@ -621,47 +599,14 @@ mod tests {
             }
             if sweep {
                 // The caller re-derives every context's state instead.
-                let Room {
-                    leaves,
-                    nodes,
-                    pending,
-                    work,
-                    ..
-                } = &mut *room;
-                let mut st = store(
-                    &mut leaves[..],
-                    &mut nodes[..],
-                    &mut pending[..],
-                    &mut work[..],
-                    n,
-                );
+                let (mut st, _) = room.split(n);
                 for i in 0..len {
                     ordered.check(&mut entries[..len], i, &mut st);
                 }
             }
             let due = ordered.due(&entries[..len], now);
             let got = if due {
-                let Room {
-                    leaves,
-                    nodes,
-                    pending,
-                    work,
-                    cands,
-                    chosen,
-                    changes,
-                } = &mut *room;
-                let mut st = store(
-                    &mut leaves[..],
-                    &mut nodes[..],
-                    &mut pending[..],
-                    &mut work[..],
-                    n,
-                );
-                let scratch = Scratch {
-                    cands: &mut cands[..],
-                    chosen: &mut chosen[..],
-                    changes: &mut changes[..],
-                };
+                let (mut st, scratch) = room.split(n);
                 ordered.decide(
                     &mut entries[..len],
                     now,

@@ -138,6 +138,7 @@ use crate::{
 
 use dump::PlacementLog;
 use slots::{
+    Rewind,
     SavedGroup,
     SavedWave, //
 };
@@ -453,6 +454,9 @@ struct RunningWave {
     chunk: Option<Chunk>,
     /// Its current chunk's share of its module's recent power.
     power_token: u64,
+    /// What taking its current chunk back needs (preemption at once);
+    /// `None` if none was free when it was placed.
+    rewind: Option<Rewind>,
 }
 
 /// Per execution module dispatch state.
@@ -476,6 +480,7 @@ struct Totals {
     groups_split: u64,
     waves_saved: u64,
     groups_restored: u64,
+    waves_stopped_at_once: u64,
 }
 
 /// Scratch vectors whose capacity follows the number of contexts.
@@ -563,6 +568,8 @@ struct EngineState {
     unit_waves: KVec<u32>,
     /// Per-module dispatch state.
     modules: KVec<ModuleState>,
+    /// Free rewinds, one per wave slot not in use.
+    rewinds: KVec<Rewind>,
     /// Scratch of a dispatch round, sized with `queues`.
     heads: KVec<dispatch::Head>,
     /// Scratch: the heads that fit somewhere, for [`dispatch::pick`].
@@ -725,6 +732,10 @@ impl Engine {
         let n_units = topology.total_units() as usize;
         let n_modules = topology.modules as usize;
         let wave_slots = n_units * topology.wave_slots as usize;
+        let mut rewinds = KVec::with_capacity(wave_slots, GFP_KERNEL)?;
+        for _ in 0..wave_slots {
+            rewinds.push(Rewind::new()?, GFP_KERNEL)?;
+        }
         let mut groups = KVVec::with_capacity(wave_slots, GFP_KERNEL)?;
         for _ in 0..wave_slots {
             groups.push(None, GFP_KERNEL)?;
@@ -748,6 +759,7 @@ impl Engine {
             groups,
             // Placing never allocates: every wave holds a wave slot.
             waves: KVVec::with_capacity(wave_slots, GFP_KERNEL)?,
+            rewinds,
             maps: KVVec::from_elem(
                 0,
                 MapLayout::new(&topology).total_words(&topology),
@@ -1029,6 +1041,7 @@ impl Engine {
             summaries,
             generations,
             modules,
+            rewinds,
             ..
         } = st;
         let Some(mut occ) = self.occupancy(maps, unit_waves, summaries, generations) else {
@@ -1047,6 +1060,10 @@ impl Engine {
             // Cut short now: it issued nothing after this.
             if let Some(ms) = modules.get_mut(g.module as usize) {
                 ms.power.stop(now_cycle, now_cycle, w.power_token);
+            }
+            if let Some(r) = w.rewind.take() {
+                // Room for every wave slot's.
+                let _unexpected = rewinds.push_within_capacity(r);
             }
             false
         });
@@ -1198,6 +1215,7 @@ impl Engine {
             generations,
             modules,
             queues,
+            rewinds,
             ..
         } = st;
         let Some(mut occ) = self.occupancy(maps, unit_waves, summaries, generations) else {
@@ -1253,6 +1271,10 @@ impl Engine {
             if g.waves_left == 0 {
                 occ.release_shared(g.module, g.shared_start, g.needs.shared);
                 *slot = None;
+            }
+            if let Some(r) = w.rewind.take() {
+                // Room for every wave slot's.
+                let _unexpected = rewinds.push_within_capacity(r);
             }
             false
         });

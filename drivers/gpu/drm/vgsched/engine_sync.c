@@ -11,6 +11,10 @@
  *    of drm_sched, it has WQ_MEM_RECLAIM: memory reclaim may wait for a
  *    fence, and the work that signals it must then still make progress.
  *    Ordered, so the engine's steps never run concurrently with each other.
+ *    WQ_HIGHPRI: a step is due when modeled hardware finishes something
+ *    (a wave ends, a save completes), and the device's next dispatch waits
+ *    for it; its workers run at high priority so other work on the CPU
+ *    delays it less.
  *
  *  - vgsched_fence_begin_signalling() / vgsched_fence_end_signalling()
  *    mark the engine's signalling critical sections
@@ -26,7 +30,7 @@
 
 struct workqueue_struct *vgsched_engine_wq_alloc(void)
 {
-	return alloc_ordered_workqueue("vgsched-engine", WQ_MEM_RECLAIM);
+	return alloc_ordered_workqueue("vgsched-engine", WQ_MEM_RECLAIM | WQ_HIGHPRI);
 }
 
 void vgsched_engine_wq_destroy(struct workqueue_struct *wq)

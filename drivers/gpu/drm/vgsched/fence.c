@@ -78,8 +78,12 @@ int vgsched_fence_status(struct dma_fence *fence)
 
 long vgsched_fence_wait(struct dma_fence *fence, u64 timeout_ns)
 {
-	/* Rounded up, so a wait never ends before the time asked for. */
-	u64 jiffies = timeout_ns / TICK_NSEC + (timeout_ns % TICK_NSEC != 0);
+	/*
+	 * Rounded up, plus one tick: the current tick is already partly gone
+	 * when the wait starts (as msleep() counts), so a wait never ends
+	 * before the time asked for.
+	 */
+	u64 jiffies = timeout_ns ? timeout_ns / TICK_NSEC + (timeout_ns % TICK_NSEC != 0) + 1 : 0;
 
 	/* A timeout of 0 asks whether it has signalled without waiting. */
 	return dma_fence_wait_timeout(fence, true, min_t(u64, jiffies, MAX_SCHEDULE_TIMEOUT));

@@ -157,6 +157,10 @@ module! {
             default: 5,
             description: "Modeled time to stop or resume a wave whose state stays in its slot, us (0-1000)",
         },
+        preempt_at_once: u32 {
+            default: 1,
+            description: "A context losing its slot stops its waves: 1 at once (their current instruction), 0 at their next preemption point",
+        },
     },
 }
 
@@ -196,6 +200,7 @@ fn sched_params(topology: &Topology) -> Result<SchedParams> {
         slot_mode: module_parameters::slot_mode.value(),
         weight_history: module_parameters::weight_history.value(),
         slot_switch_us: module_parameters::slot_switch_us.value(),
+        preempt_at_once: module_parameters::preempt_at_once.value(),
     };
     SchedParams::from_params(topology, &values).map_err(invalid_parameter)
 }

@@ -314,6 +314,7 @@ impl Engine {
             scores,
             log,
             totals,
+            rewinds,
             ..
         } = st;
         let Some(mut occ) = self.occupancy(maps, unit_waves, summaries, generations) else {
@@ -483,7 +484,11 @@ impl Engine {
                 lanes,
                 chunk: None,
                 power_token: 0,
+                rewind: rewinds.pop(),
             };
+            if let Some(r) = w.rewind.as_mut() {
+                r.disarm();
+            }
             // Once the job has failed its other waves need not run; they
             // give their resources back at once.
             if job.progress.error() != 0 {
@@ -494,6 +499,9 @@ impl Engine {
             if let Err(PushError(w)) = waves.push_within_capacity(w) {
                 warn_on!(true);
                 job.return_lanes(w.lanes);
+                if let Some(r) = w.rewind {
+                    let _unexpected = rewinds.push_within_capacity(r);
+                }
             }
         }
         if let Some(slot) = groups.get_mut(slot) {

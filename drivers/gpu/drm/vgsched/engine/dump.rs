@@ -532,7 +532,7 @@ impl fmt::Display for StateSnapshot<'_> {
         let sp = &e.sched.policy;
         writeln!(
             f,
-            "slots: {} of {} held, mode {}, weights {}, formula {}, t0 {} us (slices {}..={} us), in-slot switch {} us, preemption point every {} us, waves saved {} groups restored {}",
+            "slots: {} of {} held, mode {}, weights {}, formula {}, t0 {} us (slices {}..={} us), in-slot switch {} us, preemption point every {} us, waves saved {} (stopped at once {}) groups restored {}",
             self.slots_held,
             sp.slots,
             sp.mode.name(),
@@ -544,6 +544,7 @@ impl fmt::Display for StateSnapshot<'_> {
             e.sched.slot_switch_ns / 1000,
             e.sched.preemption_ns / 1000,
             tot.waves_saved,
+            tot.waves_stopped_at_once,
             tot.groups_restored
         )?;
         let mut jobs = self.jobs.iter();

@@ -6,15 +6,17 @@
 //! The decision is the core crate's ([`crate::vgsched_core::slots`]),
 //! taken on events over the few contexts it depends on
 //! ([`crate::vgsched_core::ordered_slots`]); this file feeds it the
-//! contexts and carries it out. A running wave is
-//! interpreted one chunk at a time, each ending at the next preemption
-//! point, so when its context loses its slot it is already stopped at an
-//! instruction boundary there: its threads move to its job's save area,
-//! and its registers and the group's shared memory are copied out at the
-//! modeled switch bandwidth (the wave keeps its resources until that is
-//! done). When the context holds a slot again, its saved groups are its
-//! first dispatch heads; a restored wave starts executing once its state
-//! is copied back in. Runtime counts only the chunks that executed.
+//! contexts and carries it out. A running wave is interpreted one chunk at
+//! a time, each ending at the next preemption point. When its context
+//! loses its slot with work left, its chunk is taken back to the
+//! instruction boundary where modeled time stands ([`Rewind`],
+//! `preempt_at_once`) or, failing that, it stops at its point; there its
+//! threads move to its job's save area, and its registers and the group's
+//! shared memory are copied out at the modeled switch bandwidth (the wave
+//! keeps its resources until that is done). When the context holds a slot
+//! again, its saved groups are its first dispatch heads; a restored wave
+//! starts executing once its state is copied back in. Runtime counts only
+//! the chunks that executed.
 //!
 //! Interpreting a chunk may take several holds of the engine lock: each
 //! hold interprets at most a fixed number of instructions over all waves,
@@ -54,11 +56,17 @@ use crate::{
             transfer_cycles,
             wave_state_bytes, //
         },
-        exec::Counters,
+        exec::{
+            undo_stores,
+            Counters,
+            Recording,
+            Undo, //
+        },
         grid::{
             advance_wave_bounded,
             Lane,
-            WaveEnd, //
+            WaveEnd,
+            MAX_THREADS_PER_WAVE, //
         },
         occupancy::GroupNeeds,
         ordered_slots::Store,
@@ -123,6 +131,77 @@ impl SavedGroup {
             waves: self.waves,
             ..self.needs
         }
+    }
+}
+
+/// Undo-log entries of one wave's chunk: a chunk that overwrites more words
+/// cannot be taken back, and its wave stops at its next point instead.
+const REWIND_LOG: usize = 512;
+
+/// What taking a running wave's current chunk back needs: its threads as
+/// the chunk began and every word the chunk overwrote. A pool of these,
+/// one per wave slot, is allocated with the engine; a wave holds one while
+/// it is on the device.
+///
+/// # Invariants
+///
+/// While `armed`, `lanes[..threads]` are the wave's threads at the start of
+/// its current chunk, `log[..logged]` the words it overwrote since (unless
+/// `full`), and `counters` the instructions it counted since into its
+/// module's counters.
+pub(super) struct Rewind {
+    lanes: KVVec<Lane>,
+    log: KVVec<Undo>,
+    logged: usize,
+    full: bool,
+    armed: bool,
+    threads: usize,
+    /// The chunk's preemption point and modeled start.
+    point_ns: u64,
+    from_ns: u64,
+    /// The wave's cycles when the chunk began.
+    before_cycles: u64,
+    counters: Counters,
+}
+
+impl Rewind {
+    /// One rewind for a wave of up to [`MAX_THREADS_PER_WAVE`] threads.
+    pub(super) fn new() -> Result<Self> {
+        Ok(Self {
+            lanes: KVVec::from_elem(Lane::default(), MAX_THREADS_PER_WAVE as usize, GFP_KERNEL)?,
+            log: KVVec::from_elem(Undo::default(), REWIND_LOG, GFP_KERNEL)?,
+            logged: 0,
+            full: false,
+            armed: false,
+            threads: 0,
+            point_ns: 0,
+            from_ns: 0,
+            before_cycles: 0,
+            counters: Counters::default(),
+        })
+    }
+
+    /// Records the start of a chunk of a wave whose threads are `lanes`.
+    fn begin(&mut self, lanes: &[Lane], chunk: &Chunk) {
+        // Element by element: nothing here can panic on a length.
+        let mut threads = 0;
+        for (d, s) in self.lanes.iter_mut().zip(lanes) {
+            *d = *s;
+            threads += 1;
+        }
+        self.threads = threads;
+        self.logged = 0;
+        self.full = false;
+        self.armed = true;
+        self.point_ns = chunk.point_ns;
+        self.from_ns = chunk.from_ns;
+        self.before_cycles = chunk.before_cycles;
+        self.counters = Counters::default();
+    }
+
+    /// Forgets the chunk: the wave left, or its chunk cannot be taken back.
+    pub(super) fn disarm(&mut self) {
+        self.armed = false;
     }
 }
 
@@ -244,7 +323,111 @@ impl Engine {
                 SlotChange::Round => log.record(LogRecord::round(now)),
             }
         }
+        // Contexts that lost their slot with work left stop at once.
+        for i in (0..n).filter(|_| this.sched.preempt_at_once) {
+            if let Some(&SlotChange::Evict {
+                index,
+                preempted: true,
+            }) = st.slot_changes.get(i)
+            {
+                this.stop_at_once(st, index, now);
+            }
+        }
         n
+    }
+
+    /// Stops the running waves of the context at `index` (which just lost
+    /// its slot) at the instruction boundary where they are at `now`,
+    /// instead of at their next preemption point: each chunk interpreted
+    /// ahead is taken back (its stores undone, its threads, cycles and
+    /// counts restored, its share of recent power withdrawn) and set to be
+    /// interpreted again only up to `now`, where the wave is then saved.
+    /// The context's runtime counted past `now` for them is taken back. A
+    /// wave whose chunk cannot be taken back (its undo log overflowed, or no
+    /// rewind was free when it was placed) stops at its point as before.
+    fn stop_at_once(&self, st: &mut EngineState, index: usize, now: u64) {
+        let EngineState {
+            waves,
+            groups,
+            queues,
+            modules,
+            totals,
+            ..
+        } = st;
+        let Some(q) = queues.get_mut(index) else {
+            return;
+        };
+        let Some(job) = q.jobs.first_mut() else {
+            return;
+        };
+        if job.progress.error() != 0 {
+            // Its waves are being dropped anyway.
+            return;
+        }
+        let mut mem = BoMemory(&job.spec.bindings);
+        let now_cycle = self.topology.ns_to_cycles(now);
+        // The latest end of a wave of it that runs on past `now`.
+        let mut runs_until = now;
+        for w in waves.iter_mut() {
+            let Some(g) = groups.get(w.slot).and_then(Option::as_ref) else {
+                continue;
+            };
+            if !Arc::ptr_eq(&g.ctx, &q.ctx) || g.job_id != job.id || w.end_ns <= now {
+                continue;
+            }
+            let ahead = match w.phase {
+                WavePhase::Running => w.exec_from_ns <= now,
+                // Finished, but only later in modeled time.
+                WavePhase::Ended => true,
+                WavePhase::Saving => false,
+            };
+            if !ahead {
+                continue;
+            }
+            let Some(r) = w
+                .rewind
+                .as_mut()
+                .filter(|r| r.armed && !r.full && r.from_ns <= now)
+            else {
+                runs_until = runs_until.max(w.end_ns);
+                continue;
+            };
+            let Some(ms) = modules.get_mut(g.module as usize) else {
+                continue;
+            };
+            undo_stores(&mut mem, r.log.get(..r.logged).unwrap_or(&[]));
+            for (d, s) in w.lanes.iter_mut().zip(r.lanes.iter().take(r.threads)) {
+                *d = *s;
+            }
+            w.cycles = r.before_cycles;
+            ms.counters.sub(&r.counters);
+            // Its rate counted from the chunk's start is taken out again;
+            // the run up to `now` counts its own.
+            let from_cycle = self.topology.ns_to_cycles(r.from_ns);
+            ms.power.stop(from_cycle, now_cycle, w.power_token);
+            w.power_token = 0;
+            w.phase = WavePhase::Running;
+            w.chunk = Some(Chunk {
+                point_ns: r.point_ns,
+                from_ns: r.from_ns,
+                to_ns: now,
+                before_cycles: r.before_cycles,
+                counters: Counters::default(),
+            });
+            w.end_ns = now;
+            r.counters = Counters::default();
+            r.logged = 0;
+            r.full = false;
+            r.disarm();
+            totals.waves_stopped_at_once += 1;
+        }
+        // Runtime counted ahead past what still runs is taken back.
+        if q.busy_until_ns > runs_until {
+            let over = q.busy_until_ns - runs_until;
+            q.runtime_ns = q.runtime_ns.saturating_sub(over);
+            q.entry.cand.runtime_ns = q.entry.cand.runtime_ns.saturating_sub(over);
+            q.busy_until_ns = runs_until;
+        }
     }
 
     /// Handles the running waves that reached their preemption point: a
@@ -337,13 +520,17 @@ impl Engine {
                 // rate stands in for it in the module's recent power, which
                 // module choice reads meanwhile; it is stopped at the point
                 // when the new one's rate is known.
-                w.chunk = Some(Chunk {
+                let chunk = Chunk {
                     point_ns: point,
                     from_ns: point.max(w.exec_from_ns),
                     to_ns: next_point.max(point),
                     before_cycles: w.cycles,
                     counters: Counters::default(),
-                });
+                };
+                if let Some(r) = w.rewind.as_mut() {
+                    r.begin(&w.lanes, &chunk);
+                }
+                w.chunk = Some(chunk);
             }
             if self.run_chunk(w, g.group, q, ms, budget, now_cycle) {
                 changed += 1;
@@ -377,21 +564,54 @@ impl Engine {
         let until = w
             .base_cycles
             .saturating_add(self.topology.ns_to_cycles(horizon));
-        let mut mem = BoMemory(&job.spec.bindings);
         let limit = self.topology.timeout_cycles();
         let spec = &job.spec;
-        let step = advance_wave_bounded(
-            &spec.program,
-            &spec.grid,
-            group,
-            w.wave,
-            &mut w.lanes,
-            &mut mem,
-            &self.costs,
-            until,
-            limit,
-            budget,
-        );
+        let mem = BoMemory(&job.spec.bindings);
+        let step = match w.rewind.as_mut().filter(|r| r.armed) {
+            // The chunk's stores are recorded, so it can be taken back.
+            Some(r) => {
+                let Rewind {
+                    log, logged, full, ..
+                } = r;
+                let mut rec = Recording {
+                    inner: mem,
+                    log,
+                    len: logged,
+                    full,
+                };
+                advance_wave_bounded(
+                    &spec.program,
+                    &spec.grid,
+                    group,
+                    w.wave,
+                    &mut w.lanes,
+                    &mut rec,
+                    &self.costs,
+                    until,
+                    limit,
+                    budget,
+                )
+            }
+            None => advance_wave_bounded(
+                &spec.program,
+                &spec.grid,
+                group,
+                w.wave,
+                &mut w.lanes,
+                &mut { mem },
+                &self.costs,
+                until,
+                limit,
+                budget,
+            ),
+        };
+        if let Some(r) = w.rewind.as_mut() {
+            r.counters.add(&step.counters);
+            // A failed wave stays failed.
+            if matches!(step.end, Some(WaveEnd::Hung | WaveEnd::Fault { .. })) {
+                r.disarm();
+            }
+        }
         ms.counters.add(&step.counters);
         chunk.counters.add(&step.counters);
         w.cycles = step.cycles;
