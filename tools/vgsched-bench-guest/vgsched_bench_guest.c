@@ -40,6 +40,7 @@
  * module was loaded):
  *
  *   sched.prio0_first_dispatch_us.MODE.mean   decision to high placement
+ *   sched.prio0_first_dispatch_us.MODE.median
  *   sched.prio0_first_dispatch_us.MODE.max
  *   sched.save_us.MODE                        modeled save of one wave
  */
@@ -206,6 +207,13 @@ static __u64 preempt_before(char *log, __u32 ctx, __u64 t)
 	return best;
 }
 
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
 static int preempt_bench(int fd, const struct drm_vgsched_gpu_info *info, const char *mode)
 {
 	static char log[2 << 20];
@@ -266,13 +274,16 @@ static int preempt_bench(int fd, const struct drm_vgsched_gpu_info *info, const 
 	for (int i = 0; i < n; i++)
 		printf(" %.0f", per_job[i]);
 	printf("\n");
+	qsort(per_job, n, sizeof(per_job[0]), by_value);
 	printf("sched.prio0_first_dispatch_us.%s.mean = %.0f\n", mode, sum / n);
+	printf("sched.prio0_first_dispatch_us.%s.median = %.0f\n", mode, per_job[n / 2]);
 	printf("sched.prio0_first_dispatch_us.%s.max = %.0f\n", mode, max);
 	printf("sched.save_us.%s = %.0f\n", mode, save_us);
 	printf("sched.waves_stopped_at_once.%s = %lld\n", mode, vgsched_state_number("stopped at once "));
 	if (!strcmp(mode, "at_once")) {
 		/* The module's default: the figures under their plain names. */
 		printf("sched.prio0_first_dispatch_us.mean = %.0f\n", sum / n);
+		printf("sched.prio0_first_dispatch_us.median = %.0f\n", per_job[n / 2]);
 		printf("sched.save_us = %.0f\n", save_us);
 	}
 	vgsched_ctx_destroy(fd, hctx);

@@ -520,10 +520,18 @@ impl Engine {
                 // rate stands in for it in the module's recent power, which
                 // module choice reads meanwhile; it is stopped at the point
                 // when the new one's rate is known.
+                // A wave whose context was evicted after this point (the
+                // engine stepped late) runs on only to the eviction when
+                // preempting at once, not to the next point. (One whose
+                // save area was full runs on to the next point.)
+                let mut to_ns = next_point.max(point);
+                if self.sched.preempt_at_once && !in_slot && q.entry.slice_end_ns > point {
+                    to_ns = to_ns.min(q.entry.slice_end_ns);
+                }
                 let chunk = Chunk {
                     point_ns: point,
                     from_ns: point.max(w.exec_from_ns),
-                    to_ns: next_point.max(point),
+                    to_ns,
                     before_cycles: w.cycles,
                     counters: Counters::default(),
                 };
