@@ -62,7 +62,7 @@ class Report:
         s = line.strip()
         if s.startswith("=== guest"):
             self.side = "guest"
-        m = re.match(r"^((?:engine|sched)\.[a-z0-9_.]+) = (-?[0-9.]+)$", s)
+        m = re.match(r"^((?:engine|sched|peer)\.[a-z0-9_.]+) = (-?[0-9.]+)$", s)
         if m:
             self.put(m.group(1), number(m.group(2)))
             return
@@ -197,6 +197,10 @@ def main():
     with open(sys.argv[1], encoding="utf-8") as f:
         for line in f:
             report.line(line.rstrip("\n"))
+    # drm_sched under its default policy (FIFO) is "drm_sched".
+    for key, value in list(report.out.items()):
+        if key.startswith("peer.") and key.endswith(".drm_sched_fifo"):
+            report.out[key[: -len("_fifo")]] = value
     with open(sys.argv[2], "w", encoding="utf-8") as f:
         json.dump(report.out, f, indent=1, sort_keys=True)
         f.write("\n")

@@ -23,6 +23,8 @@ spec="$VGSCHED_OUT/initramfs.spec"
 	echo "file /lib/drm-sched-tests.ko $kdir/drivers/gpu/drm/scheduler/tests/drm-sched-tests.ko 644 0 0"
 	echo "file /bin/vgsched-demo $bin/vgsched_demo 755 0 0"
 	echo "file /bin/vgsched-bench-guest $bin/vgsched_bench_guest 755 0 0"
+	echo "file /bin/vgsched-peer-bench $bin/vgsched_peer_bench 755 0 0"
+	echo "file /lib/vgsched_peer.ko $TOP/tools/drm-sched-peer/vgsched_peer.ko 644 0 0"
 	for t in "$bin"/*_test; do
 		echo "file /tests/$(basename "$t") $t 755 0 0"
 	done

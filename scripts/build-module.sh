@@ -12,8 +12,10 @@ kdir=$(kernel_build_dir)
 [ -f "$kdir/.built" ] || die "guest kernel not built: run 'make kernel' first"
 
 bench=${VGSCHED_BENCH:-0}
-step "building vgsched.ko$([ "$bench" = 1 ] && echo ' (with the in-kernel benchmark)')"
+step "building vgsched.ko (and the bench-only vgsched_peer.ko)$([ "$bench" = 1 ] && echo ' (with the in-kernel benchmark)')"
 make -s -C "$kdir" M="$TOP" VGSCHED_BENCH="$bench" modules
+# The bench-only drm_sched peer, against gpu-sched.ko's exported symbols.
+make -s -C "$kdir" M="$TOP/tools/drm-sched-peer" modules
 
 step "building guest programs"
 out="$VGSCHED_OUT/guest-bin"
@@ -23,7 +25,8 @@ CFLAGS=(-static -O2 -g -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare -D_
 	-I"$kdir/usr/include" -I"$kdir/usr/include/drm"
 	-I"$TOP/include/uapi/drm" -I"$TOP/selftests/vgsched")
 for src in "$TOP"/selftests/vgsched/*_test.c "$TOP"/tools/vgsched-demo/vgsched_demo.c \
-	"$TOP"/tools/vgsched-bench-guest/vgsched_bench_guest.c; do
+	"$TOP"/tools/vgsched-bench-guest/vgsched_bench_guest.c \
+	"$TOP"/tools/vgsched-bench-guest/vgsched_peer_bench.c; do
 	bin="$out/$(basename "${src%.c}")"
 	gcc "${CFLAGS[@]}" -o "$bin" "$src"
 done

@@ -146,7 +146,8 @@ use sync::{
     Held,
     HoldMeter,
     OwnedQueue,
-    Signalling, //
+    Signalling,
+    SubmitMeter, //
 };
 
 /// Instructions the interpreter may execute in one hold of the engine lock,
@@ -686,6 +687,8 @@ pub(crate) struct Engine {
     wq: OwnedQueue,
     /// The longest hold of `state`.
     hold: HoldMeter,
+    /// Time spent in [`Engine::submit`].
+    submits: SubmitMeter,
     #[pin]
     state: Mutex<EngineState>,
     /// The engine's step: the signalling path.
@@ -815,6 +818,7 @@ impl Engine {
                 power_weights: PowerWeights::DEFAULT,
                 wq: OwnedQueue::new()?,
                 hold: HoldMeter::new(),
+                submits: SubmitMeter::new(),
                 state <- new_mutex!(st),
                 work <- new_work!("vgsched::Engine::work"),
                 cleanup <- new_work!("vgsched::Engine::cleanup"),
@@ -917,6 +921,27 @@ impl Engine {
     /// `ENODEV` once shut down. Everything the job needs is allocated before
     /// the engine lock is taken.
     pub(crate) fn submit(
+        this: ArcBorrow<'_, Self>,
+        ctx: &Arc<Context>,
+        spec: JobSpec,
+    ) -> Result<(u64, Fence, Option<OutFenceFd>)> {
+        let start = monotonic_ns();
+        let queued = Self::queue_job(this, ctx, spec);
+        if queued.is_ok() {
+            this.submits.add(monotonic_ns().saturating_sub(start));
+        }
+        queued
+    }
+
+    /// Mean time of an [`Engine::submit`] that queued its job, in
+    /// nanoseconds, and how many did.
+    pub(crate) fn submit_mean_ns(&self) -> (u64, u64) {
+        let (calls, total) = self.submits.totals();
+        (total.checked_div(calls).unwrap_or(0), calls)
+    }
+
+    /// [`Engine::submit`] itself.
+    fn queue_job(
         this: ArcBorrow<'_, Self>,
         ctx: &Arc<Context>,
         spec: JobSpec,

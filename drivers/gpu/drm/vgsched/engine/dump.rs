@@ -249,6 +249,8 @@ pub(crate) struct StateSnapshot<'a> {
     waves_on_device: usize,
     lock_hold_max_ns: u64,
     lock_hold_mean_ns: u64,
+    /// Mean time of a job queued by the engine, and how many were.
+    submit_mean_ns: (u64, u64),
     lock_holds: (u64, u64),
     lock_hold_max_at: Option<&'static core::panic::Location<'static>>,
 }
@@ -337,6 +339,7 @@ impl Engine {
             waves_on_device: 0,
             lock_hold_max_ns: self.lock_hold_max_ns(),
             lock_hold_mean_ns: self.lock_hold_mean_ns(),
+            submit_mean_ns: self.submit_mean_ns(),
             lock_holds: self.lock_holds(),
             lock_hold_max_at: self.lock_hold_max_at(),
         };
@@ -593,7 +596,9 @@ impl fmt::Display for StateSnapshot<'_> {
             f,
             ", mean {} us, {slow} of {holds} holds over 1000 us",
             self.lock_hold_mean_ns / 1000
-        )
+        )?;
+        let (mean, jobs) = self.submit_mean_ns;
+        writeln!(f, "engine_submit_ns: {mean} mean over {jobs} submissions")
     }
 }
 

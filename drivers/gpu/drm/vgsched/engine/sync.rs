@@ -149,6 +149,38 @@ impl HoldMeter {
     }
 }
 
+/// Time the engine spends queueing jobs ([`super::Engine::submit`]: the
+/// job's fence, its preallocated state, the queue): the scheduler's own part
+/// of a submission, which `make bench` compares with drm_sched's.
+pub(super) struct SubmitMeter {
+    calls: Atomic<u64>,
+    total_ns: Atomic<u64>,
+}
+
+impl SubmitMeter {
+    /// Nothing measured yet.
+    pub(super) fn new() -> Self {
+        Self {
+            calls: Atomic::new(0),
+            total_ns: Atomic::new(0),
+        }
+    }
+
+    /// Counts one submission that took `ns`.
+    pub(super) fn add(&self, ns: u64) {
+        self.calls.fetch_add(1, ordering::Relaxed);
+        self.total_ns.fetch_add(ns, ordering::Relaxed);
+    }
+
+    /// Submissions so far and their total time in nanoseconds.
+    pub(super) fn totals(&self) -> (u64, u64) {
+        (
+            self.calls.load(ordering::Relaxed),
+            self.total_ns.load(ordering::Relaxed),
+        )
+    }
+}
+
 /// A held engine lock that records how long it was held when it drops.
 pub(super) struct Held<'a, T> {
     guard: MutexGuard<'a, T>,

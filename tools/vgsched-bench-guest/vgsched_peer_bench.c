@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vgsched-peer-bench: the same three workloads through the kernel's GPU
+ * scheduler (drm_sched, on the mock ring of tools/drm-sched-peer) and
+ * through vgsched, in the guest (Documentation/benchmarks.rst, "Side by
+ * side with drm_sched").
+ *
+ *   vgsched-peer-bench drm_sched NAME    through /dev/vgsched_peer
+ *   vgsched-peer-bench vgsched NAME      through vgsched's render node
+ *
+ * NAME labels the keys (the drm_sched policy or vgsched's slot mode the
+ * module was loaded with). A job is "run for D µs": on the mock ring a
+ * timer of D µs, on vgsched a one-thread wave looping D modeled µs (1 MHz).
+ *
+ *   submit     2 000 jobs of no duration on one context, 32 in flight at
+ *              most: the mean SUBMIT ioctl, µs, and the scheduler's own
+ *              part of it (drm_sched_job_init() to
+ *              drm_sched_entity_push_job(); vgsched's Engine::submit(),
+ *              from the debugfs state file), µs; then 1 000 such jobs one
+ *              at a time on an idle device: the mean time from SUBMIT to
+ *              the job's start on the device, µs
+ *   jainN      N (2, 8, 64) contexts of one priority each keep two 2 ms
+ *              jobs in flight for 1 s (after 200 ms): Jain's index of
+ *              their device time in that second
+ *   hiprio     four normal contexts keep two 10 ms jobs each in flight; a
+ *              high-priority context submits a 1 ms job 10 times, 30-40 ms
+ *              apart: the mean wait from its SUBMIT to its job's start, ms
+ *              (drm_sched: the ring's start; vgsched: its placement)
+ *
+ * Prints "KEY = X" for peer.submit_ioctl_us.NAME, peer.sched_submit_us.NAME,
+ * peer.submit_overhead_us.NAME (submit to start), peer.jainN.NAME and
+ * peer.hiprio_wait_ms.NAME.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "vgsched_programs.h"
+#include "../drm-sched-peer/vgsched_peer.h"
+
+#define DIE(...) do { \
+		fprintf(stderr, "vgsched-peer-bench: " __VA_ARGS__); \
+		fprintf(stderr, "\n"); \
+		exit(1); \
+	} while (0)
+
+#define CONTEXTS 64
+#define HIGH_ROUNDS 10
+
+static int use_peer;
+static int fd;
+
+/*
+ * vgsched: one program per job length, and one buffer per context for its
+ * jobs to write (a buffer shared by contexts would order their jobs by
+ * implicit synchronisation, which the mock ring does not have).
+ */
+static struct {
+	__u64 us;
+	struct vg_buf prog;
+	unsigned int len;
+} progs[8];
+static struct vg_buf out[DRM_VGSCHED_MAX_CONTEXTS_PER_FILE + 1];
+
+static __u32 ctx_create(int high)
+{
+	if (use_peer) {
+		struct vgsched_peer_ctx_create c = { .priority = high ? 0 : 1 };
+
+		if (ioctl(fd, VGSCHED_PEER_CTX_CREATE, &c))
+			DIE("CTX_CREATE: %m");
+		return c.ctx_id;
+	}
+	{
+		__u32 id = vgsched_ctx_create(fd, high ? 0 : 8);
+
+		if (!id)
+			DIE("CTX_CREATE: %m");
+		return id;
+	}
+}
+
+/* vgsched holds 64 contexts per file; the mock ring frees them on close. */
+static void ctx_destroy(__u32 ctx)
+{
+	if (!use_peer && vgsched_ctx_destroy(fd, ctx))
+		DIE("CTX_DESTROY failed");
+}
+
+static const struct vg_buf *program(__u64 us, unsigned int *len)
+{
+	__u64 words[16];
+	int i;
+
+	for (i = 0; i < 8 && progs[i].len; i++)
+		if (progs[i].us == us)
+			break;
+	if (i == 8)
+		DIE("too many job lengths");
+	if (!progs[i].len) {
+		progs[i].us = us;
+		progs[i].len = vg_prog_slow_store(words, us / VG_SLOW_LOOP_CYCLES + 1);
+		if (vg_program(fd, words, progs[i].len, &progs[i].prog))
+			DIE("program failed");
+	}
+	*len = progs[i].len;
+	return &progs[i].prog;
+}
+
+/* Submits a job of @us on @ctx; returns its sequence number. */
+static __u64 submit(__u32 ctx, __u64 us)
+{
+	if (use_peer) {
+		struct vgsched_peer_submit s = { .ctx_id = ctx, .duration_us = us };
+
+		if (ioctl(fd, VGSCHED_PEER_SUBMIT, &s))
+			DIE("SUBMIT: %m");
+		return s.seqno;
+	} else {
+		unsigned int len;
+		const struct vg_buf *prog = program(us, &len);
+		struct drm_vgsched_submit s;
+		__u32 binding;
+
+		if (ctx >= DRM_VGSCHED_MAX_CONTEXTS_PER_FILE + 1)
+			DIE("context id %u", ctx);
+		if (!out[ctx].handle && vg_buf_create(fd, 4096, &out[ctx]))
+			DIE("buffer failed");
+		binding = out[ctx].handle;
+		s = vg_job(ctx, prog, len, &binding, 1, 1, 1, 1);
+
+		s.vgpr_blocks = 1;
+		s.sgpr_blocks = 1;
+		s.shared_mem_blocks = 0;
+		int ret = vgsched_submit(fd, &s);
+
+		if (ret)
+			DIE("SUBMIT: %d", ret);
+		return s.seqno;
+	}
+}
+
+/* Waits up to @timeout_ns for job @seqno of @ctx; whether it finished. */
+static int wait_job(__u32 ctx, __u64 seqno, __u64 timeout_ns)
+{
+	int ret;
+
+	if (use_peer) {
+		struct vgsched_peer_wait w = { .ctx_id = ctx, .seqno = seqno, .timeout_ns = timeout_ns };
+
+		ret = ioctl(fd, VGSCHED_PEER_WAIT, &w) ? -errno : 0;
+	} else {
+		ret = vgsched_wait(fd, ctx, seqno, timeout_ns, NULL);
+	}
+	if (ret && ret != -ETIMEDOUT)
+		DIE("WAIT: %d", ret);
+	return ret == 0;
+}
+
+static __u64 runtime_ns(__u32 ctx)
+{
+	if (use_peer) {
+		struct vgsched_peer_query q = { .ctx_id = ctx };
+
+		if (ioctl(fd, VGSCHED_PEER_QUERY, &q))
+			DIE("QUERY: %m");
+		return q.runtime_ns;
+	} else {
+		struct drm_vgsched_ctx_query q;
+
+		if (vgsched_ctx_query(fd, ctx, &q))
+			DIE("CTX_QUERY failed");
+		return q.runtime_ns;
+	}
+}
+
+/* When @ctx's job submitted at @submitted started on the device. */
+static __u64 started_ns(__u32 ctx, __u64 submitted)
+{
+	if (use_peer) {
+		struct vgsched_peer_query q = { .ctx_id = ctx };
+
+		if (ioctl(fd, VGSCHED_PEER_QUERY, &q))
+			DIE("QUERY: %m");
+		return q.last_start_ns;
+	} else {
+		static struct vg_placement log[256];
+		int n = vgsched_placements(vgsched_client_id(fd, ctx), ctx, log, 256);
+
+		for (int i = 0; i < n; i++)
+			if (log[i].time_ns >= submitted)
+				return log[i].time_ns;
+		DIE("no placement of the high job");
+	}
+}
+
+/*
+ * 2 000 jobs of no duration on one context, at most 32 in flight: the mean
+ * SUBMIT ioctl, µs.
+ */
+static double submit_ioctl_us(void)
+{
+	__u32 ctx = ctx_create(0);
+	__u64 total = 0, seqno = 0;
+	int n = 2000;
+
+	for (int i = 0; i < n; i++) {
+		__u64 t0 = vg_now_ns();
+
+		seqno = submit(ctx, 0);
+		total += vg_now_ns() - t0;
+		/* At most 32 in flight (vgsched refuses more than 64). */
+		if (i % 32 == 31)
+			wait_job(ctx, seqno, 60 * VG_SECOND_NS);
+	}
+	wait_job(ctx, seqno, 60 * VG_SECOND_NS);
+	ctx_destroy(ctx);
+	return total / 1000.0 / n;
+}
+
+/*
+ * 1 000 jobs of no duration on one context of an idle device, one at a
+ * time: the mean time from SUBMIT to the job's start on the device, µs.
+ * vgsched's starts come from the placement log, read after every 100 jobs
+ * (it keeps the last 512 lines): a job is one placement, in order.
+ */
+static double submit_to_start_us(void)
+{
+	static __u64 submitted[100];
+	static struct vg_placement log[512];
+	__u32 ctx = ctx_create(0);
+	__u64 total = 0;
+
+	for (int batch = 0; batch < 10; batch++) {
+		for (int i = 0; i < 100; i++) {
+			__u64 seqno;
+
+			submitted[i] = vg_now_ns();
+			seqno = submit(ctx, 0);
+			wait_job(ctx, seqno, 60 * VG_SECOND_NS);
+			if (use_peer)
+				total += started_ns(ctx, submitted[i]) - submitted[i];
+		}
+		if (!use_peer) {
+			int n = vgsched_placements(vgsched_client_id(fd, ctx), ctx, log, 512);
+
+			if (n < 100)
+				DIE("placement log: %d of 100 jobs", n);
+			for (int i = 0; i < 100; i++)
+				total += log[n - 100 + i].time_ns - submitted[i];
+		}
+	}
+	ctx_destroy(ctx);
+	return total / 1000.0 / 1000;
+}
+
+/* The scheduler's own mean time to queue one job so far, µs. */
+static double sched_submit_us(void)
+{
+	if (use_peer) {
+		struct vgsched_peer_query q = { .ctx_id = 0 };
+		__u32 ctx = ctx_create(0);
+
+		q.ctx_id = ctx;
+		if (ioctl(fd, VGSCHED_PEER_QUERY, &q) || !q.sched_submits)
+			DIE("QUERY: %m");
+		return q.sched_submit_ns / 1000.0 / q.sched_submits;
+	}
+	return vgsched_state_number("engine_submit_ns: ") / 1000.0;
+}
+
+/* Keeps two jobs of @us in flight on each of @n contexts until @until. */
+static void keep_busy(const __u32 *ctx, __u64 (*inflight)[2], int n, __u64 us, __u64 until)
+{
+	while (vg_now_ns() < until) {
+		for (int i = 0; i < n; i++) {
+			if (!inflight[i][0]) {
+				inflight[i][0] = submit(ctx[i], us);
+				inflight[i][1] = submit(ctx[i], us);
+				continue;
+			}
+			/* The older one finished: queue another behind the newer. */
+			if (!wait_job(ctx[i], inflight[i][0], 0))
+				continue;
+			inflight[i][0] = inflight[i][1];
+			inflight[i][1] = submit(ctx[i], us);
+		}
+		usleep(500);
+	}
+}
+
+static double jain(int n)
+{
+	static __u32 ctx[CONTEXTS];
+	static __u64 inflight[CONTEXTS][2], before[CONTEXTS];
+	double sum = 0, squares = 0;
+
+	memset(inflight, 0, sizeof(inflight));
+	for (int i = 0; i < n; i++)
+		ctx[i] = ctx_create(0);
+	keep_busy(ctx, inflight, n, 2000, vg_now_ns() + 200000000ull);
+	for (int i = 0; i < n; i++)
+		before[i] = runtime_ns(ctx[i]);
+	keep_busy(ctx, inflight, n, 2000, vg_now_ns() + VG_SECOND_NS);
+	for (int i = 0; i < n; i++) {
+		double x = runtime_ns(ctx[i]) - before[i];
+
+		sum += x;
+		squares += x * x;
+	}
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < 2; k++)
+			if (inflight[i][k])
+				wait_job(ctx[i], inflight[i][k], 60 * VG_SECOND_NS);
+	for (int i = 0; i < n; i++)
+		ctx_destroy(ctx[i]);
+	return squares > 0 ? sum * sum / (n * squares) : 0;
+}
+
+static double hiprio_wait_ms(void)
+{
+	__u32 low[4], high = ctx_create(1);
+	__u64 inflight[4][2] = { 0 }, waited = 0;
+
+	for (int i = 0; i < 4; i++)
+		low[i] = ctx_create(0);
+	keep_busy(low, inflight, 4, 10000, vg_now_ns() + 100000000ull);
+	for (int r = 0; r < HIGH_ROUNDS; r++) {
+		__u64 t, seqno;
+
+		t = vg_now_ns();
+		seqno = submit(high, 1000);
+		keep_busy(low, inflight, 4, 10000, vg_now_ns() + 30000000ull + rand() % 10000000);
+		if (!wait_job(high, seqno, 60 * VG_SECOND_NS))
+			DIE("high job %d did not finish", r);
+		waited += started_ns(high, t) - t;
+	}
+	for (int i = 0; i < 4; i++)
+		for (int k = 0; k < 2; k++)
+			if (inflight[i][k])
+				wait_job(low[i], inflight[i][k], 60 * VG_SECOND_NS);
+	return waited / 1e6 / HIGH_ROUNDS;
+}
+
+int main(int argc, char **argv)
+{
+	static const int clients[] = { 2, 8, CONTEXTS };
+	const char *name;
+
+	if (argc != 3 || (strcmp(argv[1], "drm_sched") && strcmp(argv[1], "vgsched")))
+		DIE("usage: vgsched-peer-bench drm_sched|vgsched NAME");
+	use_peer = !strcmp(argv[1], "drm_sched");
+	name = argv[2];
+	fd = use_peer ? open("/dev/vgsched_peer", O_RDWR) : vgsched_open_render_node();
+	if (fd < 0)
+		DIE("cannot open the %s device", argv[1]);
+	srand(1);
+	printf("peer.submit_ioctl_us.%s = %.2f\n", name, submit_ioctl_us());
+	printf("peer.sched_submit_us.%s = %.2f\n", name, sched_submit_us());
+	printf("peer.submit_overhead_us.%s = %.2f\n", name, submit_to_start_us());
+	for (unsigned int i = 0; i < sizeof(clients) / sizeof(clients[0]); i++)
+		printf("peer.jain%d.%s = %.4f\n", clients[i], name, jain(clients[i]));
+	printf("peer.hiprio_wait_ms.%s = %.2f\n", name, hiprio_wait_ms());
+	close(fd);
+	return 0;
+}
