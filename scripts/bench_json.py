@@ -88,6 +88,8 @@ class Report:
             self.section = "priority0"
         elif s.startswith("Cost of one scheduling decision"):
             self.section = "decision"
+        elif s.startswith("Placing on a busy module, packed vs exact"):
+            self.section = "packed"
         elif s.startswith("Ordered slot decisions"):
             self.section = "ordered"
         elif s.startswith("(host benchmark took"):
@@ -176,6 +178,11 @@ class Report:
             if m:
                 self.put("dispatch.round_us.%s" % m.group(1), number(m.group(2)))
                 self.put("dispatch.round_same_choices", int(m.group(3) == "yes"))
+        elif sec == "packed":
+            m = re.match(r"^(packed|exact)\s+([0-9.]+)\s+(yes|NO)$", s)
+            if m:
+                self.put("finder.packed_place_ns.%s" % m.group(1), number(m.group(2)))
+                self.put("finder.packed_same_answers", int(m.group(3) == "yes"))
         elif sec == "ordered":
             # The ordered decision (sched.decision_ns, mean) and the full
             # reschedule() it replaces (sched.decision_ns_linear, mean), same

@@ -348,12 +348,13 @@ TEST(invalid_parameters_fail_with_einval_and_a_log_line)
 		{ "clock_khz=0", "invalid parameter clock_khz=0 (must be 1..=1000000)" },
 		{ "job_timeout_ms=9", "invalid parameter job_timeout_ms=9 (must be 10..=60000)" },
 		{ "module_choice=3", "invalid parameter module_choice=3 (must be 0..=2)" },
-		{ "finder=3", "invalid parameter finder=3 (must be 0..=2)" },
+		{ "finder=4", "invalid parameter finder=4 (must be 0..=3)" },
 		{ "rotation_period_cycles=14", "invalid parameter rotation_period_cycles=14" },
 		{ "split_after_rounds=0", "invalid parameter split_after_rounds=0" },
 		{ "power_window_cycles=15", "invalid parameter power_window_cycles=15" },
 		{ "slice_formula=2", "invalid parameter slice_formula=2 (must be 0..=1)" },
 		{ "preemption_us=99", "invalid parameter preemption_us=99 (must be 100..=1000000)" },
+		{ "preempt_at_once=2", "invalid parameter preempt_at_once=2 (must be 0..=1)" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -119,56 +119,74 @@ TEST_F(in_turn, residents_run_one_after_another_in_load_order)
 	for (int i = 0; i < CONTEXTS; i++)
 		ASSERT_EQ(0, busy_submit(self->fd, &jobs[i]));
 	client = vgsched_client_id(self->fd, ctx[0]);
-	usleep(40 * 1000);
-	n = read_log(log, 4096);
-	ASSERT_GT(n, 0);
-	for (int i = 0; i < CONTEXTS; i++)
-		loaded_at[i] = -1;
-	for (int k = 0; k < n; k++) {
-		const struct log_line *l = &log[k];
-		int c = -1;
+	/*
+	 * Read the log every 20 ms until three rounds are complete and every
+	 * context had two turns (or 600 ms passed): how long the first turns
+	 * take depends on how fast the emulated guest runs.
+	 */
+	for (int tries = 0; tries < 30; tries++) {
+		int done = 1;
 
-		if (is(l, "round")) {
-			/* A round is complete when every resident had its turn. */
-			int all = rounds > 0;
-
-			for (int i = 0; i < CONTEXTS; i++)
-				if (loaded_at[i] >= 0 && !ran_in_round[i])
-					all = 0;
-			complete_rounds += all;
-			rounds++;
-			memset(ran_in_round, 0, sizeof(ran_in_round));
-			last_turn_pos = -1;
-			holder = -1;
-			continue;
-		}
-		if (l->client != client)
-			continue;
+		usleep(20 * 1000);
+		n = read_log(log, 4096);
+		ASSERT_GT(n, 0);
+		loads = turns = rounds = complete_rounds = placements = 0;
+		memset(turned, 0, sizeof(turned));
+		memset(ran_in_round, 0, sizeof(ran_in_round));
+		last_turn_pos = -1;
+		holder = -1;
 		for (int i = 0; i < CONTEXTS; i++)
-			if (ctx[i] == l->ctx)
-				c = i;
-		ASSERT_GE(c, 0);
-		if (is(l, "load")) {
-			loaded_at[c] = loads++;
-		} else if (is(l, "preempt") || is(l, "leave")) {
-			loaded_at[c] = -1;
-			if (holder == c)
+			loaded_at[i] = -1;
+		for (int k = 0; k < n; k++) {
+			const struct log_line *l = &log[k];
+			int c = -1;
+
+			if (is(l, "round")) {
+				/* A round is complete when every resident had its turn. */
+				int all = rounds > 0;
+
+				for (int i = 0; i < CONTEXTS; i++)
+					if (loaded_at[i] >= 0 && !ran_in_round[i])
+						all = 0;
+				complete_rounds += all;
+				rounds++;
+				memset(ran_in_round, 0, sizeof(ran_in_round));
+				last_turn_pos = -1;
 				holder = -1;
-		} else if (is(l, "turn")) {
-			ASSERT_GE(loaded_at[c], 0) TH_LOG("context %d got a turn without a slot", c);
-			ASSERT_EQ(0, ran_in_round[c]) TH_LOG("context %d had two turns in round %ld", c, rounds);
-			/* Turns follow load order within a round. */
-			ASSERT_GT(loaded_at[c], last_turn_pos) TH_LOG("turn of %d out of load order", c);
-			last_turn_pos = loaded_at[c];
-			ran_in_round[c] = 1;
-			turned[c]++;
-			turns++;
-			holder = c;
-		} else if (is(l, "place")) {
-			/* Only the context whose turn it is places work. */
-			ASSERT_EQ(holder, c) TH_LOG("context %d placed work in the turn of %d", c, holder);
-			placements++;
+				continue;
+			}
+			if (l->client != client)
+				continue;
+			for (int i = 0; i < CONTEXTS; i++)
+				if (ctx[i] == l->ctx)
+					c = i;
+			ASSERT_GE(c, 0);
+			if (is(l, "load")) {
+				loaded_at[c] = loads++;
+			} else if (is(l, "preempt") || is(l, "leave")) {
+				loaded_at[c] = -1;
+				if (holder == c)
+					holder = -1;
+			} else if (is(l, "turn")) {
+				ASSERT_GE(loaded_at[c], 0) TH_LOG("context %d got a turn without a slot", c);
+				ASSERT_EQ(0, ran_in_round[c]) TH_LOG("context %d had two turns in round %ld", c, rounds);
+				/* Turns follow load order within a round. */
+				ASSERT_GT(loaded_at[c], last_turn_pos) TH_LOG("turn of %d out of load order", c);
+				last_turn_pos = loaded_at[c];
+				ran_in_round[c] = 1;
+				turned[c]++;
+				turns++;
+				holder = c;
+			} else if (is(l, "place")) {
+				/* Only the context whose turn it is places work. */
+				ASSERT_EQ(holder, c) TH_LOG("context %d placed work in the turn of %d", c, holder);
+				placements++;
+			}
 		}
+		for (int i = 0; i < CONTEXTS; i++)
+			done &= turned[i] >= 2;
+		if (done && complete_rounds >= 3)
+			break;
 	}
 	TH_LOG("%ld rounds (%ld complete), %ld turns, %ld loads, %ld placements", rounds,
 	       complete_rounds, turns, loads, placements);

@@ -418,4 +418,16 @@ TEST(grouped_finder_refuses_registers_it_rounds_past_the_unit)
 	finder_limits(_metadata, "finder=1 vgpr_blocks=126", 1, refused, 2, 124);
 }
 
+/*
+ * Packed (exact): a unit's 64 vector and 48 scalar register maps are
+ * searched in one 128-bit pass; a wave of all 64 vector blocks fits (the
+ * exact answer), 65 never can.
+ */
+TEST(packed_finder_places_exactly)
+{
+	static const __u32 refused[] = { 65 };
+
+	finder_limits(_metadata, "finder=3 vgpr_blocks=64 sgpr_blocks=48", 1, refused, 1, 64);
+}
+
 TEST_HARNESS_MAIN

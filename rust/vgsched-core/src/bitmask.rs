@@ -346,6 +346,12 @@ pub enum FinderKind {
     /// document's optional exclusion of low-probability lengths (e.g.
     /// primes) is not applied: of the powers of two only 2 is prime.
     Sampled,
+    /// Exact answers, with the small maps of one unit (its vector and
+    /// scalar registers, when they fit in [`PACK_WIDTH`] bits together)
+    /// searched in one pass of the time-multiplexed finder
+    /// ([`PackedFinder`]); a single map, or maps too large to pack, as the
+    /// exact finder.
+    Packed,
 }
 
 impl FinderKind {
@@ -358,6 +364,12 @@ impl FinderKind {
         }
     }
 
+    /// Whether it answers exactly: finds a run whenever one exists, at
+    /// the lowest start.
+    pub fn is_exact(self) -> bool {
+        matches!(self, FinderKind::Exact | FinderKind::Packed)
+    }
+
     /// The length this finder really searches for when asked for `len`
     /// bits: `len` rounded up to a whole number of groups (grouped) or to a
     /// power of two (sampled); `len` itself for the exact finder. A request
@@ -365,7 +377,7 @@ impl FinderKind {
     /// `search_len(len)`.
     pub fn search_len(self, len: usize) -> usize {
         match self {
-            FinderKind::Exact => len,
+            FinderKind::Exact | FinderKind::Packed => len,
             FinderKind::Grouped { .. } => {
                 let g = (1usize << self.group_shift()) - 1;
                 len.checked_add(g).map_or(usize::MAX, |l| l & !g)
@@ -399,7 +411,7 @@ pub fn finds(kind: FinderKind, map: &[u64], nbits: usize, len: usize) -> Option<
 /// answers, not to save time here).
 pub fn finds_largest(kind: FinderKind, map: &[u64], nbits: usize) -> Option<(usize, usize)> {
     match kind {
-        FinderKind::Exact | FinderKind::Grouped { .. } => {
+        FinderKind::Exact | FinderKind::Packed | FinderKind::Grouped { .. } => {
             largest_run(map, nbits, kind.group_shift())
         }
         FinderKind::Sampled => {

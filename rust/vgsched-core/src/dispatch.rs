@@ -95,12 +95,13 @@ impl DispatchParams {
             0 => FinderKind::Exact,
             1 => FinderKind::Grouped { group: 4 },
             2 => FinderKind::Sampled,
+            3 => FinderKind::Packed,
             _ => {
                 return Err(ParamError {
                     field: "finder",
                     value: u64::from(finder),
                     min: 0,
-                    max: 2,
+                    max: 3,
                 })
             }
         };
@@ -402,6 +403,8 @@ mod tests {
                 FinderKind::Grouped { group: 4 }
             )
         );
+        let p = DispatchParams::from_params(15_000, 256, 1024, 0, 3).unwrap();
+        assert_eq!(p.finder, FinderKind::Packed);
         let field = |r: Result<DispatchParams, ParamError>| r.unwrap_err().field;
         assert_eq!(
             field(DispatchParams::from_params(14, 256, 1024, 0, 0)),
@@ -420,7 +423,7 @@ mod tests {
             "module_choice"
         );
         assert_eq!(
-            field(DispatchParams::from_params(15_000, 256, 1024, 0, 3)),
+            field(DispatchParams::from_params(15_000, 256, 1024, 0, 4)),
             "finder"
         );
     }
