@@ -283,12 +283,22 @@ impl OrderedSlots {
         }
         // The decision over the residents and the best waiting contexts:
         // as many as it can load.
-        let mut best = [0usize; MAX_K];
+        // Their indices, sorted (small numbers, not the entries, move):
+        // residents and the best waiting ones never overlap.
+        let mut order = [0usize; 2 * MAX_K];
         let need = self.can_load(entries, &mut k, now_ns, policy);
-        let b = k.best_k(now_ns, need, &mut best);
+        let b = k.best_k(now_ns, need, &mut order[..MAX_K]);
+        let mut m = b;
+        for i in self.residents() {
+            if let Some(o) = order.get_mut(m) {
+                *o = i;
+                m += 1;
+            }
+        }
+        let order = &mut order[..m];
+        order.sort_unstable();
         let mut m = 0;
-        let picked = best.iter().take(b).copied();
-        for i in picked.chain(self.residents()) {
+        for &i in order.iter() {
             let (Some(e), Some(p)) = (entries.get(i), store.work.get_mut(m)) else {
                 continue;
             };
@@ -299,7 +309,6 @@ impl OrderedSlots {
             m += 1;
         }
         let work = &mut store.work[..m];
-        work.sort_unstable_by_key(|p| p.index);
         let Scratch {
             cands,
             chosen,
