@@ -88,6 +88,29 @@ TEST(parameters_reach_the_device)
 }
 
 /*
+ * Device memory of vram_mib MiB, all of it free, handed out by the GPU
+ * buddy allocator in 4 KiB chunks (debugfs vram), for the default and for
+ * a small setting.
+ */
+TEST(device_memory_size_follows_vram_mib)
+{
+	static const struct {
+		const char *params;
+		unsigned long long bytes;
+	} cases[] = { { "", 64ull << 20 }, { "vram_mib=8", 8ull << 20 } };
+	char buf[256], want[64];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ASSERT_EQ(0, vgsched_module_load(cases[i].params));
+		ASSERT_EQ(0, vgsched_debugfs_read("vram", buf, sizeof(buf)));
+		snprintf(want, sizeof(want), "size %llu bytes\nfree %llu bytes\nchunk 4096 bytes\n",
+			 cases[i].bytes, cases[i].bytes);
+		EXPECT_EQ(0, strncmp(buf, want, strlen(want))) TH_LOG("%s: %s", cases[i].params, buf);
+		ASSERT_EQ(0, vgsched_module_unload());
+	}
+}
+
+/*
  * Jobs run right under the other dispatcher settings (short rotation
  * windows, eager splitting, a short power window, the other module choices
  * and finders): independent work-groups bigger than a module are split and
@@ -355,6 +378,8 @@ TEST(invalid_parameters_fail_with_einval_and_a_log_line)
 		{ "slice_formula=2", "invalid parameter slice_formula=2 (must be 0..=1)" },
 		{ "preemption_us=99", "invalid parameter preemption_us=99 (must be 100..=1000000)" },
 		{ "preempt_at_once=2", "invalid parameter preempt_at_once=2 (must be 0..=1)" },
+		{ "vram_mib=0", "invalid parameter vram_mib=0 (must be 1..=1024)" },
+		{ "vram_mib=1025", "invalid parameter vram_mib=1025 (must be 1..=1024)" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -167,6 +167,16 @@ static inline int vgsched_wait(int fd, __u32 ctx, __u64 seqno, __u64 timeout_ns,
 	return ret;
 }
 
+/* DRM_IOCTL_VGSCHED_BO_CPU_PREP; 0 or -errno. */
+static inline int vgsched_bo_cpu_prep(int fd, __u32 handle, __u32 flags, __u64 timeout_ns)
+{
+	struct drm_vgsched_bo_cpu_prep p = {
+		.handle = handle, .flags = flags, .timeout_ns = timeout_ns,
+	};
+
+	return ioctl(fd, DRM_IOCTL_VGSCHED_BO_CPU_PREP, &p) ? -errno : 0;
+}
+
 #define VG_SECOND_NS 1000000000ull
 
 /* CLOCK_MONOTONIC in nanoseconds: the clock the driver's times use. */

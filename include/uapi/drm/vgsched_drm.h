@@ -21,7 +21,7 @@ extern "C" {
 /** The uAPI version a driver reports; bump minor for additions. */
 enum drm_vgsched_uapi_version {
 	DRM_VGSCHED_UAPI_MAJOR = 1,
-	DRM_VGSCHED_UAPI_MINOR = 3,
+	DRM_VGSCHED_UAPI_MINOR = 4,
 };
 
 /** Driver-private ioctl numbers, offset from DRM_COMMAND_BASE. */
@@ -42,6 +42,8 @@ enum drm_vgsched_ioctl_id {
 	DRM_VGSCHED_SUBMIT = 6,
 	/** @DRM_VGSCHED_WAIT: wait for a job of a context to finish. */
 	DRM_VGSCHED_WAIT = 7,
+	/** @DRM_VGSCHED_BO_CPU_PREP: prepare a buffer object for CPU access (uAPI 1.4). */
+	DRM_VGSCHED_BO_CPU_PREP = 8,
 };
 
 /** Limits user space may rely on. */
@@ -431,6 +433,38 @@ struct drm_vgsched_wait {
 	__u32 pad;
 };
 
+/* Flags of struct drm_vgsched_bo_cpu_prep. */
+/** The CPU will read the object: wait for the jobs that write it. */
+#define DRM_VGSCHED_CPU_PREP_READ	(1u << 0)
+/**
+ * The CPU will write the object: wait for every job using it, and drop its
+ * device copy, so the next job uploads what the CPU wrote.
+ */
+#define DRM_VGSCHED_CPU_PREP_WRITE	(1u << 1)
+#define DRM_VGSCHED_CPU_PREP_FLAGS \
+	(DRM_VGSCHED_CPU_PREP_READ | DRM_VGSCHED_CPU_PREP_WRITE)
+
+/**
+ * struct drm_vgsched_bo_cpu_prep - argument of DRM_IOCTL_VGSCHED_BO_CPU_PREP.
+ *
+ * Jobs run on device copies of the objects they bind. A job's results are
+ * in system memory, where mmap() sees them, once its fence has signalled
+ * (the objects it may write are written back first). A copy stays in
+ * device memory after its jobs for the next job that binds the object, so
+ * the CPU announces a write through mmap() with DRM_VGSCHED_CPU_PREP_WRITE
+ * before it makes it (not needed before an object's first job). Waits
+ * until the jobs in question are done or @timeout_ns (relative, 0 only
+ * checks) passed: -EBUSY when only checking, -ETIMEDOUT otherwise.
+ */
+struct drm_vgsched_bo_cpu_prep {
+	/** @handle: the buffer object. */
+	__u32 handle;
+	/** @flags: DRM_VGSCHED_CPU_PREP_* bits, at least one. */
+	__u32 flags;
+	/** @timeout_ns: relative timeout in nanoseconds; 0 only checks. */
+	__u64 timeout_ns;
+};
+
 #define DRM_IOCTL_VGSCHED_DEV_QUERY \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGSCHED_DEV_QUERY, struct drm_vgsched_dev_query)
 #define DRM_IOCTL_VGSCHED_BO_CREATE \
@@ -447,6 +481,8 @@ struct drm_vgsched_wait {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGSCHED_SUBMIT, struct drm_vgsched_submit)
 #define DRM_IOCTL_VGSCHED_WAIT \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGSCHED_WAIT, struct drm_vgsched_wait)
+#define DRM_IOCTL_VGSCHED_BO_CPU_PREP \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGSCHED_BO_CPU_PREP, struct drm_vgsched_bo_cpu_prep)
 
 #if defined(__cplusplus)
 }

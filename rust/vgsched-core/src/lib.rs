@@ -16,6 +16,7 @@
 
 pub mod bitmask;
 pub mod context_switch;
+pub mod device_memory;
 pub mod dispatch;
 pub mod exec;
 pub mod finder_bench;

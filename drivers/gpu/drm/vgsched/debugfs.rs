@@ -72,6 +72,7 @@ enum View {
     Placements,
     LockHold,
     LockHoldMean,
+    DeviceMemory,
     #[cfg(vgsched_bench)]
     FinderBench,
 }
@@ -142,6 +143,7 @@ impl DeviceFiles {
             (c"placements", View::Placements),
             (c"lock_hold_max_us", View::LockHold),
             (c"lock_hold_mean_us", View::LockHoldMean),
+            (c"vram", View::DeviceMemory),
             #[cfg(vgsched_bench)]
             (c"finder_bench", View::FinderBench),
         ];
@@ -211,6 +213,29 @@ unsafe extern "C" fn show(m: *mut bindings::seq_file, data: *mut c_void) -> c_in
         }
         View::LockHoldMean => {
             seq_print!(m, "{}\n", engine.lock_hold_mean_ns() / 1000);
+            Ok(())
+        }
+        View::DeviceMemory => {
+            let vram = engine.device_memory();
+            let stats = vram.stats();
+            seq_print!(
+                m,
+                "size {} bytes\nfree {} bytes\nchunk {} bytes\nbandwidth {} MB/s\n\
+                 uploaded {} bytes\nwritten_back {} bytes\nevictions {}\n\
+                 resident {} objects {} bytes\nobject bytes pins last_use\n",
+                vram.size(),
+                vram.avail(),
+                crate::vgsched_core::device_memory::CHUNK_BYTES,
+                vram.bandwidth_mbps(),
+                stats.uploaded_bytes,
+                stats.written_back_bytes,
+                stats.evictions,
+                stats.resident_objects,
+                stats.resident_bytes
+            );
+            vram.for_each_resident(|object, bytes, pins, last_use| {
+                seq_print!(m, "{} {} {} {}\n", object, bytes, pins, last_use);
+            });
             Ok(())
         }
         #[cfg(vgsched_bench)]

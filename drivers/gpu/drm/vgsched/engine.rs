@@ -38,6 +38,7 @@
 
 mod dispatch;
 mod dump;
+mod memory;
 mod slots;
 mod sync;
 
@@ -134,9 +135,14 @@ use crate::{
         split::RotatingPointer,
         topology::Topology, //
     }, //
+    vram::{
+        DeviceMemory,
+        Pinned, //
+    },
 };
 
 use dump::PlacementLog;
+use memory::Stage;
 use slots::{
     Rewind,
     SavedGroup,
@@ -212,6 +218,12 @@ struct Job {
     /// The stopped waves of `saved`, in the order they stopped; room for
     /// every wave it can have on the device.
     saved_waves: KVec<SavedWave>,
+    /// Where it stands with device memory ([`memory`]).
+    stage: Stage,
+    /// Its hold on the device copies of its bound objects, by binding
+    /// slot, from its preparation to its clean-up; the interpreter works
+    /// on these copies.
+    device: Option<KVec<Pinned>>,
 }
 
 impl Job {
@@ -248,6 +260,8 @@ impl Job {
             lanes,
             saved: KVec::with_capacity(live, GFP_KERNEL)?,
             saved_waves: KVec::with_capacity(live, GFP_KERNEL)?,
+            stage: Stage::Queued,
+            device: None,
         })
     }
 
@@ -264,6 +278,13 @@ impl Job {
     /// The job could place a work-group (or a piece of one) if it fits.
     fn has_groups_to_place(&self) -> bool {
         self.progress.has_groups_to_place()
+    }
+
+    /// The job has stored to a device copy that is not written back yet.
+    fn stored(&self) -> bool {
+        self.device
+            .as_ref()
+            .is_some_and(|pins| pins.iter().any(Pinned::stored))
     }
 
     /// Gives a wave's thread state back for the next wave.
@@ -616,6 +637,9 @@ struct EngineState {
     budget: u64,
     /// Signalled jobs wait in some context's `done` list.
     cleanup_due: bool,
+    /// The oldest job to prepare did not fit in device memory: nothing is
+    /// prepared until some comes back.
+    memory_blocked: bool,
     totals: Totals,
 }
 
@@ -689,6 +713,8 @@ pub(crate) struct Engine {
     hold: HoldMeter,
     /// Time spent in [`Engine::submit`].
     submits: SubmitMeter,
+    /// The device memory and its allocator.
+    memory: Arc<DeviceMemory>,
     #[pin]
     state: Mutex<EngineState>,
     /// The engine's step: the signalling path.
@@ -697,6 +723,9 @@ pub(crate) struct Engine {
     /// Drops signalled jobs (buffer mappings, fences), off that path.
     #[pin]
     cleanup: Work<Engine, 1>,
+    /// Prepares jobs and cleans them up in device memory, off that path.
+    #[pin]
+    memory_work: Work<Engine, 2>,
     #[pin]
     timer: HrTimer<Engine>,
 }
@@ -704,6 +733,7 @@ pub(crate) struct Engine {
 impl_has_work! {
     impl HasWork<Self, 0> for Engine { self.work }
     impl HasWork<Self, 1> for Engine { self.cleanup }
+    impl HasWork<Self, 2> for Engine { self.memory_work }
 }
 
 impl_has_hr_timer! {
@@ -731,6 +761,7 @@ impl Engine {
         topology: Topology,
         params: DispatchParams,
         sched: SchedParams,
+        memory: Arc<DeviceMemory>,
     ) -> Result<Arc<Self>> {
         let n_units = topology.total_units() as usize;
         let n_modules = topology.modules as usize;
@@ -799,6 +830,7 @@ impl Engine {
             timer: None,
             budget: INTERPRET_BUDGET,
             cleanup_due: false,
+            memory_blocked: false,
             totals: Totals::default(),
         };
         // The resource maps must match the topology, once and for all;
@@ -813,6 +845,7 @@ impl Engine {
                 topology,
                 params,
                 sched,
+                memory,
                 rotation: Rotation::new(topology.cycles_to_ns(params.rotation_period_cycles)),
                 costs: CycleCosts::DEFAULT,
                 power_weights: PowerWeights::DEFAULT,
@@ -822,6 +855,7 @@ impl Engine {
                 state <- new_mutex!(st),
                 work <- new_work!("vgsched::Engine::work"),
                 cleanup <- new_work!("vgsched::Engine::cleanup"),
+                memory_work <- new_work!("vgsched::Engine::memory_work"),
                 timer <- HrTimer::new(),
             }),
             GFP_KERNEL,
@@ -858,6 +892,11 @@ impl Engine {
     pub(crate) fn lock_holds(&self) -> (u64, u64) {
         let (holds, _, slow) = self.hold.holds();
         (holds, slow)
+    }
+
+    /// The device memory.
+    pub(crate) fn device_memory(&self) -> &Arc<DeviceMemory> {
+        &self.memory
     }
 
     /// The cycle costs per instruction class.
@@ -955,6 +994,8 @@ impl Engine {
             this.params.finder,
         )
         .map_err(|_| E2BIG)?;
+        // Its objects must fit in device memory together.
+        this.check_footprint(&spec.bindings)?;
         // Held across the whole submission: this context's jobs are
         // numbered in the order they are queued.
         let mut sub = ctx.submissions.lock();
@@ -1048,8 +1089,10 @@ impl Engine {
             queue
         };
         let runtime = queue.runtime_ns();
-        // Buffer mappings, waiters and fences go here, outside the lock.
+        // Buffer mappings, waiters, fences and holds on device memory go
+        // here, outside the lock.
         drop(queue);
+        Self::memory_released(this);
         Self::kick(this);
         runtime
     }
@@ -1119,11 +1162,12 @@ impl Engine {
         drop(queues);
         // Cancels the timer and waits for a callback in progress.
         drop(timer);
-        // SAFETY: `self.work` and `self.cleanup` are live, initialised work
-        // items.
+        // SAFETY: `self.work`, `self.cleanup` and `self.memory_work` are
+        // live, initialised work items.
         unsafe {
             bindings::flush_work(Work::raw_get(&self.work));
             bindings::flush_work(Work::raw_get(&self.cleanup));
+            bindings::flush_work(Work::raw_get(&self.memory_work));
         }
     }
 
@@ -1155,7 +1199,7 @@ impl Engine {
     /// section of the driver: no allocation, no reservation lock, and at
     /// most [`INTERPRET_BUDGET`] instructions interpreted.
     fn step(this: ArcBorrow<'_, Self>) {
-        let (more, cleanup) = {
+        let (more, cleanup, memory) = {
             let _signalling = Signalling::begin();
             let mut st = this.lock();
             if st.shut_down {
@@ -1171,7 +1215,7 @@ impl Engine {
             // places work, so this ends; the bound is only a safety net.
             for _ in 0..64 {
                 let mut changed = this.retire(&mut st, now);
-                changed += this.collect_finished(&mut st);
+                changed += this.collect_finished(&mut st, now);
                 changed += Self::reschedule(this, &mut st, now);
                 changed += this.advance_waves(&mut st, now);
                 changed += Self::dispatch(this, &mut st, now);
@@ -1193,10 +1237,14 @@ impl Engine {
             } else {
                 Self::arm_timer(this, &mut st, now);
             }
-            (more, core::mem::take(&mut st.cleanup_due))
+            let memory = Self::memory_wanted(&st);
+            (more, core::mem::take(&mut st.cleanup_due), memory)
         };
         if cleanup {
             Self::queue_cleanup(this);
+        }
+        if memory {
+            Self::queue_memory(this);
         }
         if more {
             // The lock is free between two holds: whoever waits for it
@@ -1224,6 +1272,8 @@ impl Engine {
             };
             drop(done);
         }
+        // Dropped jobs gave their device memory back.
+        Self::memory_released(this);
         // A full `done` list may have held completions back.
         Self::kick(this);
     }
@@ -1309,11 +1359,16 @@ impl Engine {
     /// Moves finished jobs of every context to its `done` list, signalling
     /// their fences; returns how many.
     ///
+    /// A finished job that holds device memory is cleaned up first: its
+    /// objects are written back by the memory work item, and its fence
+    /// signals when that copy has ended in modeled time. Until then it and
+    /// the jobs behind it wait.
+    ///
     /// A context's finished jobs are all signalled in one pass, so a WAIT
     /// that saw the first (a hang, say) also sees the jobs the hang
     /// cancelled. A full `done` list holds completions back until the
     /// clean-up work item has emptied it.
-    fn collect_finished(&self, st: &mut EngineState) -> usize {
+    fn collect_finished(&self, st: &mut EngineState, now: u64) -> usize {
         let EngineState {
             queues,
             totals,
@@ -1322,7 +1377,23 @@ impl Engine {
         } = st;
         let mut collected = 0;
         for q in queues.iter_mut() {
-            while q.jobs.first().is_some_and(Job::is_finished) {
+            while let Some(first) = q.jobs.first_mut().filter(|j| j.is_finished()) {
+                match first.stage {
+                    // Stored to device copies: they are written back first.
+                    Stage::Uploading(_) if first.stored() => {
+                        first.stage = Stage::CleanUpDue;
+                        break;
+                    }
+                    Stage::CleanUpDue | Stage::CleaningUp => break,
+                    Stage::CleanedUp(at) if at > now => break,
+                    // Never prepared, cancelled while being prepared,
+                    // stored nothing (its hold goes with it, dropped by the
+                    // clean-up work item), or cleaned up.
+                    Stage::Queued
+                    | Stage::Preparing
+                    | Stage::Uploading(_)
+                    | Stage::CleanedUp(_) => {}
+                }
                 if q.done.len() >= q.done.capacity() {
                     *cleanup_due = true;
                     break;
@@ -1360,30 +1431,26 @@ impl Engine {
         collected
     }
 
-    /// Whether a context's first job may place work now: its in-fence (if
-    /// any) has signalled. A failed in-fence fails the job with
+    /// Whether a context's first job may place work now: its objects are
+    /// on the device, and its in-fence (if any) has signalled. A failed in-fence fails the job with
     /// `-ECANCELED`. The waiter armed at submission queues the engine when
     /// the fence signals.
-    fn ready(job: &mut Job) -> bool {
-        if job.in_fence_done {
-            return true;
-        }
-        let Some(in_fence) = &job.spec.in_fence else {
-            return true;
-        };
-        match in_fence.status() {
-            0 => false,
-            1 => {
-                // The fence and its waiter are dropped with the job, by
-                // the clean-up work item: not on this path.
-                job.in_fence_done = true;
-                true
-            }
-            _ => {
-                job.progress.fail(ECANCELED.to_errno());
-                false
+    fn ready(job: &mut Job, now: u64) -> bool {
+        if !job.in_fence_done {
+            if let Some(in_fence) = &job.spec.in_fence {
+                match in_fence.status() {
+                    0 => return false,
+                    // The fence and its waiter are dropped with the job,
+                    // by the clean-up work item: not on this path.
+                    1 => job.in_fence_done = true,
+                    _ => {
+                        job.progress.fail(ECANCELED.to_errno());
+                        return false;
+                    }
+                }
             }
         }
+        job.stage.on_device(now)
     }
 
     /// Arms the timer for the next event: the earliest wave end, or the
@@ -1391,6 +1458,19 @@ impl Engine {
     fn arm_timer(this: ArcBorrow<'_, Self>, st: &mut EngineState, now: u64) {
         let waves = st.waves.iter().map(|w| w.end_ns).min();
         let slices = st.ordered.next_slice_end(&st.queues);
+        // A first job's upload or write-back ending.
+        let copies = st
+            .queues
+            .iter()
+            .filter_map(|q| match q.jobs.first()?.stage {
+                Stage::Uploading(at) | Stage::CleanedUp(at) if at > now => Some(at),
+                _ => None,
+            })
+            .min();
+        let slices = match (slices, copies) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let mut next = match (waves, slices) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -1442,6 +1522,14 @@ impl WorkItem<1> for Engine {
 
     fn run(this: Arc<Engine>) {
         Engine::clean_up(this.as_arc_borrow());
+    }
+}
+
+impl WorkItem<2> for Engine {
+    type Pointer = Arc<Engine>;
+
+    fn run(this: Arc<Engine>) {
+        Engine::memory_work(this.as_arc_borrow());
     }
 }
 

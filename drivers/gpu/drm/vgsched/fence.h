@@ -35,5 +35,6 @@ struct vgsched_resv_set *vgsched_resv_lock(struct drm_gem_object **objs, const b
 					   struct dma_fence **wait);
 void vgsched_resv_publish(struct vgsched_resv_set *set, struct dma_fence *fence);
 void vgsched_resv_unlock(struct vgsched_resv_set *set);
+long vgsched_resv_wait(struct drm_gem_object *obj, bool write, u64 timeout_ns);
 
 #endif /* _VGSCHED_FENCE_H_ */

@@ -26,7 +26,10 @@ use kernel::{
 };
 
 use crate::{
-    gem::VgObject,
+    gem::{
+        Bo,
+        VgObject, //
+    },
     vgsched_core::isa, //
 };
 
@@ -84,6 +87,25 @@ extern "C" {
     ) -> *mut RawResvSet;
     fn vgsched_resv_publish(set: *mut RawResvSet, fence: *mut bindings::dma_fence);
     fn vgsched_resv_unlock(set: *mut RawResvSet);
+    fn vgsched_resv_wait(obj: *mut RawGemObject, write: bool, timeout_ns: u64) -> c_long;
+}
+
+/// Waits, interruptibly, until the jobs using `bo` are done, for the CPU:
+/// all of them if it will `write`, the writers otherwise; a `timeout_ns`
+/// of 0 only checks. `ETIMEDOUT` (`EBUSY` when only checking) if they are
+/// not done in time.
+pub(crate) fn wait_for_cpu(bo: &Bo, write: bool, timeout_ns: u64) -> Result {
+    let obj = bo.as_raw().cast::<RawGemObject>();
+    // SAFETY: `bo` is a live object for the whole call; we may sleep here.
+    let ret = unsafe { vgsched_resv_wait(obj, write, timeout_ns) };
+    match ret {
+        0 if timeout_ns == 0 => Err(EBUSY),
+        0 => Err(ETIMEDOUT),
+        r if r > 0 => Ok(()),
+        r => Err(Error::from_errno(
+            i32::try_from(r).unwrap_or(EINVAL.to_errno()),
+        )),
+    }
 }
 
 /// A new fence timeline: fences of one context share it and signal in

@@ -9,20 +9,38 @@ use kernel::{
         gem::shmem, //
     },
     prelude::*,
-    sync::aref::ARef, //
+    sync::{
+        aref::ARef,
+        Arc, //
+    }, //
 };
 
 use crate::{
     driver::VgDriver,
-    uapi, //
+    uapi,
+    vram::DeviceMemory, //
 };
 
 /// Largest buffer object, in bytes.
 pub(crate) const MAX_BO_SIZE: u64 = uapi::DRM_VGSCHED_MAX_BO_SIZE as u64;
 
 /// Driver data of one buffer object.
-#[pin_data]
-pub(crate) struct VgObject {}
+#[pin_data(PinnedDrop)]
+pub(crate) struct VgObject {
+    /// Its number on the device, the key of its device copy.
+    pub(crate) id: u64,
+    /// The device memory that may hold a copy of it.
+    memory: Arc<DeviceMemory>,
+}
+
+#[pinned_drop]
+impl PinnedDrop for VgObject {
+    fn drop(self: Pin<&mut Self>) {
+        // No job holds the object any more (jobs hold references): its
+        // device copy, if any, is idle and goes with it.
+        self.memory.forget(self.id);
+    }
+}
 
 /// A buffer object of this driver.
 pub(crate) type Bo = shmem::Object<VgObject>;
@@ -31,8 +49,12 @@ impl gem::DriverObject for VgObject {
     type Driver = VgDriver;
     type Args = ();
 
-    fn new(_dev: &drm::Device<VgDriver>, _size: usize, _args: ()) -> impl PinInit<Self, Error> {
-        try_pin_init!(VgObject {})
+    fn new(dev: &drm::Device<VgDriver>, _size: usize, _args: ()) -> impl PinInit<Self, Error> {
+        let memory = dev.engine.device_memory().clone();
+        try_pin_init!(VgObject {
+            id: memory.new_object_id(),
+            memory,
+        })
     }
 }
 

@@ -32,6 +32,7 @@ use crate::{
     driver::VgDevice,
     engine::Engine,
     fence::{
+        self,
         ResvLock,
         WaitResult, //
     },
@@ -112,6 +113,7 @@ pub(crate) const TABLE: &[drm::ioctl::DrmIoctlDescriptor] = &[
     desc::<CtxQuery>(),
     desc::<Submit>(),
     desc::<Wait>(),
+    desc::<BoCpuPrep>(),
 ];
 
 // The DRM core finds a handler by `nr - DRM_COMMAND_BASE`: the table must be
@@ -420,5 +422,34 @@ impl Ioctl for Wait {
                 Ok(0)
             }
         }
+    }
+}
+
+/// `DRM_IOCTL_VGSCHED_BO_CPU_PREP`: wait for the jobs using an object
+/// before the CPU reads or writes it; before a write, its device copy goes.
+struct BoCpuPrep;
+
+impl Ioctl for BoCpuPrep {
+    type Arg = uapi::drm_vgsched_bo_cpu_prep;
+    const NR: u32 = uapi::DRM_VGSCHED_BO_CPU_PREP;
+    const NAME: &'static CStr = c"VGSCHED_BO_CPU_PREP";
+
+    fn handle(
+        dev: &VgDevice<drm::Registered>,
+        args: &mut Self::Arg,
+        file: &DrmFile,
+    ) -> Result<u32> {
+        let flags = args.flags;
+        if flags == 0 || flags & !uapi::DRM_VGSCHED_CPU_PREP_FLAGS != 0 {
+            return Err(EINVAL);
+        }
+        let bo = gem::Bo::lookup_handle(file, args.handle)?;
+        let write = flags & uapi::DRM_VGSCHED_CPU_PREP_WRITE != 0;
+        fence::wait_for_cpu(&bo, write, args.timeout_ns)?;
+        if write {
+            dev.engine.device_memory().forget(bo.id);
+            Engine::memory_released(dev.engine.as_arc_borrow());
+        }
+        Ok(0)
     }
 }

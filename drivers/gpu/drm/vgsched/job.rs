@@ -2,11 +2,10 @@
 
 //! Jobs as the engine runs them: what a checked submission carries
 //! ([`JobSpec`], built by `submit.rs`) and the view of its buffer objects
-//! the interpreter reads and writes ([`BoMemory`]).
+//! the interpreter reads and writes ([`BoMemory`]): their device copies.
 
 use kernel::{
     drm::gem::shmem::VMapOwned,
-    io::Io,
     prelude::*,
     sync::Arc, //
 };
@@ -20,6 +19,7 @@ use crate::{
         isa::Instr,
         occupancy::GroupNeeds, //
     }, //
+    vram::Pinned,
 };
 
 /// Kernel mappings of a job's bound buffer objects, by binding slot; they
@@ -50,25 +50,18 @@ pub(crate) struct JobSpec {
     pub(crate) want_out_fence: bool,
 }
 
-/// [`Memory`] over a job's mapped buffer objects.
-pub(crate) struct BoMemory<'a>(pub(crate) &'a [VMapOwned<VgObject>]);
-
-impl BoMemory<'_> {
-    fn offset(index: u64) -> Option<usize> {
-        usize::try_from(index.checked_mul(4)?).ok()
-    }
-}
+/// [`Memory`] over the device copies of a job's bound buffer objects, by
+/// binding slot.
+pub(crate) struct BoMemory<'a>(pub(crate) &'a [Pinned]);
 
 impl Memory for BoMemory<'_> {
     fn load(&mut self, slot: u8, index: u64) -> Option<u32> {
-        let map = self.0.get(slot as usize)?;
-        map.try_read32(Self::offset(index)?).ok()
+        self.0.get(slot as usize)?.load(index)
     }
 
     fn store(&mut self, slot: u8, index: u64, value: u32) -> bool {
-        let (Some(map), Some(offset)) = (self.0.get(slot as usize), Self::offset(index)) else {
-            return false;
-        };
-        map.try_write32(value, offset).is_ok()
+        self.0
+            .get(slot as usize)
+            .is_some_and(|copy| copy.store(index, value))
     }
 }

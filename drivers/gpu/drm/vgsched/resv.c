@@ -165,3 +165,21 @@ void vgsched_resv_unlock(struct vgsched_resv_set *set)
 	drm_exec_fini(&set->exec);
 	kfree(set);
 }
+
+/*
+ * For DRM_IOCTL_VGSCHED_BO_CPU_PREP: waits, interruptibly, until the jobs
+ * using @obj are done before the CPU touches it: with @write every fence
+ * of its reservation (readers and writers), else only the writers'. A
+ * @timeout_ns of 0 only checks. Returns as dma_resv_wait_timeout(): > 0
+ * done, 0 timed out, < 0 an error.
+ */
+long vgsched_resv_wait(struct drm_gem_object *obj, bool write, u64 timeout_ns)
+{
+	enum dma_resv_usage usage = write ? DMA_RESV_USAGE_READ : DMA_RESV_USAGE_WRITE;
+	u64 jiffies = timeout_ns ? timeout_ns / TICK_NSEC + (timeout_ns % TICK_NSEC != 0) + 1 : 0;
+
+	if (!timeout_ns)
+		return dma_resv_test_signaled(obj->resv, usage);
+	return dma_resv_wait_timeout(obj->resv, usage, true,
+				     min_t(u64, jiffies, MAX_SCHEDULE_TIMEOUT));
+}

@@ -44,4 +44,5 @@ plain_bytes!(
     drm_vgsched_ctx_query,
     drm_vgsched_submit,
     drm_vgsched_wait,
+    drm_vgsched_bo_cpu_prep,
 );

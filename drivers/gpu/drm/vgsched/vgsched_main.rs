@@ -29,6 +29,7 @@ mod job;
 mod kunit;
 mod submit;
 mod uapi;
+mod vram;
 
 /// The pure scheduling logic, compiled from the very files `cargo test`
 /// checks on the host (`rust/vgsched-core/src`). Keep this list in step with
@@ -37,6 +38,7 @@ mod uapi;
 pub mod vgsched_core {
     pub mod bitmask;
     pub mod context_switch;
+    pub mod device_memory;
     pub mod dispatch;
     pub mod exec;
     pub mod finder_bench;
@@ -62,6 +64,10 @@ use vgsched_core::{
     context_switch::{
         SchedParamValues,
         SchedParams, //
+    },
+    device_memory::{
+        bandwidth_mbps,
+        vram_bytes, //
     },
     dispatch::DispatchParams,
     topology::{
@@ -157,6 +163,14 @@ module! {
             default: 5,
             description: "Modeled time to stop or resume a wave whose state stays in its slot, us (0-1000)",
         },
+        vram_mib: u32 {
+            default: 64,
+            description: "Device memory, MiB (1-1024), managed by the kernel's GPU buddy allocator",
+        },
+        vram_bandwidth_mbps: u32 {
+            default: 12000,
+            description: "Modeled copy bandwidth between system and device memory, MB/s (1-1000000)",
+        },
         preempt_at_once: u32 {
             default: 1,
             description: "A context losing its slot stops its waves: 1 at once (their current instruction), 0 at their next preemption point",
@@ -244,7 +258,11 @@ impl kernel::Module for VgschedModule {
 
         let params = dispatch_params()?;
         let sched = sched_params(&topology)?;
-        let engine = engine::Engine::new(topology, params, sched)?;
+        let vram = vram_bytes(module_parameters::vram_mib.value()).map_err(invalid_parameter)?;
+        let bandwidth = bandwidth_mbps(module_parameters::vram_bandwidth_mbps.value())
+            .map_err(invalid_parameter)?;
+        let memory = vram::DeviceMemory::new(vram, bandwidth)?;
+        let engine = engine::Engine::new(topology, params, sched, memory)?;
         let faux = faux::Registration::new(DEVICE_NAME, None)?;
         let unregistered = drm::UnregisteredDevice::<driver::VgDriver>::new(
             faux.as_ref(),
@@ -259,11 +277,12 @@ impl kernel::Module for VgschedModule {
         let drm =
             unsafe { drm::Registration::new(&*core::ptr::from_ref(parent), unregistered, (), 0) }?;
         pr_info!(
-            "virtual GPU ready: {} modules x {} units, {} hardware slots, t0 {} us\n",
+            "virtual GPU ready: {} modules x {} units, {} hardware slots, t0 {} us, {} MiB of device memory\n",
             topology.modules,
             topology.units_per_module,
             topology.hw_slots,
-            topology.time_slice_us
+            topology.time_slice_us,
+            vram >> 20
         );
         let debugfs = debugfs::DeviceFiles::new(DEVICE_NAME, &engine)?;
         Ok(Self {

@@ -109,7 +109,7 @@ impl Engine {
         }
         let mut placed = 0;
         loop {
-            Self::gather_heads(st);
+            Self::gather_heads(st, now);
             if st.heads.is_empty() {
                 st.trigger.progress(now);
                 return placed;
@@ -150,7 +150,7 @@ impl Engine {
 
     /// Collects the head of every resident channel whose first job may
     /// place work.
-    fn gather_heads(st: &mut EngineState) {
+    fn gather_heads(st: &mut EngineState, now: u64) {
         st.heads.clear();
         st.splittable_waiting = false;
         for (queue, q) in st.queues.iter_mut().enumerate() {
@@ -183,7 +183,7 @@ impl Engine {
                 // Saved work runs before anything new of the channel.
                 continue;
             }
-            if !job.has_groups_to_place() || !Self::ready(job) {
+            if !job.has_groups_to_place() || !Self::ready(job, now) {
                 continue;
             }
             let needs = job.spec.needs;

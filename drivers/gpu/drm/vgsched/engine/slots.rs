@@ -249,7 +249,7 @@ impl Engine {
                     job.progress.error() == 0
                         && (job.progress.running() > 0
                             || job.progress.saved() > 0
-                            || (job.has_groups_to_place() && Self::ready(job)))
+                            || (job.has_groups_to_place() && Self::ready(job, now)))
                 }
             };
             ordered.check(queues, i, &mut store);
@@ -364,7 +364,7 @@ impl Engine {
             // Its waves are being dropped anyway.
             return;
         }
-        let mut mem = BoMemory(&job.spec.bindings);
+        let mut mem = BoMemory(job.device.as_deref().unwrap_or(&[]));
         let now_cycle = self.topology.ns_to_cycles(now);
         // The latest end of a wave of it that runs on past `now`.
         let mut runs_until = now;
@@ -574,7 +574,7 @@ impl Engine {
             .saturating_add(self.topology.ns_to_cycles(horizon));
         let limit = self.topology.timeout_cycles();
         let spec = &job.spec;
-        let mem = BoMemory(&job.spec.bindings);
+        let mem = BoMemory(job.device.as_deref().unwrap_or(&[]));
         let step = match w.rewind.as_mut().filter(|r| r.armed) {
             // The chunk's stores are recorded, so it can be taken back.
             Some(r) => {

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The virtual GPU's device memory: its size and copy bandwidth, as the
+//! module parameters `vram_mib` and `vram_bandwidth_mbps` give them, the
+//! unit the allocator hands it out in, what a job needs of it, the modeled
+//! time of copies between system and device memory, and which idle object
+//! is evicted when room is needed.
+//!
+//! The memory itself is allocated by the module and managed by the kernel's
+//! GPU buddy allocator (`kernel::gpu::buddy`); this file holds the pure
+//! rules about it, tested on the host.
+
+use super::topology::ParamError;
+
+/// Limits of `vram_mib`: at least 1 MiB, at most 1 GiB (the module backs it
+/// with memory of its own).
+pub const VRAM_MIB: (u32, u32) = (1, 1024);
+
+/// The default device memory, in MiB.
+pub const DEFAULT_VRAM_MIB: u32 = 64;
+
+/// The smallest block the buddy allocator hands out, in bytes.
+pub const CHUNK_BYTES: u64 = 4096;
+
+/// Bytes of device memory for `vram_mib`, or the parameter's range error.
+pub fn vram_bytes(vram_mib: u32) -> Result<u64, ParamError> {
+    let (min, max) = VRAM_MIB;
+    if (min..=max).contains(&vram_mib) {
+        Ok(u64::from(vram_mib) << 20)
+    } else {
+        Err(ParamError {
+            field: "vram_mib",
+            value: u64::from(vram_mib),
+            min: u64::from(min),
+            max: u64::from(max),
+        })
+    }
+}
+
+/// Limits of `vram_bandwidth_mbps`, the modeled copy bandwidth between
+/// system and device memory in MB/s (10^6 bytes per second).
+pub const BANDWIDTH_MBPS: (u32, u32) = (1, 1_000_000);
+
+/// The default copy bandwidth: 12 GB/s, a PCIe 3.0 x16 link in practice
+/// (the link PipeSwitch measured its switches on).
+pub const DEFAULT_BANDWIDTH_MBPS: u32 = 12_000;
+
+/// Checks `vram_bandwidth_mbps`.
+pub fn bandwidth_mbps(value: u32) -> Result<u32, ParamError> {
+    let (min, max) = BANDWIDTH_MBPS;
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(ParamError {
+            field: "vram_bandwidth_mbps",
+            value: u64::from(value),
+            min: u64::from(min),
+            max: u64::from(max),
+        })
+    }
+}
+
+/// Bytes of device memory an object of `bytes` takes: whole chunks.
+pub fn chunks_of(bytes: u64) -> Option<u64> {
+    bytes.checked_next_multiple_of(CHUNK_BYTES)
+}
+
+/// Bytes of device memory a job needs at once: every distinct bound object
+/// in whole chunks. `None` if the sum overflows (it can never fit).
+pub fn footprint(mut objects: impl Iterator<Item = u64>) -> Option<u64> {
+    objects.try_fold(0u64, |sum, bytes| sum.checked_add(chunks_of(bytes)?))
+}
+
+/// Modeled time to copy `bytes` at `mbps` MB/s, in nanoseconds, rounded
+/// up (a copy of one byte takes time). Saturates instead of overflowing.
+pub fn transfer_ns(bytes: u64, mbps: u32) -> u64 {
+    // bytes / (mbps * 1e6 B/s) in ns = bytes * 1000 / mbps.
+    let mbps = u64::from(mbps.max(1));
+    bytes.saturating_mul(1000).div_ceil(mbps)
+}
+
+/// The copy engine between system and device memory: one transfer at a
+/// time, in the order they are issued, each for its modeled time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CopyEngine {
+    /// When the last transfer issued ends, in nanoseconds.
+    pub busy_until_ns: u64,
+}
+
+impl CopyEngine {
+    /// Issues a transfer of `bytes` at `now_ns`: it starts when the engine
+    /// is free and takes its modeled time. Returns its (start, end).
+    pub fn issue(&mut self, now_ns: u64, bytes: u64, mbps: u32) -> (u64, u64) {
+        let start = self.busy_until_ns.max(now_ns);
+        let end = start.saturating_add(transfer_ns(bytes, mbps));
+        self.busy_until_ns = end;
+        (start, end)
+    }
+}
+
+/// What eviction knows of one resident object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResidentView {
+    /// Jobs holding it in device memory (prepared, running or being
+    /// cleaned up): it cannot move while any does.
+    pub pins: u32,
+    /// When it was last taken by a job (a counter that only grows).
+    pub last_use: u64,
+}
+
+/// The least recently used object that can be evicted (no job holds it),
+/// as its position in `objects`; `None` if every object is held.
+pub fn lru_victim(objects: impl Iterator<Item = ResidentView>) -> Option<usize> {
+    objects
+        .enumerate()
+        .filter(|(_, o)| o.pins == 0)
+        .min_by_key(|(_, o)| o.last_use)
+        .map(|(i, _)| i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_in_range_and_errors_named() {
+        assert_eq!(vram_bytes(DEFAULT_VRAM_MIB), Ok(64 << 20));
+        assert_eq!(vram_bytes(1), Ok(1 << 20));
+        assert_eq!(vram_bytes(1024), Ok(1 << 30));
+        for bad in [0, 1025, u32::MAX] {
+            let e = vram_bytes(bad).unwrap_err();
+            assert_eq!(
+                (e.field, e.value, e.min, e.max),
+                ("vram_mib", u64::from(bad), 1, 1024)
+            );
+        }
+        // Whole chunks.
+        assert_eq!(vram_bytes(3).unwrap() % CHUNK_BYTES, 0);
+    }
+
+    #[test]
+    fn bandwidth_in_range() {
+        assert_eq!(bandwidth_mbps(DEFAULT_BANDWIDTH_MBPS), Ok(12_000));
+        for bad in [0, 1_000_001] {
+            let e = bandwidth_mbps(bad).unwrap_err();
+            assert_eq!(
+                (e.field, e.min, e.max),
+                ("vram_bandwidth_mbps", 1, 1_000_000)
+            );
+        }
+    }
+
+    #[test]
+    fn footprint_counts_whole_chunks() {
+        assert_eq!(footprint([1u64, 4096, 4097].into_iter()), Some(4096 * 4));
+        assert_eq!(footprint(core::iter::empty()), Some(0));
+        assert_eq!(footprint([u64::MAX].into_iter()), None);
+        assert_eq!(
+            footprint([u64::MAX / 2, u64::MAX / 2 + 4096].into_iter()),
+            None
+        );
+    }
+
+    #[test]
+    fn transfers_take_bytes_over_bandwidth() {
+        // 12 MB at 12 GB/s: 1 ms.
+        assert_eq!(transfer_ns(12_000_000, 12_000), 1_000_000);
+        // 1 MiB at 100 MB/s: 10.48576 ms, rounded up.
+        assert_eq!(transfer_ns(1 << 20, 100), 10_485_760);
+        assert_eq!(transfer_ns(1, 1_000_000), 1);
+        assert_eq!(transfer_ns(0, 1), 0);
+        assert_eq!(transfer_ns(u64::MAX, 1), u64::MAX);
+    }
+
+    #[test]
+    fn copy_engine_runs_transfers_one_after_another() {
+        let mut ce = CopyEngine::default();
+        assert_eq!(ce.issue(100, 1000, 1000), (100, 1100));
+        // Issued while the first runs: waits for it.
+        assert_eq!(ce.issue(500, 2000, 1000), (1100, 3100));
+        // Issued when idle: starts at once.
+        assert_eq!(ce.issue(5000, 0, 1000), (5000, 5000));
+    }
+
+    #[test]
+    fn eviction_takes_the_least_recently_used_idle_object() {
+        let o = |pins, last_use| ResidentView { pins, last_use };
+        assert_eq!(lru_victim([o(0, 5), o(0, 3), o(1, 1)].into_iter()), Some(1));
+        assert_eq!(lru_victim([o(1, 5), o(2, 3)].into_iter()), None);
+        assert_eq!(lru_victim(core::iter::empty()), None);
+        assert_eq!(lru_victim([o(1, 0), o(0, 9)].into_iter()), Some(1));
+    }
+}
