@@ -13,10 +13,13 @@
  *  - a job whose objects can never fit together is refused with E2BIG;
  *  - BO_CPU_PREP checks its input and says EBUSY while a job uses the
  *    object;
+ *  - fdinfo's drm-total-vram and drm-resident-vram follow the file's
+ *    objects into device memory and out of it;
  *  - closing the file or killing the process mid-job gives every byte of
  *    device memory back.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,6 +47,28 @@ static long long vram_number(const char *key)
 		if (!strncmp(line, key, len) && line[len] == ' ')
 			return strtoll(line + len + 1, NULL, 10);
 	return -1;
+}
+
+/* The KiB of fdinfo key @key of @fd; -1 if absent. */
+static long long fdinfo_kib(int fd, const char *key)
+{
+	char path[64], buf[4096], *at;
+	int f;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = open(path, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return -1;
+	n = read(f, buf, sizeof(buf) - 1);
+	close(f);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	at = strstr(buf, key);
+	if (!at || at[strlen(key)] != ':')
+		return -1;
+	return strtoll(at + strlen(key) + 1, NULL, 10);
 }
 
 /* Waits up to 2 s for every byte of device memory to be free. */
@@ -149,9 +174,12 @@ FIXTURE_VARIANT(vram) {
 	const char *params;
 };
 
-/* 1 MiB of device memory: three objects of 256 KiB fit, six do not. */
+/*
+ * 1 MiB of device memory, two slots: a job may have 1 MiB less two context
+ * state areas of 64 KiB, 896 KiB; three objects of 256 KiB fit, six do not.
+ */
 FIXTURE_VARIANT_ADD(vram, small) {
-	.params = "vram_mib=1",
+	.params = "vram_mib=1 hw_slots=2",
 };
 
 /* 100 MB/s: 1 MiB takes 10.49 ms each way. */
@@ -193,7 +221,7 @@ TEST_F(vram, results_stay_exact_when_objects_are_evicted)
 	struct add_job j[3];
 	long long evictions;
 
-	if (strcmp(variant->params, "vram_mib=1"))
+	if (strcmp(variant->params, "vram_mib=1 hw_slots=2"))
 		SKIP(return, "needs the small device");
 	for (int k = 0; k < 3; k++)
 		ASSERT_EQ(0, add_job_init(self->fd, &j[k], self->ctx[k], 256 << 10));
@@ -280,21 +308,43 @@ TEST_F(vram, copies_take_their_modeled_time)
 	busy_job_fini(self->fd, &w);
 }
 
+/* fdinfo's device-memory keys follow the file's objects. */
+TEST_F(vram, fdinfo_shows_the_device_region)
+{
+	struct add_job j;
+	long long total;
+
+	ASSERT_EQ(0, add_job_init(self->fd, &j, self->ctx[0], 64 << 10));
+	total = fdinfo_kib(self->fd, "drm-total-vram");
+	/* Three objects of 64 KiB and the program's page. */
+	EXPECT_EQ(3 * 64 + 4, total);
+	EXPECT_EQ(0, fdinfo_kib(self->fd, "drm-resident-vram"));
+	add_job_fill(&j, 3);
+	ASSERT_EQ(0, add_job_submit(self->fd, &j));
+	ASSERT_EQ(0, wait_ok(self->fd, self->ctx[0], j.s.seqno));
+	EXPECT_EQ(3 * 64, fdinfo_kib(self->fd, "drm-resident-vram"));
+	ASSERT_EQ(0, vgsched_bo_cpu_prep(self->fd, j.a.handle, DRM_VGSCHED_CPU_PREP_WRITE, 0));
+	EXPECT_EQ(2 * 64, fdinfo_kib(self->fd, "drm-resident-vram"));
+	EXPECT_EQ(total, fdinfo_kib(self->fd, "drm-total-vram"));
+	add_job_fini(self->fd, &j);
+	EXPECT_EQ(0, fdinfo_kib(self->fd, "drm-total-vram"));
+}
+
 /* Bindings that can never fit together: E2BIG, nothing queued. */
 TEST_F(vram, a_job_that_can_never_fit_is_refused)
 {
 	struct add_job j;
 	__u64 before;
 
-	if (strcmp(variant->params, "vram_mib=1"))
+	if (strcmp(variant->params, "vram_mib=1 hw_slots=2"))
 		SKIP(return, "needs the small device");
-	/* Three distinct 512 KiB objects: 1.5 MiB. */
-	ASSERT_EQ(0, add_job_init(self->fd, &j, self->ctx[0], 512 << 10));
+	/* Three distinct 448 KiB objects: 1344 KiB, more than 896. */
+	ASSERT_EQ(0, add_job_init(self->fd, &j, self->ctx[0], 448 << 10));
 	add_job_fill(&j, 2);
 	before = vram_number("uploaded");
 	ASSERT_EQ(-E2BIG, add_job_submit(self->fd, &j));
 	EXPECT_EQ(before, vram_number("uploaded"));
-	/* a bound twice counts once: a, a, c is 1 MiB and fits. */
+	/* a bound twice counts once: a, a, c is 896 KiB and fits. */
 	j.bind[1] = j.a.handle;
 	ASSERT_EQ(0, add_job_submit(self->fd, &j));
 	ASSERT_EQ(0, wait_ok(self->fd, self->ctx[0], j.s.seqno));

@@ -43,6 +43,25 @@
  *   sched.prio0_first_dispatch_us.MODE.median
  *   sched.prio0_first_dispatch_us.MODE.max
  *   sched.save_us.MODE                        modeled save of one wave
+ *
+ *   vgsched-bench-guest pipeline pipelined|sequential|resident
+ *
+ * Applications taking turns on one hardware slot, in the spirit of
+ * PipeSwitch (OSDI 2020): PIPE_APPS contexts, each with a model object of
+ * PIPE_MODEL_MIB (three of them do not fit in the 64 MiB of device memory the
+ * module is loaded with, except in the resident run), run PIPE_ROUNDS
+ * rounds; in each, every application submits PIPE_JOBS short inference jobs (each reads
+ * the model and writes a small output). The module is loaded with a long
+ * time slice, so an application keeps the slot until its jobs are done,
+ * and a modeled environment initialisation (ctx_init_us). From the stage
+ * log (debugfs stages), every switch between applications: the gap from
+ * the outgoing application's last wave to the incoming one's first wave.
+ * Prints (MODE: the argument, naming how the module was loaded):
+ *
+ *   pipeline.switch_gap_us.MODE         mean switch gap
+ *   pipeline.switch_gap_us.MODE.median
+ *   pipeline.switch_gap_us.MODE.max
+ *   pipeline.jobs_per_s.MODE            jobs over the wall time of the run
  */
 #include <signal.h>
 #include <stdint.h>
@@ -295,6 +314,151 @@ static int preempt_bench(int fd, const struct drm_vgsched_gpu_info *info, const 
 	return 0;
 }
 
+#define PIPE_APPS 3
+#define PIPE_ROUNDS 4
+#define PIPE_JOBS 6
+#define PIPE_MODEL_MIB 24
+
+/* One record of the stage log. */
+struct stage {
+	__u64 t, client, job;
+	unsigned int ctx;
+	char event[16];
+};
+
+/* The first and last waves of the jobs in the stage log, per job. */
+struct job_span {
+	unsigned int ctx;
+	__u64 job, first, last;
+};
+
+static int by_first(const void *a, const void *b)
+{
+	const struct job_span *x = a, *y = b;
+
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/*
+ * Reads the stage log and appends to @gaps the switch gaps among the
+ * jobs of @client whose first wave is at or after @since.
+ */
+static int switch_gaps(__u64 client, __u64 since, double *gaps, int n)
+{
+	static char log[65536];
+	static struct job_span spans[512];
+	int count = 0;
+
+	if (vgsched_debugfs_read("stages", log, sizeof(log)))
+		DIE("cannot read debugfs stages");
+	for (char *line = log; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+		unsigned long long t, c, job;
+		unsigned int ctx;
+		char event[16];
+		int i;
+
+		if (sscanf(line, "#%*u t=%llu client=%llu ctx=%u job=%llu %15s", &t, &c, &ctx, &job,
+			   event) != 5 || c != client || !job)
+			continue;
+		for (i = 0; i < count && (spans[i].ctx != ctx || spans[i].job != job); i++)
+			;
+		if (i == count) {
+			if (count == 512)
+				continue;
+			spans[count++] = (struct job_span){ .ctx = ctx, .job = job };
+		}
+		if (!strcmp(event, "first_wave"))
+			spans[i].first = t;
+		else if (!strcmp(event, "last_wave"))
+			spans[i].last = t;
+	}
+	qsort(spans, count, sizeof(spans[0]), by_first);
+	for (int i = 1; i < count; i++)
+		if (spans[i].first >= since && spans[i - 1].first >= since &&
+		    spans[i].ctx != spans[i - 1].ctx && spans[i - 1].last)
+			gaps[n++] = spans[i].first > spans[i - 1].last ?
+				    (spans[i].first - spans[i - 1].last) / 1000.0 : 0;
+	return n;
+}
+
+static int pipeline_bench(int fd, const char *mode)
+{
+	static double gaps[PIPE_APPS * PIPE_ROUNDS];
+	struct {
+		__u32 ctx;
+		struct vg_buf model, out[PIPE_JOBS];
+		__u32 bind[PIPE_JOBS][2];
+		struct drm_vgsched_submit s[PIPE_JOBS];
+	} app[PIPE_APPS];
+	struct vg_buf prog;
+	__u64 words[16], t0, start, wall;
+	unsigned int len = vg_prog_slow_copy(words, 40);
+	int ngaps = 0;
+	double sum = 0;
+	__u64 client;
+
+	if (vg_program(fd, words, len, &prog))
+		DIE("program");
+	for (int a = 0; a < PIPE_APPS; a++) {
+		app[a].ctx = vgsched_ctx_create(fd, 8);
+		if (!app[a].ctx || vg_buf_create(fd, (size_t)PIPE_MODEL_MIB << 20, &app[a].model))
+			DIE("setup of application %d", a);
+		for (int w = 0; w < LANES; w++)
+			((uint32_t *)app[a].model.map)[w] = a * 1000 + w;
+		for (int j = 0; j < PIPE_JOBS; j++) {
+			if (vg_buf_create(fd, 4096, &app[a].out[j]))
+				DIE("output buffer");
+			app[a].bind[j][0] = app[a].model.handle;
+			app[a].bind[j][1] = app[a].out[j].handle;
+			app[a].s[j] = vg_job(app[a].ctx, &prog, len, app[a].bind[j], 2, 1, 1, LANES);
+			app[a].s[j].shared_mem_blocks = 0;
+			app[a].s[j].binding_access[0] = DRM_VGSCHED_BINDING_READ;
+			app[a].s[j].binding_access[1] = DRM_VGSCHED_BINDING_READ | DRM_VGSCHED_BINDING_WRITE;
+		}
+	}
+	client = vgsched_client_id(fd, app[0].ctx);
+	t0 = vg_now_ns();
+	for (int r = 0; r < PIPE_ROUNDS; r++) {
+		start = vg_now_ns();
+		for (int a = 0; a < PIPE_APPS; a++)
+			for (int j = 0; j < PIPE_JOBS; j++) {
+				app[a].s[j].seqno = 0;
+				if (vgsched_submit(fd, &app[a].s[j]))
+					DIE("submit");
+			}
+		for (int a = 0; a < PIPE_APPS; a++)
+			for (int j = 0; j < PIPE_JOBS; j++) {
+				if (wait_ok(fd, app[a].ctx, app[a].s[j].seqno))
+					DIE("job of application %d failed", a);
+				for (int w = 0; w < LANES; w++)
+					if (((uint32_t *)app[a].out[j].map)[w] != (uint32_t)(a * 1000 + w))
+						DIE("wrong result, application %d", a);
+			}
+		ngaps = switch_gaps(client, start, gaps, ngaps);
+	}
+	wall = vg_now_ns() - t0;
+	if (!ngaps)
+		DIE("no switch seen");
+	for (int i = 0; i < ngaps; i++)
+		sum += gaps[i];
+	qsort(gaps, ngaps, sizeof(gaps[0]), by_value);
+	printf("workload pipeline (%s): %d applications x %d MiB models, %d rounds of %d jobs each, %d switches\n",
+	       mode, PIPE_APPS, PIPE_MODEL_MIB, PIPE_ROUNDS, PIPE_JOBS, ngaps);
+	printf("pipeline.switch_gap_us.%s = %.1f\n", mode, sum / ngaps);
+	printf("pipeline.switch_gap_us.%s.median = %.1f\n", mode, gaps[ngaps / 2]);
+	printf("pipeline.switch_gap_us.%s.max = %.1f\n", mode, gaps[ngaps - 1]);
+	printf("pipeline.jobs_per_s.%s = %.1f\n", mode,
+	       PIPE_APPS * PIPE_ROUNDS * PIPE_JOBS / (wall / 1e9));
+	for (int a = 0; a < PIPE_APPS; a++) {
+		vg_buf_destroy(fd, &app[a].model);
+		for (int j = 0; j < PIPE_JOBS; j++)
+			vg_buf_destroy(fd, &app[a].out[j]);
+	}
+	vg_buf_destroy(fd, &prog);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *w = argc >= 2 ? argv[1] : "";
@@ -316,8 +480,10 @@ int main(int argc, char **argv)
 		DIE("DEV_QUERY failed");
 	if (!strcmp(w, "preempt") && argc == 3)
 		return preempt_bench(fd, &info, argv[2]);
+	if (!strcmp(w, "pipeline") && argc == 3)
+		return pipeline_bench(fd, argv[2]);
 	if (!body)
-		DIE("usage: vgsched-bench-guest short|long|preempt at_once|at_point");
+		DIE("usage: vgsched-bench-guest short|long|preempt at_once|at_point|pipeline MODE");
 	timeout_cycles = (__u64)info.job_timeout_ms * info.clock_khz;
 	len = fault_program(words, body, timeout_cycles, &info);
 	if (!len)

@@ -305,6 +305,29 @@ struct drm_vgsched_ctx_query {
 	__s32 slot;
 	/** @pad2: zero. */
 	__u32 pad2;
+	/*
+	 * The stages of pipelined context switching (uAPI 1.4), in
+	 * CLOCK_MONOTONIC nanoseconds, 0 if not reached; an end may lie ahead
+	 * of the query (modeled time). Documentation/gpu/vgsched/uapi.rst.
+	 */
+	/** @phase1_start_ns: out: its last environment initialisation began. */
+	__u64 phase1_start_ns;
+	/** @phase1_end_ns: out: ... and ended. */
+	__u64 phase1_end_ns;
+	/** @last_job_seqno: out: the last job that finished, whose stages follow. */
+	__u64 last_job_seqno;
+	/** @phase2_start_ns: out: its device memory allocation and upload began. */
+	__u64 phase2_start_ns;
+	/** @phase2_end_ns: out: ... and its last upload ended. */
+	__u64 phase2_end_ns;
+	/** @first_wave_ns: out: its first work-group was placed. */
+	__u64 first_wave_ns;
+	/** @last_wave_ns: out: its last wave was retired. */
+	__u64 last_wave_ns;
+	/** @cleanup_start_ns: out: its write-back and release began. */
+	__u64 cleanup_start_ns;
+	/** @cleanup_end_ns: out: ... and ended (its fence signalled then). */
+	__u64 cleanup_end_ns;
 };
 
 /* Flags of struct drm_vgsched_submit. */
@@ -391,6 +414,14 @@ struct drm_vgsched_submit {
 	 * adds its own fence there, as a writer or a reader (uAPI 1.3).
 	 */
 	__u32 binding_access[DRM_VGSCHED_ISA_MAX_BINDINGS];
+	/**
+	 * @scratch_bytes: device memory the job needs beside its bound
+	 * objects (its scratch area), allocated zeroed in its phase 2 and
+	 * released at its clean-up; 0 for none (uAPI 1.4). Its objects and
+	 * scratch together larger than device memory minus a context's state
+	 * area: -E2BIG.
+	 */
+	__u64 scratch_bytes;
 };
 
 /* Flags of struct drm_vgsched_wait. */

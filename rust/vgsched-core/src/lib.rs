@@ -26,6 +26,7 @@ pub mod kinetic;
 pub mod module_choice;
 pub mod occupancy;
 pub mod ordered_slots;
+pub mod pipeline;
 pub mod pool;
 pub mod progress;
 pub mod rng;

@@ -70,6 +70,7 @@ enum View {
     Contexts,
     Occupancy,
     Placements,
+    Stages,
     LockHold,
     LockHoldMean,
     DeviceMemory,
@@ -141,6 +142,7 @@ impl DeviceFiles {
             (c"contexts", View::Contexts),
             (c"occupancy", View::Occupancy),
             (c"placements", View::Placements),
+            (c"stages", View::Stages),
             (c"lock_hold_max_us", View::LockHold),
             (c"lock_hold_mean_us", View::LockHoldMean),
             (c"vram", View::DeviceMemory),
@@ -207,6 +209,7 @@ unsafe extern "C" fn show(m: *mut bindings::seq_file, data: *mut c_void) -> c_in
             Ok(())
         }),
         View::Placements => engine.placements_snapshot().map(|s| seq_print!(m, "{s}")),
+        View::Stages => engine.stages_snapshot().map(|s| seq_print!(m, "{s}")),
         View::LockHold => {
             seq_print!(m, "{}\n", engine.lock_hold_max_ns() / 1000);
             Ok(())

@@ -124,6 +124,7 @@ use crate::{
             Picked,
             Store, //
         },
+        pipeline::PhaseOneParams,
         pool,
         progress::JobProgress,
         rng::Rng,
@@ -136,13 +137,21 @@ use crate::{
         topology::Topology, //
     }, //
     vram::{
+        DeviceArea,
         DeviceMemory,
         Pinned, //
     },
 };
 
 use dump::PlacementLog;
-use memory::Stage;
+pub(crate) use memory::JobTimes;
+use memory::{
+    PhaseOne,
+    Prepared,
+    Stage,
+    StageEvent,
+    StageLog, //
+};
 use slots::{
     Rewind,
     SavedGroup,
@@ -221,9 +230,15 @@ struct Job {
     /// Where it stands with device memory ([`memory`]).
     stage: Stage,
     /// Its hold on the device copies of its bound objects, by binding
-    /// slot, from its preparation to its clean-up; the interpreter works
-    /// on these copies.
-    device: Option<KVec<Pinned>>,
+    /// slot, and its scratch area, from its phase 2 to its clean-up; the
+    /// interpreter works on these copies.
+    device: Option<Prepared>,
+    /// Device memory it needs at once: its distinct objects and scratch.
+    footprint: u64,
+    /// Its scratch area, bytes.
+    scratch: u64,
+    /// When it passed its stages.
+    times: JobTimes,
 }
 
 impl Job {
@@ -262,6 +277,12 @@ impl Job {
             saved_waves: KVec::with_capacity(live, GFP_KERNEL)?,
             stage: Stage::Queued,
             device: None,
+            footprint: 0,
+            scratch: 0,
+            times: JobTimes {
+                seqno,
+                ..JobTimes::default()
+            },
         })
     }
 
@@ -284,7 +305,7 @@ impl Job {
     fn stored(&self) -> bool {
         self.device
             .as_ref()
-            .is_some_and(|pins| pins.iter().any(Pinned::stored))
+            .is_some_and(|d| d.pins.iter().any(Pinned::stored))
     }
 
     /// Gives a wave's thread state back for the next wave.
@@ -334,6 +355,17 @@ struct ContextQueue {
     preemptions: u64,
     /// Modeled time spent saving and restoring its waves.
     switch_ns: u64,
+    /// Its phase 1 ([`memory`]).
+    phase1: PhaseOne,
+    /// Its state area in device memory, from phase 1 to the clean-up of
+    /// its task.
+    state_area: Option<DeviceArea>,
+    /// When its last phase 1 started and ended.
+    phase1_times: (u64, u64),
+    /// It has placed work since it was loaded (rule 4 no longer applies).
+    task_started: bool,
+    /// The stage times of its last signalled job.
+    last_job: JobTimes,
 }
 
 impl AsRef<SlotEntry> for ContextQueue {
@@ -372,7 +404,19 @@ impl ContextQueue {
             slices: 0,
             preemptions: 0,
             switch_ns: 0,
+            phase1: PhaseOne::Idle,
+            state_area: None,
+            phase1_times: (0, 0),
+            task_started: false,
+            last_job: JobTimes::default(),
         })
+    }
+
+    /// Its active job: the first not finished. The jobs before it are
+    /// finished and wait for their clean-up and fence; only the active job
+    /// has work on the device.
+    fn active(&self) -> Option<&Job> {
+        self.jobs.iter().find(|j| !j.is_finished())
     }
 
     /// Its runtime, modeled nanoseconds.
@@ -395,6 +439,7 @@ impl ContextQueue {
     /// Leaves its hardware slot (slot selection already cleared `resident`).
     fn leave_slot(&mut self) {
         self.slot = None;
+        self.task_started = false;
     }
 }
 
@@ -562,7 +607,7 @@ impl Scratch {
 /// - `waves.capacity()` and `groups.len()` are the device's wave slots;
 ///   each running group holds at least one wave slot;
 /// - every wave in `waves` belongs to the group at `groups[wave.slot]`, and
-///   that group's job is the first of its context's `jobs`;
+///   that group's job is its context's active job (the first not finished);
 /// - the resource maps hold exactly the ranges of the groups and waves in
 ///   `groups` and `waves`.
 struct EngineState {
@@ -640,6 +685,11 @@ struct EngineState {
     /// The oldest job to prepare did not fit in device memory: nothing is
     /// prepared until some comes back.
     memory_blocked: bool,
+    /// The last stage starts and ends, for debugfs.
+    stages: StageLog,
+    /// The last phase 2 did not fit: no context is initialised ahead of
+    /// its load until one does.
+    phase1_ahead_paused: bool,
     totals: Totals,
 }
 
@@ -715,6 +765,8 @@ pub(crate) struct Engine {
     submits: SubmitMeter,
     /// The device memory and its allocator.
     memory: Arc<DeviceMemory>,
+    /// What phase 1 costs a context.
+    phase_one: PhaseOneParams,
     #[pin]
     state: Mutex<EngineState>,
     /// The engine's step: the signalling path.
@@ -753,6 +805,10 @@ pub(crate) struct ContextStats {
     pub(crate) slices: u64,
     pub(crate) preemptions: u64,
     pub(crate) switch_ns: u64,
+    /// When its last phase 1 started and ended.
+    pub(crate) phase1: (u64, u64),
+    /// The stage times of its last signalled job.
+    pub(crate) last_job: JobTimes,
 }
 
 impl Engine {
@@ -762,6 +818,7 @@ impl Engine {
         params: DispatchParams,
         sched: SchedParams,
         memory: Arc<DeviceMemory>,
+        phase_one: PhaseOneParams,
     ) -> Result<Arc<Self>> {
         let n_units = topology.total_units() as usize;
         let n_modules = topology.modules as usize;
@@ -831,6 +888,8 @@ impl Engine {
             budget: INTERPRET_BUDGET,
             cleanup_due: false,
             memory_blocked: false,
+            stages: StageLog::new()?,
+            phase1_ahead_paused: false,
             totals: Totals::default(),
         };
         // The resource maps must match the topology, once and for all;
@@ -846,6 +905,7 @@ impl Engine {
                 params,
                 sched,
                 memory,
+                phase_one,
                 rotation: Rotation::new(topology.cycles_to_ns(params.rotation_period_cycles)),
                 costs: CycleCosts::DEFAULT,
                 power_weights: PowerWeights::DEFAULT,
@@ -994,8 +1054,8 @@ impl Engine {
             this.params.finder,
         )
         .map_err(|_| E2BIG)?;
-        // Its objects must fit in device memory together.
-        this.check_footprint(&spec.bindings)?;
+        // Its objects and scratch must fit in device memory together.
+        let footprint = this.footprint(&spec.bindings, spec.scratch)?;
         // Held across the whole submission: this context's jobs are
         // numbered in the order they are queued.
         let mut sub = ctx.submissions.lock();
@@ -1010,7 +1070,10 @@ impl Engine {
             Some(in_fence) => Some(JobWaiter::new(this, in_fence)?),
             None => None,
         };
+        let scratch = spec.scratch;
         let mut job = Job::new(seqno, fence.clone(), spec, waiter, &this.topology)?;
+        job.footprint = footprint;
+        job.scratch = scratch;
         {
             let mut st = this.lock();
             if st.shut_down {
@@ -1052,6 +1115,8 @@ impl Engine {
             slices: q.slices,
             preemptions: q.preemptions,
             switch_ns: q.switch_ns,
+            phase1: q.phase1_times,
+            last_job: q.last_job,
         })
     }
 
@@ -1237,7 +1302,7 @@ impl Engine {
             } else {
                 Self::arm_timer(this, &mut st, now);
             }
-            let memory = Self::memory_wanted(&st);
+            let memory = this.memory_wanted(&st, now);
             (more, core::mem::take(&mut st.cleanup_due), memory)
         };
         if cleanup {
@@ -1373,11 +1438,26 @@ impl Engine {
             queues,
             totals,
             cleanup_due,
+            stages,
             ..
         } = st;
         let mut collected = 0;
         for q in queues.iter_mut() {
             while let Some(first) = q.jobs.first_mut().filter(|j| j.is_finished()) {
+                if first.times.first_wave != 0 && first.times.last_wave == 0 {
+                    first.times.last_wave = now;
+                    memory::record(stages, &q.ctx, first.seqno, StageEvent::LastWave, now);
+                }
+                if first.device.is_some() && first.times.cleanup_start == 0 {
+                    // Nothing to write back: cleaned up as it signals.
+                    if !first.stored() {
+                        first.times.cleanup_start = now;
+                        first.times.cleanup_end = now;
+                        let seqno = first.seqno;
+                        memory::record(stages, &q.ctx, seqno, StageEvent::CleanUpStart, now);
+                        memory::record(stages, &q.ctx, seqno, StageEvent::CleanUpEnd, now);
+                    }
+                }
                 match first.stage {
                     // Stored to device copies: they are written back first.
                     Stage::Uploading(_) if first.stored() => {
@@ -1402,6 +1482,7 @@ impl Engine {
                     break;
                 };
                 q.completed += 1;
+                q.last_job = job.times;
                 let error = job.progress.error();
                 job.fence.signal(error);
                 match error {
@@ -1436,6 +1517,12 @@ impl Engine {
     /// `-ECANCELED`. The waiter armed at submission queues the engine when
     /// the fence signals.
     fn ready(job: &mut Job, now: u64) -> bool {
+        Self::in_fence_ready(job) && job.stage.on_device(now)
+    }
+
+    /// Whether a job's in-fence (if any) has signalled; a failed one fails
+    /// the job with `-ECANCELED`.
+    fn in_fence_ready(job: &mut Job) -> bool {
         if !job.in_fence_done {
             if let Some(in_fence) = &job.spec.in_fence {
                 match in_fence.status() {
@@ -1450,7 +1537,7 @@ impl Engine {
                 }
             }
         }
-        job.stage.on_device(now)
+        true
     }
 
     /// Arms the timer for the next event: the earliest wave end, or the
@@ -1458,14 +1545,22 @@ impl Engine {
     fn arm_timer(this: ArcBorrow<'_, Self>, st: &mut EngineState, now: u64) {
         let waves = st.waves.iter().map(|w| w.end_ns).min();
         let slices = st.ordered.next_slice_end(&st.queues);
-        // A first job's upload or write-back ending.
+        // A first job's upload or write-back ending, or a phase 1.
         let copies = st
             .queues
             .iter()
-            .filter_map(|q| match q.jobs.first()?.stage {
-                Stage::Uploading(at) | Stage::CleanedUp(at) if at > now => Some(at),
-                _ => None,
+            .flat_map(|q| {
+                let jobs = q.jobs.iter().take(2).filter_map(|j| match j.stage {
+                    Stage::Uploading(at) | Stage::CleanedUp(at) => Some(at),
+                    _ => None,
+                });
+                let init = match q.phase1 {
+                    PhaseOne::Done(at) => Some(at),
+                    _ => None,
+                };
+                Iterator::chain(jobs, init)
             })
+            .filter(|&at| at > now)
             .min();
         let slices = match (slices, copies) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -1487,6 +1582,12 @@ impl Engine {
             st.timer = Some(Arc::from(this).start(delta));
         }
     }
+}
+
+/// The active job among a context's `jobs` ([`ContextQueue::active`]), to
+/// change while other fields of the context are in use.
+fn active_in(jobs: &mut KVec<Job>) -> Option<&mut Job> {
+    jobs.iter_mut().find(|j| !j.is_finished())
 }
 
 fn find_job(queues: &mut KVec<ContextQueue>, id: u64) -> Option<&mut Job> {

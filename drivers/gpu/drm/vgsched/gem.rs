@@ -11,6 +11,7 @@ use kernel::{
     prelude::*,
     sync::{
         aref::ARef,
+        atomic::Atomic,
         Arc, //
     }, //
 };
@@ -31,6 +32,9 @@ pub(crate) struct VgObject {
     pub(crate) id: u64,
     /// The device memory that may hold a copy of it.
     memory: Arc<DeviceMemory>,
+    /// It has a copy in device memory; kept by the residency table, read
+    /// without a lock (fdinfo).
+    pub(crate) resident: Arc<Atomic<bool>>,
 }
 
 #[pinned_drop]
@@ -51,9 +55,11 @@ impl gem::DriverObject for VgObject {
 
     fn new(dev: &drm::Device<VgDriver>, _size: usize, _args: ()) -> impl PinInit<Self, Error> {
         let memory = dev.engine.device_memory().clone();
+        let resident = Arc::new(Atomic::new(false), GFP_KERNEL);
         try_pin_init!(VgObject {
             id: memory.new_object_id(),
             memory,
+            resident: resident?,
         })
     }
 }

@@ -324,6 +324,15 @@ impl Ioctl for CtxQuery {
         args.preemptions = stats.preemptions;
         args.switch_ns = stats.switch_ns;
         args.slot = stats.slot.map_or(-1, |s| s as i32);
+        (args.phase1_start_ns, args.phase1_end_ns) = stats.phase1;
+        let job = &stats.last_job;
+        args.last_job_seqno = job.seqno;
+        args.phase2_start_ns = job.phase2_start;
+        args.phase2_end_ns = job.phase2_end;
+        args.first_wave_ns = job.first_wave;
+        args.last_wave_ns = job.last_wave;
+        args.cleanup_start_ns = job.cleanup_start;
+        args.cleanup_end_ns = job.cleanup_end;
         Ok(0)
     }
 }

@@ -48,6 +48,8 @@ pub(crate) struct JobSpec {
     pub(crate) in_fence: Option<Fence>,
     /// Return a sync_file of the job's completion.
     pub(crate) want_out_fence: bool,
+    /// Its scratch area in device memory, bytes.
+    pub(crate) scratch: u64,
 }
 
 /// [`Memory`] over the device copies of a job's bound buffer objects, by

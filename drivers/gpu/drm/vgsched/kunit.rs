@@ -710,3 +710,31 @@ mod slots {
         );
     }
 }
+
+/// The pipeline's rules and device memory's sizes, the cases the host
+/// tests run, in the kernel.
+#[kernel::macros::kunit_tests(vgsched_pipeline)]
+mod pipeline {
+    use crate::vgsched_core::{
+        device_memory,
+        pipeline::{
+            rule_cases,
+            PipelineParams, //
+        },
+    };
+
+    #[test]
+    fn every_rule_case_holds() {
+        assert_eq!(rule_cases(), Ok(()));
+    }
+
+    #[test]
+    fn run_time_parameters_start_from_the_core_defaults() {
+        assert_eq!(crate::params::defaults(), Ok(PipelineParams::DEFAULT));
+    }
+
+    #[test]
+    fn copies_footprints_and_eviction() {
+        assert_eq!(device_memory::cases(), Ok(()));
+    }
+}

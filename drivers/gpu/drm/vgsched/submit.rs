@@ -125,6 +125,7 @@ impl Submission {
             band: args.group_priority as u8,
             in_fence,
             want_out_fence: args.flags & uapi::DRM_VGSCHED_SUBMIT_OUT_FENCE != 0,
+            scratch: args.scratch_bytes,
         };
         Ok(Self { spec, writes })
     }

@@ -27,6 +27,7 @@ mod gem;
 mod ioctl;
 mod job;
 mod kunit;
+mod params;
 mod submit;
 mod uapi;
 mod vram;
@@ -48,6 +49,7 @@ pub mod vgsched_core {
     pub mod module_choice;
     pub mod occupancy;
     pub mod ordered_slots;
+    pub mod pipeline;
     pub mod pool;
     pub mod progress;
     pub mod rng;
@@ -70,6 +72,7 @@ use vgsched_core::{
         vram_bytes, //
     },
     dispatch::DispatchParams,
+    pipeline::PhaseOneParams,
     topology::{
         ParamError,
         Topology, //
@@ -167,6 +170,14 @@ module! {
             default: 64,
             description: "Device memory, MiB (1-1024), managed by the kernel's GPU buddy allocator",
         },
+        ctx_state_kib: u32 {
+            default: 64,
+            description: "Phase 1: a context's state area in device memory, KiB (0-65536)",
+        },
+        ctx_init_us: u32 {
+            default: 0,
+            description: "Phase 1: a context's modeled environment initialisation, us (0-10000000)",
+        },
         vram_bandwidth_mbps: u32 {
             default: 12000,
             description: "Modeled copy bandwidth between system and device memory, MB/s (1-1000000)",
@@ -220,7 +231,7 @@ fn sched_params(topology: &Topology) -> Result<SchedParams> {
 }
 
 /// Logs which parameter is out of range; `EINVAL` for `insmod`.
-fn invalid_parameter(e: ParamError) -> Error {
+pub(crate) fn invalid_parameter(e: ParamError) -> Error {
     pr_err!(
         "invalid parameter {}={} (must be {}..={})\n",
         e.field,
@@ -262,7 +273,12 @@ impl kernel::Module for VgschedModule {
         let bandwidth = bandwidth_mbps(module_parameters::vram_bandwidth_mbps.value())
             .map_err(invalid_parameter)?;
         let memory = vram::DeviceMemory::new(vram, bandwidth)?;
-        let engine = engine::Engine::new(topology, params, sched, memory)?;
+        let phase_one = PhaseOneParams::from_values(
+            module_parameters::ctx_state_kib.value(),
+            module_parameters::ctx_init_us.value(),
+        )
+        .map_err(invalid_parameter)?;
+        let engine = engine::Engine::new(topology, params, sched, memory, phase_one)?;
         let faux = faux::Registration::new(DEVICE_NAME, None)?;
         let unregistered = drm::UnregisteredDevice::<driver::VgDriver>::new(
             faux.as_ref(),

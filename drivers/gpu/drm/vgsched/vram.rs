@@ -38,7 +38,7 @@ use kernel::{
         GpuBuddyAllocMode,
         GpuBuddyParams, //
     },
-    io::Io,
+    io::IoBase,
     new_mutex,
     prelude::*,
     ptr::Alignment,
@@ -94,6 +94,15 @@ struct Resident {
     copy: Arc<DeviceCopy>,
     /// When a job last took it ([`Table::clock`]).
     last_use: u64,
+    /// The object's [`VgObject::resident`]: true while this entry is in
+    /// the table.
+    flag: Arc<Atomic<bool>>,
+}
+
+impl Drop for Resident {
+    fn drop(&mut self) {
+        self.flag.store(false, ordering::Relaxed);
+    }
 }
 
 /// The residency table and the copy engine.
@@ -133,22 +142,47 @@ pub(crate) struct DeviceMemory {
 }
 
 /// Copies an object between its kernel mapping and its device copy:
-/// system to device (`upload`) or back.
+/// system to device (`upload`) or back, a chunk at a time.
+///
+/// No job stores to the copy meanwhile: an upload fills a copy no job holds
+/// yet, and a write-back runs after the last job that may store to it
+/// finished (jobs that write an object wait for every earlier job using it,
+/// through its reservation), so plain copies do not race with the
+/// interpreter's atomic accesses.
 fn copy_words(
     memory: &DeviceMemory,
     copy: &DeviceCopy,
     map: &VMapOwned<VgObject>,
     upload: bool,
 ) -> Result {
-    for (page, &chunk) in copy.pages.iter().enumerate() {
-        let base = (chunk as usize).checked_mul(CHUNK_WORDS).ok_or(EINVAL)?;
+    let object_bytes = map.owner().size();
+    let system = map.as_view().as_ptr().cast::<u8>();
+    let chunk = CHUNK_BYTES as usize;
+    for (page, &index) in copy.pages.iter().enumerate() {
+        let base = (index as usize).checked_mul(CHUNK_WORDS).ok_or(EINVAL)?;
         let device = memory.words.get(base..base + CHUNK_WORDS).ok_or(EINVAL)?;
-        let offset = page * CHUNK_BYTES as usize;
-        for (i, word) in device.iter().enumerate() {
+        let offset = page.checked_mul(chunk).ok_or(EINVAL)?;
+        if offset
+            .checked_add(chunk)
+            .is_none_or(|end| end > object_bytes)
+        {
+            // The page table covers the object's pages and no more.
+            warn_on!(true);
+            return Err(EINVAL);
+        }
+        let device = device.as_ptr().cast::<u8>().cast_mut();
+        // SAFETY: `system + offset` and the chunk's `CHUNK_BYTES` of device
+        // memory are both valid (checked just above, and `device` is a
+        // slice of `words`) and do not overlap (one is the object's
+        // mapping, the other the module's device memory); nothing stores
+        // to either while the copy runs (see above). `Atomic<u32>` has the
+        // layout of `u32`.
+        unsafe {
+            let system = system.add(offset);
             if upload {
-                word.store(map.try_read32(offset + i * 4)?, ordering::Relaxed);
+                core::ptr::copy_nonoverlapping(system.cast_const(), device, chunk);
             } else {
-                map.try_write32(word.load(ordering::Relaxed), offset + i * 4)?;
+                core::ptr::copy_nonoverlapping(device.cast_const(), system, chunk);
             }
         }
     }
@@ -272,14 +306,17 @@ impl DeviceMemory {
                 copy_words(this, &copy, map, true)?;
                 ready_ns = t.copy.issue(now_ns, bytes, this.bandwidth_mbps).1;
                 t.uploaded_bytes = t.uploaded_bytes.saturating_add(bytes);
+                let flag = map.owner().resident.clone();
                 t.resident.push(
                     Resident {
                         object,
                         copy,
                         last_use: clock,
+                        flag: flag.clone(),
                     },
                     GFP_KERNEL,
                 )?;
+                flag.store(true, ordering::Relaxed);
                 t.resident.len() - 1
             }
         };
@@ -381,6 +418,14 @@ impl DeviceMemory {
         drop(gone);
     }
 
+    /// Issues a transfer of `bytes` at `now_ns` on the copy engine; returns
+    /// when it ends in modeled time.
+    pub(crate) fn copy_time(&self, bytes: u64, now_ns: u64) -> u64 {
+        let mut t = self.table.lock();
+        t.uploaded_bytes = t.uploaded_bytes.saturating_add(bytes);
+        t.copy.issue(now_ns, bytes, self.bandwidth_mbps).1
+    }
+
     /// The device word at `word` (an index into device memory).
     fn word(&self, word: usize) -> Option<&Atomic<u32>> {
         self.words.get(word)
@@ -441,5 +486,32 @@ impl Drop for Pinned {
             self.copy.stale.store(true, ordering::Relaxed);
         }
         self.copy.pins.fetch_sub(1, ordering::Relaxed);
+    }
+}
+
+/// Device memory that belongs to no buffer object: a context's state area
+/// or a job's scratch area, zeroed, freed when dropped (outside the
+/// engine lock).
+pub(crate) struct DeviceArea {
+    /// Keeps the chunks allocated.
+    _copy: Arc<DeviceCopy>,
+}
+
+impl DeviceArea {
+    /// Allocates `bytes` (in whole chunks; `None` for 0), evicting idle
+    /// objects if needed, and zeroes them. `ENOSPC` if jobs hold the rest.
+    pub(crate) fn new(memory: &Arc<DeviceMemory>, bytes: u64) -> Result<Option<Self>> {
+        if bytes == 0 {
+            return Ok(None);
+        }
+        let mut t = memory.table.lock();
+        let copy = memory.allocate(&mut t, chunks_of(bytes).ok_or(E2BIG)?)?;
+        drop(t);
+        for &chunk in copy.pages.iter() {
+            let base = (chunk as usize).checked_mul(CHUNK_WORDS).ok_or(EINVAL)?;
+            let words = memory.words.get(base..base + CHUNK_WORDS).ok_or(EINVAL)?;
+            words.iter().for_each(|w| w.store(0, ordering::Relaxed));
+        }
+        Ok(Some(Self { _copy: copy }))
     }
 }

@@ -21,9 +21,14 @@ use kernel::{
 };
 
 use super::{
+    active_in,
     dump::{
         LogRecord,
         PlacementRecord, //
+    },
+    memory::{
+        self,
+        StageEvent, //
     },
     Engine,
     EngineState,
@@ -31,31 +36,34 @@ use super::{
     RunningWave,
     WavePhase, //
 };
-use crate::vgsched_core::{
-    context_switch::transfer_cycles,
-    dispatch::{
-        pick,
-        Candidate,
-        MarkUpdate,
-        BANDS,
-        LOWEST_BAND, //
+use crate::{
+    params,
+    vgsched_core::{
+        context_switch::transfer_cycles,
+        dispatch::{
+            pick,
+            Candidate,
+            MarkUpdate,
+            BANDS,
+            LOWEST_BAND, //
+        },
+        grid::{
+            Lane,
+            MAX_WAVES_PER_GROUP, //
+        },
+        module_choice::{
+            choose,
+            free_score,
+            FreeResources,
+            FreeWeights,
+            ModuleScore, //
+        },
+        occupancy::{
+            CachedMatch,
+            GroupNeeds, //
+        },
+        split::RotatingPointer, //
     },
-    grid::{
-        Lane,
-        MAX_WAVES_PER_GROUP, //
-    },
-    module_choice::{
-        choose,
-        free_score,
-        FreeResources,
-        FreeWeights,
-        ModuleScore, //
-    },
-    occupancy::{
-        CachedMatch,
-        GroupNeeds, //
-    },
-    split::RotatingPointer, //
 };
 
 /// The head of one channel in a dispatch round: its next work-group, or
@@ -148,18 +156,25 @@ impl Engine {
         }
     }
 
-    /// Collects the head of every resident channel whose first job may
+    /// Collects the head of every resident channel whose active job may
     /// place work.
     fn gather_heads(st: &mut EngineState, now: u64) {
         st.heads.clear();
         st.splittable_waiting = false;
+        let pipeline = params::pipeline();
+        let running = st
+            .queues
+            .iter()
+            .fold(0u64, |sum, q| sum.saturating_add(q.running_bytes()));
         for (queue, q) in st.queues.iter_mut().enumerate() {
             // Side by side every resident is a channel; in turn only the
             // resident whose turn it is.
             if !q.entry.turn {
                 continue;
             }
-            let Some(job) = q.jobs.first_mut() else {
+            // Its context initialised, and rule 4 for a task's first job.
+            let gate_open = q.initialised(now) && Self::may_execute(q, running, &pipeline);
+            let Some(job) = active_in(&mut q.jobs) else {
                 continue;
             };
             if let Some(saved) = job.saved.first() {
@@ -183,7 +198,7 @@ impl Engine {
                 // Saved work runs before anything new of the channel.
                 continue;
             }
-            if !job.has_groups_to_place() || !Self::ready(job, now) {
+            if !job.has_groups_to_place() || !Self::ready(job, now) || !gate_open {
                 continue;
             }
             let needs = job.spec.needs;
@@ -285,7 +300,11 @@ impl Engine {
             .iter()
             .filter(|h| !h.piece && !h.restore && h.needs.waves > 1)
         {
-            let Some(job) = st.queues.get_mut(h.queue).and_then(|q| q.jobs.first_mut()) else {
+            let Some(job) = st
+                .queues
+                .get_mut(h.queue)
+                .and_then(|q| active_in(&mut q.jobs))
+            else {
                 continue;
             };
             if job.spec.independent && job.progress.split_next() {
@@ -315,6 +334,7 @@ impl Engine {
             log,
             totals,
             rewinds,
+            stages,
             ..
         } = st;
         let Some(mut occ) = self.occupancy(maps, unit_waves, summaries, generations) else {
@@ -369,7 +389,7 @@ impl Engine {
         let Some(q) = queues.get_mut(head.queue) else {
             return false;
         };
-        let Some(job) = q.jobs.first_mut() else {
+        let Some(job) = active_in(&mut q.jobs) else {
             return false;
         };
         // The threads of every wave: a restored group brings its own, new
@@ -439,6 +459,11 @@ impl Engine {
             needs,
             placement,
         }));
+        if job.times.first_wave == 0 {
+            job.times.first_wave = now;
+            memory::record(stages, &q.ctx, job.seqno, StageEvent::FirstWave, now);
+        }
+        q.task_started = true;
         let g = RunningGroup {
             job_id: job.id,
             group,

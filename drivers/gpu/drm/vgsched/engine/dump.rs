@@ -22,7 +22,13 @@ use kernel::{
     prelude::*, //
 };
 
-use super::Engine;
+use super::{
+    memory::{
+        StageRecord,
+        STAGE_LOG_ENTRIES, //
+    },
+    Engine, //
+};
 use crate::vgsched_core::{
     exec::Counters,
     isa::NUM_CLASSES,
@@ -116,31 +122,33 @@ impl LogRecord {
     }
 }
 
-/// A ring of the last [`LOG_ENTRIES`] placements and slot events.
+/// A ring of the last `N` records of a log, allocated once.
 ///
 /// # Invariants
 ///
-/// `entries.len() <= LOG_ENTRIES`; once full, the oldest entry is at
-/// `total % LOG_ENTRIES`.
-pub(super) struct PlacementLog {
-    entries: KVVec<LogRecord>,
-    /// Placements recorded since load.
+/// `entries.len() <= N`; once full, the oldest entry is at `total % N`.
+pub(super) struct Ring<T: Copy, const N: usize> {
+    entries: KVVec<T>,
+    /// Records since load.
     total: u64,
 }
 
-impl PlacementLog {
+/// The placement log: the last [`LOG_ENTRIES`] placements and slot events.
+pub(super) type PlacementLog = Ring<LogRecord, LOG_ENTRIES>;
+
+impl<T: Copy, const N: usize> Ring<T, N> {
     /// An empty log with room for all its entries.
     pub(super) fn new() -> Result<Self> {
         Ok(Self {
-            entries: KVVec::with_capacity(LOG_ENTRIES, GFP_KERNEL)?,
+            entries: KVVec::with_capacity(N, GFP_KERNEL)?,
             total: 0,
         })
     }
 
-    /// Adds a placement, replacing the oldest when full. Never allocates.
-    pub(super) fn record(&mut self, r: LogRecord) {
-        let at = (self.total % LOG_ENTRIES as u64) as usize;
-        if self.entries.len() < LOG_ENTRIES {
+    /// Adds a record, replacing the oldest when full. Never allocates.
+    pub(super) fn record(&mut self, r: T) {
+        let at = (self.total % N as u64) as usize;
+        if self.entries.len() < N {
             // The log was created with room for all its entries.
             kernel::warn_on!(self.entries.push_within_capacity(r).is_err());
         } else if let Some(slot) = self.entries.get_mut(at) {
@@ -149,14 +157,14 @@ impl PlacementLog {
         self.total = self.total.wrapping_add(1);
     }
 
-    /// Copies the recorded placements, oldest first, into `out` (which has
-    /// room for [`LOG_ENTRIES`]); returns the number of the first.
-    fn copy_into(&self, out: &mut KVVec<LogRecord>) -> u64 {
+    /// Copies the records, oldest first, into `out` (which has room for
+    /// `N`); returns the number of the first.
+    pub(super) fn copy_into(&self, out: &mut KVVec<T>) -> u64 {
         let n = self.entries.len();
-        let oldest = if n < LOG_ENTRIES {
+        let oldest = if n < N {
             0
         } else {
-            (self.total % LOG_ENTRIES as u64) as usize
+            (self.total % N as u64) as usize
         };
         let (newer, older) = self.entries.split_at(oldest.min(n));
         for r in Iterator::chain(older.iter(), newer.iter()) {
@@ -302,6 +310,31 @@ impl OccupancySnapshot<'_> {
     }
 }
 
+/// The `stages` file: the last stage starts and ends, in the order they
+/// were recorded.
+pub(crate) struct StagesSnapshot {
+    first_number: u64,
+    records: KVVec<StageRecord>,
+}
+
+impl fmt::Display for StagesSnapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, r) in self.records.iter().enumerate() {
+            let n = self.first_number.saturating_add(i as u64);
+            writeln!(
+                f,
+                "#{n} t={} client={} ctx={} job={} {}",
+                r.time_ns,
+                r.client,
+                r.ctx,
+                r.seqno,
+                r.event.name()
+            )?;
+        }
+        Ok(())
+    }
+}
+
 /// The `placements` file: the last placements, oldest first.
 pub(crate) struct PlacementsSnapshot {
     first_number: u64,
@@ -383,7 +416,7 @@ impl Engine {
                     jobs: q.jobs.len(),
                     slot: q.slot,
                     slice_end_ns: q.entry.slice_end_ns,
-                    saved: q.jobs.first().map_or(0, |j| j.saved.len()),
+                    saved: q.active().map_or(0, |j| j.saved.len()),
                 };
                 snap.queues.push_within_capacity(qs).map_err(|_| ENOMEM)?;
                 for job in q.jobs.iter() {
@@ -468,6 +501,16 @@ impl Engine {
             engine: self,
             maps,
             unit_waves,
+        })
+    }
+
+    /// Snapshot of the stage log.
+    pub(crate) fn stages_snapshot(&self) -> Result<StagesSnapshot> {
+        let mut records = KVVec::with_capacity(STAGE_LOG_ENTRIES, GFP_KERNEL)?;
+        let first_number = self.lock().stages.copy_into(&mut records);
+        Ok(StagesSnapshot {
+            first_number,
+            records,
         })
     }
 

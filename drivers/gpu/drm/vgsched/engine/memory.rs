@@ -1,26 +1,36 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Jobs and device memory: preparing a job (its bound objects made
-//! resident and uploaded) before it may place work, and cleaning it up
-//! (the objects it may have written copied back to system memory, its
-//! hold on device memory released) before its fence signals.
+//! Tasks, jobs and device memory: the stages of pipelined context
+//! switching on this device.
 //!
-//! Both run in the engine's memory work item, on the system's unbound work
-//! queue, never on the engine's own queue: they allocate and copy, which
-//! the fence-signalling path must not wait for. The engine lock is taken
-//! only to pick the next task and to hand its result back; the work
-//! itself runs without it ([`crate::vram`]).
+//! A *task* is a context's turn on the device. *Phase 1* initialises the
+//! context: a state area in device memory and a modeled init time
+//! (`ctx_state_kib`, `ctx_init_us`); it stays initialised until it has no
+//! work and holds no slot, when the task is cleaned up. A *sub-task* is one
+//! job: its *phase 2* makes its bound objects resident and uploads them,
+//! with its scratch area, then it executes (its waves), then it is cleaned
+//! up (the objects it stored to written back, its device memory released)
+//! before its fence signals. When each may start is the core crate's
+//! pipeline ([`crate::vgsched_core::pipeline`]), in the mode and with the
+//! thresholds of the run-time parameters (`params.rs`).
+//!
+//! Allocation and copies run in the engine's memory work item, on the
+//! system's unbound work queue, never on the engine's own queue: the
+//! fence-signalling path must not wait for them. The engine lock is taken
+//! only to pick the next task and to hand its result back.
 //!
 //! A job's stages ([`Stage`]): queued, preparing (the work item has it),
-//! uploading until its last copy ends in modeled time, on the device
-//! (it may place work), clean-up due once its grid is finished, cleaning
-//! up, cleaned up (its fence signals when the write-back ends in modeled
-//! time). Each context's first job is prepared first; its second only
-//! once the first is, so that a job holding device memory can always run:
-//! its in-fence has signalled and every job before it holds memory too.
-//! Jobs are prepared in submission order over all contexts; when the
-//! oldest does not fit, nothing younger is prepared until memory comes
-//! back.
+//! uploading until its last copy ends in modeled time and then on the
+//! device (it may place work), clean-up due once its grid is finished and
+//! it stored to a device copy, cleaning up, cleaned up (its fence signals
+//! when the write-back ends in modeled time). Every stage start and end is
+//! recorded in the stage log (debugfs `stages`) and the job's times reach
+//! `CTX_QUERY` when it signals.
+//!
+//! A job holding device memory can always run: its in-fence has passed and
+//! every job before it in its context holds memory too. Jobs are prepared
+//! in submission order over all contexts; when the oldest does not fit,
+//! nothing younger is prepared until memory comes back.
 
 use kernel::{
     drm::gem::BaseObject,
@@ -33,6 +43,7 @@ use kernel::{
 };
 
 use super::{
+    dump::Ring,
     ContextQueue,
     Engine,
     EngineState,
@@ -44,32 +55,42 @@ use crate::{
         Context, //
     },
     job::Bindings,
+    params,
+    vgsched_core::{
+        device_memory::footprint,
+        pipeline::{
+            self,
+            Mode,
+            PipelineParams,
+            SubTask, //
+        },
+    },
     vram::{
+        DeviceArea,
         DeviceMemory,
         Pinned, //
-    }, //
+    },
 };
 
-/// How many jobs of a context may hold device memory at once: the one
-/// that runs and the next one, prepared while it runs.
-const PREPARE_AHEAD: usize = 2;
+/// Stage records debugfs keeps.
+pub(super) const STAGE_LOG_ENTRIES: usize = 512;
 
 /// Where a job stands with device memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Stage {
-    /// Waiting to be prepared.
+    /// Waiting for phase 2.
     Queued,
     /// The memory work item is making its objects resident.
     Preparing,
     /// Its objects are resident; the last upload ends at this modeled
     /// time (ns).
     Uploading(u64),
-    /// Its grid is finished: its objects wait to be written back.
+    /// Its grid is finished: its stores wait to be written back.
     CleanUpDue,
-    /// The memory work item is writing its objects back.
+    /// The memory work item is writing them back.
     CleaningUp,
-    /// Written back; the last copy ends at this modeled time (ns), when
-    /// its fence may signal.
+    /// Written back; the copy ends at this modeled time (ns), when its
+    /// fence may signal.
     CleanedUp(u64),
 }
 
@@ -78,38 +99,227 @@ impl Stage {
     pub(super) fn on_device(self, now: u64) -> bool {
         matches!(self, Stage::Uploading(at) if at <= now)
     }
+
+    /// The job holds device memory or the memory work item has it.
+    fn busy(self) -> bool {
+        self != Stage::Queued
+    }
+}
+
+/// A context's phase 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum PhaseOne {
+    /// Not initialised.
+    Idle,
+    /// The memory work item allocates its state area.
+    Preparing,
+    /// Initialised; the init time ends at this modeled time (ns).
+    Done(u64),
+}
+
+/// A stage of a task or a job, as the stage log shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StageEvent {
+    Phase1Start,
+    Phase1End,
+    Phase2Start,
+    Phase2End,
+    FirstWave,
+    LastWave,
+    CleanUpStart,
+    CleanUpEnd,
+    /// The task is cleaned up: its state area is released.
+    TaskCleanUp,
+}
+
+impl StageEvent {
+    /// Its name in debugfs.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Phase1Start => "phase1_start",
+            Self::Phase1End => "phase1_end",
+            Self::Phase2Start => "phase2_start",
+            Self::Phase2End => "phase2_end",
+            Self::FirstWave => "first_wave",
+            Self::LastWave => "last_wave",
+            Self::CleanUpStart => "cleanup_start",
+            Self::CleanUpEnd => "cleanup_end",
+            Self::TaskCleanUp => "task_cleanup",
+        }
+    }
+}
+
+/// One entry of the stage log.
+#[derive(Clone, Copy)]
+pub(crate) struct StageRecord {
+    /// When the stage starts or ends (modeled = monotonic nanoseconds; an
+    /// end may lie ahead of the time it was recorded).
+    pub(crate) time_ns: u64,
+    pub(crate) client: u64,
+    pub(crate) ctx: u32,
+    /// The job's sequence number; 0 for a context's own stages.
+    pub(crate) seqno: u64,
+    pub(crate) event: StageEvent,
+}
+
+/// The stage log: a ring of [`STAGE_LOG_ENTRIES`].
+pub(super) type StageLog = Ring<StageRecord, STAGE_LOG_ENTRIES>;
+
+/// Records `event` of job `seqno` (0: the context) of `ctx` at `time_ns`.
+pub(super) fn record(log: &mut StageLog, ctx: &Context, seqno: u64, event: StageEvent, t: u64) {
+    log.record(StageRecord {
+        time_ns: t,
+        client: ctx.client,
+        ctx: ctx.id,
+        seqno,
+        event,
+    });
+}
+
+/// When a job passed its stages (0: not yet), for `CTX_QUERY`.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct JobTimes {
+    pub(crate) seqno: u64,
+    pub(crate) phase2_start: u64,
+    pub(crate) phase2_end: u64,
+    pub(crate) first_wave: u64,
+    pub(crate) last_wave: u64,
+    pub(crate) cleanup_start: u64,
+    pub(crate) cleanup_end: u64,
+}
+
+/// What a prepared job holds in device memory.
+pub(super) struct Prepared {
+    /// Its bound objects, by binding slot.
+    pub(super) pins: KVec<Pinned>,
+    /// Its scratch area.
+    _scratch: Option<DeviceArea>,
 }
 
 /// A task of the memory work item, taken under the engine lock.
 enum Task {
+    PhaseOne {
+        ctx: Arc<Context>,
+    },
     Prepare {
         ctx: Arc<Context>,
         job: u64,
+        seqno: u64,
         bindings: Bindings,
+        scratch: u64,
     },
     CleanUp {
         ctx: Arc<Context>,
         job: u64,
         bindings: Bindings,
-        pins: KVec<Pinned>,
+        prepared: Prepared,
     },
-}
-
-/// The job of a context that may be prepared next: its first queued job
-/// among the first [`PREPARE_AHEAD`] (so the one before it holds its memory
-/// already), if its in-fence has passed.
-fn preparable(q: &ContextQueue) -> Option<&Job> {
-    let job = q
-        .jobs
-        .iter()
-        .take(PREPARE_AHEAD)
-        .find(|j| j.stage == Stage::Queued)?;
-    (job.progress.error() == 0 && in_fence_passed(job)).then_some(job)
+    /// A cleaned-up task's state area, to free outside the lock.
+    Release(DeviceArea),
 }
 
 /// The in-fence of a job has signalled without error (or it has none).
 fn in_fence_passed(job: &Job) -> bool {
     job.in_fence_done || job.spec.in_fence.as_ref().is_none_or(|f| f.status() == 1)
+}
+
+impl ContextQueue {
+    /// Phase 1 is over at `now`: the context may run its jobs.
+    pub(super) fn initialised(&self, now: u64) -> bool {
+        matches!(self.phase1, PhaseOne::Done(end) if end <= now)
+    }
+
+    /// It has a job that may run (not failed, in-fence passed).
+    fn has_work(&self) -> bool {
+        self.jobs
+            .first()
+            .is_some_and(|j| j.progress.error() == 0 && in_fence_passed(j))
+    }
+
+    /// Its unfinished jobs as the progress point sees them.
+    fn sub_tasks(&self) -> impl Iterator<Item = SubTask> + Clone + '_ {
+        self.jobs
+            .iter()
+            .filter(|j| !j.is_finished())
+            .map(|j| SubTask {
+                bytes: j.footprint,
+                started: j.times.first_wave != 0,
+            })
+    }
+
+    /// Device memory of its job executing now (0 if none).
+    pub(super) fn running_bytes(&self) -> u64 {
+        self.active()
+            .filter(|j| j.times.first_wave != 0)
+            .map_or(0, |j| j.footprint)
+    }
+}
+
+/// Something of a job or a context is in preparation, execution or
+/// clean-up (sequential mode does one thing at a time).
+fn device_busy(st: &EngineState) -> bool {
+    st.queues
+        .iter()
+        .any(|q| q.phase1 == PhaseOne::Preparing || q.jobs.iter().any(|j| j.stage.busy()))
+}
+
+/// The job of `q` whose phase 2 may start now, if any.
+fn preparable<'a>(
+    st: &'a EngineState,
+    q: &'a ContextQueue,
+    p: &PipelineParams,
+    now: u64,
+) -> Option<&'a Job> {
+    if !q.initialised(now) {
+        return None;
+    }
+    let ahead = pipeline::prepare_ahead(p.mode);
+    let job = q
+        .jobs
+        .iter()
+        .filter(|j| !j.is_finished())
+        .take(ahead)
+        .find(|j| j.stage == Stage::Queued)?;
+    if job.progress.error() != 0 || !in_fence_passed(job) {
+        return None;
+    }
+    let first = q.jobs.first().is_some_and(|f| f.id == job.id);
+    let allowed = match p.mode {
+        Mode::Sequential => q.slot.is_some() && first && !device_busy(st),
+        // The current task: the next sub-task (rule 5).
+        Mode::Pipelined if q.slot.is_some() => true,
+        // The next task's first sub-task, at the progress point of every
+        // current task (rule 3).
+        Mode::Pipelined => {
+            first
+                && st
+                    .queues
+                    .iter()
+                    .filter(|c| c.slot.is_some())
+                    .all(|c| pipeline::next_phase2_allowed(p, c.sub_tasks()))
+        }
+    };
+    allowed.then_some(job)
+}
+
+/// The context whose phase 1 may start now, oldest work first.
+fn phase_one_due(st: &EngineState, p: &PipelineParams, state_bytes: u64) -> Option<usize> {
+    let held = st
+        .queues
+        .iter()
+        .filter(|q| q.phase1 != PhaseOne::Idle)
+        .count() as u64;
+    let held = held.saturating_mul(state_bytes);
+    let busy = device_busy(st);
+    st.queues
+        .iter()
+        .enumerate()
+        .filter(|(_, q)| q.phase1 == PhaseOne::Idle && q.has_work())
+        // None ahead of its load while a job waits for memory.
+        .filter(|(_, q)| q.slot.is_some() || !st.phase1_ahead_paused)
+        .filter(|(_, q)| pipeline::may_start_phase1(p, held, q.slot.is_some(), busy))
+        .min_by_key(|(_, q)| q.jobs.first().map_or(u64::MAX, |j| j.id))
+        .map(|(i, _)| i)
 }
 
 impl Engine {
@@ -118,42 +328,76 @@ impl Engine {
         let _already_queued = workqueue::system_unbound().enqueue::<_, 2>(Arc::from(this));
     }
 
-    /// Whether the memory work item has something to do now; under the
-    /// engine lock, on any path (it only looks).
-    pub(super) fn memory_wanted(st: &EngineState) -> bool {
-        st.queues.iter().any(|q| {
-            q.jobs.first().is_some_and(|j| j.stage == Stage::CleanUpDue)
-                || (!st.memory_blocked && preparable(q).is_some())
-        })
+    /// Whether the memory work item has something to do at `now`; under
+    /// the engine lock, on any path (it only looks).
+    pub(super) fn memory_wanted(&self, st: &EngineState, now: u64) -> bool {
+        let p = params::pipeline();
+        let cleanup = st
+            .queues
+            .iter()
+            .any(|q| q.jobs.first().is_some_and(|j| j.stage == Stage::CleanUpDue) || q.task_over());
+        cleanup
+            || (!st.memory_blocked
+                && (phase_one_due(st, &p, self.phase_one.state_bytes).is_some()
+                    || st
+                        .queues
+                        .iter()
+                        .any(|q| preparable(st, q, &p, now).is_some())))
     }
 
-    /// The next task: a clean-up if one is due (it gives memory back),
-    /// else the oldest job that may be prepared.
-    fn next_task(st: &mut EngineState) -> Option<Task> {
-        for q in st.queues.iter_mut() {
+    /// The next task: a clean-up if one is due (it gives memory back), a
+    /// phase 1, else the oldest job whose phase 2 may start.
+    fn next_task(&self, st: &mut EngineState, now: u64) -> Option<Task> {
+        let p = params::pipeline();
+        let EngineState { queues, stages, .. } = st;
+        for q in queues.iter_mut() {
             if let Some(job) = q.jobs.first_mut().filter(|j| j.stage == Stage::CleanUpDue) {
-                let pins = job.device.take()?;
+                let prepared = job.device.take()?;
                 job.stage = Stage::CleaningUp;
+                job.times.cleanup_start = now;
+                record(stages, &q.ctx, job.seqno, StageEvent::CleanUpStart, now);
                 return Some(Task::CleanUp {
                     ctx: q.ctx.clone(),
                     job: job.id,
                     bindings: job.spec.bindings.clone(),
-                    pins,
+                    prepared,
                 });
             }
-        }
-        if st.memory_blocked {
-            return None;
-        }
-        // The oldest preparable job over all contexts: (context, job).
-        let mut oldest: Option<(usize, u64)> = None;
-        for (qi, q) in st.queues.iter().enumerate() {
-            if let Some(job) = preparable(q) {
-                if oldest.is_none_or(|(_, id)| id > job.id) {
-                    oldest = Some((qi, job.id));
+            if q.task_over() {
+                // Rule 6: the task is cleaned up.
+                q.phase1 = PhaseOne::Idle;
+                record(stages, &q.ctx, 0, StageEvent::TaskCleanUp, now);
+                if let Some(area) = q.state_area.take() {
+                    return Some(Task::Release(area));
                 }
             }
         }
+        if st.memory_blocked {
+            // The oldest job does not fit: contexts initialised ahead of
+            // their load give their state areas back first (they are
+            // initialised again once it has been prepared).
+            let EngineState { queues, stages, .. } = st;
+            let ahead = queues.iter_mut().find(|q| {
+                q.slot.is_none() && q.state_area.is_some() && matches!(q.phase1, PhaseOne::Done(_))
+            })?;
+            ahead.phase1 = PhaseOne::Idle;
+            record(stages, &ahead.ctx, 0, StageEvent::TaskCleanUp, now);
+            let area = ahead.state_area.take()?;
+            st.memory_blocked = false;
+            return Some(Task::Release(area));
+        }
+        if let Some(i) = phase_one_due(st, &p, self.phase_one.state_bytes) {
+            let q = st.queues.get_mut(i)?;
+            q.phase1 = PhaseOne::Preparing;
+            return Some(Task::PhaseOne { ctx: q.ctx.clone() });
+        }
+        // The oldest preparable job over all contexts: (context, job).
+        let oldest = st
+            .queues
+            .iter()
+            .enumerate()
+            .filter_map(|(qi, q)| Some((qi, preparable(st, q, &p, now)?.id)))
+            .min_by_key(|&(_, id)| id);
         let (qi, id) = oldest?;
         let q = st.queues.get_mut(qi)?;
         let ctx = q.ctx.clone();
@@ -162,7 +406,9 @@ impl Engine {
         Some(Task::Prepare {
             ctx,
             job: job.id,
+            seqno: job.seqno,
             bindings: job.spec.bindings.clone(),
+            scratch: job.scratch,
         })
     }
 
@@ -174,45 +420,95 @@ impl Engine {
                 if st.shut_down {
                     return;
                 }
-                Self::next_task(&mut st)
+                this.next_task(&mut st, monotonic_ns())
             };
             let Some(task) = task else {
                 return;
             };
             match task {
-                Task::Prepare { ctx, job, bindings } => Self::prepare(this, &ctx, job, &bindings),
+                Task::PhaseOne { ctx } => Self::phase_one(this, &ctx),
+                Task::Prepare {
+                    ctx,
+                    job,
+                    seqno,
+                    bindings,
+                    scratch,
+                } => Self::prepare(this, &ctx, job, seqno, &bindings, scratch),
                 Task::CleanUp {
                     ctx,
                     job,
                     bindings,
-                    pins,
-                } => Self::clean_up_job(this, &ctx, job, &bindings, pins),
+                    prepared,
+                } => Self::clean_up_job(this, &ctx, job, &bindings, prepared),
+                Task::Release(area) => drop(area),
             }
             Self::kick(this);
         }
     }
 
-    /// Makes a job's objects resident; on `ENOSPC` the job waits, queued,
-    /// and nothing younger is prepared until memory is given back.
-    fn prepare(this: ArcBorrow<'_, Self>, ctx: &Arc<Context>, id: u64, bindings: &Bindings) {
-        let now = monotonic_ns();
-        let taken = Self::take_all(&this.memory, bindings, now);
+    /// Phase 1 of `ctx`: its state area, then its init time.
+    fn phase_one(this: ArcBorrow<'_, Self>, ctx: &Arc<Context>) {
+        let start = monotonic_ns();
+        let area = DeviceArea::new(&this.memory, this.phase_one.state_bytes);
+        let mut unused = None;
+        {
+            let mut st = this.lock();
+            st.memory_blocked |= matches!(area, Err(e) if e == ENOSPC);
+            let EngineState { queues, stages, .. } = &mut *st;
+            match queues.iter_mut().find(|q| Arc::ptr_eq(&q.ctx, ctx)) {
+                Some(q) => match area {
+                    Ok(area) => {
+                        let end = start.saturating_add(this.phase_one.init_ns);
+                        q.state_area = area;
+                        q.phase1 = PhaseOne::Done(end);
+                        q.phase1_times = (start, end);
+                        record(stages, ctx, 0, StageEvent::Phase1Start, start);
+                        record(stages, ctx, 0, StageEvent::Phase1End, end);
+                    }
+                    // Tried again when memory comes back.
+                    Err(_) => q.phase1 = PhaseOne::Idle,
+                },
+                None => unused = area.ok(),
+            }
+        }
+        drop(unused);
+    }
+
+    /// Phase 2 of a job: its objects made resident and its scratch area
+    /// allocated. On `ENOSPC` the job waits, queued, and nothing younger
+    /// is prepared until memory is given back.
+    fn prepare(
+        this: ArcBorrow<'_, Self>,
+        ctx: &Arc<Context>,
+        id: u64,
+        seqno: u64,
+        bindings: &Bindings,
+        scratch: u64,
+    ) {
+        let start = monotonic_ns();
+        let taken = Self::take_all(&this.memory, bindings, scratch, start);
         let mut unused = None;
         {
             let mut st = this.lock();
             let blocked = matches!(taken, Err(e) if e == ENOSPC);
             st.memory_blocked |= blocked;
-            match st.queue_mut(ctx).and_then(|q| find_job_of(&mut q.jobs, id)) {
+            st.phase1_ahead_paused = blocked;
+            let EngineState { queues, stages, .. } = &mut *st;
+            let q = queues.iter_mut().find(|q| Arc::ptr_eq(&q.ctx, ctx));
+            match q.and_then(|q| find_job_of(&mut q.jobs, id)) {
                 Some(job) => match taken {
-                    Ok((pins, ready)) => {
-                        job.device = Some(pins);
+                    Ok((prepared, ready)) => {
+                        job.device = Some(prepared);
                         job.stage = Stage::Uploading(ready);
+                        job.times.phase2_start = start;
+                        job.times.phase2_end = ready;
+                        record(stages, ctx, seqno, StageEvent::Phase2Start, start);
+                        record(stages, ctx, seqno, StageEvent::Phase2End, ready);
                     }
                     Err(_) if blocked => job.stage = Stage::Queued,
                     Err(e) => {
-                        // Cannot be made resident (out of kernel memory):
-                        // it fails, as a submission that could not be
-                        // allocated would.
+                        // Out of kernel memory: it fails, as a submission
+                        // that could not be allocated would.
                         job.stage = Stage::Queued;
                         job.progress.fail(e.to_errno());
                     }
@@ -224,13 +520,14 @@ impl Engine {
         drop(unused);
     }
 
-    /// Takes every binding of a job (in slot order); all or nothing.
-    /// Returns the holds and when the last upload ends.
+    /// Takes every binding of a job (in slot order) and its scratch area;
+    /// all or nothing. Returns them and when the last upload ends.
     fn take_all(
         memory: &Arc<DeviceMemory>,
         bindings: &Bindings,
+        scratch: u64,
         now: u64,
-    ) -> Result<(KVec<Pinned>, u64)> {
+    ) -> Result<(Prepared, u64)> {
         let mut pins = KVec::with_capacity(bindings.len(), GFP_KERNEL)?;
         let mut ready = now;
         for map in bindings.iter() {
@@ -238,23 +535,38 @@ impl Engine {
             pins.push(pin, GFP_KERNEL)?;
             ready = ready.max(at);
         }
-        Ok((pins, ready))
+        let scratch = match scratch {
+            0 => None,
+            bytes => {
+                let area = DeviceArea::new(memory, bytes)?;
+                // Zeroed on the device: it moves like an upload.
+                ready = ready.max(memory.copy_time(bytes, now));
+                area
+            }
+        };
+        Ok((
+            Prepared {
+                pins,
+                _scratch: scratch,
+            },
+            ready,
+        ))
     }
 
-    /// Writes back the objects a finished job has stored to, releases
-    /// its hold on device memory, and lets its fence signal when the copy
-    /// ends in modeled time.
+    /// Writes back the objects a finished job stored to, releases its
+    /// device memory, and lets its fence signal when the copy ends in
+    /// modeled time.
     fn clean_up_job(
         this: ArcBorrow<'_, Self>,
         ctx: &Arc<Context>,
         id: u64,
         bindings: &Bindings,
-        mut pins: KVec<Pinned>,
+        mut prepared: Prepared,
     ) {
         let now = monotonic_ns();
         let mut done = now;
         let mut error = 0;
-        for (pin, map) in pins.iter_mut().zip(bindings.iter()) {
+        for (pin, map) in prepared.pins.iter_mut().zip(bindings.iter()) {
             if pin.stored() {
                 match this.memory.write_back(pin, map, now) {
                     Ok(at) => done = done.max(at),
@@ -264,14 +576,18 @@ impl Engine {
         }
         // Released before the fence can signal: the next job finds the
         // memory free.
-        drop(pins);
+        drop(prepared);
         let mut st = this.lock();
         st.memory_blocked = false;
-        if let Some(job) = st.queue_mut(ctx).and_then(|q| find_job_of(&mut q.jobs, id)) {
+        let EngineState { queues, stages, .. } = &mut *st;
+        let q = queues.iter_mut().find(|q| Arc::ptr_eq(&q.ctx, ctx));
+        if let Some(job) = q.and_then(|q| find_job_of(&mut q.jobs, id)) {
             if error != 0 {
                 job.progress.fail(error);
             }
             job.stage = Stage::CleanedUp(done);
+            job.times.cleanup_end = done;
+            record(stages, ctx, job.seqno, StageEvent::CleanUpEnd, done);
         }
     }
 
@@ -281,24 +597,50 @@ impl Engine {
         let wanted = {
             let mut st = this.lock();
             st.memory_blocked = false;
-            Self::memory_wanted(&st)
+            this.memory_wanted(&st, monotonic_ns())
         };
         if wanted {
             Self::queue_memory(this);
         }
     }
 
-    /// Device memory a job needs at once; `E2BIG` if it can never have it.
-    pub(super) fn check_footprint(&self, bindings: &Bindings) -> Result {
+    /// Device memory a job needs at once: its distinct objects and its
+    /// scratch area; `E2BIG` if it can never have it beside the state
+    /// areas of the contexts in every hardware slot.
+    pub(super) fn footprint(&self, bindings: &Bindings, scratch: u64) -> Result<u64> {
         let distinct = bindings.iter().enumerate().filter_map(|(i, map)| {
             let id = map.owner().id;
             let first = !bindings.iter().take(i).any(|m| m.owner().id == id);
             first.then(|| map.owner().size() as u64)
         });
-        match crate::vgsched_core::device_memory::footprint(distinct) {
-            Some(bytes) if bytes <= self.memory.size() => Ok(()),
+        let slots = u64::from(self.topology.hw_slots);
+        let states = self.phase_one.state_bytes.saturating_mul(slots);
+        let room = self.memory.size().saturating_sub(states);
+        match footprint(Iterator::chain(distinct, core::iter::once(scratch))) {
+            Some(bytes) if bytes <= room => Ok(bytes),
             _ => Err(E2BIG),
         }
+    }
+
+    /// Rule 4 for `q`: its first job of the task, prepared, may start
+    /// executing now, while the contexts' running jobs hold `all_running`
+    /// bytes. Sequential mode runs one job at a time already.
+    pub(super) fn may_execute(q: &ContextQueue, all_running: u64, p: &PipelineParams) -> bool {
+        if p.mode == Mode::Sequential || q.task_started {
+            return true;
+        }
+        let Some(job) = q.active() else {
+            return true;
+        };
+        let others = all_running.saturating_sub(q.running_bytes());
+        pipeline::next_may_execute(p, others, job.footprint)
+    }
+}
+
+impl ContextQueue {
+    /// Its task is over: initialised, no work and no slot (rule 6).
+    fn task_over(&self) -> bool {
+        matches!(self.phase1, PhaseOne::Done(_)) && self.jobs.is_empty() && self.slot.is_none()
     }
 }
 

@@ -34,6 +34,7 @@ use kernel::{
 };
 
 use super::{
+    active_in,
     dump::{
         LogRecord,
         SlotEvent, //
@@ -243,13 +244,13 @@ impl Engine {
             let Some(q) = queues.get_mut(i) else {
                 break;
             };
-            q.entry.cand.runnable = match q.jobs.first_mut() {
+            q.entry.cand.runnable = match active_in(&mut q.jobs) {
                 None => false,
                 Some(job) => {
                     job.progress.error() == 0
                         && (job.progress.running() > 0
                             || job.progress.saved() > 0
-                            || (job.has_groups_to_place() && Self::ready(job, now)))
+                            || (job.has_groups_to_place() && Self::in_fence_ready(job)))
                 }
             };
             ordered.check(queues, i, &mut store);
@@ -282,7 +283,7 @@ impl Engine {
                     q.leave_slot();
                     q.preemptions += u64::from(preempted);
                     // State kept in the slot goes to memory now.
-                    let threads = q.jobs.first().map_or(0, |j| j.spec.grid.threads_per_wave);
+                    let threads = q.active().map_or(0, |j| j.spec.grid.threads_per_wave);
                     let mut bytes = 0u64;
                     for sg in q.jobs.iter_mut().flat_map(|j| j.saved.iter_mut()) {
                         if sg.in_slot {
@@ -357,14 +358,14 @@ impl Engine {
         let Some(q) = queues.get_mut(index) else {
             return;
         };
-        let Some(job) = q.jobs.first_mut() else {
+        let Some(job) = active_in(&mut q.jobs) else {
             return;
         };
         if job.progress.error() != 0 {
             // Its waves are being dropped anyway.
             return;
         }
-        let mut mem = BoMemory(job.device.as_deref().unwrap_or(&[]));
+        let mut mem = BoMemory(job.device.as_ref().map_or(&[], |d| &d.pins[..]));
         let now_cycle = self.topology.ns_to_cycles(now);
         // The latest end of a wave of it that runs on past `now`.
         let mut runs_until = now;
@@ -459,14 +460,13 @@ impl Engine {
                 .and_then(Option::as_mut)
                 .and_then(|g| {
                     let q = queues.iter_mut().find(|q| Arc::ptr_eq(&q.ctx, &g.ctx))?;
-                    q.jobs
-                        .first()
+                    q.active()
                         .is_some_and(|j| j.id == g.job_id)
                         .then_some((g, q))
                 });
             let Some((g, q)) = found else {
-                // Cannot happen (a wave's job is its context's first until
-                // it retires); never leave a wave due in the past.
+                // Cannot happen (a wave's job is its context's active job
+                // until it retires); never leave a wave due in the past.
                 warn_on!(true);
                 w.phase = WavePhase::Ended;
                 w.end_ns = now;
@@ -480,7 +480,7 @@ impl Engine {
                 // At a preemption point, where the last chunk stops issuing.
                 let point = w.end_ns;
                 let point_cycle = self.topology.ns_to_cycles(point);
-                let Some(job) = q.jobs.first_mut() else {
+                let Some(job) = active_in(&mut q.jobs) else {
                     continue;
                 };
                 if job.progress.error() != 0 {
@@ -547,7 +547,7 @@ impl Engine {
         changed
     }
 
-    /// Interprets wave `w` of work-group `group` (of the first job of `q`)
+    /// Interprets wave `w` of work-group `group` (of the active job of `q`)
     /// through its chunk, within `budget` instructions. When the chunk is
     /// complete (the wave reached its next point, or ended), its time is
     /// counted to the context and `true` is returned; otherwise the wave
@@ -565,7 +565,7 @@ impl Engine {
         let Some(mut chunk) = w.chunk else {
             return false;
         };
-        let Some(job) = q.jobs.first_mut() else {
+        let Some(job) = active_in(&mut q.jobs) else {
             return false;
         };
         let horizon = chunk.to_ns.saturating_sub(w.exec_from_ns);
@@ -574,7 +574,7 @@ impl Engine {
             .saturating_add(self.topology.ns_to_cycles(horizon));
         let limit = self.topology.timeout_cycles();
         let spec = &job.spec;
-        let mem = BoMemory(job.device.as_deref().unwrap_or(&[]));
+        let mem = BoMemory(job.device.as_ref().map_or(&[], |d| &d.pins[..]));
         let step = match w.rewind.as_mut().filter(|r| r.armed) {
             // The chunk's stores are recorded, so it can be taken back.
             Some(r) => {

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vgsched: the module parameters of the pipeline that an administrator may
+ * change while the module is loaded, through
+ * /sys/module/vgsched/parameters/ (mode 0644).
+ *
+ * The Rust module! macro of Linux 7.3 registers parameters that sysfs never
+ * shows, so these few are registered here with module_param_cb() on public
+ * API. A write (or an insmod argument) is parsed as an unsigned number and
+ * checked by the Rust side against the limits of the core crate
+ * (vgsched_pipeline_param_check(), pipeline.rs), so the limits live in one
+ * place; a bad value fails the write, or the load, with -EINVAL and leaves
+ * the old value. The engine reads the values with READ_ONCE() through
+ * vgsched_pipeline_param() at each decision, so a change takes effect at
+ * the next one.
+ */
+
+#include <linux/kernel.h>
+#include <linux/moduleparam.h>
+
+#include "params.h"
+
+/* The defaults; KUnit checks them against the core crate's (pipeline.rs). */
+#define VGSCHED_PIPELINE_DEFAULTS {			\
+	[VGSCHED_PIPELINE_MODE] = 0,			\
+	[VGSCHED_PHASE1_THRESHOLD_KIB] = 16 << 10,	\
+	[VGSCHED_SUBTASK_THRESHOLD_KIB] = 32 << 10,	\
+	[VGSCHED_PROGRESS_POINT] = 2,			\
+}
+
+static const unsigned int vgsched_pipeline_defaults[VGSCHED_PIPELINE_PARAMS] =
+	VGSCHED_PIPELINE_DEFAULTS;
+static unsigned int vgsched_pipeline_values[VGSCHED_PIPELINE_PARAMS] = VGSCHED_PIPELINE_DEFAULTS;
+
+static int vgsched_pipeline_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int *slot = kp->arg;
+	unsigned int value;
+	int ret = kstrtouint(val, 0, &value);
+
+	if (ret)
+		return ret;
+	ret = vgsched_pipeline_param_check(slot - vgsched_pipeline_values, value);
+	if (ret)
+		return ret;
+	WRITE_ONCE(*slot, value);
+	return 0;
+}
+
+static const struct kernel_param_ops vgsched_pipeline_ops = {
+	.set = vgsched_pipeline_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(pipeline_mode, &vgsched_pipeline_ops,
+		&vgsched_pipeline_values[VGSCHED_PIPELINE_MODE], 0644);
+MODULE_PARM_DESC(pipeline_mode,
+		 "Preparation of the next task: 0 pipelined (overlaps execution), 1 sequential");
+module_param_cb(phase1_threshold_kib, &vgsched_pipeline_ops,
+		&vgsched_pipeline_values[VGSCHED_PHASE1_THRESHOLD_KIB], 0644);
+MODULE_PARM_DESC(phase1_threshold_kib,
+		 "First threshold: device memory of contexts in phase 1 at which no phase 1 starts, KiB (1-1048576)");
+module_param_cb(subtask_threshold_kib, &vgsched_pipeline_ops,
+		&vgsched_pipeline_values[VGSCHED_SUBTASK_THRESHOLD_KIB], 0644);
+MODULE_PARM_DESC(subtask_threshold_kib,
+		 "Second threshold: device memory of a job marked at the progress point, KiB (1-1048576)");
+module_param_cb(progress_point, &vgsched_pipeline_ops,
+		&vgsched_pipeline_values[VGSCHED_PROGRESS_POINT], 0644);
+MODULE_PARM_DESC(progress_point,
+		 "Progress point: the next task's first job is prepared when fewer than this many jobs of the current one are left unrun (1-64)");
+
+unsigned int vgsched_pipeline_default(unsigned int index)
+{
+	if (WARN_ON(index >= VGSCHED_PIPELINE_PARAMS))
+		return 0;
+	return vgsched_pipeline_defaults[index];
+}
+
+unsigned int vgsched_pipeline_param(unsigned int index)
+{
+	if (WARN_ON(index >= VGSCHED_PIPELINE_PARAMS))
+		return 0;
+	return READ_ONCE(vgsched_pipeline_values[index]);
+}

@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Pipelined context switching: when the stages of the next task may
+//! start while the current one runs.
+//!
+//! A *task* is a context's turn on the device, from its load into a
+//! hardware slot until it leaves. It is prepared, executed and cleaned up.
+//! *Phase 1* is the context's environment initialisation (a modeled init
+//! time and a state area in device memory); a *sub-task* is one job, and
+//! its *phase 2* makes its objects and scratch area resident in device
+//! memory; it then executes (its waves) and is cleaned up (write-back and
+//! release).
+//!
+//! In `Pipelined` mode:
+//! 1. phase 1 of the next task runs while the current task prepares or
+//!    executes;
+//! 2. no phase 1 of a context not loaded yet starts while the state areas
+//!    of the contexts in phase 1 (initialised and not yet cleaned up) hold
+//!    `phase1_threshold` bytes or more; clean-up brings them back under it
+//!    (a loaded context is the current task: its phase 1 always starts, or
+//!    its slot would stay idle for good);
+//! 3. the next task's first sub-task starts phase 2 once the current task
+//!    has fewer than `progress_point` sub-tasks left unrun and none of its
+//!    remaining sub-tasks needs more than `subtask_threshold` bytes (those
+//!    are marked, and waited for);
+//! 4. that sub-task, prepared, starts executing at once if the current
+//!    task's execution is over, else only if the memory of the current
+//!    running sub-task and its own together stay within
+//!    `subtask_threshold`; otherwise it waits for the current task;
+//! 5. inside a task, the next sub-task's phase 2 runs while one executes,
+//!    and finished ones are cleaned up alongside;
+//! 6. after its last sub-task, the task is cleaned up.
+//!
+//! In `Sequential` mode nothing overlaps: one context's phase 1 once it
+//! is loaded, then each sub-task's phase 2, execution and clean-up, one
+//! at a time over the whole device.
+
+use super::topology::ParamError;
+
+/// How preparation and execution overlap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Rules 1 to 6.
+    Pipelined,
+    /// Prepare, execute, clean up, one at a time.
+    Sequential,
+}
+
+/// The settings of the pipeline, as the module parameters give them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PipelineParams {
+    /// Pipelined or sequential.
+    pub mode: Mode,
+    /// The first threshold: state-area bytes of contexts in phase 1 at
+    /// which no new phase 1 starts.
+    pub phase1_threshold: u64,
+    /// The second threshold: bytes of a sub-task above which it is marked
+    /// at the progress point, and the limit of rule 4.
+    pub subtask_threshold: u64,
+    /// The progress point: fewer than this many sub-tasks left unrun.
+    pub progress_point: u32,
+}
+
+/// Limits of `pipeline_mode`: 0 pipelined, 1 sequential.
+pub const MODE: (u32, u32) = (0, 1);
+/// Limits of the two thresholds, KiB (up to 1 GiB, the largest device).
+pub const THRESHOLD_KIB: (u32, u32) = (1, 1 << 20);
+/// Limits of `progress_point` (a context has at most 64 jobs in flight).
+pub const PROGRESS_POINT: (u32, u32) = (1, 64);
+
+/// Checks one setting against its limits.
+pub fn check(field: &'static str, value: u32, (min, max): (u32, u32)) -> Result<u32, ParamError> {
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(ParamError {
+            field,
+            value: u64::from(value),
+            min: u64::from(min),
+            max: u64::from(max),
+        })
+    }
+}
+
+impl PipelineParams {
+    /// The defaults: pipelined, 16 MiB of phase-1 state, 32 MiB per
+    /// sub-task, progress point 2.
+    pub const DEFAULT: Self = Self {
+        mode: Mode::Pipelined,
+        phase1_threshold: 16 << 20,
+        subtask_threshold: 32 << 20,
+        progress_point: 2,
+    };
+
+    /// Settings from the module parameters' values, checked.
+    pub fn from_values(
+        mode: u32,
+        phase1_threshold_kib: u32,
+        subtask_threshold_kib: u32,
+        progress_point: u32,
+    ) -> Result<Self, ParamError> {
+        let mode = match check("pipeline_mode", mode, MODE)? {
+            0 => Mode::Pipelined,
+            _ => Mode::Sequential,
+        };
+        let p1 = check("phase1_threshold_kib", phase1_threshold_kib, THRESHOLD_KIB)?;
+        let st = check(
+            "subtask_threshold_kib",
+            subtask_threshold_kib,
+            THRESHOLD_KIB,
+        )?;
+        Ok(Self {
+            mode,
+            phase1_threshold: u64::from(p1) << 10,
+            subtask_threshold: u64::from(st) << 10,
+            progress_point: check("progress_point", progress_point, PROGRESS_POINT)?,
+        })
+    }
+}
+
+/// Limits of `ctx_state_kib`, a context's state area (0: none).
+pub const CTX_STATE_KIB: (u32, u32) = (0, 1 << 16);
+/// Limits of `ctx_init_us`, a context's modeled init time (up to 10 s).
+pub const CTX_INIT_US: (u32, u32) = (0, 10_000_000);
+
+/// What phase 1 costs a context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PhaseOneParams {
+    /// Its state area in device memory, bytes.
+    pub state_bytes: u64,
+    /// Its modeled init time, ns.
+    pub init_ns: u64,
+}
+
+impl PhaseOneParams {
+    /// From the module parameters `ctx_state_kib` and `ctx_init_us`.
+    pub fn from_values(state_kib: u32, init_us: u32) -> Result<Self, ParamError> {
+        Ok(Self {
+            state_bytes: u64::from(check("ctx_state_kib", state_kib, CTX_STATE_KIB)?) << 10,
+            init_ns: u64::from(check("ctx_init_us", init_us, CTX_INIT_US)?) * 1000,
+        })
+    }
+}
+
+/// One sub-task of a current task, as the progress point sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SubTask {
+    /// Device memory it needs (its objects and scratch).
+    pub bytes: u64,
+    /// It has started executing (placed work).
+    pub started: bool,
+}
+
+/// Rule 2 (pipelined): phase 1 of a context not loaded yet may start while
+/// the contexts in phase 1 hold less than the first threshold; a loaded
+/// one's always. Sequential: only for a loaded context, when no other
+/// context is in phase 1 and no sub-task holds device memory.
+pub fn may_start_phase1(
+    p: &PipelineParams,
+    held_in_phase1: u64,
+    loaded: bool,
+    device_busy: bool,
+) -> bool {
+    match p.mode {
+        Mode::Pipelined => loaded || held_in_phase1 < p.phase1_threshold,
+        Mode::Sequential => loaded && !device_busy,
+    }
+}
+
+/// Rule 3: whether the next task's first sub-task may start phase 2,
+/// given the unfinished sub-tasks of one current task (oldest first).
+/// The progress point is reached when fewer than `progress_point` of them
+/// are unrun; then it waits while any of them is marked (needs more than
+/// the second threshold).
+pub fn next_phase2_allowed(
+    p: &PipelineParams,
+    current: impl Iterator<Item = SubTask> + Clone,
+) -> bool {
+    let unrun = current.clone().filter(|s| !s.started).count();
+    let reached = unrun < p.progress_point as usize;
+    reached && !current.into_iter().any(|s| s.bytes > p.subtask_threshold)
+}
+
+/// Rule 4: whether the next task's first sub-task, prepared, may start
+/// executing: at once if the current task's execution is over (nothing of
+/// it runs: `running` is 0), else only if the current running sub-tasks'
+/// memory and its own stay within the second threshold.
+pub fn next_may_execute(p: &PipelineParams, running: u64, next: u64) -> bool {
+    running == 0 || running.saturating_add(next) <= p.subtask_threshold
+}
+
+/// Rule 5 (pipelined): how many sub-tasks of one task may hold device
+/// memory at once (the one that runs and the next); sequential: one over
+/// the whole device.
+pub const fn prepare_ahead(mode: Mode) -> usize {
+    match mode {
+        Mode::Pipelined => 2,
+        Mode::Sequential => 1,
+    }
+}
+
+/// The rules' cases, one per branch, as the host tests and KUnit run
+/// them: `Err(name)` names the first case that fails.
+pub fn rule_cases() -> Result<(), &'static str> {
+    const MIB: u64 = 1 << 20;
+    let pipelined = PipelineParams {
+        mode: Mode::Pipelined,
+        phase1_threshold: 4 * MIB,
+        subtask_threshold: 10 * MIB,
+        progress_point: 2,
+    };
+    let sequential = PipelineParams {
+        mode: Mode::Sequential,
+        ..pipelined
+    };
+    let p = &pipelined;
+    let s = &sequential;
+    let sub = |bytes, started| SubTask { bytes, started };
+    let three = [sub(MIB, false), sub(MIB, false), sub(MIB, false)];
+    let two = [sub(MIB, true), sub(MIB, false)];
+    let marked = [sub(11 * MIB, true), sub(MIB, false)];
+    let marked_unrun = [sub(MIB, true), sub(11 * MIB, false)];
+    let at = [sub(10 * MIB, true)];
+    let cases: [(&'static str, bool); 22] = [
+        // Rules 1 and 2.
+        (
+            "rule 1: ahead of its load, the device busy",
+            may_start_phase1(p, 0, false, true),
+        ),
+        (
+            "rule 2: just under the threshold",
+            may_start_phase1(p, 4 * MIB - 1, false, true),
+        ),
+        (
+            "rule 2: at the threshold it stops",
+            !may_start_phase1(p, 4 * MIB, false, false),
+        ),
+        (
+            "rule 2: above it too",
+            !may_start_phase1(p, 5 * MIB, false, true),
+        ),
+        (
+            "rule 2: under it again, it resumes",
+            may_start_phase1(p, 3 * MIB, false, true),
+        ),
+        (
+            "rule 2: a loaded context always",
+            may_start_phase1(p, 5 * MIB, true, false),
+        ),
+        (
+            "sequential: not before its load",
+            !may_start_phase1(s, 0, false, false),
+        ),
+        (
+            "sequential: not while busy",
+            !may_start_phase1(s, 0, true, true),
+        ),
+        (
+            "sequential: loaded and idle",
+            may_start_phase1(s, 0, true, false),
+        ),
+        (
+            "sequential: no threshold",
+            may_start_phase1(s, 100 * MIB, true, false),
+        ),
+        // Rule 3.
+        (
+            "rule 3: before the progress point",
+            !next_phase2_allowed(p, three.iter().copied()),
+        ),
+        (
+            "rule 3: at the progress point",
+            next_phase2_allowed(p, two.iter().copied()),
+        ),
+        (
+            "rule 3: a marked running one",
+            !next_phase2_allowed(p, marked.iter().copied()),
+        ),
+        (
+            "rule 3: a marked unrun one",
+            !next_phase2_allowed(p, marked_unrun.iter().copied()),
+        ),
+        (
+            "rule 3: at the threshold, not marked",
+            next_phase2_allowed(p, at.iter().copied()),
+        ),
+        (
+            "rule 3: nothing left",
+            next_phase2_allowed(p, core::iter::empty()),
+        ),
+        // Rule 4.
+        (
+            "rule 4: execution over, any size",
+            next_may_execute(p, 0, 100 * MIB),
+        ),
+        ("rule 4: both fit", next_may_execute(p, 4 * MIB, 6 * MIB)),
+        (
+            "rule 4: both do not fit",
+            !next_may_execute(p, 4 * MIB, 6 * MIB + 1),
+        ),
+        ("rule 4: no overflow", !next_may_execute(p, u64::MAX, 1)),
+        // Rule 5.
+        (
+            "rule 5: one ahead, pipelined",
+            prepare_ahead(Mode::Pipelined) == 2,
+        ),
+        (
+            "rule 5: one at a time, sequential",
+            prepare_ahead(Mode::Sequential) == 1,
+        ),
+    ];
+    match cases.iter().find(|(_, ok)| !ok) {
+        Some((name, _)) => Err(name),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_are_checked_and_named() {
+        let p = PipelineParams::from_values(0, 16 << 10, 32 << 10, 2).unwrap();
+        assert_eq!(p, PipelineParams::DEFAULT);
+        let s = PipelineParams::from_values(1, 1, 1, 64).unwrap();
+        assert_eq!(
+            (s.mode, s.phase1_threshold, s.progress_point),
+            (Mode::Sequential, 1024, 64)
+        );
+        let e = PipelineParams::from_values(2, 1, 1, 1).unwrap_err();
+        assert_eq!((e.field, e.value, e.min, e.max), ("pipeline_mode", 2, 0, 1));
+        let e = PipelineParams::from_values(0, 0, 1, 1).unwrap_err();
+        assert_eq!((e.field, e.max), ("phase1_threshold_kib", 1 << 20));
+        let e = PipelineParams::from_values(0, 1, (1 << 20) + 1, 1).unwrap_err();
+        assert_eq!(e.field, "subtask_threshold_kib");
+        for bad in [0, 65] {
+            let e = PipelineParams::from_values(0, 1, 1, bad).unwrap_err();
+            assert_eq!((e.field, e.min, e.max), ("progress_point", 1, 64));
+        }
+    }
+
+    #[test]
+    fn phase_one_costs_are_checked() {
+        let p = PhaseOneParams::from_values(64, 1500).unwrap();
+        assert_eq!((p.state_bytes, p.init_ns), (64 << 10, 1_500_000));
+        assert_eq!(PhaseOneParams::from_values(0, 0).unwrap().state_bytes, 0);
+        assert_eq!(
+            PhaseOneParams::from_values(65537, 0).unwrap_err().field,
+            "ctx_state_kib"
+        );
+        assert_eq!(
+            PhaseOneParams::from_values(1, 10_000_001)
+                .unwrap_err()
+                .field,
+            "ctx_init_us"
+        );
+    }
+
+    #[test]
+    fn every_rule_case_holds() {
+        assert_eq!(rule_cases(), Ok(()));
+    }
+}
