@@ -444,6 +444,143 @@ static void slots_in_turn(void)
 	CHECK(!vgsched_module_load(""), "insmod failed");
 }
 
+/* Writes @value to the run-time module parameter @name. */
+static void set_param(const char *name, const char *value)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/module/vgsched/parameters/%s", name);
+	f = fopen(path, "w");
+	CHECK(f && fputs(value, f) >= 0 && !fclose(f), "cannot write %s", path);
+}
+
+/* One record of the stage log. */
+struct stage_line {
+	unsigned long long t, client, job;
+	unsigned int ctx;
+	char event[16];
+};
+
+static int by_time(const void *a, const void *b)
+{
+	const struct stage_line *x = a, *y = b;
+
+	return (x->t > y->t) - (x->t < y->t);
+}
+
+/*
+ * One switch between two applications: A (three 20 ms jobs over a 4 MiB
+ * model) then B (two jobs over its own model), on one slot. Prints B's and
+ * A's stages from the stage log, in ms from the first record, and the gap
+ * from A's last wave to B's first.
+ */
+static void one_switch(int fd, const char *mode)
+{
+	enum { JOBS_A = 3, JOBS_B = 2 };
+	static char buf[1 << 16];
+	struct vg_buf prog, model[2], out[JOBS_A + JOBS_B];
+	struct drm_vgsched_submit s[JOBS_A + JOBS_B];
+	__u32 ctx[2] = { vgsched_ctx_create(fd, 8), vgsched_ctx_create(fd, 9) };
+	__u32 bind[JOBS_A + JOBS_B][2];
+	static struct stage_line lines[128];
+	__u64 words[16], client, t0 = 0, a_last = 0, b_first = 0, start = vg_now_ns();
+	unsigned int len = vg_prog_slow_copy(words, 300);
+	int status = 1, n;
+
+	CHECK(ctx[0] && ctx[1], "CTX_CREATE failed");
+	client = vgsched_client_id(fd, ctx[0]);
+	CHECK(!vg_program(fd, words, len, &prog), "program");
+	for (int m = 0; m < 2; m++)
+		CHECK(!vg_buf_create(fd, 4 << 20, &model[m]), "model");
+	for (int j = 0; j < JOBS_A + JOBS_B; j++) {
+		int b = j >= JOBS_A;
+
+		CHECK(!vg_buf_create(fd, 4096, &out[j]), "output");
+		bind[j][0] = model[b].handle;
+		bind[j][1] = out[j].handle;
+		s[j] = vg_job(ctx[b], &prog, len, bind[j], 2, 1, 1, 64);
+		s[j].shared_mem_blocks = 0;
+		s[j].binding_access[0] = DRM_VGSCHED_BINDING_READ;
+		s[j].binding_access[1] = DRM_VGSCHED_BINDING_READ | DRM_VGSCHED_BINDING_WRITE;
+	}
+	for (int j = 0; j < JOBS_A + JOBS_B; j++) {
+		CHECK(!vgsched_submit(fd, &s[j]), "SUBMIT failed");
+		if (j == JOBS_A - 1)
+			usleep(5000); /* A takes the slot first */
+	}
+	for (int j = 0; j < JOBS_A + JOBS_B; j++)
+		CHECK(!vgsched_wait(fd, ctx[j >= JOBS_A], s[j].seqno, 60 * VG_SECOND_NS, &status) &&
+		      status == 0, "job failed");
+	printf("  %s: the stage log, in time order (ms from A's first stage):\n", mode);
+	CHECK(!vgsched_debugfs_read("stages", buf, sizeof(buf)), "cannot read debugfs stages");
+	n = 0;
+	for (char *line = buf; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+		struct stage_line *e = &lines[n];
+
+		if (n == 128 || sscanf(line, "#%*u t=%llu client=%llu ctx=%u job=%llu %15s", &e->t,
+				       &e->client, &e->ctx, &e->job, e->event) != 5)
+			continue;
+		if (e->client == client && e->t >= start && (e->ctx == ctx[0] || e->ctx == ctx[1]))
+			n++;
+	}
+	qsort(lines, n, sizeof(lines[0]), by_time);
+	for (int i = 0; i < n; i++) {
+		struct stage_line *e = &lines[i];
+		const char *who = e->ctx == ctx[0] ? "A" : "B";
+
+		if (!t0)
+			t0 = e->t;
+		if (e->ctx == ctx[0] && !strcmp(e->event, "last_wave"))
+			a_last = e->t;
+		if (e->ctx == ctx[1] && !strcmp(e->event, "first_wave") && !b_first)
+			b_first = e->t;
+		if (e->job)
+			printf("    %8.2f  %s job %llu %s\n", (e->t - t0) / 1e6, who, e->job, e->event);
+		else
+			printf("    %8.2f  %s %s\n", (e->t - t0) / 1e6, who, e->event);
+	}
+	printf("  %s: switch gap, A's last wave to B's first: %.2f ms\n", mode,
+	       b_first > a_last ? (b_first - a_last) / 1e6 : 0.0);
+	for (int j = 0; j < JOBS_A + JOBS_B; j++)
+		vg_buf_destroy(fd, &out[j]);
+	for (int m = 0; m < 2; m++)
+		vg_buf_destroy(fd, &model[m]);
+	vg_buf_destroy(fd, &prog);
+	vgsched_ctx_destroy(fd, ctx[0]);
+	vgsched_ctx_destroy(fd, ctx[1]);
+}
+
+/*
+ * Pipelined context switching: the module reloaded with one slot, a long
+ * time slice and 20 ms of modeled environment initialisation per task;
+ * one switch pipelined, then the same after writing pipeline_mode=1
+ * (sequential) at run time.
+ */
+static void pipelined_switch(void)
+{
+	int fd;
+
+	printf("\npipelined context switching (module reloaded with hw_slots=1\n"
+	       "time_slice_us=1000000 ctx_init_us=20000 vram_mib=16): A, at priority 8, runs\n"
+	       "three jobs over a 4 MiB model; B, at priority 9, two over its own. Pipelined,\n"
+	       "B's phase 1 (environment initialisation) and its first phase 2 (upload) run\n"
+	       "while A executes; sequential, each waits for the stage before it:\n");
+	CHECK(!vgsched_module_unload(), "rmmod failed");
+	CHECK(!vgsched_module_load("hw_slots=1 time_slice_us=1000000 ctx_init_us=20000 vram_mib=16"),
+	      "insmod failed");
+	fd = vgsched_open_render_node();
+	CHECK(fd >= 0, "cannot open the render node");
+	one_switch(fd, "pipelined");
+	set_param("pipeline_mode", "1");
+	one_switch(fd, "sequential");
+	printf("  device memory afterwards (debugfs vram):\n");
+	print_debugfs_lines("vram", "", 8);
+	close(fd);
+	CHECK(!vgsched_module_unload(), "rmmod failed");
+	CHECK(!vgsched_module_load(""), "insmod failed");
+}
+
 static void print_debugfs(void)
 {
 	char dir[64], path[128], line[512];
@@ -513,5 +650,6 @@ int main(void)
 	print_debugfs();
 	close(fd);
 	slots_in_turn();
+	pipelined_switch();
 	return 0;
 }
