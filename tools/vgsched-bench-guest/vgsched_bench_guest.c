@@ -315,7 +315,7 @@ static int preempt_bench(int fd, const struct drm_vgsched_gpu_info *info, const 
 }
 
 #define PIPE_APPS 3
-#define PIPE_ROUNDS 4
+#define PIPE_ROUNDS 6
 #define PIPE_JOBS 6
 #define PIPE_MODEL_MIB 24
 
@@ -392,7 +392,7 @@ static int pipeline_bench(int fd, const char *mode)
 	} app[PIPE_APPS];
 	struct vg_buf prog;
 	__u64 words[16], t0, start, wall;
-	unsigned int len = vg_prog_slow_copy(words, 40);
+	unsigned int len = vg_prog_slow_copy(words, 150);
 	int ngaps = 0;
 	double sum = 0;
 	__u64 client;

@@ -366,6 +366,8 @@ struct ContextQueue {
     task_started: bool,
     /// The stage times of its last signalled job.
     last_job: JobTimes,
+    /// It is being cancelled: the memory work item leaves it alone.
+    cancelling: bool,
 }
 
 impl AsRef<SlotEntry> for ContextQueue {
@@ -409,6 +411,7 @@ impl ContextQueue {
             phase1_times: (0, 0),
             task_started: false,
             last_job: JobTimes::default(),
+            cancelling: false,
         })
     }
 
@@ -690,6 +693,9 @@ struct EngineState {
     /// The last phase 2 did not fit: no context is initialised ahead of
     /// its load until one does.
     phase1_ahead_paused: bool,
+    /// Device memory given back since load: a phase 1 or 2 that found no
+    /// room waits only if none came back while it tried.
+    releases: u64,
     totals: Totals,
 }
 
@@ -890,6 +896,7 @@ impl Engine {
             memory_blocked: false,
             stages: StageLog::new()?,
             phase1_ahead_paused: false,
+            releases: 0,
             totals: Totals::default(),
         };
         // The resource maps must match the topology, once and for all;
@@ -1135,6 +1142,14 @@ impl Engine {
     /// context is destroyed or its file is closed, so nothing of it
     /// outlives it. Returns the context's runtime.
     pub(crate) fn cancel_context(this: ArcBorrow<'_, Self>, ctx: &Arc<Context>) -> u64 {
+        // The memory work item takes nothing more of it, and finishes what
+        // it has (a write-back must end before the job's fence signals and
+        // the CPU may touch the object).
+        if let Some(q) = this.lock().queue_mut(ctx) {
+            q.cancelling = true;
+        }
+        // SAFETY: `this.memory_work` is a live, initialised work item.
+        unsafe { bindings::flush_work(Work::raw_get(&this.memory_work)) };
         let queue = {
             let _signalling = Signalling::begin();
             let mut st = this.lock();
@@ -1550,7 +1565,7 @@ impl Engine {
             .queues
             .iter()
             .flat_map(|q| {
-                let jobs = q.jobs.iter().take(2).filter_map(|j| match j.stage {
+                let jobs = q.jobs.iter().filter_map(|j| match j.stage {
                     Stage::Uploading(at) | Stage::CleanedUp(at) => Some(at),
                     _ => None,
                 });

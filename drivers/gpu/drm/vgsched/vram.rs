@@ -27,10 +27,12 @@
 use core::pin::Pin;
 
 use kernel::{
+    bindings,
     drm::gem::{
         shmem::VMapOwned,
         BaseObject, //
     },
+    ffi::c_void,
     gpu::buddy::{
         AllocatedBlocks,
         GpuBuddy,
@@ -47,8 +49,10 @@ use kernel::{
             ordering,
             Atomic, //
         },
+        new_spinlock,
         Arc,
-        Mutex, //
+        Mutex,
+        SpinLock, //
     },
     warn_on, //
 };
@@ -85,6 +89,9 @@ pub(crate) struct DeviceCopy {
     /// A job stored to it and was cancelled before its write-back: the
     /// copy may differ from system memory and is never taken again.
     stale: Atomic<bool>,
+    /// When its upload ends in modeled time: a job that finds it resident
+    /// may not start before.
+    ready_ns: Atomic<u64>,
 }
 
 /// One resident object in the residency table.
@@ -105,15 +112,21 @@ impl Drop for Resident {
     }
 }
 
-/// The residency table and the copy engine.
+/// The residency table.
 struct Table {
     resident: KVec<Resident>,
     /// Counts takes, for least-recently-used order.
     clock: u64,
-    copy: CopyEngine,
+    evictions: u64,
+}
+
+/// The copy engine and what it moved. Under a spinlock of its own, never
+/// held across an allocation: a write-back, on the way to a fence, takes
+/// only this one.
+struct Copies {
+    engine: CopyEngine,
     uploaded_bytes: u64,
     written_back_bytes: u64,
-    evictions: u64,
 }
 
 /// What debugfs shows of the device memory.
@@ -139,6 +152,8 @@ pub(crate) struct DeviceMemory {
     next_object: Atomic<u64>,
     #[pin]
     table: Mutex<Table>,
+    #[pin]
+    copies: SpinLock<Copies>,
 }
 
 /// Copies an object between its kernel mapping and its device copy:
@@ -147,8 +162,9 @@ pub(crate) struct DeviceMemory {
 /// No job stores to the copy meanwhile: an upload fills a copy no job holds
 /// yet, and a write-back runs after the last job that may store to it
 /// finished (jobs that write an object wait for every earlier job using it,
-/// through its reservation), so plain copies do not race with the
-/// interpreter's atomic accesses.
+/// through its reservation). The object's pages may change under the copy
+/// (user space maps them): the bytes move with the kernel's `memcpy()`, as
+/// `SysMemBackend` copies system memory, not as Rust accesses.
 fn copy_words(
     memory: &DeviceMemory,
     copy: &DeviceCopy,
@@ -159,8 +175,7 @@ fn copy_words(
     let system = map.as_view().as_ptr().cast::<u8>();
     let chunk = CHUNK_BYTES as usize;
     for (page, &index) in copy.pages.iter().enumerate() {
-        let base = (index as usize).checked_mul(CHUNK_WORDS).ok_or(EINVAL)?;
-        let device = memory.words.get(base..base + CHUNK_WORDS).ok_or(EINVAL)?;
+        let device = memory.chunk(index).ok_or(EINVAL)?;
         let offset = page.checked_mul(chunk).ok_or(EINVAL)?;
         if offset
             .checked_add(chunk)
@@ -170,19 +185,19 @@ fn copy_words(
             warn_on!(true);
             return Err(EINVAL);
         }
-        let device = device.as_ptr().cast::<u8>().cast_mut();
-        // SAFETY: `system + offset` and the chunk's `CHUNK_BYTES` of device
-        // memory are both valid (checked just above, and `device` is a
-        // slice of `words`) and do not overlap (one is the object's
-        // mapping, the other the module's device memory); nothing stores
-        // to either while the copy runs (see above). `Atomic<u32>` has the
-        // layout of `u32`.
+        let device = device.as_ptr().cast::<c_void>().cast_mut();
+        // SAFETY: By the type invariant of `VMap`, the object's
+        // `object_bytes` are mapped at `system` while `map` lives, and
+        // `offset + chunk <= object_bytes` (checked above); `device` is a
+        // chunk of `words`, `CHUNK_BYTES` long. The two do not overlap
+        // (one is the object's mapping, the other the module's memory),
+        // and no job stores to the chunk meanwhile (see above).
         unsafe {
-            let system = system.add(offset);
+            let system = system.add(offset).cast::<c_void>();
             if upload {
-                core::ptr::copy_nonoverlapping(system.cast_const(), device, chunk);
+                bindings::memcpy(device, system, chunk);
             } else {
-                core::ptr::copy_nonoverlapping(device.cast_const(), system, chunk);
+                bindings::memcpy(system, device, chunk);
             }
         }
     }
@@ -218,10 +233,12 @@ impl DeviceMemory {
                 table <- new_mutex!(Table {
                     resident: KVec::new(),
                     clock: 0,
-                    copy: CopyEngine::default(),
+                    evictions: 0,
+                }),
+                copies <- new_spinlock!(Copies {
+                    engine: CopyEngine::default(),
                     uploaded_bytes: 0,
                     written_back_bytes: 0,
-                    evictions: 0,
                 }),
             }),
             GFP_KERNEL,
@@ -251,10 +268,14 @@ impl DeviceMemory {
 
     /// Totals and the resident set, for debugfs.
     pub(crate) fn stats(&self) -> MemoryStats {
+        let (uploaded_bytes, written_back_bytes) = {
+            let c = self.copies.lock();
+            (c.uploaded_bytes, c.written_back_bytes)
+        };
         let t = self.table.lock();
         MemoryStats {
-            uploaded_bytes: t.uploaded_bytes,
-            written_back_bytes: t.written_back_bytes,
+            uploaded_bytes,
+            written_back_bytes,
             evictions: t.evictions,
             resident_objects: t.resident.len(),
             resident_bytes: t.resident.iter().map(|r| r.copy.bytes).sum(),
@@ -304,8 +325,8 @@ impl DeviceMemory {
                 }
                 let copy = this.allocate(&mut t, bytes)?;
                 copy_words(this, &copy, map, true)?;
-                ready_ns = t.copy.issue(now_ns, bytes, this.bandwidth_mbps).1;
-                t.uploaded_bytes = t.uploaded_bytes.saturating_add(bytes);
+                ready_ns = this.copy_time(bytes, now_ns);
+                copy.ready_ns.store(ready_ns, ordering::Relaxed);
                 let flag = map.owner().resident.clone();
                 t.resident.push(
                     Resident {
@@ -322,6 +343,7 @@ impl DeviceMemory {
         };
         let r = t.resident.get_mut(index).ok_or(EINVAL)?;
         r.last_use = clock;
+        ready_ns = ready_ns.max(r.copy.ready_ns.load(ordering::Relaxed));
         r.copy.pins.fetch_add(1, ordering::Relaxed);
         let pinned = Pinned {
             memory: this.clone(),
@@ -381,6 +403,7 @@ impl DeviceMemory {
                 bytes,
                 pins: Atomic::new(0),
                 stale: Atomic::new(false),
+                ready_ns: Atomic::new(0),
             },
             GFP_KERNEL,
         )?)
@@ -395,12 +418,12 @@ impl DeviceMemory {
         map: &VMapOwned<VgObject>,
         now_ns: u64,
     ) -> Result<u64> {
-        let mut t = self.table.lock();
         copy_words(self, &pinned.copy, map, false)?;
         let bytes = pinned.copy.bytes;
-        t.written_back_bytes = t.written_back_bytes.saturating_add(bytes);
         pinned.written_back = true;
-        Ok(t.copy.issue(now_ns, bytes, self.bandwidth_mbps).1)
+        let mut c = self.copies.lock();
+        c.written_back_bytes = c.written_back_bytes.saturating_add(bytes);
+        Ok(c.engine.issue(now_ns, bytes, self.bandwidth_mbps).1)
     }
 
     /// Forgets the device copy of `object`: the CPU is about to write the
@@ -421,14 +444,20 @@ impl DeviceMemory {
     /// Issues a transfer of `bytes` at `now_ns` on the copy engine; returns
     /// when it ends in modeled time.
     pub(crate) fn copy_time(&self, bytes: u64, now_ns: u64) -> u64 {
-        let mut t = self.table.lock();
-        t.uploaded_bytes = t.uploaded_bytes.saturating_add(bytes);
-        t.copy.issue(now_ns, bytes, self.bandwidth_mbps).1
+        let mut c = self.copies.lock();
+        c.uploaded_bytes = c.uploaded_bytes.saturating_add(bytes);
+        c.engine.issue(now_ns, bytes, self.bandwidth_mbps).1
     }
 
     /// The device word at `word` (an index into device memory).
     fn word(&self, word: usize) -> Option<&Atomic<u32>> {
         self.words.get(word)
+    }
+
+    /// The words of chunk `index`.
+    fn chunk(&self, index: u32) -> Option<&[Atomic<u32>]> {
+        let base = (index as usize).checked_mul(CHUNK_WORDS)?;
+        self.words.get(base..base.checked_add(CHUNK_WORDS)?)
     }
 }
 
@@ -451,7 +480,7 @@ impl Pinned {
         let index = usize::try_from(index).ok()?;
         let chunk = *self.copy.pages.get(index / CHUNK_WORDS)?;
         let base = (chunk as usize).checked_mul(CHUNK_WORDS)?;
-        self.memory.word(base + index % CHUNK_WORDS)
+        self.memory.word(base.checked_add(index % CHUNK_WORDS)?)
     }
 
     /// Reads the object's word `index` on the device.
@@ -508,8 +537,7 @@ impl DeviceArea {
         let copy = memory.allocate(&mut t, chunks_of(bytes).ok_or(E2BIG)?)?;
         drop(t);
         for &chunk in copy.pages.iter() {
-            let base = (chunk as usize).checked_mul(CHUNK_WORDS).ok_or(EINVAL)?;
-            let words = memory.words.get(base..base + CHUNK_WORDS).ok_or(EINVAL)?;
+            let words = memory.chunk(chunk).ok_or(EINVAL)?;
             words.iter().for_each(|w| w.store(0, ordering::Relaxed));
         }
         Ok(Some(Self { _copy: copy }))

@@ -39,11 +39,13 @@ use kernel::{
         Arc,
         ArcBorrow, //
     },
+    warn_on,
     workqueue, //
 };
 
 use super::{
     dump::Ring,
+    sync::Signalling,
     ContextQueue,
     Engine,
     EngineState,
@@ -112,7 +114,7 @@ pub(super) enum PhaseOne {
     /// Not initialised.
     Idle,
     /// The memory work item allocates its state area.
-    Preparing,
+    Allocating,
     /// Initialised; the init time ends at this modeled time (ns).
     Done(u64),
 }
@@ -196,10 +198,13 @@ pub(super) struct Prepared {
     _scratch: Option<DeviceArea>,
 }
 
-/// A task of the memory work item, taken under the engine lock.
-enum Task {
+/// A piece of work of the memory work item, taken under the engine lock.
+/// `releases` is [`EngineState::releases`] when it was taken: if it did
+/// not fit and nothing was released since, it waits for a release.
+enum MemoryTask {
     PhaseOne {
         ctx: Arc<Context>,
+        releases: u64,
     },
     Prepare {
         ctx: Arc<Context>,
@@ -207,6 +212,7 @@ enum Task {
         seqno: u64,
         bindings: Bindings,
         scratch: u64,
+        releases: u64,
     },
     CleanUp {
         ctx: Arc<Context>,
@@ -253,6 +259,11 @@ impl ContextQueue {
             .filter(|j| j.times.first_wave != 0)
             .map_or(0, |j| j.footprint)
     }
+
+    /// Its task is over: initialised, no work and no slot (rule 6).
+    fn task_over(&self) -> bool {
+        matches!(self.phase1, PhaseOne::Done(_)) && self.jobs.is_empty() && self.slot.is_none()
+    }
 }
 
 /// Something of a job or a context is in preparation, execution or
@@ -260,46 +271,71 @@ impl ContextQueue {
 fn device_busy(st: &EngineState) -> bool {
     st.queues
         .iter()
-        .any(|q| q.phase1 == PhaseOne::Preparing || q.jobs.iter().any(|j| j.stage.busy()))
+        .any(|q| q.phase1 == PhaseOne::Allocating || q.jobs.iter().any(|j| j.stage.busy()))
 }
 
-/// The job of `q` whose phase 2 may start now, if any.
-fn preparable<'a>(
-    st: &'a EngineState,
-    q: &'a ContextQueue,
-    p: &PipelineParams,
-    now: u64,
-) -> Option<&'a Job> {
-    if !q.initialised(now) {
-        return None;
-    }
-    let ahead = pipeline::prepare_ahead(p.mode);
-    let job = q
-        .jobs
+/// The next task: the waiting context (with work, holding no slot) that
+/// slot selection ranks first, by priority level and then weight.
+fn next_waiting(st: &EngineState, now: u64) -> Option<usize> {
+    st.queues
         .iter()
-        .filter(|j| !j.is_finished())
-        .take(ahead)
-        .find(|j| j.stage == Stage::Queued)?;
-    if job.progress.error() != 0 || !in_fence_passed(job) {
-        return None;
-    }
-    let first = q.jobs.first().is_some_and(|f| f.id == job.id);
-    let allowed = match p.mode {
-        Mode::Sequential => q.slot.is_some() && first && !device_busy(st),
-        // The current task: the next sub-task (rule 5).
-        Mode::Pipelined if q.slot.is_some() => true,
-        // The next task's first sub-task, at the progress point of every
-        // current task (rule 3).
-        Mode::Pipelined => {
-            first
-                && st
-                    .queues
-                    .iter()
-                    .filter(|c| c.slot.is_some())
-                    .all(|c| pipeline::next_phase2_allowed(p, c.sub_tasks()))
+        .enumerate()
+        .filter(|(_, q)| q.slot.is_none() && q.has_work())
+        .min_by_key(|(_, q)| (q.ctx.priority, u64::MAX - q.entry.weight(now).milli()))
+        .map(|(i, _)| i)
+}
+
+/// What every candidate for phase 2 shares: the settings, whether the
+/// device is busy (sequential), the next task and whether every current
+/// task has reached its progress point (rule 3).
+struct Gate {
+    p: PipelineParams,
+    busy: bool,
+    next: Option<usize>,
+    progress: bool,
+}
+
+impl Gate {
+    fn new(st: &EngineState, now: u64) -> Self {
+        let p = params::pipeline();
+        let progress = st
+            .queues
+            .iter()
+            .filter(|c| c.slot.is_some())
+            .all(|c| pipeline::next_phase2_allowed(&p, c.sub_tasks()));
+        Self {
+            busy: p.mode == Mode::Sequential && device_busy(st),
+            next: next_waiting(st, now),
+            progress,
+            p,
         }
-    };
-    allowed.then_some(job)
+    }
+
+    /// The job of context `index` whose phase 2 may start now, if any.
+    fn preparable<'a>(&self, index: usize, q: &'a ContextQueue, now: u64) -> Option<&'a Job> {
+        if q.cancelling || !q.initialised(now) {
+            return None;
+        }
+        let job = q
+            .jobs
+            .iter()
+            .filter(|j| !j.is_finished())
+            .take(pipeline::prepare_ahead(self.p.mode))
+            .find(|j| j.stage == Stage::Queued)?;
+        if job.progress.error() != 0 || !in_fence_passed(job) {
+            return None;
+        }
+        let first = q.jobs.first().is_some_and(|f| f.id == job.id);
+        let allowed = match self.p.mode {
+            Mode::Sequential => q.slot.is_some() && first && !self.busy,
+            // The current task: the next sub-task (rule 5).
+            Mode::Pipelined if q.slot.is_some() => true,
+            // The next task's first sub-task, at the progress point of
+            // every current task (rule 3).
+            Mode::Pipelined => first && self.next == Some(index) && self.progress,
+        };
+        allowed.then_some(job)
+    }
 }
 
 /// The context whose phase 1 may start now, oldest work first.
@@ -314,7 +350,7 @@ fn phase_one_due(st: &EngineState, p: &PipelineParams, state_bytes: u64) -> Opti
     st.queues
         .iter()
         .enumerate()
-        .filter(|(_, q)| q.phase1 == PhaseOne::Idle && q.has_work())
+        .filter(|(_, q)| q.phase1 == PhaseOne::Idle && q.has_work() && !q.cancelling)
         // None ahead of its load while a job waits for memory.
         .filter(|(_, q)| q.slot.is_some() || !st.phase1_ahead_paused)
         .filter(|(_, q)| pipeline::may_start_phase1(p, held, q.slot.is_some(), busy))
@@ -331,32 +367,40 @@ impl Engine {
     /// Whether the memory work item has something to do at `now`; under
     /// the engine lock, on any path (it only looks).
     pub(super) fn memory_wanted(&self, st: &EngineState, now: u64) -> bool {
+        let cleanup = st.queues.iter().any(|q| {
+            !q.cancelling
+                && (q.jobs.first().is_some_and(|j| j.stage == Stage::CleanUpDue) || q.task_over())
+        });
+        if cleanup {
+            return true;
+        }
+        if st.memory_blocked {
+            return false;
+        }
         let p = params::pipeline();
-        let cleanup = st
-            .queues
+        if phase_one_due(st, &p, self.phase_one.state_bytes).is_some() {
+            return true;
+        }
+        let gate = Gate::new(st, now);
+        st.queues
             .iter()
-            .any(|q| q.jobs.first().is_some_and(|j| j.stage == Stage::CleanUpDue) || q.task_over());
-        cleanup
-            || (!st.memory_blocked
-                && (phase_one_due(st, &p, self.phase_one.state_bytes).is_some()
-                    || st
-                        .queues
-                        .iter()
-                        .any(|q| preparable(st, q, &p, now).is_some())))
+            .enumerate()
+            .any(|(i, q)| gate.preparable(i, q, now).is_some())
     }
 
-    /// The next task: a clean-up if one is due (it gives memory back), a
-    /// phase 1, else the oldest job whose phase 2 may start.
-    fn next_task(&self, st: &mut EngineState, now: u64) -> Option<Task> {
+    /// The next piece of work: a clean-up if one is due (it gives memory
+    /// back), a phase 1, else the oldest job whose phase 2 may start.
+    fn next_task(&self, st: &mut EngineState, now: u64) -> Option<MemoryTask> {
         let p = params::pipeline();
+        let releases = st.releases;
         let EngineState { queues, stages, .. } = st;
-        for q in queues.iter_mut() {
+        for q in queues.iter_mut().filter(|q| !q.cancelling) {
             if let Some(job) = q.jobs.first_mut().filter(|j| j.stage == Stage::CleanUpDue) {
                 let prepared = job.device.take()?;
                 job.stage = Stage::CleaningUp;
                 job.times.cleanup_start = now;
                 record(stages, &q.ctx, job.seqno, StageEvent::CleanUpStart, now);
-                return Some(Task::CleanUp {
+                return Some(MemoryTask::CleanUp {
                     ctx: q.ctx.clone(),
                     job: job.id,
                     bindings: job.spec.bindings.clone(),
@@ -368,51 +412,57 @@ impl Engine {
                 q.phase1 = PhaseOne::Idle;
                 record(stages, &q.ctx, 0, StageEvent::TaskCleanUp, now);
                 if let Some(area) = q.state_area.take() {
-                    return Some(Task::Release(area));
+                    return Some(MemoryTask::Release(area));
                 }
             }
         }
         if st.memory_blocked {
             // The oldest job does not fit: contexts initialised ahead of
-            // their load give their state areas back first (they are
-            // initialised again once it has been prepared).
+            // their load, with nothing prepared yet, give their state
+            // areas back first (they are initialised again once it fits).
             let EngineState { queues, stages, .. } = st;
             let ahead = queues.iter_mut().find(|q| {
-                q.slot.is_none() && q.state_area.is_some() && matches!(q.phase1, PhaseOne::Done(_))
+                q.slot.is_none()
+                    && q.state_area.is_some()
+                    && matches!(q.phase1, PhaseOne::Done(_))
+                    && !q.jobs.iter().any(|j| j.stage.busy())
             })?;
             ahead.phase1 = PhaseOne::Idle;
             record(stages, &ahead.ctx, 0, StageEvent::TaskCleanUp, now);
-            let area = ahead.state_area.take()?;
-            st.memory_blocked = false;
-            return Some(Task::Release(area));
+            return ahead.state_area.take().map(MemoryTask::Release);
         }
         if let Some(i) = phase_one_due(st, &p, self.phase_one.state_bytes) {
             let q = st.queues.get_mut(i)?;
-            q.phase1 = PhaseOne::Preparing;
-            return Some(Task::PhaseOne { ctx: q.ctx.clone() });
+            q.phase1 = PhaseOne::Allocating;
+            return Some(MemoryTask::PhaseOne {
+                ctx: q.ctx.clone(),
+                releases,
+            });
         }
         // The oldest preparable job over all contexts: (context, job).
+        let gate = Gate::new(st, now);
         let oldest = st
             .queues
             .iter()
             .enumerate()
-            .filter_map(|(qi, q)| Some((qi, preparable(st, q, &p, now)?.id)))
+            .filter_map(|(qi, q)| Some((qi, gate.preparable(qi, q, now)?.id)))
             .min_by_key(|&(_, id)| id);
         let (qi, id) = oldest?;
         let q = st.queues.get_mut(qi)?;
         let ctx = q.ctx.clone();
         let job = find_job_of(&mut q.jobs, id)?;
         job.stage = Stage::Preparing;
-        Some(Task::Prepare {
+        Some(MemoryTask::Prepare {
             ctx,
             job: job.id,
             seqno: job.seqno,
             bindings: job.spec.bindings.clone(),
             scratch: job.scratch,
+            releases,
         })
     }
 
-    /// The memory work item: runs tasks until none is left.
+    /// The memory work item: runs its work until none is left.
     pub(super) fn memory_work(this: ArcBorrow<'_, Self>) {
         loop {
             let task = {
@@ -426,40 +476,48 @@ impl Engine {
                 return;
             };
             match task {
-                Task::PhaseOne { ctx } => Self::phase_one(this, &ctx),
-                Task::Prepare {
+                MemoryTask::PhaseOne { ctx, releases } => Self::phase_one(this, &ctx, releases),
+                MemoryTask::Prepare {
                     ctx,
                     job,
                     seqno,
                     bindings,
                     scratch,
-                } => Self::prepare(this, &ctx, job, seqno, &bindings, scratch),
-                Task::CleanUp {
+                    releases,
+                } => Self::prepare(this, &ctx, job, seqno, &bindings, scratch, releases),
+                MemoryTask::CleanUp {
                     ctx,
                     job,
                     bindings,
                     prepared,
                 } => Self::clean_up_job(this, &ctx, job, &bindings, prepared),
-                Task::Release(area) => drop(area),
+                MemoryTask::Release(area) => {
+                    drop(area);
+                    this.lock().released();
+                }
             }
             Self::kick(this);
         }
     }
 
     /// Phase 1 of `ctx`: its state area, then its init time.
-    fn phase_one(this: ArcBorrow<'_, Self>, ctx: &Arc<Context>) {
+    fn phase_one(this: ArcBorrow<'_, Self>, ctx: &Arc<Context>, releases: u64) {
         let start = monotonic_ns();
         let area = DeviceArea::new(&this.memory, this.phase_one.state_bytes);
         let mut unused = None;
         {
             let mut st = this.lock();
-            st.memory_blocked |= matches!(area, Err(e) if e == ENOSPC);
+            let full = matches!(area, Err(e) if e == ENOSPC);
+            st.wait_for_release(full, releases);
             let EngineState { queues, stages, .. } = &mut *st;
             match queues.iter_mut().find(|q| Arc::ptr_eq(&q.ctx, ctx)) {
                 Some(q) => match area {
                     Ok(area) => {
                         let end = start.saturating_add(this.phase_one.init_ns);
-                        q.state_area = area;
+                        // An area is released before phase 1 can start
+                        // again: there is none to replace.
+                        unused = core::mem::replace(&mut q.state_area, area);
+                        warn_on!(unused.is_some());
                         q.phase1 = PhaseOne::Done(end);
                         q.phase1_times = (start, end);
                         record(stages, ctx, 0, StageEvent::Phase1Start, start);
@@ -468,7 +526,7 @@ impl Engine {
                     // Tried again when memory comes back.
                     Err(_) => q.phase1 = PhaseOne::Idle,
                 },
-                None => unused = area.ok(),
+                None => unused = area.ok().flatten(),
             }
         }
         drop(unused);
@@ -484,15 +542,16 @@ impl Engine {
         seqno: u64,
         bindings: &Bindings,
         scratch: u64,
+        releases: u64,
     ) {
         let start = monotonic_ns();
         let taken = Self::take_all(&this.memory, bindings, scratch, start);
         let mut unused = None;
         {
             let mut st = this.lock();
-            let blocked = matches!(taken, Err(e) if e == ENOSPC);
-            st.memory_blocked |= blocked;
-            st.phase1_ahead_paused = blocked;
+            let full = matches!(taken, Err(e) if e == ENOSPC);
+            st.wait_for_release(full, releases);
+            st.phase1_ahead_paused = full;
             let EngineState { queues, stages, .. } = &mut *st;
             let q = queues.iter_mut().find(|q| Arc::ptr_eq(&q.ctx, ctx));
             match q.and_then(|q| find_job_of(&mut q.jobs, id)) {
@@ -505,7 +564,7 @@ impl Engine {
                         record(stages, ctx, seqno, StageEvent::Phase2Start, start);
                         record(stages, ctx, seqno, StageEvent::Phase2End, ready);
                     }
-                    Err(_) if blocked => job.stage = Stage::Queued,
+                    Err(_) if full => job.stage = Stage::Queued,
                     Err(e) => {
                         // Out of kernel memory: it fails, as a submission
                         // that could not be allocated would.
@@ -553,9 +612,11 @@ impl Engine {
         ))
     }
 
-    /// Writes back the objects a finished job stored to, releases its
-    /// device memory, and lets its fence signal when the copy ends in
-    /// modeled time.
+    /// Writes back the objects a finished job stored to and lets its fence
+    /// signal when the copy ends in modeled time. On the way to that fence:
+    /// no allocation and no lock but the engine's and the copy engine's
+    /// spinlock; the job's device memory goes with the job, after its
+    /// fence.
     fn clean_up_job(
         this: ArcBorrow<'_, Self>,
         ctx: &Arc<Context>,
@@ -563,6 +624,7 @@ impl Engine {
         bindings: &Bindings,
         mut prepared: Prepared,
     ) {
+        let _signalling = Signalling::begin();
         let now = monotonic_ns();
         let mut done = now;
         let mut error = 0;
@@ -574,21 +636,26 @@ impl Engine {
                 }
             }
         }
-        // Released before the fence can signal: the next job finds the
-        // memory free.
-        drop(prepared);
-        let mut st = this.lock();
-        st.memory_blocked = false;
-        let EngineState { queues, stages, .. } = &mut *st;
-        let q = queues.iter_mut().find(|q| Arc::ptr_eq(&q.ctx, ctx));
-        if let Some(job) = q.and_then(|q| find_job_of(&mut q.jobs, id)) {
-            if error != 0 {
-                job.progress.fail(error);
+        let mut unused = None;
+        {
+            let mut st = this.lock();
+            let EngineState { queues, stages, .. } = &mut *st;
+            let q = queues.iter_mut().find(|q| Arc::ptr_eq(&q.ctx, ctx));
+            match q.and_then(|q| find_job_of(&mut q.jobs, id)) {
+                Some(job) => {
+                    if error != 0 {
+                        job.progress.fail(error);
+                    }
+                    job.device = Some(prepared);
+                    job.stage = Stage::CleanedUp(done);
+                    job.times.cleanup_end = done;
+                    record(stages, ctx, job.seqno, StageEvent::CleanUpEnd, done);
+                }
+                None => unused = Some(prepared),
             }
-            job.stage = Stage::CleanedUp(done);
-            job.times.cleanup_end = done;
-            record(stages, ctx, job.seqno, StageEvent::CleanUpEnd, done);
         }
+        drop(_signalling);
+        drop(unused);
     }
 
     /// Memory came back outside the memory work item (a job dropped, an
@@ -596,7 +663,7 @@ impl Engine {
     pub(crate) fn memory_released(this: ArcBorrow<'_, Self>) {
         let wanted = {
             let mut st = this.lock();
-            st.memory_blocked = false;
+            st.released();
             this.memory_wanted(&st, monotonic_ns())
         };
         if wanted {
@@ -637,10 +704,20 @@ impl Engine {
     }
 }
 
-impl ContextQueue {
-    /// Its task is over: initialised, no work and no slot (rule 6).
-    fn task_over(&self) -> bool {
-        matches!(self.phase1, PhaseOne::Done(_)) && self.jobs.is_empty() && self.slot.is_none()
+impl EngineState {
+    /// Device memory came back: whatever waited for it is tried again.
+    fn released(&mut self) {
+        self.releases = self.releases.wrapping_add(1);
+        self.memory_blocked = false;
+    }
+
+    /// A phase 1 or phase 2 taken when [`EngineState::releases`] was
+    /// `releases` found the memory `full`: it waits for a release, unless
+    /// one came meanwhile (then it is simply tried again).
+    fn wait_for_release(&mut self, full: bool, releases: u64) {
+        if full && self.releases == releases {
+            self.memory_blocked = true;
+        }
     }
 }
 
