@@ -308,6 +308,73 @@ TEST_F(vram, copies_take_their_modeled_time)
 	busy_job_fini(self->fd, &w);
 }
 
+/*
+ * One process's job writes an object (x[i] = i, after 200 ms); another
+ * process, with its own file, imports it and adds it to its own b in a
+ * job that waits for the writer through the object's reservation. A third
+ * context of the first process meanwhile runs jobs over 768 KiB, so the
+ * objects are evicted and uploaded again between the two. The reader sees
+ * exactly what the writer stored.
+ */
+TEST_F(vram, another_process_reads_what_a_job_wrote_in_fence_order)
+{
+	struct busy_job w;
+	struct add_job big;
+	int dmabuf, pipefd[2], status;
+	pid_t child;
+
+	if (strcmp(variant->params, "vram_mib=1 hw_slots=2"))
+		SKIP(return, "needs the small device");
+	ASSERT_EQ(0, busy_job_init(self->fd, &w, self->ctx[0], 200, 1, 1, 64, 1));
+	dmabuf = vg_prime_export(self->fd, w.out.handle);
+	ASSERT_GE(dmabuf, 0);
+	ASSERT_EQ(0, add_job_init(self->fd, &big, self->ctx[1], 256 << 10));
+	ASSERT_EQ(0, pipe(pipefd));
+	ASSERT_EQ(0, busy_submit(self->fd, &w));
+	child = fork();
+	ASSERT_GE(child, 0);
+	if (child == 0) {
+		/* The reader: c = x + b over x's 64 words. */
+		int fd = vgsched_open_render_node(), ok = 1;
+		__u32 ctx = fd < 0 ? 0 : vgsched_ctx_create(fd, 8);
+		struct add_job r;
+
+		if (!ctx || add_job_init(fd, &r, ctx, 4096))
+			_exit(2);
+		r.bind[0] = vg_prime_import(fd, dmabuf);
+		r.s.threads_per_wave = 64;
+		r.s.groups = 1;
+		for (int i = 0; i < 64; i++)
+			((uint32_t *)r.b.map)[i] = 1000;
+		if (!r.bind[0] || add_job_submit(fd, &r) || write(pipefd[1], "s", 1) != 1 ||
+		    wait_ok(fd, ctx, r.s.seqno))
+			_exit(3);
+		for (int i = 0; i < 64; i++)
+			ok &= ((uint32_t *)r.c.map)[i] == (uint32_t)i + 1000;
+		_exit(ok ? 0 : 1);
+	}
+	char c;
+
+	ASSERT_EQ(1, read(pipefd[0], &c, 1));
+	/* Pressure while the reader waits for the writer. */
+	for (uint32_t round = 1; round <= 3; round++) {
+		ASSERT_EQ(0, add_job_prep_write(self->fd, &big));
+		add_job_fill(&big, round);
+		ASSERT_EQ(0, add_job_submit(self->fd, &big));
+		ASSERT_EQ(0, wait_ok(self->fd, self->ctx[1], big.s.seqno));
+		ASSERT_EQ(-1, add_job_wrong(&big, round));
+	}
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		TH_LOG("the reader saw other words (exit %d)", WEXITSTATUS(status));
+	ASSERT_EQ(0, wait_ok(self->fd, self->ctx[0], w.s.seqno));
+	close(dmabuf);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	busy_job_fini(self->fd, &w);
+	add_job_fini(self->fd, &big);
+}
+
 /* fdinfo's device-memory keys follow the file's objects. */
 TEST_F(vram, fdinfo_shows_the_device_region)
 {
@@ -344,6 +411,11 @@ TEST_F(vram, a_job_that_can_never_fit_is_refused)
 	before = vram_number("uploaded");
 	ASSERT_EQ(-E2BIG, add_job_submit(self->fd, &j));
 	EXPECT_EQ(before, vram_number("uploaded"));
+	/* A scratch area that cannot fit beside them: E2BIG too. */
+	j.bind[1] = j.a.handle;
+	j.s.scratch_bytes = 512 << 10;
+	ASSERT_EQ(-E2BIG, add_job_submit(self->fd, &j));
+	j.s.scratch_bytes = 0;
 	/* a bound twice counts once: a, a, c is 896 KiB and fits. */
 	j.bind[1] = j.a.handle;
 	ASSERT_EQ(0, add_job_submit(self->fd, &j));

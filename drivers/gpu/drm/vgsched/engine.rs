@@ -239,6 +239,8 @@ struct Job {
     scratch: u64,
     /// When it passed its stages.
     times: JobTimes,
+    /// The latest end of its waves that ended, modeled ns.
+    last_wave_end_ns: u64,
 }
 
 impl Job {
@@ -283,6 +285,7 @@ impl Job {
                 seqno,
                 ..JobTimes::default()
             },
+            last_wave_end_ns: 0,
         })
     }
 
@@ -1407,6 +1410,8 @@ impl Engine {
                 // A saved wave's threads moved to the save area already.
                 if w.phase == WavePhase::Ended {
                     job.return_lanes(core::mem::take(&mut w.lanes));
+                    // When its last wave ended, in modeled time.
+                    job.last_wave_end_ns = job.last_wave_end_ns.max(w.end_ns);
                 }
                 if g.waves_left == 1 {
                     // A group's last wave retires once: its job runs it.
@@ -1460,8 +1465,13 @@ impl Engine {
         for q in queues.iter_mut() {
             while let Some(first) = q.jobs.first_mut().filter(|j| j.is_finished()) {
                 if first.times.first_wave != 0 && first.times.last_wave == 0 {
-                    first.times.last_wave = now;
-                    memory::record(stages, &q.ctx, first.seqno, StageEvent::LastWave, now);
+                    // Its last wave's end, not when the engine saw it.
+                    let end = match first.last_wave_end_ns {
+                        0 => now,
+                        end => end.min(now),
+                    };
+                    first.times.last_wave = end;
+                    memory::record(stages, &q.ctx, first.seqno, StageEvent::LastWave, end);
                 }
                 if first.device.is_some() && first.times.cleanup_start == 0 {
                     // Nothing to write back: cleaned up as it signals.
