@@ -23,6 +23,7 @@ use super::slots::{
     SlotPolicy, //
 };
 use super::topology::{
+    within,
     ParamError,
     Topology, //
 };
@@ -127,21 +128,6 @@ fn choice<T>(
         min: 0,
         max,
     })
-}
-
-/// `value` if it lies within `limits`, or the range error of `field`.
-fn within(field: &'static str, value: u32, limits: (u32, u32)) -> Result<u32, ParamError> {
-    let (min, max) = limits;
-    if (min..=max).contains(&value) {
-        Ok(value)
-    } else {
-        Err(ParamError {
-            field,
-            value: u64::from(value),
-            min: u64::from(min),
-            max: u64::from(max),
-        })
-    }
 }
 
 impl SchedParams {

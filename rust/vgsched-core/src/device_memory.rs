@@ -10,7 +10,10 @@
 //! GPU buddy allocator (`kernel::gpu::buddy`); this file holds the pure
 //! rules about it, tested on the host.
 
-use super::topology::ParamError;
+use super::topology::{
+    within,
+    ParamError, //
+};
 
 /// Limits of `vram_mib`: at least 1 MiB, at most 1 GiB (the module backs it
 /// with memory of its own).
@@ -24,17 +27,7 @@ pub const CHUNK_BYTES: u64 = 4096;
 
 /// Bytes of device memory for `vram_mib`, or the parameter's range error.
 pub fn vram_bytes(vram_mib: u32) -> Result<u64, ParamError> {
-    let (min, max) = VRAM_MIB;
-    if (min..=max).contains(&vram_mib) {
-        Ok(u64::from(vram_mib) << 20)
-    } else {
-        Err(ParamError {
-            field: "vram_mib",
-            value: u64::from(vram_mib),
-            min: u64::from(min),
-            max: u64::from(max),
-        })
-    }
+    Ok(u64::from(within("vram_mib", vram_mib, VRAM_MIB)?) << 20)
 }
 
 /// Limits of `vram_bandwidth_mbps`, the modeled copy bandwidth between
@@ -47,17 +40,7 @@ pub const DEFAULT_BANDWIDTH_MBPS: u32 = 12_000;
 
 /// Checks `vram_bandwidth_mbps`.
 pub fn bandwidth_mbps(value: u32) -> Result<u32, ParamError> {
-    let (min, max) = BANDWIDTH_MBPS;
-    if (min..=max).contains(&value) {
-        Ok(value)
-    } else {
-        Err(ParamError {
-            field: "vram_bandwidth_mbps",
-            value: u64::from(value),
-            min: u64::from(min),
-            max: u64::from(max),
-        })
-    }
+    within("vram_bandwidth_mbps", value, BANDWIDTH_MBPS)
 }
 
 /// Bytes of device memory an object of `bytes` takes: whole chunks.
@@ -171,6 +154,11 @@ pub fn cases() -> Result<(), &'static str> {
             lru_victim([o(1, 0), o(0, 9)].into_iter()) == Some(1),
         ),
     ];
+    first_failing(&cases)
+}
+
+/// The name of the first case of `cases` that does not hold.
+pub fn first_failing(cases: &[(&'static str, bool)]) -> Result<(), &'static str> {
     match cases.iter().find(|(_, ok)| !ok) {
         Some((name, _)) => Err(name),
         None => Ok(()),

@@ -35,7 +35,13 @@
 //! is loaded, then each sub-task's phase 2, execution and clean-up, one
 //! at a time over the whole device.
 
-use super::topology::ParamError;
+use super::{
+    device_memory::first_failing,
+    topology::{
+        within,
+        ParamError, //
+    }, //
+};
 
 /// How preparation and execution overlap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,20 +74,6 @@ pub const THRESHOLD_KIB: (u32, u32) = (1, 1 << 20);
 /// Limits of `progress_point` (a context has at most 64 jobs in flight).
 pub const PROGRESS_POINT: (u32, u32) = (1, 64);
 
-/// Checks one setting against its limits.
-pub fn check(field: &'static str, value: u32, (min, max): (u32, u32)) -> Result<u32, ParamError> {
-    if (min..=max).contains(&value) {
-        Ok(value)
-    } else {
-        Err(ParamError {
-            field,
-            value: u64::from(value),
-            min: u64::from(min),
-            max: u64::from(max),
-        })
-    }
-}
-
 impl PipelineParams {
     /// The defaults: pipelined, 16 MiB of phase-1 state, 32 MiB per
     /// sub-task, progress point 2.
@@ -99,12 +91,12 @@ impl PipelineParams {
         subtask_threshold_kib: u32,
         progress_point: u32,
     ) -> Result<Self, ParamError> {
-        let mode = match check("pipeline_mode", mode, MODE)? {
+        let mode = match within("pipeline_mode", mode, MODE)? {
             0 => Mode::Pipelined,
             _ => Mode::Sequential,
         };
-        let p1 = check("phase1_threshold_kib", phase1_threshold_kib, THRESHOLD_KIB)?;
-        let st = check(
+        let p1 = within("phase1_threshold_kib", phase1_threshold_kib, THRESHOLD_KIB)?;
+        let st = within(
             "subtask_threshold_kib",
             subtask_threshold_kib,
             THRESHOLD_KIB,
@@ -113,7 +105,7 @@ impl PipelineParams {
             mode,
             phase1_threshold: u64::from(p1) << 10,
             subtask_threshold: u64::from(st) << 10,
-            progress_point: check("progress_point", progress_point, PROGRESS_POINT)?,
+            progress_point: within("progress_point", progress_point, PROGRESS_POINT)?,
         })
     }
 }
@@ -136,8 +128,8 @@ impl PhaseOneParams {
     /// From the module parameters `ctx_state_kib` and `ctx_init_us`.
     pub fn from_values(state_kib: u32, init_us: u32) -> Result<Self, ParamError> {
         Ok(Self {
-            state_bytes: u64::from(check("ctx_state_kib", state_kib, CTX_STATE_KIB)?) << 10,
-            init_ns: u64::from(check("ctx_init_us", init_us, CTX_INIT_US)?) * 1000,
+            state_bytes: u64::from(within("ctx_state_kib", state_kib, CTX_STATE_KIB)?) << 10,
+            init_ns: u64::from(within("ctx_init_us", init_us, CTX_INIT_US)?) * 1000,
         })
     }
 }
@@ -309,10 +301,7 @@ pub fn rule_cases() -> Result<(), &'static str> {
             prepare_ahead(Mode::Sequential) == 1,
         ),
     ];
-    match cases.iter().find(|(_, ok)| !ok) {
-        Some((name, _)) => Err(name),
-        None => Ok(()),
-    }
+    first_failing(&cases)
 }
 
 #[cfg(test)]

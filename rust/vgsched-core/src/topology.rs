@@ -71,6 +71,21 @@ pub struct ParamError {
     pub max: u64,
 }
 
+/// `value` if it lies within `limits`, or the range error of `field`.
+pub fn within(field: &'static str, value: u32, limits: (u32, u32)) -> Result<u32, ParamError> {
+    let (min, max) = limits;
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(ParamError {
+            field,
+            value: u64::from(value),
+            min: u64::from(min),
+            max: u64::from(max),
+        })
+    }
+}
+
 impl Topology {
     /// The default device: 4 modules of 4 units, 8 hardware slots, a 10 ms
     /// slice and the per-unit resources of the design brief.

@@ -12,12 +12,14 @@ use kernel::{
     prelude::*, //
 };
 
-use crate::vgsched_core::pipeline::{
-    check,
-    PipelineParams,
-    MODE,
-    PROGRESS_POINT,
-    THRESHOLD_KIB, //
+use crate::vgsched_core::{
+    pipeline::{
+        PipelineParams,
+        MODE,
+        PROGRESS_POINT,
+        THRESHOLD_KIB, //
+    },
+    topology::within, //
 };
 
 /// Indexes of `params.h`'s enum, in its order.
@@ -74,7 +76,7 @@ pub extern "C" fn vgsched_pipeline_param_check(index: c_uint, value: c_uint) -> 
         PROGRESS_POINT_INDEX => ("progress_point", PROGRESS_POINT),
         _ => return EINVAL.to_errno(),
     };
-    match check(limits.0, value, limits.1) {
+    match within(limits.0, value, limits.1) {
         Ok(_) => 0,
         Err(e) => crate::invalid_parameter(e).to_errno(),
     }
