@@ -380,6 +380,12 @@ TEST(invalid_parameters_fail_with_einval_and_a_log_line)
 		{ "preempt_at_once=2", "invalid parameter preempt_at_once=2 (must be 0..=1)" },
 		{ "vram_mib=0", "invalid parameter vram_mib=0 (must be 1..=1024)" },
 		{ "vram_mib=1025", "invalid parameter vram_mib=1025 (must be 1..=1024)" },
+		{ "vram_bandwidth_mbps=0", "invalid parameter vram_bandwidth_mbps=0 (must be 1..=1000000)" },
+		{ "ctx_state_kib=65537", "invalid parameter ctx_state_kib=65537 (must be 0..=65536)" },
+		{ "ctx_init_us=10000001", "invalid parameter ctx_init_us=10000001 (must be 0..=10000000)" },
+		{ "pipeline_mode=2", "invalid parameter pipeline_mode=2 (must be 0..=1)" },
+		{ "phase1_threshold_kib=0", "invalid parameter phase1_threshold_kib=0 (must be 1..=1048576)" },
+		{ "progress_point=65", "invalid parameter progress_point=65 (must be 1..=64)" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
