@@ -36,4 +36,5 @@ pub mod slice;
 pub mod slots;
 pub mod softfloat;
 pub mod split;
+pub mod tiles;
 pub mod topology;

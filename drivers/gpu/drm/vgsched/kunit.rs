@@ -738,3 +738,15 @@ mod pipeline {
         assert_eq!(device_memory::cases(), Ok(()));
     }
 }
+
+/// Power-aware placement over tiles: the document's worked example, as
+/// the host tests run it.
+#[kernel::macros::kunit_tests(vgsched_tiles)]
+mod tiles {
+    use crate::vgsched_core::tiles::document_cases;
+
+    #[test]
+    fn the_documents_example() {
+        assert_eq!(document_cases(), Ok(()));
+    }
+}

@@ -59,6 +59,7 @@ pub mod vgsched_core {
     pub mod slots;
     pub mod softfloat;
     pub mod split;
+    pub mod tiles;
     pub mod topology;
 }
 
