@@ -146,8 +146,10 @@ pub struct TilePower {
     pub busy_mw: u64,
     /// Its state.
     pub state: TileState,
-    /// Energy drawn up to `at_ns`, microjoules (mW × ns / 10^6).
-    energy_nj: u128,
+    /// Energy drawn up to `at_ns`: nanojoules, and the picojoules below
+    /// one (mW × ns = pJ), so the sum is exact.
+    energy_nj: u64,
+    rem_pj: u64,
     /// Where the account stands.
     at_ns: u64,
 }
@@ -159,6 +161,7 @@ impl TilePower {
             busy_mw,
             state: TileState::Idle { since_ns: now_ns },
             energy_nj: 0,
+            rem_pj: 0,
             at_ns: now_ns,
         }
     }
@@ -210,16 +213,16 @@ impl TilePower {
 
     /// Energy drawn up to where the account stands, microjoules.
     pub fn energy_uj(&self) -> u64 {
-        u64::try_from(self.energy_nj / 1000).unwrap_or(u64::MAX)
+        self.energy_nj / 1000
     }
 
     /// Adds `mw` from where the account stands to `until_ns`.
     fn add(&mut self, mw: u64, until_ns: u64) {
         let ns = until_ns.saturating_sub(self.at_ns);
-        // mW × ns = pJ; / 1000 = nJ.
-        self.energy_nj = self
-            .energy_nj
-            .saturating_add(u128::from(mw) * u128::from(ns) / 1000);
+        // mW × ns = pJ (saturating: 300 W for 60 000 s in one step).
+        let pj = mw.saturating_mul(ns).saturating_add(self.rem_pj);
+        self.energy_nj = self.energy_nj.saturating_add(pj / 1000);
+        self.rem_pj = pj % 1000;
         self.at_ns = self.at_ns.max(until_ns);
     }
 }
