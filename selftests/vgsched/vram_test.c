@@ -426,7 +426,10 @@ TEST_F(vram, a_job_that_can_never_fit_is_refused)
 	add_job_fini(self->fd, &j);
 }
 
-/* BO_CPU_PREP: bad flags EINVAL, unknown handle ENOENT, EBUSY while in use. */
+/*
+ * BO_CPU_PREP: bad flags EINVAL, unknown handle ENOENT, EBUSY while in use
+ * (ETIMEDOUT past an absolute deadline), and waiting until the job is done.
+ */
 TEST_F(vram, cpu_prep_checks_its_input_and_says_busy)
 {
 	struct busy_job w;
@@ -438,7 +441,18 @@ TEST_F(vram, cpu_prep_checks_its_input_and_says_busy)
 	ASSERT_EQ(0, busy_submit(self->fd, &w));
 	EXPECT_EQ(-EBUSY, vgsched_bo_cpu_prep(self->fd, w.out.handle, DRM_VGSCHED_CPU_PREP_READ, 0));
 	EXPECT_EQ(-EBUSY, vgsched_bo_cpu_prep(self->fd, w.out.handle, DRM_VGSCHED_CPU_PREP_WRITE, 0));
-	/* Waits for the job; then its results are in the mapping. */
+	/* A deadline already past: ETIMEDOUT, not EBUSY. */
+	EXPECT_EQ(-ETIMEDOUT, vgsched_bo_cpu_prep(self->fd, w.out.handle,
+						  DRM_VGSCHED_CPU_PREP_READ | DRM_VGSCHED_CPU_PREP_ABSOLUTE,
+						  vg_now_ns() - 1));
+	EXPECT_EQ(-EINVAL, vgsched_bo_cpu_prep(self->fd, w.out.handle,
+					       DRM_VGSCHED_CPU_PREP_ABSOLUTE, 0));
+	/* Waits for the job (until a deadline 10 s ahead); then its results are in the mapping. */
+	ASSERT_EQ(0, vgsched_bo_cpu_prep(self->fd, w.out.handle,
+					 DRM_VGSCHED_CPU_PREP_READ | DRM_VGSCHED_CPU_PREP_ABSOLUTE,
+					 vg_now_ns() + 10 * VG_SECOND_NS));
+	EXPECT_EQ(-1, busy_job_wrong(&w));
+	/* Done: a relative check says so at once. */
 	ASSERT_EQ(0, vgsched_bo_cpu_prep(self->fd, w.out.handle, DRM_VGSCHED_CPU_PREP_READ,
 					 10 * VG_SECOND_NS));
 	EXPECT_EQ(-1, busy_job_wrong(&w));

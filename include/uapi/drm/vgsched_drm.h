@@ -472,8 +472,13 @@ struct drm_vgsched_wait {
  * device copy, so the next job uploads what the CPU wrote.
  */
 #define DRM_VGSCHED_CPU_PREP_WRITE	(1u << 1)
+/**
+ * @timeout_ns is an absolute CLOCK_MONOTONIC deadline, so a call restarted
+ * after a signal still ends by it (as DRM_VGSCHED_WAIT_ABSOLUTE).
+ */
+#define DRM_VGSCHED_CPU_PREP_ABSOLUTE	(1u << 2)
 #define DRM_VGSCHED_CPU_PREP_FLAGS \
-	(DRM_VGSCHED_CPU_PREP_READ | DRM_VGSCHED_CPU_PREP_WRITE)
+	(DRM_VGSCHED_CPU_PREP_READ | DRM_VGSCHED_CPU_PREP_WRITE | DRM_VGSCHED_CPU_PREP_ABSOLUTE)
 
 /**
  * struct drm_vgsched_bo_cpu_prep - argument of DRM_IOCTL_VGSCHED_BO_CPU_PREP.
@@ -484,15 +489,20 @@ struct drm_vgsched_wait {
  * device memory after its jobs for the next job that binds the object, so
  * the CPU announces a write through mmap() with DRM_VGSCHED_CPU_PREP_WRITE
  * before it makes it (not needed before an object's first job). Waits
- * until the jobs in question are done or @timeout_ns (relative, 0 only
- * checks) passed: -EBUSY when only checking, -ETIMEDOUT otherwise.
+ * until the jobs in question are done or @timeout_ns passed: -EBUSY when
+ * only checking (a relative 0), -ETIMEDOUT otherwise. A relative timeout
+ * starts again when the call is restarted after a signal; an absolute one
+ * (DRM_VGSCHED_CPU_PREP_ABSOLUTE) does not.
  */
 struct drm_vgsched_bo_cpu_prep {
 	/** @handle: the buffer object. */
 	__u32 handle;
-	/** @flags: DRM_VGSCHED_CPU_PREP_* bits, at least one. */
+	/** @flags: DRM_VGSCHED_CPU_PREP_* bits, READ or WRITE or both. */
 	__u32 flags;
-	/** @timeout_ns: relative timeout in nanoseconds; 0 only checks. */
+	/**
+	 * @timeout_ns: relative timeout in nanoseconds (0 only checks), or
+	 * with DRM_VGSCHED_CPU_PREP_ABSOLUTE the CLOCK_MONOTONIC deadline.
+	 */
 	__u64 timeout_ns;
 };
 

@@ -26,6 +26,7 @@ use kernel::{
 };
 
 use crate::{
+    context::monotonic_ns,
     gem::{
         Bo,
         VgObject, //
@@ -90,16 +91,28 @@ extern "C" {
     fn vgsched_resv_wait(obj: *mut RawGemObject, write: bool, timeout_ns: u64) -> c_long;
 }
 
+/// How long [`wait_for_cpu`] waits.
+pub(crate) enum CpuWait {
+    /// This many nanoseconds; 0 only checks.
+    For(u64),
+    /// Until this `CLOCK_MONOTONIC` time; a deadline past only checks.
+    Until(u64),
+}
+
 /// Waits, interruptibly, until the jobs using `bo` are done, for the CPU:
-/// all of them if it will `write`, the writers otherwise; a `timeout_ns`
-/// of 0 only checks. `ETIMEDOUT` (`EBUSY` when only checking) if they are
-/// not done in time.
-pub(crate) fn wait_for_cpu(bo: &Bo, write: bool, timeout_ns: u64) -> Result {
+/// all of them if it will `write`, the writers otherwise. `EBUSY` if they
+/// are not done and the call only checked (`For(0)`), `ETIMEDOUT` if they
+/// are not done in time.
+pub(crate) fn wait_for_cpu(bo: &Bo, write: bool, wait: CpuWait) -> Result {
+    let (timeout_ns, checking) = match wait {
+        CpuWait::For(ns) => (ns, ns == 0),
+        CpuWait::Until(deadline) => (deadline.saturating_sub(monotonic_ns()), false),
+    };
     let obj = bo.as_raw().cast::<RawGemObject>();
     // SAFETY: `bo` is a live object for the whole call; we may sleep here.
     let ret = unsafe { vgsched_resv_wait(obj, write, timeout_ns) };
     match ret {
-        0 if timeout_ns == 0 => Err(EBUSY),
+        0 if checking => Err(EBUSY),
         0 => Err(ETIMEDOUT),
         r if r > 0 => Ok(()),
         r => Err(Error::from_errno(

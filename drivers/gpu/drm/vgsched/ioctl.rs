@@ -448,13 +448,20 @@ impl Ioctl for BoCpuPrep {
         args: &mut Self::Arg,
         file: &DrmFile,
     ) -> Result<u32> {
+        const ACCESS: u32 = uapi::DRM_VGSCHED_CPU_PREP_READ | uapi::DRM_VGSCHED_CPU_PREP_WRITE;
         let flags = args.flags;
-        if flags == 0 || flags & !uapi::DRM_VGSCHED_CPU_PREP_FLAGS != 0 {
+        if flags & ACCESS == 0 || flags & !uapi::DRM_VGSCHED_CPU_PREP_FLAGS != 0 {
             return Err(EINVAL);
         }
         let bo = gem::Bo::lookup_handle(file, args.handle)?;
         let write = flags & uapi::DRM_VGSCHED_CPU_PREP_WRITE != 0;
-        fence::wait_for_cpu(&bo, write, args.timeout_ns)?;
+        // A signal ends the wait with -ERESTARTSYS and the call is made
+        // again: a relative timeout starts over, a deadline stays.
+        let wait = match flags & uapi::DRM_VGSCHED_CPU_PREP_ABSOLUTE != 0 {
+            true => fence::CpuWait::Until(args.timeout_ns),
+            false => fence::CpuWait::For(args.timeout_ns),
+        };
+        fence::wait_for_cpu(&bo, write, wait)?;
         if write {
             dev.engine.device_memory().forget(bo.id);
             Engine::memory_released(dev.engine.as_arc_borrow());
