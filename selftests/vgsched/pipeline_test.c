@@ -169,6 +169,25 @@ static void app_fini(int fd, struct app *a)
 		busy_job_fini(fd, &a->job[i]);
 }
 
+/*
+ * Submits @a's jobs, and once its first has started, those of the @n
+ * applications in @next; waits for all and checks their results. 0 or -1.
+ */
+static int after_first_wave(int fd, struct app *a, struct app **next, int n)
+{
+	if (app_submit(fd, a) || !wait_stage(a->client, a->ctx, a->seqno[0], "first_wave"))
+		return -1;
+	for (int i = 0; i < n; i++)
+		if (app_submit(fd, next[i]))
+			return -1;
+	if (app_wait(fd, a))
+		return -1;
+	for (int i = 0; i < n; i++)
+		if (app_wait(fd, next[i]))
+			return -1;
+	return 0;
+}
+
 /* The time of @event of job @i of @a (i < 0: the context's own). */
 static __u64 at(const struct app *a, int i, const char *event)
 {
@@ -232,11 +251,7 @@ TEST_F(pipe, the_next_task_is_prepared_while_the_current_one_runs)
 		SKIP(return, "one slot");
 	ASSERT_EQ(0, app_init(self->fd, &a, 8, 3, 40, -1));
 	ASSERT_EQ(0, app_init(self->fd, &b, 9, 1, 10, -1));
-	ASSERT_EQ(0, app_submit(self->fd, &a));
-	ASSERT_NE(0, wait_stage(a.client, a.ctx, a.seqno[0], "first_wave"));
-	ASSERT_EQ(0, app_submit(self->fd, &b));
-	ASSERT_EQ(0, app_wait(self->fd, &a));
-	ASSERT_EQ(0, app_wait(self->fd, &b));
+	ASSERT_EQ(0, after_first_wave(self->fd, &a, (struct app *[]){ &b }, 1));
 
 	__u64 b_p1 = at(&b, -1, "phase1_start"), b_p1_end = at(&b, -1, "phase1_end");
 	__u64 b_p2 = at(&b, 0, "phase2_start"), b_first = at(&b, 0, "first_wave");
@@ -303,13 +318,7 @@ TEST_F(pipe, phase1_stops_at_the_first_threshold)
 	ASSERT_EQ(0, app_init(self->fd, &a, 8, 2, 40, -1));
 	ASSERT_EQ(0, app_init(self->fd, &b, 9, 1, 30, -1));
 	ASSERT_EQ(0, app_init(self->fd, &c, 10, 1, 10, -1));
-	ASSERT_EQ(0, app_submit(self->fd, &a));
-	ASSERT_NE(0, wait_stage(a.client, a.ctx, a.seqno[0], "first_wave"));
-	ASSERT_EQ(0, app_submit(self->fd, &b));
-	ASSERT_EQ(0, app_submit(self->fd, &c));
-	ASSERT_EQ(0, app_wait(self->fd, &a));
-	ASSERT_EQ(0, app_wait(self->fd, &b));
-	ASSERT_EQ(0, app_wait(self->fd, &c));
+	ASSERT_EQ(0, after_first_wave(self->fd, &a, (struct app *[]){ &b, &c }, 2));
 
 	__u64 a_done = at(&a, -1, "task_cleanup");
 	__u64 b_p1 = at(&b, -1, "phase1_start"), c_p1 = at(&c, -1, "phase1_start");
@@ -338,11 +347,7 @@ TEST_F(pipe, a_marked_job_holds_the_next_phase2_back)
 	ASSERT_EQ(0, set_param("subtask_threshold_kib", "1024"));
 	ASSERT_EQ(0, app_init(self->fd, &a, 8, 2, 40, 1));
 	ASSERT_EQ(0, app_init(self->fd, &b, 9, 1, 10, -1));
-	ASSERT_EQ(0, app_submit(self->fd, &a));
-	ASSERT_NE(0, wait_stage(a.client, a.ctx, a.seqno[0], "first_wave"));
-	ASSERT_EQ(0, app_submit(self->fd, &b));
-	ASSERT_EQ(0, app_wait(self->fd, &a));
-	ASSERT_EQ(0, app_wait(self->fd, &b));
+	ASSERT_EQ(0, after_first_wave(self->fd, &a, (struct app *[]){ &b }, 1));
 	EXPECT_GE(at(&b, 0, "phase2_start"), at(&a, 1, "last_wave"))
 		TH_LOG("B's phase 2 started while the marked job ran");
 	app_fini(self->fd, &a);
@@ -363,21 +368,12 @@ TEST_F(pipe, the_next_task_starts_beside_the_current_one_only_if_both_fit)
 	ASSERT_EQ(0, set_param("subtask_threshold_kib", "1024"));
 	ASSERT_EQ(0, app_init(self->fd, &a, 8, 1, 80, -1));
 	ASSERT_EQ(0, app_init(self->fd, &b, 8, 1, 10, -1));
-	ASSERT_EQ(0, app_submit(self->fd, &a));
-	ASSERT_NE(0, wait_stage(a.client, a.ctx, a.seqno[0], "first_wave"));
-	ASSERT_EQ(0, app_submit(self->fd, &b));
-	ASSERT_EQ(0, app_wait(self->fd, &a));
-	ASSERT_EQ(0, app_wait(self->fd, &b));
+	ASSERT_EQ(0, after_first_wave(self->fd, &a, (struct app *[]){ &b }, 1));
 	EXPECT_LT(at(&b, 0, "first_wave"), at(&a, 0, "last_wave"))
 		TH_LOG("both fit under the threshold, yet B waited");
 
 	ASSERT_EQ(0, app_init(self->fd, &c, 8, 1, 10, 0));
-	ASSERT_EQ(0, busy_submit(self->fd, &a.job[0]));
-	a.seqno[0] = a.job[0].s.seqno;
-	ASSERT_NE(0, wait_stage(a.client, a.ctx, a.seqno[0], "first_wave"));
-	ASSERT_EQ(0, app_submit(self->fd, &c));
-	ASSERT_EQ(0, app_wait(self->fd, &a));
-	ASSERT_EQ(0, app_wait(self->fd, &c));
+	ASSERT_EQ(0, after_first_wave(self->fd, &a, (struct app *[]){ &c }, 1));
 	EXPECT_GE(at(&c, 0, "first_wave"), at(&a, 0, "last_wave"))
 		TH_LOG("above the threshold, yet C started beside A");
 	app_fini(self->fd, &a);
