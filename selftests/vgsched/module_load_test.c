@@ -87,6 +87,56 @@ TEST(parameters_reach_the_device)
 	ASSERT_EQ(0, vgsched_module_unload());
 }
 
+/* DEV_QUERY_TILES; 0 or -errno. */
+static int query_tiles(int fd, struct drm_vgsched_tiles_info *t)
+{
+	struct drm_vgsched_dev_query q = {
+		.type = DRM_VGSCHED_DEV_QUERY_TILES,
+		.size = sizeof(*t),
+		.pointer = (__u64)(unsigned long)t,
+	};
+
+	return ioctl(fd, DRM_IOCTL_VGSCHED_DEV_QUERY, &q) ? -errno : 0;
+}
+
+/*
+ * The tiles: one node of one tile owning every module by default; nodes,
+ * tiles, types and powers from the parameters otherwise.
+ */
+TEST(tile_topology_reaches_dev_query)
+{
+	struct drm_vgsched_tiles_info t;
+	int fd;
+
+	ASSERT_EQ(0, vgsched_module_load(""));
+	fd = vgsched_open_render_node();
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, query_tiles(fd, &t));
+	EXPECT_EQ(1, t.nodes);
+	EXPECT_EQ(1, t.tiles_per_node);
+	EXPECT_EQ(1, t.types);
+	EXPECT_EQ(4, t.modules_per_tile);
+	EXPECT_EQ(150000, t.type_power_mw[0]);
+	EXPECT_EQ(25000, t.node_standby_mw[0]);
+	close(fd);
+	ASSERT_EQ(0, vgsched_module_unload());
+	ASSERT_EQ(0, vgsched_module_load("modules=8 nodes=2 tiles_per_node=2 tile_type=0,1,1,1 "
+					 "type_power_mw=100000,60000 node_standby_mw=25000,20000"));
+	fd = vgsched_open_render_node();
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, query_tiles(fd, &t));
+	EXPECT_EQ(2, t.nodes);
+	EXPECT_EQ(2, t.tiles_per_node);
+	EXPECT_EQ(2, t.types);
+	EXPECT_EQ(2, t.modules_per_tile);
+	EXPECT_EQ(60000, t.type_power_mw[1]);
+	EXPECT_EQ(20000, t.node_standby_mw[1]);
+	EXPECT_EQ(0, t.tile_type[0]);
+	EXPECT_EQ(1, t.tile_type[3]);
+	close(fd);
+	ASSERT_EQ(0, vgsched_module_unload());
+}
+
 /*
  * Device memory of vram_mib MiB, all of it free, handed out by the GPU
  * buddy allocator in 4 KiB chunks (debugfs vram), for the default and for
@@ -386,6 +436,12 @@ TEST(invalid_parameters_fail_with_einval_and_a_log_line)
 		{ "pipeline_mode=2", "invalid parameter pipeline_mode=2 (must be 0..=1)" },
 		{ "phase1_threshold_kib=0", "invalid parameter phase1_threshold_kib=0 (must be 1..=1048576)" },
 		{ "progress_point=65", "invalid parameter progress_point=65 (must be 1..=64)" },
+		{ "nodes=0", "invalid parameter nodes=0 (must be 1..=16)" },
+		{ "nodes=3", "invalid tiles: 3 tiles do not share 4 modules evenly" },
+		{ "nodes=2 tile_type=0,2 type_power_mw=1,2",
+		  "invalid parameter tile_type: tile 1 has type 2, which type_power_mw lacks" },
+		{ "type_power_mw=0", "invalid parameter type_power_mw: entry 0 is 0" },
+		{ "node_standby_mw=5,6", "invalid parameter node_standby_mw: 2 entries, not 1" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -21,7 +21,7 @@ extern "C" {
 /** The uAPI version a driver reports; bump minor for additions. */
 enum drm_vgsched_uapi_version {
 	DRM_VGSCHED_UAPI_MAJOR = 1,
-	DRM_VGSCHED_UAPI_MINOR = 4,
+	DRM_VGSCHED_UAPI_MINOR = 5,
 };
 
 /** Driver-private ioctl numbers, offset from DRM_COMMAND_BASE. */
@@ -70,6 +70,44 @@ enum drm_vgsched_limits {
 enum drm_vgsched_dev_query_type {
 	/** @DRM_VGSCHED_DEV_QUERY_GPU_INFO: a struct drm_vgsched_gpu_info. */
 	DRM_VGSCHED_DEV_QUERY_GPU_INFO = 0,
+	/** @DRM_VGSCHED_DEV_QUERY_TILES: a struct drm_vgsched_tiles_info (uAPI 1.5). */
+	DRM_VGSCHED_DEV_QUERY_TILES = 1,
+};
+
+/** Limits of struct drm_vgsched_tiles_info. */
+enum drm_vgsched_tile_limits {
+	/** @DRM_VGSCHED_MAX_TILES: most tiles a device has. */
+	DRM_VGSCHED_MAX_TILES = 64,
+	/** @DRM_VGSCHED_MAX_TILE_TYPES: most tile types. */
+	DRM_VGSCHED_MAX_TILE_TYPES = 8,
+	/** @DRM_VGSCHED_MAX_NODES: most nodes. */
+	DRM_VGSCHED_MAX_NODES = 16,
+};
+
+/**
+ * struct drm_vgsched_tiles_info - the tiles of the virtual GPU (uAPI 1.5).
+ *
+ * The device's execution modules are shared evenly among @nodes x
+ * @tiles_per_node tiles, tile t owning modules t x @modules_per_tile up to
+ * the next tile's; tile t belongs to node t / @tiles_per_node. Powers in
+ * milliwatts. From the module parameters of the same names; the default is
+ * one node of one tile.
+ */
+struct drm_vgsched_tiles_info {
+	/** @nodes: groups of tiles that share a standby power. */
+	__u32 nodes;
+	/** @tiles_per_node: tiles in each node. */
+	__u32 tiles_per_node;
+	/** @types: tile types (entries of @type_power_mw in use). */
+	__u32 types;
+	/** @modules_per_tile: execution modules each tile owns. */
+	__u32 modules_per_tile;
+	/** @type_power_mw: each type's first power value (a busy tile's power). */
+	__u32 type_power_mw[DRM_VGSCHED_MAX_TILE_TYPES];
+	/** @node_standby_mw: each node's standby power. */
+	__u32 node_standby_mw[DRM_VGSCHED_MAX_NODES];
+	/** @tile_type: each tile's type. */
+	__u8 tile_type[DRM_VGSCHED_MAX_TILES];
 };
 
 /**

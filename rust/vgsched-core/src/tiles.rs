@@ -25,6 +25,168 @@
 //! delay goes to sleep, and waking it costs a latency; the energy account
 //! integrates each tile's power over modeled time.
 
+use super::topology::{
+    within,
+    ParamError, //
+};
+
+/// Limits of `nodes`.
+pub const NODES: (u32, u32) = (1, 16);
+/// Limits of `tiles_per_node`.
+pub const TILES_PER_NODE: (u32, u32) = (1, 16);
+/// Most tiles a device has (`nodes` × `tiles_per_node`).
+pub const MAX_TILES: usize = 64;
+/// Most tile types (`type_power_mw` entries).
+pub const MAX_TYPES: usize = 8;
+/// Most nodes (`node_standby_mw` entries).
+pub const MAX_NODES: usize = NODES.1 as usize;
+/// The default first power value of a tile (type 0), milliwatts.
+pub const DEFAULT_TYPE_POWER_MW: u32 = 150_000;
+/// The default standby power of a node, milliwatts.
+pub const DEFAULT_STANDBY_MW: u32 = 25_000;
+
+/// The tiles of the device: nodes of tiles, each tile of a type, each type
+/// with its first power value, each node with its standby power. Every
+/// tile owns an equal share of the execution modules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TileTopology {
+    /// Nodes.
+    pub nodes: u32,
+    /// Tiles per node.
+    pub tiles_per_node: u32,
+    /// Each tile's type, by tile index (node-major).
+    pub tile_type: [u8; MAX_TILES],
+    /// Types in use (`type_power_mw` entries given).
+    pub types: u32,
+    /// The first power value of each type, milliwatts.
+    pub type_power_mw: [u32; MAX_TYPES],
+    /// Each node's standby power, milliwatts.
+    pub standby_mw: [u32; MAX_NODES],
+    /// Execution modules per tile.
+    pub modules_per_tile: u32,
+}
+
+/// Why a tile topology is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TopologyError {
+    /// A count out of its range.
+    Param(ParamError),
+    /// The tiles do not divide the modules evenly.
+    Uneven {
+        /// Modules of the device.
+        modules: u32,
+        /// Tiles of the device.
+        tiles: u32,
+    },
+    /// A list has the wrong number of entries.
+    Count {
+        /// The parameter.
+        field: &'static str,
+        /// Entries given.
+        given: u32,
+        /// Entries wanted (or 0, for the defaults).
+        wanted: u32,
+    },
+    /// A tile of a type the power table does not have.
+    UnknownType {
+        /// The tile.
+        tile: u32,
+        /// Its type.
+        ty: u32,
+    },
+    /// A power of 0.
+    ZeroPower {
+        /// The parameter.
+        field: &'static str,
+        /// Its entry.
+        index: u32,
+    },
+}
+
+impl TileTopology {
+    /// The topology of the module parameters: `nodes` × `tiles_per_node`
+    /// tiles over `modules` modules; `tile_type` (one per tile, or none:
+    /// all type 0), `type_power_mw` (one per type, or none: one type of
+    /// [`DEFAULT_TYPE_POWER_MW`]), `node_standby_mw` (one per node, or
+    /// none: [`DEFAULT_STANDBY_MW`] each).
+    pub fn from_values(
+        modules: u32,
+        nodes: u32,
+        tiles_per_node: u32,
+        tile_type: &[u32],
+        type_power_mw: &[u32],
+        node_standby_mw: &[u32],
+    ) -> Result<Self, TopologyError> {
+        let nodes = within("nodes", nodes, NODES).map_err(TopologyError::Param)?;
+        let per = within("tiles_per_node", tiles_per_node, TILES_PER_NODE)
+            .map_err(TopologyError::Param)?;
+        let tiles = nodes * per;
+        if tiles as usize > MAX_TILES || modules % tiles != 0 {
+            return Err(TopologyError::Uneven { modules, tiles });
+        }
+        let count = |field, given: &[u32], wanted: u32, max: usize| {
+            let n = given.len() as u32;
+            match n == 0 || (n == wanted && given.len() <= max) {
+                true => Ok(()),
+                false => Err(TopologyError::Count {
+                    field,
+                    given: n,
+                    wanted,
+                }),
+            }
+        };
+        count("tile_type", tile_type, tiles, MAX_TILES)?;
+        let types = match type_power_mw.len() {
+            0 => 1,
+            n if n <= MAX_TYPES => n as u32,
+            n => {
+                return Err(TopologyError::Count {
+                    field: "type_power_mw",
+                    given: n as u32,
+                    wanted: MAX_TYPES as u32,
+                })
+            }
+        };
+        count("node_standby_mw", node_standby_mw, nodes, MAX_NODES)?;
+        let mut t = Self {
+            nodes,
+            tiles_per_node: per,
+            tile_type: [0; MAX_TILES],
+            types,
+            type_power_mw: [0; MAX_TYPES],
+            standby_mw: [DEFAULT_STANDBY_MW; MAX_NODES],
+            modules_per_tile: modules / tiles,
+        };
+        t.type_power_mw[0] = DEFAULT_TYPE_POWER_MW;
+        for (i, (&ty, slot)) in tile_type.iter().zip(t.tile_type.iter_mut()).enumerate() {
+            if ty >= types {
+                return Err(TopologyError::UnknownType { tile: i as u32, ty });
+            }
+            *slot = ty as u8;
+        }
+        for (list, field, out) in [
+            (type_power_mw, "type_power_mw", &mut t.type_power_mw[..]),
+            (node_standby_mw, "node_standby_mw", &mut t.standby_mw[..]),
+        ] {
+            for (i, (&mw, slot)) in list.iter().zip(out.iter_mut()).enumerate() {
+                if mw == 0 {
+                    return Err(TopologyError::ZeroPower {
+                        field,
+                        index: i as u32,
+                    });
+                }
+                *slot = mw;
+            }
+        }
+        Ok(t)
+    }
+
+    /// Tiles of the device.
+    pub fn tiles(&self) -> u32 {
+        self.nodes * self.tiles_per_node
+    }
+}
+
 /// A node as placement sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NodeView {
@@ -279,6 +441,57 @@ mod tests {
     #[test]
     fn the_documents_example() {
         assert_eq!(document_cases(), Ok(()));
+    }
+
+    #[test]
+    fn tile_topologies_are_checked() {
+        // The default: one node, one tile of type 0, today's device.
+        let t = TileTopology::from_values(4, 1, 1, &[], &[], &[]).unwrap();
+        assert_eq!((t.tiles(), t.modules_per_tile, t.types), (1, 4, 1));
+        assert_eq!((t.type_power_mw[0], t.standby_mw[0]), (150_000, 25_000));
+        // 4 nodes x 4 tiles of two types over 16 modules.
+        let types = [0, 1, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1];
+        let t = TileTopology::from_values(16, 4, 4, &types, &[100, 60], &[25, 20, 20, 25]);
+        let t = t.unwrap();
+        assert_eq!((t.tiles(), t.modules_per_tile, t.tile_type[1]), (16, 1, 1));
+        assert_eq!(t.standby_mw[1], 20);
+        // Refused: uneven, a wrong count, an unknown type, a zero power.
+        assert_eq!(
+            TileTopology::from_values(4, 3, 1, &[], &[], &[]),
+            Err(TopologyError::Uneven {
+                modules: 4,
+                tiles: 3
+            })
+        );
+        assert!(matches!(
+            TileTopology::from_values(4, 2, 1, &[0], &[], &[]),
+            Err(TopologyError::Count {
+                field: "tile_type",
+                ..
+            })
+        ));
+        assert_eq!(
+            TileTopology::from_values(4, 2, 1, &[0, 2], &[1, 2], &[]),
+            Err(TopologyError::UnknownType { tile: 1, ty: 2 })
+        );
+        assert_eq!(
+            TileTopology::from_values(4, 2, 1, &[], &[0], &[]),
+            Err(TopologyError::ZeroPower {
+                field: "type_power_mw",
+                index: 0
+            })
+        );
+        assert_eq!(
+            TileTopology::from_values(4, 2, 1, &[], &[], &[5, 0]),
+            Err(TopologyError::ZeroPower {
+                field: "node_standby_mw",
+                index: 1
+            })
+        );
+        assert!(matches!(
+            TileTopology::from_values(4, 0, 1, &[], &[], &[]),
+            Err(TopologyError::Param(ParamError { field: "nodes", .. }))
+        ));
     }
 
     #[test]

@@ -182,6 +182,20 @@ impl Ioctl for DevQuery {
                 };
                 copy_answer(args.pointer, &mut size, &info)?;
             }
+            uapi::DRM_VGSCHED_DEV_QUERY_TILES => {
+                let t = &dev.tiles;
+                let mut info = uapi::drm_vgsched_tiles_info {
+                    nodes: t.nodes,
+                    tiles_per_node: t.tiles_per_node,
+                    types: t.types,
+                    modules_per_tile: t.modules_per_tile,
+                    type_power_mw: t.type_power_mw,
+                    node_standby_mw: t.standby_mw,
+                    ..Default::default()
+                };
+                info.tile_type = t.tile_type;
+                copy_answer(args.pointer, &mut size, &info)?;
+            }
             _ => return Err(EINVAL),
         }
         // Written only on success: bad input leaves the argument unchanged.

@@ -2,7 +2,8 @@
 /*
  * vgsched: the module parameters of the pipeline that an administrator may
  * change while the module is loaded, through
- * /sys/module/vgsched/parameters/ (mode 0644).
+ * /sys/module/vgsched/parameters/ (mode 0644), and the tile topology's
+ * lists (mode 0444), which the Rust module! macro cannot declare.
  *
  * The Rust module! macro of Linux 7.3 registers parameters that sysfs never
  * shows, so these few are registered here with module_param_cb() on public
@@ -82,3 +83,45 @@ unsigned int vgsched_pipeline_param(unsigned int index)
 		return 0;
 	return READ_ONCE(vgsched_pipeline_values[index]);
 }
+
+/*
+ * The tiles: nodes of tiles_per_node tiles, each tile's type, each type's
+ * first power value and each node's standby power (mW). Read once at load
+ * and checked by the Rust side (tiles.rs), which refuses the load with
+ * -EINVAL and a log line; a list left out takes its default there.
+ */
+static unsigned int vgsched_nodes = 1;
+static unsigned int vgsched_tiles_per_node = 1;
+static unsigned int vgsched_tile_type[VGSCHED_MAX_TILES];
+static int vgsched_tile_type_n;
+static unsigned int vgsched_type_power_mw[VGSCHED_MAX_TYPES];
+static int vgsched_type_power_n;
+static unsigned int vgsched_node_standby_mw[VGSCHED_MAX_NODES];
+static int vgsched_node_standby_n;
+
+module_param_named(nodes, vgsched_nodes, uint, 0444);
+MODULE_PARM_DESC(nodes, "Tiles: nodes (groups of tiles sharing a standby power, 1-16)");
+module_param_named(tiles_per_node, vgsched_tiles_per_node, uint, 0444);
+MODULE_PARM_DESC(tiles_per_node, "Tiles per node (1-16); each tile owns modules / tiles modules");
+module_param_array_named(tile_type, vgsched_tile_type, uint, &vgsched_tile_type_n, 0444);
+MODULE_PARM_DESC(tile_type, "Each tile's type, node by node (default: all 0)");
+module_param_array_named(type_power_mw, vgsched_type_power_mw, uint, &vgsched_type_power_n, 0444);
+MODULE_PARM_DESC(type_power_mw, "First power value of each tile type, mW (default: 150000 for type 0)");
+module_param_array_named(node_standby_mw, vgsched_node_standby_mw, uint,
+			 &vgsched_node_standby_n, 0444);
+MODULE_PARM_DESC(node_standby_mw, "Standby power of each node, mW (default: 25000 each)");
+
+void vgsched_tile_params(struct vgsched_tile_params *out)
+{
+	*out = (struct vgsched_tile_params){
+		.nodes = vgsched_nodes,
+		.tiles_per_node = vgsched_tiles_per_node,
+		.tile_type = vgsched_tile_type,
+		.tile_type_n = vgsched_tile_type_n,
+		.type_power_mw = vgsched_type_power_mw,
+		.type_power_n = vgsched_type_power_n,
+		.node_standby_mw = vgsched_node_standby_mw,
+		.node_standby_n = vgsched_node_standby_n,
+	};
+}
+

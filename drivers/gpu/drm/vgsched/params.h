@@ -16,4 +16,23 @@ unsigned int vgsched_pipeline_default(unsigned int index);
 /* Implemented in Rust (params.rs): 0 or -EINVAL. */
 int vgsched_pipeline_param_check(unsigned int index, unsigned int value);
 
+/* As tiles.rs: MAX_TILES, MAX_TYPES, MAX_NODES. */
+#define VGSCHED_MAX_TILES	64
+#define VGSCHED_MAX_TYPES	8
+#define VGSCHED_MAX_NODES	16
+
+/* The tile topology's parameters, as given (params.rs reads them). */
+struct vgsched_tile_params {
+	unsigned int nodes;
+	unsigned int tiles_per_node;
+	const unsigned int *tile_type;
+	int tile_type_n;
+	const unsigned int *type_power_mw;
+	int type_power_n;
+	const unsigned int *node_standby_mw;
+	int node_standby_n;
+};
+
+void vgsched_tile_params(struct vgsched_tile_params *out);
+
 #endif

@@ -19,6 +19,13 @@ use crate::vgsched_core::{
         PROGRESS_POINT,
         THRESHOLD_KIB, //
     },
+    tiles::{
+        TileTopology,
+        TopologyError,
+        MAX_NODES,
+        MAX_TILES,
+        MAX_TYPES, //
+    },
     topology::within, //
 };
 
@@ -28,9 +35,91 @@ const PHASE1_THRESHOLD_INDEX: c_uint = 1;
 const SUBTASK_THRESHOLD_INDEX: c_uint = 2;
 const PROGRESS_POINT_INDEX: c_uint = 3;
 
+/// `struct vgsched_tile_params` of `params.h`.
+#[repr(C)]
+struct RawTileParams {
+    nodes: c_uint,
+    tiles_per_node: c_uint,
+    tile_type: *const c_uint,
+    tile_type_n: c_int,
+    type_power_mw: *const c_uint,
+    type_power_n: c_int,
+    node_standby_mw: *const c_uint,
+    node_standby_n: c_int,
+}
+
 extern "C" {
     fn vgsched_pipeline_param(index: c_uint) -> c_uint;
     fn vgsched_pipeline_default(index: c_uint) -> c_uint;
+    fn vgsched_tile_params(out: *mut RawTileParams);
+}
+
+/// The first `n` entries of a parameter list `params.c` owns.
+///
+/// # Safety
+///
+/// `list` points at a `static` array of at least `max` entries.
+unsafe fn entries<'a>(list: *const c_uint, n: c_int, max: usize) -> &'a [u32] {
+    let n = usize::try_from(n).unwrap_or(0).min(max);
+    // SAFETY: Per the function's safety requirement, `list` has `max >= n`
+    // entries, and a `static` lives for the module's lifetime, as does
+    // every borrow of it here (module init).
+    unsafe { core::slice::from_raw_parts(list, n) }
+}
+
+/// The tile topology of the module parameters over `modules` modules:
+/// `EINVAL` and a log line if it is refused.
+pub(crate) fn tiles(modules: u32) -> Result<TileTopology> {
+    let mut raw = RawTileParams {
+        nodes: 0,
+        tiles_per_node: 0,
+        tile_type: core::ptr::null(),
+        tile_type_n: 0,
+        type_power_mw: core::ptr::null(),
+        type_power_n: 0,
+        node_standby_mw: core::ptr::null(),
+        node_standby_n: 0,
+    };
+    // SAFETY: `raw` is a valid place for the answer.
+    unsafe { vgsched_tile_params(&mut raw) };
+    // SAFETY: The lists are the static arrays of `params.c`, of
+    // `VGSCHED_MAX_TILES`, `VGSCHED_MAX_TYPES` and `VGSCHED_MAX_NODES`
+    // entries (the same as `MAX_TILES`, `MAX_TYPES`, `MAX_NODES`).
+    let (tile_type, type_power_mw, node_standby_mw) = unsafe {
+        (
+            entries(raw.tile_type, raw.tile_type_n, MAX_TILES),
+            entries(raw.type_power_mw, raw.type_power_n, MAX_TYPES),
+            entries(raw.node_standby_mw, raw.node_standby_n, MAX_NODES),
+        )
+    };
+    TileTopology::from_values(
+        modules,
+        raw.nodes,
+        raw.tiles_per_node,
+        tile_type,
+        type_power_mw,
+        node_standby_mw,
+    )
+    .map_err(|e| {
+        match e {
+            TopologyError::Param(p) => return crate::invalid_parameter(p),
+            TopologyError::Uneven { modules, tiles } => {
+                pr_err!("invalid tiles: {tiles} tiles do not share {modules} modules evenly\n")
+            }
+            TopologyError::Count {
+                field,
+                given,
+                wanted,
+            } => pr_err!("invalid parameter {field}: {given} entries, not {wanted}\n"),
+            TopologyError::UnknownType { tile, ty } => {
+                pr_err!("invalid parameter tile_type: tile {tile} has type {ty}, which type_power_mw lacks\n")
+            }
+            TopologyError::ZeroPower { field, index } => {
+                pr_err!("invalid parameter {field}: entry {index} is 0\n")
+            }
+        }
+        EINVAL
+    })
 }
 
 /// The value of parameter `index`.

@@ -268,6 +268,7 @@ impl kernel::Module for VgschedModule {
         let topology = topology_from_params();
         topology.validate().map_err(invalid_parameter)?;
 
+        let tiles = params::tiles(topology.modules)?;
         let params = dispatch_params()?;
         let sched = sched_params(&topology)?;
         let vram = vram_bytes(module_parameters::vram_mib.value()).map_err(invalid_parameter)?;
@@ -283,7 +284,7 @@ impl kernel::Module for VgschedModule {
         let faux = faux::Registration::new(DEVICE_NAME, None)?;
         let unregistered = drm::UnregisteredDevice::<driver::VgDriver>::new(
             faux.as_ref(),
-            driver::DeviceData::new(topology, engine.clone()),
+            driver::DeviceData::new(topology, tiles, engine.clone()),
         )?;
         let parent: &kernel::device::Device<kernel::device::Bound> = faux.as_ref().as_ref();
         // SAFETY: The registration data is `()` and holds no borrow, and by the
