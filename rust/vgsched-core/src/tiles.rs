@@ -121,7 +121,7 @@ impl TileTopology {
         let per = within("tiles_per_node", tiles_per_node, TILES_PER_NODE)
             .map_err(TopologyError::Param)?;
         let tiles = nodes * per;
-        if tiles as usize > MAX_TILES || modules % tiles != 0 {
+        if tiles as usize > MAX_TILES || !modules.is_multiple_of(tiles) {
             return Err(TopologyError::Uneven { modules, tiles });
         }
         let count = |field, given: &[u32], wanted: u32, max: usize| {
