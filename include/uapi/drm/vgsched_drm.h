@@ -77,7 +77,7 @@ enum drm_vgsched_dev_query_type {
 /** Limits of struct drm_vgsched_tiles_info. */
 enum drm_vgsched_tile_limits {
 	/** @DRM_VGSCHED_MAX_TILES: most tiles a device has. */
-	DRM_VGSCHED_MAX_TILES = 64,
+	DRM_VGSCHED_MAX_TILES = 32,
 	/** @DRM_VGSCHED_MAX_TILE_TYPES: most tile types. */
 	DRM_VGSCHED_MAX_TILE_TYPES = 8,
 	/** @DRM_VGSCHED_MAX_NODES: most nodes. */

@@ -35,7 +35,7 @@ pub const NODES: (u32, u32) = (1, 16);
 /// Limits of `tiles_per_node`.
 pub const TILES_PER_NODE: (u32, u32) = (1, 16);
 /// Most tiles a device has (`nodes` × `tiles_per_node`).
-pub const MAX_TILES: usize = 64;
+pub const MAX_TILES: usize = 32;
 /// Most tile types (`type_power_mw` entries).
 pub const MAX_TYPES: usize = 8;
 /// Most nodes (`node_standby_mw` entries).
@@ -71,6 +71,11 @@ pub struct TileTopology {
 pub enum TopologyError {
     /// A count out of its range.
     Param(ParamError),
+    /// More tiles than [`MAX_TILES`].
+    TooMany {
+        /// Tiles asked for.
+        tiles: u32,
+    },
     /// The tiles do not divide the modules evenly.
     Uneven {
         /// Modules of the device.
@@ -121,7 +126,10 @@ impl TileTopology {
         let per = within("tiles_per_node", tiles_per_node, TILES_PER_NODE)
             .map_err(TopologyError::Param)?;
         let tiles = nodes * per;
-        if tiles as usize > MAX_TILES || !modules.is_multiple_of(tiles) {
+        if tiles as usize > MAX_TILES {
+            return Err(TopologyError::TooMany { tiles });
+        }
+        if !modules.is_multiple_of(tiles) {
             return Err(TopologyError::Uneven { modules, tiles });
         }
         let count = |field, given: &[u32], wanted: u32, max: usize| {
@@ -487,6 +495,10 @@ mod tests {
                 field: "node_standby_mw",
                 index: 1
             })
+        );
+        assert_eq!(
+            TileTopology::from_values(64, 16, 4, &[], &[], &[]),
+            Err(TopologyError::TooMany { tiles: 64 })
         );
         assert!(matches!(
             TileTopology::from_values(4, 0, 1, &[], &[], &[]),

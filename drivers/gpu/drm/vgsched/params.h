@@ -17,7 +17,7 @@ unsigned int vgsched_pipeline_default(unsigned int index);
 int vgsched_pipeline_param_check(unsigned int index, unsigned int value);
 
 /* As tiles.rs: MAX_TILES, MAX_TYPES, MAX_NODES. */
-#define VGSCHED_MAX_TILES	64
+#define VGSCHED_MAX_TILES	32
 #define VGSCHED_MAX_TYPES	8
 #define VGSCHED_MAX_NODES	16
 

@@ -103,6 +103,9 @@ pub(crate) fn tiles(modules: u32) -> Result<TileTopology> {
     .map_err(|e| {
         match e {
             TopologyError::Param(p) => return crate::invalid_parameter(p),
+            TopologyError::TooMany { tiles } => {
+                pr_err!("invalid tiles: {tiles} tiles, at most {MAX_TILES}\n")
+            }
             TopologyError::Uneven { modules, tiles } => {
                 pr_err!("invalid tiles: {tiles} tiles do not share {modules} modules evenly\n")
             }
