@@ -14,53 +14,6 @@
 #include "kselftest_harness.h"
 #include "vgsched_programs.h"
 
-/*
- * Copies the value of @key in the fdinfo of @fd (after "KEY:" and its
- * whitespace, up to the end of the line) into @val; 0, -ENOENT if the key
- * is missing, or another -errno.
- */
-static int fdinfo_value(int fd, const char *key, char *val, size_t size)
-{
-	char path[64], text[4096], *line, *save = NULL;
-	size_t len = 0, klen = strlen(key);
-	ssize_t n = 0;
-	int f;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = open(path, O_RDONLY);
-	if (f < 0)
-		return -errno;
-	while (len + 1 < sizeof(text) && (n = read(f, text + len, sizeof(text) - 1 - len)) > 0)
-		len += n;
-	close(f);
-	if (n < 0)
-		return -EIO;
-	text[len] = 0;
-	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		if (strncmp(line, key, klen) || line[klen] != ':')
-			continue;
-		line += klen + 1;
-		line += strspn(line, " \t");
-		snprintf(val, size, "%s", line);
-		return 0;
-	}
-	return -ENOENT;
-}
-
-/* The number at the start of @key's value, into *@out; 0 or -errno. */
-static int fdinfo_u64(int fd, const char *key, __u64 *out)
-{
-	char val[128], *end;
-	int ret = fdinfo_value(fd, key, val, sizeof(val));
-
-	if (ret)
-		return ret;
-	errno = 0;
-	*out = strtoull(val, &end, 10);
-	return end == val || errno ? -EPROTO : 0;
-}
-
-/* The runtime CTX_QUERY reports for context @ctx, or ~0 on error. */
 static __u64 ctx_runtime_ns(int fd, __u32 ctx)
 {
 	struct drm_vgsched_ctx_query q = { .ctx_id = ctx };
@@ -124,15 +77,15 @@ TEST_F(fdinfo, standard_keys_and_client_id)
 	char val[128];
 	__u64 id;
 
-	ASSERT_EQ(0, fdinfo_value(self->fd, "drm-driver", val, sizeof(val)));
+	ASSERT_EQ(0, vg_fdinfo_value(self->fd, "drm-driver", val, sizeof(val)));
 	EXPECT_STREQ("vgsched", val);
-	ASSERT_EQ(0, fdinfo_u64(self->fd, "drm-client-id", &id));
+	ASSERT_EQ(0, vg_fdinfo_u64(self->fd, "drm-client-id", &id));
 	EXPECT_NE(0, id);
 	/* The driver numbers its clients as the DRM core does. */
 	EXPECT_EQ(id, vgsched_client_id(self->fd, self->ctx));
 	/* GEM memory of the file, by the core's helper. */
-	EXPECT_EQ(0, fdinfo_value(self->fd, "drm-total-memory", val, sizeof(val)));
-	EXPECT_EQ(0, fdinfo_value(self->fd, "drm-shared-memory", val, sizeof(val)));
+	EXPECT_EQ(0, vg_fdinfo_value(self->fd, "drm-total-memory", val, sizeof(val)));
+	EXPECT_EQ(0, vg_fdinfo_value(self->fd, "drm-shared-memory", val, sizeof(val)));
 }
 
 TEST_F(fdinfo, engine_time_is_the_contexts_runtime)
@@ -140,13 +93,13 @@ TEST_F(fdinfo, engine_time_is_the_contexts_runtime)
 	char val[128];
 	__u64 ns, runtime;
 
-	ASSERT_EQ(0, fdinfo_value(self->fd, "drm-engine-gpu", val, sizeof(val)));
+	ASSERT_EQ(0, vg_fdinfo_value(self->fd, "drm-engine-gpu", val, sizeof(val)));
 	EXPECT_TRUE(strstr(val, " ns") != NULL) TH_LOG("value '%s' has no unit", val);
-	ASSERT_EQ(0, fdinfo_u64(self->fd, "drm-engine-gpu", &ns));
+	ASSERT_EQ(0, vg_fdinfo_u64(self->fd, "drm-engine-gpu", &ns));
 	EXPECT_EQ(0, ns);
 
 	ASSERT_EQ(0, run_job(_metadata, self->fd, self->ctx));
-	ASSERT_EQ(0, fdinfo_u64(self->fd, "drm-engine-gpu", &ns));
+	ASSERT_EQ(0, vg_fdinfo_u64(self->fd, "drm-engine-gpu", &ns));
 	runtime = ctx_runtime_ns(self->fd, self->ctx);
 	TH_LOG("drm-engine-gpu %llu ns, runtime_ns %llu", ns, runtime);
 	EXPECT_GT(ns, 0);
@@ -166,12 +119,12 @@ TEST_F(fdinfo, engine_time_sums_contexts_and_keeps_destroyed_ones)
 	second_ns = ctx_runtime_ns(self->fd, second);
 	ASSERT_GT(first_ns, 0);
 	ASSERT_GT(second_ns, 0);
-	ASSERT_EQ(0, fdinfo_u64(self->fd, "drm-engine-gpu", &ns));
+	ASSERT_EQ(0, vg_fdinfo_u64(self->fd, "drm-engine-gpu", &ns));
 	EXPECT_EQ(first_ns + second_ns, ns);
 
 	/* A client's GPU time does not shrink when one of its contexts goes. */
 	ASSERT_EQ(0, vgsched_ctx_destroy(self->fd, second));
-	ASSERT_EQ(0, fdinfo_u64(self->fd, "drm-engine-gpu", &ns));
+	ASSERT_EQ(0, vg_fdinfo_u64(self->fd, "drm-engine-gpu", &ns));
 	EXPECT_EQ(first_ns + second_ns, ns);
 }
 
@@ -185,9 +138,9 @@ TEST_F(fdinfo, each_open_file_is_its_own_client)
 	ASSERT_GE(dup_fd, 0);
 	other_ctx = vgsched_ctx_create(other, 8);
 	ASSERT_NE(0, other_ctx);
-	ASSERT_EQ(0, fdinfo_u64(self->fd, "drm-client-id", &id));
-	ASSERT_EQ(0, fdinfo_u64(other, "drm-client-id", &other_id));
-	ASSERT_EQ(0, fdinfo_u64(dup_fd, "drm-client-id", &dup_id));
+	ASSERT_EQ(0, vg_fdinfo_u64(self->fd, "drm-client-id", &id));
+	ASSERT_EQ(0, vg_fdinfo_u64(other, "drm-client-id", &other_id));
+	ASSERT_EQ(0, vg_fdinfo_u64(dup_fd, "drm-client-id", &dup_id));
 	EXPECT_NE(id, other_id);
 	EXPECT_EQ(other_id, vgsched_client_id(other, other_ctx));
 	/* A duplicated descriptor is the same file, so the same client. */
@@ -195,9 +148,9 @@ TEST_F(fdinfo, each_open_file_is_its_own_client)
 
 	/* One file's work is not counted for another. */
 	ASSERT_EQ(0, run_job(_metadata, other, other_ctx));
-	ASSERT_EQ(0, fdinfo_u64(self->fd, "drm-engine-gpu", &ns));
+	ASSERT_EQ(0, vg_fdinfo_u64(self->fd, "drm-engine-gpu", &ns));
 	EXPECT_EQ(0, ns);
-	ASSERT_EQ(0, fdinfo_u64(other, "drm-engine-gpu", &ns));
+	ASSERT_EQ(0, vg_fdinfo_u64(other, "drm-engine-gpu", &ns));
 	EXPECT_EQ(ctx_runtime_ns(other, other_ctx), ns);
 	close(dup_fd);
 	close(other);

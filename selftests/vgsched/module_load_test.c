@@ -87,18 +87,6 @@ TEST(parameters_reach_the_device)
 	ASSERT_EQ(0, vgsched_module_unload());
 }
 
-/* DEV_QUERY_TILES; 0 or -errno. */
-static int query_tiles(int fd, struct drm_vgsched_tiles_info *t)
-{
-	struct drm_vgsched_dev_query q = {
-		.type = DRM_VGSCHED_DEV_QUERY_TILES,
-		.size = sizeof(*t),
-		.pointer = (__u64)(unsigned long)t,
-	};
-
-	return ioctl(fd, DRM_IOCTL_VGSCHED_DEV_QUERY, &q) ? -errno : 0;
-}
-
 /*
  * The tiles: one node of one tile owning every module by default; nodes,
  * tiles, types and powers from the parameters otherwise.
@@ -111,7 +99,7 @@ TEST(tile_topology_reaches_dev_query)
 	ASSERT_EQ(0, vgsched_module_load(""));
 	fd = vgsched_open_render_node();
 	ASSERT_GE(fd, 0);
-	ASSERT_EQ(0, query_tiles(fd, &t));
+	ASSERT_EQ(0, vgsched_dev_query(fd, DRM_VGSCHED_DEV_QUERY_TILES, &t, sizeof(t)));
 	EXPECT_EQ(1, t.nodes);
 	EXPECT_EQ(1, t.tiles_per_node);
 	EXPECT_EQ(1, t.types);
@@ -124,7 +112,7 @@ TEST(tile_topology_reaches_dev_query)
 					 "type_power_mw=100000,60000 node_standby_mw=25000,20000"));
 	fd = vgsched_open_render_node();
 	ASSERT_GE(fd, 0);
-	ASSERT_EQ(0, query_tiles(fd, &t));
+	ASSERT_EQ(0, vgsched_dev_query(fd, DRM_VGSCHED_DEV_QUERY_TILES, &t, sizeof(t)));
 	EXPECT_EQ(2, t.nodes);
 	EXPECT_EQ(2, t.tiles_per_node);
 	EXPECT_EQ(2, t.types);

@@ -49,16 +49,22 @@ static inline int vgsched_open_render_node(void)
 	return -1;
 }
 
-/* DRM_IOCTL_VGSCHED_DEV_QUERY for the GPU info; returns 0 or -errno. */
-static inline int vgsched_query_gpu_info(int fd, struct drm_vgsched_gpu_info *info)
+/* DRM_IOCTL_VGSCHED_DEV_QUERY of @type into @size bytes at @answer; 0 or -errno. */
+static inline int vgsched_dev_query(int fd, __u32 type, void *answer, __u32 size)
 {
 	struct drm_vgsched_dev_query q = {
-		.type = DRM_VGSCHED_DEV_QUERY_GPU_INFO,
-		.size = sizeof(*info),
-		.pointer = (__u64)(unsigned long)info,
+		.type = type,
+		.size = size,
+		.pointer = (__u64)(unsigned long)answer,
 	};
 
 	return ioctl(fd, DRM_IOCTL_VGSCHED_DEV_QUERY, &q) ? -errno : 0;
+}
+
+/* DRM_IOCTL_VGSCHED_DEV_QUERY for the GPU info; returns 0 or -errno. */
+static inline int vgsched_query_gpu_info(int fd, struct drm_vgsched_gpu_info *info)
+{
+	return vgsched_dev_query(fd, DRM_VGSCHED_DEV_QUERY_GPU_INFO, info, sizeof(*info));
 }
 
 /* Creates a buffer object; returns its handle, or 0 with errno set. */
@@ -230,16 +236,128 @@ static inline int vgsched_debugfs_read(const char *name, char *buf, size_t size)
 }
 
 /* Fills @q with what CTX_QUERY says of context @ctx; 0 or -errno. */
-/* The number after @key in the device's debugfs state file, or -1. */
-static inline long long vgsched_state_number(const char *key)
+/* The number after the first @key in the device's debugfs file @name, or -1. */
+static inline long long vgsched_debugfs_number(const char *name, const char *key)
 {
 	static char buf[1 << 16];
 	const char *at;
 
-	if (vgsched_debugfs_read("state", buf, sizeof(buf)))
+	if (vgsched_debugfs_read(name, buf, sizeof(buf)))
 		return -1;
 	at = strstr(buf, key);
 	return at ? strtoll(at + strlen(key), NULL, 10) : -1;
+}
+
+/* The number after @key in the device's debugfs state file, or -1. */
+static inline long long vgsched_state_number(const char *key)
+{
+	return vgsched_debugfs_number("state", key);
+}
+
+/*
+ * The value after "@key:" in /proc/self/fdinfo of @fd (the DRM usage
+ * statistics), into @val; 0, -ENOENT without the key, or -errno.
+ */
+static inline int vg_fdinfo_value(int fd, const char *key, char *val, size_t size)
+{
+	char path[64], text[4096], *line, *save = NULL;
+	size_t len = 0, klen = strlen(key);
+	ssize_t n = 0;
+	int f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = open(path, O_RDONLY);
+	if (f < 0)
+		return -errno;
+	while (len + 1 < sizeof(text) && (n = read(f, text + len, sizeof(text) - 1 - len)) > 0)
+		len += n;
+	close(f);
+	if (n < 0)
+		return -EIO;
+	text[len] = 0;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, key, klen) || line[klen] != ':')
+			continue;
+		line += klen + 1;
+		line += strspn(line, " \t");
+		snprintf(val, size, "%s", line);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* The number that starts fdinfo key @key's value (units ignored); 0 or -errno. */
+static inline int vg_fdinfo_u64(int fd, const char *key, __u64 *out)
+{
+	char val[128], *end;
+	int ret = vg_fdinfo_value(fd, key, val, sizeof(val));
+
+	if (ret)
+		return ret;
+	errno = 0;
+	*out = strtoull(val, &end, 10);
+	return end == val || errno ? -EPROTO : 0;
+}
+
+/* Writes @value to the module parameter @name in sysfs; 0 or -errno. */
+static inline int vgsched_param_write(const char *name, const char *value)
+{
+	char path[128];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "/sys/module/vgsched/parameters/%s", name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, value, strlen(value)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Reads the module parameter @name in sysfs as a number; -1 on error. */
+static inline long long vgsched_param_read(const char *name)
+{
+	char path[128], buf[32] = "";
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/module/vgsched/parameters/%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n < 0 ? -1 : strtoll(buf, NULL, 10);
+}
+
+/* One record of the debugfs stage log. */
+struct vg_stage {
+	unsigned long long t, client, job;
+	unsigned int ctx;
+	char event[16];
+};
+
+/*
+ * Parses the debugfs stage log into @out (at most @max records, in the
+ * order recorded). Returns how many, or -errno.
+ */
+static inline int vgsched_stages(struct vg_stage *out, int max)
+{
+	static char buf[1 << 16];
+	int n = 0, ret = vgsched_debugfs_read("stages", buf, sizeof(buf));
+
+	if (ret)
+		return ret;
+	for (char *line = buf; line && *line && n < max;
+	     line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+		struct vg_stage *e = &out[n];
+
+		if (sscanf(line, "#%*u t=%llu client=%llu ctx=%u job=%llu %15s", &e->t, &e->client,
+			   &e->ctx, &e->job, e->event) == 5)
+			n++;
+	}
+	return n;
 }
 
 static inline int vgsched_ctx_query(int fd, __u32 ctx, struct drm_vgsched_ctx_query *q)

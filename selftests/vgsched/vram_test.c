@@ -19,7 +19,6 @@
  *    device memory back.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,37 +37,18 @@
 /* A number of debugfs vram, by key ("free", "evictions", ...); -1 if absent. */
 static long long vram_number(const char *key)
 {
-	char buf[8192], *line;
-	size_t len = strlen(key);
+	char line_key[32];
 
-	if (vgsched_debugfs_read("vram", buf, sizeof(buf)))
-		return -1;
-	for (line = buf; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
-		if (!strncmp(line, key, len) && line[len] == ' ')
-			return strtoll(line + len + 1, NULL, 10);
-	return -1;
+	snprintf(line_key, sizeof(line_key), "%s ", key);
+	return vgsched_debugfs_number("vram", line_key);
 }
 
 /* The KiB of fdinfo key @key of @fd; -1 if absent. */
 static long long fdinfo_kib(int fd, const char *key)
 {
-	char path[64], buf[4096], *at;
-	int f;
-	ssize_t n;
+	__u64 kib;
 
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = open(path, O_RDONLY | O_CLOEXEC);
-	if (f < 0)
-		return -1;
-	n = read(f, buf, sizeof(buf) - 1);
-	close(f);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	at = strstr(buf, key);
-	if (!at || at[strlen(key)] != ':')
-		return -1;
-	return strtoll(at + strlen(key) + 1, NULL, 10);
+	return vg_fdinfo_u64(fd, key, &kib) ? -1 : (long long)kib;
 }
 
 /* Waits up to 2 s for every byte of device memory to be free. */

@@ -319,13 +319,6 @@ static int preempt_bench(int fd, const struct drm_vgsched_gpu_info *info, const 
 #define PIPE_JOBS 6
 #define PIPE_MODEL_MIB 24
 
-/* One record of the stage log. */
-struct stage {
-	__u64 t, client, job;
-	unsigned int ctx;
-	char event[16];
-};
-
 /* The first and last waves of the jobs in the stage log, per job. */
 struct job_span {
 	unsigned int ctx;
@@ -345,32 +338,26 @@ static int by_first(const void *a, const void *b)
  */
 static int switch_gaps(__u64 client, __u64 since, double *gaps, int n)
 {
-	static char log[65536];
+	static struct vg_stage log[512];
 	static struct job_span spans[512];
-	int count = 0;
+	int count = 0, records = vgsched_stages(log, 512);
 
-	if (vgsched_debugfs_read("stages", log, sizeof(log)))
+	if (records < 0)
 		DIE("cannot read debugfs stages");
-	for (char *line = log; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
-		unsigned long long t, c, job;
-		unsigned int ctx;
-		char event[16];
+	for (int r = 0; r < records; r++) {
+		const struct vg_stage *e = &log[r];
 		int i;
 
-		if (sscanf(line, "#%*u t=%llu client=%llu ctx=%u job=%llu %15s", &t, &c, &ctx, &job,
-			   event) != 5 || c != client || !job)
+		if (e->client != client || !e->job)
 			continue;
-		for (i = 0; i < count && (spans[i].ctx != ctx || spans[i].job != job); i++)
+		for (i = 0; i < count && (spans[i].ctx != e->ctx || spans[i].job != e->job); i++)
 			;
-		if (i == count) {
-			if (count == 512)
-				continue;
-			spans[count++] = (struct job_span){ .ctx = ctx, .job = job };
-		}
-		if (!strcmp(event, "first_wave"))
-			spans[i].first = t;
-		else if (!strcmp(event, "last_wave"))
-			spans[i].last = t;
+		if (i == count)
+			spans[count++] = (struct job_span){ .ctx = e->ctx, .job = e->job };
+		if (!strcmp(e->event, "first_wave"))
+			spans[i].first = e->t;
+		else if (!strcmp(e->event, "last_wave"))
+			spans[i].last = e->t;
 	}
 	qsort(spans, count, sizeof(spans[0]), by_first);
 	for (int i = 1; i < count; i++)

@@ -444,27 +444,9 @@ static void slots_in_turn(void)
 	CHECK(!vgsched_module_load(""), "insmod failed");
 }
 
-/* Writes @value to the run-time module parameter @name. */
-static void set_param(const char *name, const char *value)
-{
-	char path[128];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/module/vgsched/parameters/%s", name);
-	f = fopen(path, "w");
-	CHECK(f && fputs(value, f) >= 0 && !fclose(f), "cannot write %s", path);
-}
-
-/* One record of the stage log. */
-struct stage_line {
-	unsigned long long t, client, job;
-	unsigned int ctx;
-	char event[16];
-};
-
 static int by_time(const void *a, const void *b)
 {
-	const struct stage_line *x = a, *y = b;
+	const struct vg_stage *x = a, *y = b;
 
 	return (x->t > y->t) - (x->t < y->t);
 }
@@ -478,15 +460,14 @@ static int by_time(const void *a, const void *b)
 static void one_switch(int fd, const char *mode)
 {
 	enum { JOBS_A = 3, JOBS_B = 2 };
-	static char buf[1 << 16];
 	struct vg_buf prog, model[2], out[JOBS_A + JOBS_B];
 	struct drm_vgsched_submit s[JOBS_A + JOBS_B];
 	__u32 ctx[2] = { vgsched_ctx_create(fd, 8), vgsched_ctx_create(fd, 9) };
 	__u32 bind[JOBS_A + JOBS_B][2];
-	static struct stage_line lines[128];
+	static struct vg_stage log[512], lines[512];
 	__u64 words[16], client, t0 = 0, a_last = 0, b_first = 0, start = vg_now_ns();
 	unsigned int len = vg_prog_slow_copy(words, 300);
-	int status = 1, n;
+	int status = 1, n, count;
 
 	CHECK(ctx[0] && ctx[1], "CTX_CREATE failed");
 	client = vgsched_client_id(fd, ctx[0]);
@@ -513,20 +494,18 @@ static void one_switch(int fd, const char *mode)
 		CHECK(!vgsched_wait(fd, ctx[j >= JOBS_A], s[j].seqno, 60 * VG_SECOND_NS, &status) &&
 		      status == 0, "job failed");
 	printf("  %s: the stage log, in time order (ms from A's first stage):\n", mode);
-	CHECK(!vgsched_debugfs_read("stages", buf, sizeof(buf)), "cannot read debugfs stages");
+	count = vgsched_stages(log, 512);
+	CHECK(count >= 0, "cannot read debugfs stages");
 	n = 0;
-	for (char *line = buf; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
-		struct stage_line *e = &lines[n];
+	for (int i = 0; i < count; i++) {
+		const struct vg_stage *e = &log[i];
 
-		if (n == 128 || sscanf(line, "#%*u t=%llu client=%llu ctx=%u job=%llu %15s", &e->t,
-				       &e->client, &e->ctx, &e->job, e->event) != 5)
-			continue;
 		if (e->client == client && e->t >= start && (e->ctx == ctx[0] || e->ctx == ctx[1]))
-			n++;
+			lines[n++] = *e;
 	}
 	qsort(lines, n, sizeof(lines[0]), by_time);
 	for (int i = 0; i < n; i++) {
-		struct stage_line *e = &lines[i];
+		struct vg_stage *e = &lines[i];
 		const char *who = e->ctx == ctx[0] ? "A" : "B";
 
 		if (!t0)
@@ -572,7 +551,7 @@ static void pipelined_switch(void)
 	fd = vgsched_open_render_node();
 	CHECK(fd >= 0, "cannot open the render node");
 	one_switch(fd, "pipelined");
-	set_param("pipeline_mode", "1");
+	CHECK(!vgsched_param_write("pipeline_mode", "1"), "cannot write pipeline_mode");
 	one_switch(fd, "sequential");
 	printf("  device memory afterwards (debugfs vram):\n");
 	print_debugfs_lines("vram", "", 8);

@@ -235,8 +235,6 @@ struct Job {
     device: Option<Prepared>,
     /// Device memory it needs at once: its distinct objects and scratch.
     footprint: u64,
-    /// Its scratch area, bytes.
-    scratch: u64,
     /// When it passed its stages.
     times: JobTimes,
     /// The latest end of its waves that ended, modeled ns.
@@ -280,7 +278,6 @@ impl Job {
             stage: Stage::Queued,
             device: None,
             footprint: 0,
-            scratch: 0,
             times: JobTimes {
                 seqno,
                 ..JobTimes::default()
@@ -741,7 +738,7 @@ impl EngineState {
 
     /// The record of `ctx`, if it is live.
     fn queue_mut(&mut self, ctx: &Context) -> Option<&mut ContextQueue> {
-        self.queues.iter_mut().find(|q| core::ptr::eq(&*q.ctx, ctx))
+        queue_in(&mut self.queues, ctx)
     }
 
     /// The record of `ctx`, if it is live.
@@ -1080,10 +1077,8 @@ impl Engine {
             Some(in_fence) => Some(JobWaiter::new(this, in_fence)?),
             None => None,
         };
-        let scratch = spec.scratch;
         let mut job = Job::new(seqno, fence.clone(), spec, waiter, &this.topology)?;
         job.footprint = footprint;
-        job.scratch = scratch;
         {
             let mut st = this.lock();
             if st.shut_down {
@@ -1607,6 +1602,12 @@ impl Engine {
             st.timer = Some(Arc::from(this).start(delta));
         }
     }
+}
+
+/// The record of `ctx` among `queues`, if it is live (for callers that
+/// hold other parts of the engine state at the same time).
+fn queue_in<'a>(queues: &'a mut KVec<ContextQueue>, ctx: &Context) -> Option<&'a mut ContextQueue> {
+    queues.iter_mut().find(|q| core::ptr::eq(&*q.ctx, ctx))
 }
 
 /// The active job among a context's `jobs` ([`ContextQueue::active`]), to

@@ -76,17 +76,22 @@ int vgsched_fence_status(struct dma_fence *fence)
 	return dma_fence_get_status(fence);
 }
 
-long vgsched_fence_wait(struct dma_fence *fence, u64 timeout_ns)
+long vgsched_timeout_jiffies(u64 timeout_ns)
 {
 	/*
 	 * Rounded up, plus one tick: the current tick is already partly gone
 	 * when the wait starts (as msleep() counts), so a wait never ends
-	 * before the time asked for.
+	 * before the time asked for. 0 stays 0: only check.
 	 */
-	u64 jiffies = timeout_ns ? timeout_ns / TICK_NSEC + (timeout_ns % TICK_NSEC != 0) + 1 : 0;
+	u64 ticks = timeout_ns ? timeout_ns / TICK_NSEC + (timeout_ns % TICK_NSEC != 0) + 1 : 0;
 
+	return min_t(u64, ticks, MAX_SCHEDULE_TIMEOUT);
+}
+
+long vgsched_fence_wait(struct dma_fence *fence, u64 timeout_ns)
+{
 	/* A timeout of 0 asks whether it has signalled without waiting. */
-	return dma_fence_wait_timeout(fence, true, min_t(u64, jiffies, MAX_SCHEDULE_TIMEOUT));
+	return dma_fence_wait_timeout(fence, true, vgsched_timeout_jiffies(timeout_ns));
 }
 
 long vgsched_fence_wait_until(struct dma_fence *fence, u64 deadline_ns)

@@ -36,5 +36,7 @@ struct vgsched_resv_set *vgsched_resv_lock(struct drm_gem_object **objs, const b
 void vgsched_resv_publish(struct vgsched_resv_set *set, struct dma_fence *fence);
 void vgsched_resv_unlock(struct vgsched_resv_set *set);
 long vgsched_resv_wait(struct drm_gem_object *obj, bool write, u64 timeout_ns);
+/* A timeout in ns as the jiffies a wait takes, never ending early (fence.c). */
+long vgsched_timeout_jiffies(u64 timeout_ns);
 
 #endif /* _VGSCHED_FENCE_H_ */

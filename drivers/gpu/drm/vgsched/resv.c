@@ -176,10 +176,8 @@ void vgsched_resv_unlock(struct vgsched_resv_set *set)
 long vgsched_resv_wait(struct drm_gem_object *obj, bool write, u64 timeout_ns)
 {
 	enum dma_resv_usage usage = write ? DMA_RESV_USAGE_READ : DMA_RESV_USAGE_WRITE;
-	u64 jiffies = timeout_ns ? timeout_ns / TICK_NSEC + (timeout_ns % TICK_NSEC != 0) + 1 : 0;
 
 	if (!timeout_ns)
 		return dma_resv_test_signaled(obj->resv, usage);
-	return dma_resv_wait_timeout(obj->resv, usage, true,
-				     min_t(u64, jiffies, MAX_SCHEDULE_TIMEOUT));
+	return dma_resv_wait_timeout(obj->resv, usage, true, vgsched_timeout_jiffies(timeout_ns));
 }

@@ -45,6 +45,7 @@ use kernel::{
 
 use super::{
     dump::Ring,
+    queue_in,
     sync::Signalling,
     ContextQueue,
     Engine,
@@ -457,7 +458,7 @@ impl Engine {
             job: job.id,
             seqno: job.seqno,
             bindings: job.spec.bindings.clone(),
-            scratch: job.scratch,
+            scratch: job.spec.scratch,
             releases,
         })
     }
@@ -510,7 +511,7 @@ impl Engine {
             let full = matches!(area, Err(e) if e == ENOSPC);
             st.wait_for_release(full, releases);
             let EngineState { queues, stages, .. } = &mut *st;
-            match queues.iter_mut().find(|q| Arc::ptr_eq(&q.ctx, ctx)) {
+            match queue_in(queues, ctx) {
                 Some(q) => match area {
                     Ok(area) => {
                         let end = start.saturating_add(this.phase_one.init_ns);
@@ -553,8 +554,7 @@ impl Engine {
             st.wait_for_release(full, releases);
             st.phase1_ahead_paused = full;
             let EngineState { queues, stages, .. } = &mut *st;
-            let q = queues.iter_mut().find(|q| Arc::ptr_eq(&q.ctx, ctx));
-            match q.and_then(|q| find_job_of(&mut q.jobs, id)) {
+            match queue_in(queues, ctx).and_then(|q| find_job_of(&mut q.jobs, id)) {
                 Some(job) => match taken {
                     Ok((prepared, ready)) => {
                         job.device = Some(prepared);
@@ -640,8 +640,7 @@ impl Engine {
         {
             let mut st = this.lock();
             let EngineState { queues, stages, .. } = &mut *st;
-            let q = queues.iter_mut().find(|q| Arc::ptr_eq(&q.ctx, ctx));
-            match q.and_then(|q| find_job_of(&mut q.jobs, id)) {
+            match queue_in(queues, ctx).and_then(|q| find_job_of(&mut q.jobs, id)) {
                 Some(job) => {
                     if error != 0 {
                         job.progress.fail(error);
