@@ -106,6 +106,10 @@ TEST(tile_topology_reaches_dev_query)
 	EXPECT_EQ(4, t.modules_per_tile);
 	EXPECT_EQ(150000, t.type_power_mw[0]);
 	EXPECT_EQ(25000, t.node_standby_mw[0]);
+	EXPECT_EQ(30000, t.idle_mw);
+	EXPECT_EQ(3000, t.sleep_mw);
+	EXPECT_EQ(5000, t.idle_delay_us);
+	EXPECT_EQ(500, t.wake_us);
 	close(fd);
 	ASSERT_EQ(0, vgsched_module_unload());
 	ASSERT_EQ(0, vgsched_module_load("modules=8 nodes=2 tiles_per_node=2 tile_type=0,1,1,1 "
@@ -430,6 +434,14 @@ TEST(invalid_parameters_fail_with_einval_and_a_log_line)
 		  "invalid parameter tile_type: tile 1 has type 2, which type_power_mw lacks" },
 		{ "type_power_mw=0", "invalid parameter type_power_mw: entry 0 is 0" },
 		{ "node_standby_mw=5,6", "invalid parameter node_standby_mw: 2 entries, not 1" },
+		{ "type_power_mw=40000 tile_idle_mw=40001",
+		  "invalid parameter tile_idle_mw=40001 (must be 0..=40000)" },
+		{ "tile_idle_mw=1000 tile_sleep_mw=1001",
+		  "invalid parameter tile_sleep_mw=1001 (must be 0..=1000)" },
+		{ "tile_idle_delay_us=10000001",
+		  "invalid parameter tile_idle_delay_us=10000001 (must be 0..=10000000)" },
+		{ "tile_wake_us=1000001", "invalid parameter tile_wake_us=1000001 (must be 0..=1000000)" },
+		{ "placement_policy=2", "invalid parameter placement_policy=2 (must be 0..=1)" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -21,7 +21,7 @@ extern "C" {
 /** The uAPI version a driver reports; bump minor for additions. */
 enum drm_vgsched_uapi_version {
 	DRM_VGSCHED_UAPI_MAJOR = 1,
-	DRM_VGSCHED_UAPI_MINOR = 5,
+	DRM_VGSCHED_UAPI_MINOR = 6,
 };
 
 /** Driver-private ioctl numbers, offset from DRM_COMMAND_BASE. */
@@ -91,7 +91,7 @@ enum drm_vgsched_tile_limits {
  * @tiles_per_node tiles, tile t owning modules t x @modules_per_tile up to
  * the next tile's; tile t belongs to node t / @tiles_per_node. Powers in
  * milliwatts. From the module parameters of the same names; the default is
- * one node of one tile.
+ * one node of one tile. A node whose tiles all sleep draws no standby.
  */
 struct drm_vgsched_tiles_info {
 	/** @nodes: groups of tiles that share a standby power. */
@@ -108,6 +108,14 @@ struct drm_vgsched_tiles_info {
 	__u32 node_standby_mw[DRM_VGSCHED_MAX_NODES];
 	/** @tile_type: each tile's type. */
 	__u8 tile_type[DRM_VGSCHED_MAX_TILES];
+	/** @idle_mw: an idle tile's power (uAPI 1.6). */
+	__u32 idle_mw;
+	/** @sleep_mw: a tile's power in the low-power state (uAPI 1.6). */
+	__u32 sleep_mw;
+	/** @idle_delay_us: idle time before a tile goes to sleep (uAPI 1.6). */
+	__u32 idle_delay_us;
+	/** @wake_us: modeled time to wake a sleeping tile (uAPI 1.6). */
+	__u32 wake_us;
 };
 
 /**
@@ -460,6 +468,18 @@ struct drm_vgsched_submit {
 	 * area: -E2BIG.
 	 */
 	__u64 scratch_bytes;
+	/**
+	 * @tiles: tiles the job needs, all on one node, 0 meaning 1 (uAPI
+	 * 1.6). When its first work-group is about to be placed the
+	 * placement policy chooses them (placement_policy), and the job holds
+	 * them alone until it ends: its work-groups run only on their
+	 * modules. A job waits while no node has @tiles idle tiles; more
+	 * than a node has: -E2BIG. A device of one tile shares it among all
+	 * jobs, as before uAPI 1.6.
+	 */
+	__u32 tiles;
+	/** @pad: 0. */
+	__u32 pad;
 };
 
 /* Flags of struct drm_vgsched_wait. */

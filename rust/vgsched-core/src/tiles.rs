@@ -193,6 +193,12 @@ impl TileTopology {
     pub fn tiles(&self) -> u32 {
         self.nodes * self.tiles_per_node
     }
+
+    /// Whether a job of `k` tiles can ever be placed: some node has `k`
+    /// tiles (a single shared tile takes jobs of one).
+    pub fn fits(&self, k: u32) -> bool {
+        k >= 1 && k <= self.tiles_per_node
+    }
 }
 
 /// A node as placement sees it.
@@ -228,6 +234,27 @@ pub enum Policy {
     Power,
     /// The node with the most idle tiles first (least loaded).
     Spread,
+}
+
+/// Limits of `placement_policy`: 0 power, 1 spread.
+pub const POLICY: (u32, u32) = (0, 1);
+
+impl Policy {
+    /// The policy of parameter value `v` (checked against [`POLICY`]).
+    pub fn from_param(v: u32) -> Self {
+        match v {
+            0 => Self::Power,
+            _ => Self::Spread,
+        }
+    }
+
+    /// Its name, as logs show it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Power => "power",
+            Self::Spread => "spread",
+        }
+    }
 }
 
 /// The key `policy` orders a node by (smaller first); `None` if the node
@@ -296,6 +323,19 @@ pub enum TileState {
     Asleep,
 }
 
+/// Limits of `tile_idle_delay_us`.
+pub const IDLE_DELAY_US: (u32, u32) = (0, 10_000_000);
+/// Limits of `tile_wake_us`.
+pub const WAKE_US: (u32, u32) = (0, 1_000_000);
+/// Default power of an idle tile, milliwatts.
+pub const DEFAULT_IDLE_MW: u32 = 30_000;
+/// Default power of a sleeping tile, milliwatts.
+pub const DEFAULT_SLEEP_MW: u32 = 3_000;
+/// Default idle delay, microseconds.
+pub const DEFAULT_IDLE_DELAY_US: u32 = 5_000;
+/// Default wake latency, microseconds.
+pub const DEFAULT_WAKE_US: u32 = 500;
+
 /// The power model of the tiles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PowerModel {
@@ -309,19 +349,101 @@ pub struct PowerModel {
     pub wake_ns: u64,
 }
 
-/// One tile's power state and energy account.
+impl PowerModel {
+    /// The model of the module parameters `tile_idle_mw` (at most the
+    /// lowest first power value of `topo`), `tile_sleep_mw` (at most the
+    /// idle power), `tile_idle_delay_us` and `tile_wake_us`.
+    pub fn from_values(
+        topo: &TileTopology,
+        idle_mw: u32,
+        sleep_mw: u32,
+        idle_delay_us: u32,
+        wake_us: u32,
+    ) -> Result<Self, ParamError> {
+        let lowest = topo
+            .type_power_mw
+            .iter()
+            .take(topo.types as usize)
+            .copied()
+            .min()
+            .unwrap_or(0);
+        let idle_mw = within("tile_idle_mw", idle_mw, (0, lowest))?;
+        let sleep_mw = within("tile_sleep_mw", sleep_mw, (0, idle_mw))?;
+        let delay = within("tile_idle_delay_us", idle_delay_us, IDLE_DELAY_US)?;
+        let wake = within("tile_wake_us", wake_us, WAKE_US)?;
+        Ok(Self {
+            idle_mw: u64::from(idle_mw),
+            sleep_mw: u64::from(sleep_mw),
+            idle_delay_ns: u64::from(delay) * 1000,
+            wake_ns: u64::from(wake) * 1000,
+        })
+    }
+}
+
+/// An energy account: power integrated over modeled time, exactly.
+///
+/// # Invariants
+///
+/// `rem_pj < 1000`; the energy drawn up to `at_ns` is `nj` nanojoules and
+/// `rem_pj` picojoules (mW × ns = pJ).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Energy {
+    nj: u64,
+    rem_pj: u64,
+    at_ns: u64,
+}
+
+impl Energy {
+    /// An empty account standing at `now_ns`.
+    pub fn new(now_ns: u64) -> Self {
+        Self {
+            nj: 0,
+            rem_pj: 0,
+            at_ns: now_ns,
+        }
+    }
+
+    /// Adds `mw` from where the account stands to `until_ns` (nothing if
+    /// that is not later); returns the nanoseconds added.
+    pub fn add(&mut self, mw: u64, until_ns: u64) -> u64 {
+        let ns = until_ns.saturating_sub(self.at_ns);
+        // Saturating: 300 W for 60 000 s in one step.
+        let pj = mw.saturating_mul(ns).saturating_add(self.rem_pj);
+        self.nj = self.nj.saturating_add(pj / 1000);
+        self.rem_pj = pj % 1000;
+        self.at_ns = self.at_ns.max(until_ns);
+        ns
+    }
+
+    /// Energy drawn, nanojoules.
+    pub fn nj(&self) -> u64 {
+        self.nj
+    }
+
+    /// Where the account stands, ns.
+    pub fn at_ns(&self) -> u64 {
+        self.at_ns
+    }
+}
+
+/// One tile's power state, its energy account and how long it spent in
+/// each state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TilePower {
     /// Its first power value, milliwatts.
     pub busy_mw: u64,
     /// Its state.
     pub state: TileState,
-    /// Energy drawn up to `at_ns`: nanojoules, and the picojoules below
-    /// one (mW × ns = pJ), so the sum is exact.
-    energy_nj: u64,
-    rem_pj: u64,
-    /// Where the account stands.
-    at_ns: u64,
+    /// Energy drawn.
+    pub energy: Energy,
+    /// Modeled time busy (waking included), idle and asleep, ns.
+    pub busy_ns: u64,
+    /// See `busy_ns`.
+    pub idle_ns: u64,
+    /// See `busy_ns`.
+    pub asleep_ns: u64,
+    /// Times it was woken.
+    pub wakes: u64,
 }
 
 impl TilePower {
@@ -330,28 +452,30 @@ impl TilePower {
         Self {
             busy_mw,
             state: TileState::Idle { since_ns: now_ns },
-            energy_nj: 0,
-            rem_pj: 0,
-            at_ns: now_ns,
+            energy: Energy::new(now_ns),
+            busy_ns: 0,
+            idle_ns: 0,
+            asleep_ns: 0,
+            wakes: 0,
+        }
+    }
+
+    /// When an idle tile goes to sleep; `None` if it is not idle.
+    pub fn sleeps_at(&self, m: &PowerModel) -> Option<u64> {
+        match self.state {
+            TileState::Idle { since_ns } => Some(since_ns.saturating_add(m.idle_delay_ns)),
+            _ => None,
         }
     }
 
     /// Brings the account up to `now_ns`, putting the tile to sleep at the
-    /// end of its idle delay if that passed.
+    /// end of its idle delay if that has come.
     pub fn advance(&mut self, m: &PowerModel, now_ns: u64) {
-        if now_ns <= self.at_ns {
-            return;
+        if let Some(at) = self.sleeps_at(m).filter(|&at| at <= now_ns) {
+            self.accrue(m, at);
+            self.state = TileState::Asleep;
         }
-        if let TileState::Idle { since_ns } = self.state {
-            let sleeps_at = since_ns.saturating_add(m.idle_delay_ns);
-            if sleeps_at < now_ns {
-                let idle_until = sleeps_at.max(self.at_ns);
-                self.add(m.idle_mw, idle_until);
-                self.state = TileState::Asleep;
-            }
-        }
-        let mw = self.power_mw(m);
-        self.add(mw, now_ns);
+        self.accrue(m, now_ns);
     }
 
     /// What it draws now, milliwatts.
@@ -368,7 +492,10 @@ impl TilePower {
     pub fn take(&mut self, m: &PowerModel, now_ns: u64) -> u64 {
         self.advance(m, now_ns);
         let start = match self.state {
-            TileState::Asleep => now_ns.saturating_add(m.wake_ns),
+            TileState::Asleep => {
+                self.wakes = self.wakes.saturating_add(1);
+                now_ns.saturating_add(m.wake_ns)
+            }
             _ => now_ns,
         };
         self.state = TileState::Busy;
@@ -383,17 +510,339 @@ impl TilePower {
 
     /// Energy drawn up to where the account stands, microjoules.
     pub fn energy_uj(&self) -> u64 {
-        self.energy_nj / 1000
+        self.energy.nj() / 1000
     }
 
-    /// Adds `mw` from where the account stands to `until_ns`.
-    fn add(&mut self, mw: u64, until_ns: u64) {
-        let ns = until_ns.saturating_sub(self.at_ns);
-        // mW × ns = pJ (saturating: 300 W for 60 000 s in one step).
-        let pj = mw.saturating_mul(ns).saturating_add(self.rem_pj);
-        self.energy_nj = self.energy_nj.saturating_add(pj / 1000);
-        self.rem_pj = pj % 1000;
-        self.at_ns = self.at_ns.max(until_ns);
+    /// Adds the current state's power up to `until_ns`.
+    fn accrue(&mut self, m: &PowerModel, until_ns: u64) {
+        let ns = self.energy.add(self.power_mw(m), until_ns);
+        let spent = match self.state {
+            TileState::Busy => &mut self.busy_ns,
+            TileState::Idle { .. } => &mut self.idle_ns,
+            TileState::Asleep => &mut self.asleep_ns,
+        };
+        *spent = spent.saturating_add(ns);
+    }
+}
+
+/// A placement's view of one candidate node, in the order tried.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Candidate {
+    /// The node.
+    pub node: u8,
+    /// Its idle tiles.
+    pub idle: u8,
+    /// The power it was ordered by (second or third power value), mW.
+    pub power_mw: u64,
+}
+
+/// Where a job of `k` tiles went, and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TilePlacement {
+    /// The node it took.
+    pub node: u32,
+    /// Its tiles, one bit per tile index.
+    pub mask: u32,
+    /// When its tiles are awake, ns: its work may start then.
+    pub start_ns: u64,
+    /// Of its tiles, how many were asleep.
+    pub woken: u32,
+    /// The nodes that could take it, in the order tried.
+    pub order: [Candidate; MAX_NODES],
+    /// Entries of `order`.
+    pub candidates: u32,
+}
+
+/// The tiles of a device as placement and the energy account see them:
+/// which jobs hold each, what each draws, what each node's standby draws.
+///
+/// A device of one tile is shared: every job holds it (the device as it
+/// was before tiles). With more, a tile is held by one job at a time.
+///
+/// # Invariants
+///
+/// `holders[t] > 0` exactly when `tiles[t].state` is [`TileState::Busy`];
+/// every account stands at the same modeled time once [`Self::advance`]
+/// has run; a node's standby is drawn while any of its tiles is awake.
+#[derive(Clone, Copy, Debug)]
+pub struct TileAccount {
+    topo: TileTopology,
+    model: PowerModel,
+    tiles: [TilePower; MAX_TILES],
+    holders: [u32; MAX_TILES],
+    standby: [Energy; MAX_NODES],
+    /// Modeled time each node's standby was drawn, ns.
+    awake_ns: [u64; MAX_NODES],
+}
+
+impl TileAccount {
+    /// Every tile of `topo` idle at `now_ns`, every account at 0.
+    pub fn new(topo: TileTopology, model: PowerModel, now_ns: u64) -> Self {
+        let mut tiles = [TilePower::new(0, now_ns); MAX_TILES];
+        for (t, tile) in tiles.iter_mut().enumerate().take(topo.tiles() as usize) {
+            let ty = topo.tile_type.get(t).copied().unwrap_or(0) as usize;
+            tile.busy_mw = u64::from(topo.type_power_mw.get(ty).copied().unwrap_or(0));
+        }
+        Self {
+            topo,
+            model,
+            tiles,
+            holders: [0; MAX_TILES],
+            standby: [Energy::new(now_ns); MAX_NODES],
+            awake_ns: [0; MAX_NODES],
+        }
+    }
+
+    /// The topology.
+    pub fn topology(&self) -> &TileTopology {
+        &self.topo
+    }
+
+    /// The power model.
+    pub fn model(&self) -> &PowerModel {
+        &self.model
+    }
+
+    /// Tiles are held by one job at a time (more than one tile).
+    pub fn exclusive(&self) -> bool {
+        self.topo.tiles() > 1
+    }
+
+    /// Whether a job of `k` tiles can ever be placed.
+    pub fn fits(&self, k: u32) -> bool {
+        self.topo.fits(k)
+    }
+
+    /// The tiles of node `n`, as indices.
+    fn node_tiles(&self, n: u32) -> core::ops::Range<usize> {
+        let per = self.topo.tiles_per_node as usize;
+        let first = (n as usize).saturating_mul(per);
+        first..first.saturating_add(per).min(MAX_TILES)
+    }
+
+    /// Whether node `n` draws its standby: some tile of it is awake.
+    pub fn node_awake(&self, n: u32) -> bool {
+        self.tiles
+            .get(self.node_tiles(n))
+            .is_some_and(|ts| ts.iter().any(|t| t.state != TileState::Asleep))
+    }
+
+    /// Brings every account up to `now_ns`. Tiles fall asleep at the end
+    /// of their idle delay in modeled-time order, and a node stops drawing
+    /// its standby the moment its last tile does.
+    pub fn advance(&mut self, now_ns: u64) {
+        let m = self.model;
+        let count = self.topo.tiles() as usize;
+        loop {
+            let next = self
+                .tiles
+                .iter()
+                .take(count)
+                .enumerate()
+                .filter_map(|(i, t)| Some((t.sleeps_at(&m)?, i)))
+                .filter(|&(at, _)| at <= now_ns)
+                .min();
+            let until = next.map_or(now_ns, |(at, _)| at);
+            self.accrue_standby(until);
+            let Some((at, i)) = next else {
+                break;
+            };
+            if let Some(t) = self.tiles.get_mut(i) {
+                // Sleeps at `at`, within this loop's order.
+                t.advance(&m, at);
+            }
+        }
+        for t in self.tiles.iter_mut().take(count) {
+            t.advance(&m, now_ns);
+        }
+    }
+
+    /// Adds each node's standby up to `until_ns`, if it is awake.
+    fn accrue_standby(&mut self, until_ns: u64) {
+        for n in 0..self.topo.nodes {
+            let awake = self.node_awake(n);
+            let i = n as usize;
+            let mw = match awake {
+                true => u64::from(self.topo.standby_mw.get(i).copied().unwrap_or(0)),
+                false => 0,
+            };
+            if let (Some(e), Some(ns)) = (self.standby.get_mut(i), self.awake_ns.get_mut(i)) {
+                let added = e.add(mw, until_ns);
+                if awake {
+                    *ns = ns.saturating_add(added);
+                }
+            }
+        }
+    }
+
+    /// Each node as placement sees it, into `out`; returns how many.
+    pub fn views(&self, out: &mut [NodeView; MAX_NODES]) -> usize {
+        let exclusive = self.exclusive();
+        let mut n = 0;
+        for (node, view) in (0..self.topo.nodes).zip(out.iter_mut()) {
+            let range = self.node_tiles(node);
+            let mut v = NodeView {
+                tiles: range.len() as u32,
+                idle: 0,
+                idle_power_mw: 0,
+                standby_mw: u64::from(
+                    self.topo
+                        .standby_mw
+                        .get(node as usize)
+                        .copied()
+                        .unwrap_or(0),
+                ),
+            };
+            for t in range {
+                let free = !exclusive || self.holders.get(t).is_some_and(|&h| h == 0);
+                if let (true, Some(tile)) = (free, self.tiles.get(t)) {
+                    v.idle += 1;
+                    v.idle_power_mw = v.idle_power_mw.saturating_add(tile.busy_mw);
+                }
+            }
+            *view = v;
+            n += 1;
+        }
+        n
+    }
+
+    /// Places a job of `k` tiles at `now_ns` by `policy` (rules 1 to 5):
+    /// takes the `k` idle tiles of the lowest first power (then index) of
+    /// the first node in order, waking those asleep. `None` if no node has
+    /// `k` idle tiles now: the job waits.
+    pub fn place(&mut self, policy: Policy, k: u32, now_ns: u64) -> Option<TilePlacement> {
+        self.advance(now_ns);
+        let mut views = [NodeView {
+            tiles: 0,
+            idle: 0,
+            idle_power_mw: 0,
+            standby_mw: 0,
+        }; MAX_NODES];
+        let count = self.views(&mut views);
+        let views = views.get(..count)?;
+        let mut tried = [0usize; MAX_NODES];
+        let candidates = order(policy, views, k, &mut tried);
+        let node = *tried.get(..candidates)?.first()?;
+        let mut p = TilePlacement {
+            node: node as u32,
+            mask: 0,
+            start_ns: now_ns,
+            woken: 0,
+            order: [Candidate::default(); MAX_NODES],
+            candidates: candidates as u32,
+        };
+        for (slot, &i) in p.order.iter_mut().zip(tried.iter().take(candidates)) {
+            if let Some(v) = views.get(i) {
+                *slot = Candidate {
+                    node: i as u8,
+                    idle: v.idle as u8,
+                    power_mw: v.order_power_mw(),
+                };
+            }
+        }
+        let exclusive = self.exclusive();
+        for _ in 0..k {
+            let best = self
+                .node_tiles(node as u32)
+                .filter(|&t| !exclusive || self.holders.get(t).is_some_and(|&h| h == 0))
+                .filter(|&t| p.mask & (1 << t) == 0)
+                .filter_map(|t| Some((self.tiles.get(t)?.busy_mw, t)))
+                .min()?;
+            p.mask |= 1 << best.1;
+        }
+        self.take(p.mask, now_ns, &mut p);
+        Some(p)
+    }
+
+    /// The tiles of `mask` are taken at `now_ns`.
+    fn take(&mut self, mask: u32, now_ns: u64, p: &mut TilePlacement) {
+        let m = self.model;
+        for t in 0..self.topo.tiles() as usize {
+            if mask & (1 << t) == 0 {
+                continue;
+            }
+            if let (Some(tile), Some(h)) = (self.tiles.get_mut(t), self.holders.get_mut(t)) {
+                if *h == 0 {
+                    let asleep = tile.state == TileState::Asleep;
+                    p.start_ns = p.start_ns.max(tile.take(&m, now_ns));
+                    p.woken += u32::from(asleep);
+                }
+                *h = h.saturating_add(1);
+            }
+        }
+    }
+
+    /// The job holding the tiles of `mask` ended at `now_ns`.
+    pub fn release(&mut self, mask: u32, now_ns: u64) {
+        self.advance(now_ns);
+        let m = self.model;
+        for t in 0..self.topo.tiles() as usize {
+            if mask & (1 << t) == 0 {
+                continue;
+            }
+            if let (Some(tile), Some(h)) = (self.tiles.get_mut(t), self.holders.get_mut(t)) {
+                *h = h.saturating_sub(1);
+                if *h == 0 {
+                    tile.release(&m, now_ns);
+                }
+            }
+        }
+    }
+
+    /// Tile `t`.
+    pub fn tile(&self, t: u32) -> Option<&TilePower> {
+        self.tiles
+            .get(..self.topo.tiles() as usize)?
+            .get(t as usize)
+    }
+
+    /// What node `n` draws now (its standby if awake, and its tiles), mW.
+    pub fn node_power_mw(&self, n: u32) -> u64 {
+        let standby = match self.node_awake(n) {
+            true => u64::from(self.topo.standby_mw.get(n as usize).copied().unwrap_or(0)),
+            false => 0,
+        };
+        self.tiles
+            .get(self.node_tiles(n))
+            .map_or(0, |ts| {
+                ts.iter().map(|t| t.power_mw(&self.model)).sum::<u64>()
+            })
+            .saturating_add(standby)
+    }
+
+    /// Energy node `n`'s standby drew, nanojoules, and for how long, ns.
+    pub fn standby(&self, n: u32) -> (u64, u64) {
+        let i = n as usize;
+        let nj = self.standby.get(i).map_or(0, Energy::nj);
+        (nj, self.awake_ns.get(i).copied().unwrap_or(0))
+    }
+
+    /// Energy node `n` drew (standby and tiles), nanojoules.
+    pub fn node_energy_nj(&self, n: u32) -> u64 {
+        self.tiles
+            .get(self.node_tiles(n))
+            .map_or(0, |ts| ts.iter().map(|t| t.energy.nj()).sum::<u64>())
+            .saturating_add(self.standby(n).0)
+    }
+
+    /// Energy the device drew, nanojoules.
+    pub fn energy_nj(&self) -> u64 {
+        (0..self.topo.nodes).map(|n| self.node_energy_nj(n)).sum()
+    }
+
+    /// What the device draws now, mW.
+    pub fn power_mw(&self) -> u64 {
+        (0..self.topo.nodes).map(|n| self.node_power_mw(n)).sum()
+    }
+
+    /// The lower bound of the energy: the busy time alone at the tiles'
+    /// first power values, nanojoules.
+    pub fn busy_energy_nj(&self) -> u64 {
+        self.tiles
+            .iter()
+            .take(self.topo.tiles() as usize)
+            .map(|t| t.busy_mw.saturating_mul(t.busy_ns) / 1000)
+            .sum()
     }
 }
 
@@ -592,5 +1041,156 @@ mod tests {
         let before = t.energy_uj();
         t.advance(&m, 5_000_000);
         assert_eq!(t.energy_uj(), before);
+    }
+
+    /// 2 nodes x 2 tiles: types 0 (100 mW) and 1 (60 mW), standby 25 mW.
+    fn account() -> TileAccount {
+        let topo =
+            TileTopology::from_values(4, 2, 2, &[0, 1, 0, 0], &[100, 60], &[25, 25]).unwrap();
+        let m = PowerModel::from_values(&topo, 10, 1, 1_000, 200).unwrap();
+        TileAccount::new(topo, m, 0)
+    }
+
+    #[test]
+    fn power_models_are_checked() {
+        let topo = TileTopology::from_values(4, 2, 2, &[0, 1, 0, 0], &[100, 60], &[]).unwrap();
+        assert!(PowerModel::from_values(&topo, 60, 60, 0, 0).is_ok());
+        let field = |r: Result<PowerModel, ParamError>| r.unwrap_err().field;
+        assert_eq!(
+            field(PowerModel::from_values(&topo, 61, 1, 0, 0)),
+            "tile_idle_mw"
+        );
+        assert_eq!(
+            field(PowerModel::from_values(&topo, 10, 11, 0, 0)),
+            "tile_sleep_mw"
+        );
+        let long = IDLE_DELAY_US.1 + 1;
+        assert_eq!(
+            field(PowerModel::from_values(&topo, 10, 1, long, 0)),
+            "tile_idle_delay_us"
+        );
+        let slow = WAKE_US.1 + 1;
+        assert_eq!(
+            field(PowerModel::from_values(&topo, 10, 1, 0, slow)),
+            "tile_wake_us"
+        );
+    }
+
+    #[test]
+    fn placement_holds_tiles_and_fills_the_nearly_full_node() {
+        let mut a = account();
+        assert!(a.exclusive() && a.fits(2) && !a.fits(3) && !a.fits(0));
+        // Both nodes wholly idle: node 0 (160 + 25) before node 1 (200 + 25);
+        // its cheaper tile, tile 1 (60 mW).
+        let p = a.place(Policy::Power, 1, 0).unwrap();
+        assert_eq!((p.node, p.mask, p.start_ns, p.candidates), (0, 0b10, 0, 2));
+        assert_eq!(
+            p.order[0],
+            Candidate {
+                node: 0,
+                idle: 2,
+                power_mw: 185
+            }
+        );
+        // Node 0 now has one idle tile: it fills first.
+        let p = a.place(Policy::Power, 1, 10).unwrap();
+        assert_eq!((p.node, p.mask), (0, 0b01));
+        // Two tiles: only node 1 has them.
+        let p = a.place(Policy::Power, 2, 20).unwrap();
+        assert_eq!((p.node, p.mask), (1, 0b1100));
+        assert!(a.place(Policy::Power, 1, 30).is_none());
+        // Spread takes the least loaded node instead.
+        a.release(0b1111, 40);
+        let p = a.place(Policy::Spread, 1, 50).unwrap();
+        let q = a.place(Policy::Spread, 1, 60).unwrap();
+        assert_ne!(p.node, q.node);
+    }
+
+    #[test]
+    fn one_tile_is_shared() {
+        let topo = TileTopology::from_values(4, 1, 1, &[], &[], &[]).unwrap();
+        let m = PowerModel::from_values(&topo, 10, 1, 1_000, 0).unwrap();
+        let mut a = TileAccount::new(topo, m, 0);
+        assert!(!a.exclusive() && a.fits(1) && !a.fits(2));
+        let p = a.place(Policy::Power, 1, 0).unwrap();
+        let q = a.place(Policy::Power, 1, 0).unwrap();
+        assert_eq!((p.mask, q.mask), (1, 1));
+        // Busy until both jobs let it go.
+        a.release(1, 1_000);
+        assert_eq!(a.tile(0).unwrap().state, TileState::Busy);
+        a.release(1, 2_000);
+        assert_eq!(
+            a.tile(0).unwrap().state,
+            TileState::Idle { since_ns: 2_000 }
+        );
+    }
+
+    #[test]
+    fn sleeping_nodes_drop_their_standby_and_energy_is_the_integral() {
+        const MS: u64 = 1_000_000;
+        let mut a = account();
+        // Tile 1 busy from 0 to 5 ms; every other tile sleeps at 1 ms.
+        a.place(Policy::Power, 1, 0).unwrap();
+        a.advance(3 * MS);
+        assert!(a.node_awake(0) && !a.node_awake(1));
+        assert_eq!(a.tile(0).unwrap().state, TileState::Asleep);
+        assert_eq!(a.node_power_mw(1), 2);
+        a.release(0b10, 5 * MS);
+        a.advance(10 * MS);
+        // Tile 1 sleeps at 6 ms: node 0's standby ran 0..6 ms, node 1's 0..1.
+        assert_eq!(a.standby(0), (25 * 6 * 1000, 6 * MS));
+        assert_eq!(a.standby(1), (25 * 1000, MS));
+        for t in 0..4 {
+            let tile = a.tile(t).unwrap();
+            let (busy, idle, asleep) = (tile.busy_ns, tile.idle_ns, tile.asleep_ns);
+            assert_eq!(busy + idle + asleep, 10 * MS);
+            let pj = tile.busy_mw * busy + 10 * idle + asleep;
+            assert_eq!(tile.energy.nj(), pj / 1000);
+        }
+        assert_eq!(a.tile(1).unwrap().busy_ns, 5 * MS);
+        assert_eq!(a.busy_energy_nj(), 60 * 5 * 1000);
+        let tiles: u64 = (0..4).map(|t| a.tile(t).unwrap().energy.nj()).sum();
+        assert_eq!(a.energy_nj(), tiles + 25 * 7 * 1000);
+        // A job landing on sleeping tiles pays the wake latency.
+        let p = a.place(Policy::Power, 2, 10 * MS).unwrap();
+        assert_eq!((p.start_ns, p.woken), (10 * MS + 200_000, 2));
+    }
+
+    #[test]
+    fn random_placements_keep_the_books() {
+        let mut rng = Rng::new(11);
+        let mut a = account();
+        let mut held: [(u32, u64); 8] = [(0, 0); 8];
+        let mut now = 0u64;
+        let mut last = 0u64;
+        for _ in 0..5000 {
+            now += u64::from(rng.below(700));
+            let i = rng.below(8) as usize;
+            match held[i].0 {
+                0 => {
+                    let k = 1 + rng.below(2);
+                    let policy = match rng.below(2) {
+                        0 => Policy::Power,
+                        _ => Policy::Spread,
+                    };
+                    if let Some(p) = a.place(policy, k, now) {
+                        assert_eq!(p.mask.count_ones(), k);
+                        assert_eq!(p.mask & held.iter().fold(0, |m, h| m | h.0), 0);
+                        let node_tiles = 0b11 << (2 * p.node);
+                        assert_eq!(p.mask & !node_tiles, 0, "tiles of one node");
+                        assert!(p.start_ns >= now);
+                        held[i] = (p.mask, now);
+                    }
+                }
+                mask => {
+                    a.release(mask, now);
+                    held[i] = (0, 0);
+                }
+            }
+            a.advance(now);
+            let e = a.energy_nj();
+            assert!(e >= last, "energy only grows");
+            last = e;
+        }
     }
 }

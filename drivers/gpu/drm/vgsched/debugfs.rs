@@ -74,6 +74,7 @@ enum View {
     LockHold,
     LockHoldMean,
     DeviceMemory,
+    Tiles,
     #[cfg(vgsched_bench)]
     FinderBench,
 }
@@ -146,6 +147,7 @@ impl DeviceFiles {
             (c"lock_hold_max_us", View::LockHold),
             (c"lock_hold_mean_us", View::LockHoldMean),
             (c"vram", View::DeviceMemory),
+            (c"tiles", View::Tiles),
             #[cfg(vgsched_bench)]
             (c"finder_bench", View::FinderBench),
         ];
@@ -210,6 +212,7 @@ unsafe extern "C" fn show(m: *mut bindings::seq_file, data: *mut c_void) -> c_in
         }),
         View::Placements => engine.placements_snapshot().map(|s| seq_print!(m, "{s}")),
         View::Stages => engine.stages_snapshot().map(|s| seq_print!(m, "{s}")),
+        View::Tiles => engine.tiles_snapshot().map(|s| seq_print!(m, "{s}")),
         View::LockHold => {
             seq_print!(m, "{}\n", engine.lock_hold_max_ns() / 1000);
             Ok(())

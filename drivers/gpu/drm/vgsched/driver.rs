@@ -18,10 +18,7 @@ use crate::{
     },
     gem::VgObject,
     ioctl,
-    vgsched_core::{
-        tiles::TileTopology,
-        topology::Topology, //
-    }, //
+    vgsched_core::topology::Topology, //
 };
 
 /// Driver identity reported by `DRM_IOCTL_VERSION`.
@@ -44,24 +41,14 @@ pub(crate) type VgDevice<Ctx = drm::Normal> = drm::Device<VgDriver, Ctx>;
 pub(crate) struct DeviceData {
     /// The validated shape of the device; fixed for its lifetime.
     pub(crate) topology: Topology,
-    /// Its tiles (power-aware placement is not built on them yet).
-    pub(crate) tiles: TileTopology,
     /// Runs the jobs.
     pub(crate) engine: Arc<Engine>,
 }
 
 impl DeviceData {
     /// Initialiser for the data of a device of the given (validated) shape.
-    pub(crate) fn new(
-        topology: Topology,
-        tiles: TileTopology,
-        engine: Arc<Engine>,
-    ) -> impl PinInit<Self, Error> {
-        try_pin_init!(Self {
-            topology,
-            tiles,
-            engine
-        })
+    pub(crate) fn new(topology: Topology, engine: Arc<Engine>) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self { topology, engine })
     }
 }
 

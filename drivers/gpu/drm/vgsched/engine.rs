@@ -23,6 +23,9 @@
 //! it, the work item queues itself again and returns, so the lock is free
 //! between two holds and nothing a client does waits behind a long wave.
 //!
+//! A job holds tiles ([`tiles`]) from its first placement to its end; its
+//! work-groups go only to their modules.
+//!
 //! Which contexts may run is decided by slot selection ([`slots`]): only
 //! the contexts in the `hw_slots` hardware slots are dispatch channels.
 //! Work reaches the device through work-group dispatch ([`dispatch`]):
@@ -41,6 +44,7 @@ mod dump;
 mod memory;
 mod slots;
 mod sync;
+mod tiles;
 
 use kernel::{
     alloc::kvec::PushError,
@@ -134,6 +138,11 @@ use crate::{
             SlotEntry, //
         },
         split::RotatingPointer,
+        tiles::{
+            PowerModel,
+            TileAccount,
+            TileTopology, //
+        },
         topology::Topology, //
     }, //
     vram::{
@@ -164,6 +173,7 @@ use sync::{
     Signalling,
     SubmitMeter, //
 };
+pub(crate) use tiles::Quantity;
 
 /// Instructions the interpreter may execute in one hold of the engine lock,
 /// over all waves: about 30 µs on the host (6–7 ns an instruction), tens
@@ -239,6 +249,11 @@ struct Job {
     times: JobTimes,
     /// The latest end of its waves that ended, modeled ns.
     last_wave_end_ns: u64,
+    /// The tiles it holds, one bit per tile (0 before its first
+    /// placement); held until it ends.
+    tiles: u32,
+    /// When its tiles are awake (a sleeping tile wakes first), modeled ns.
+    tiles_start_ns: u64,
 }
 
 impl Job {
@@ -283,6 +298,8 @@ impl Job {
                 ..JobTimes::default()
             },
             last_wave_end_ns: 0,
+            tiles: 0,
+            tiles_start_ns: 0,
         })
     }
 
@@ -696,6 +713,9 @@ struct EngineState {
     /// Device memory given back since load: a phase 1 or 2 that found no
     /// room waits only if none came back while it tried.
     releases: u64,
+    /// The tiles: who holds them, their power states and energy (boxed:
+    /// a few KiB, too much for the stack of [`Engine::new`]).
+    tiles: KBox<TileAccount>,
     totals: Totals,
 }
 
@@ -773,6 +793,10 @@ pub(crate) struct Engine {
     memory: Arc<DeviceMemory>,
     /// What phase 1 costs a context.
     phase_one: PhaseOneParams,
+    /// The tiles of the device and their power model, as the account in
+    /// [`EngineState::tiles`] was made with (fixed for the device's life).
+    tile_topology: TileTopology,
+    power_model: PowerModel,
     #[pin]
     state: Mutex<EngineState>,
     /// The engine's step: the signalling path.
@@ -825,6 +849,7 @@ impl Engine {
         sched: SchedParams,
         memory: Arc<DeviceMemory>,
         phase_one: PhaseOneParams,
+        tiles: KBox<TileAccount>,
     ) -> Result<Arc<Self>> {
         let n_units = topology.total_units() as usize;
         let n_modules = topology.modules as usize;
@@ -849,6 +874,7 @@ impl Engine {
             )?;
         }
         let scratch = Scratch::with_capacity(0)?;
+        let (tile_topology, power_model) = (*tiles.topology(), *tiles.model());
         let state = EngineState {
             shut_down: false,
             next_job_id: 1,
@@ -897,6 +923,7 @@ impl Engine {
             stages: StageLog::new()?,
             phase1_ahead_paused: false,
             releases: 0,
+            tiles,
             totals: Totals::default(),
         };
         // The resource maps must match the topology, once and for all;
@@ -913,6 +940,8 @@ impl Engine {
                 sched,
                 memory,
                 phase_one,
+                tile_topology,
+                power_model,
                 rotation: Rotation::new(topology.cycles_to_ns(params.rotation_period_cycles)),
                 costs: CycleCosts::DEFAULT,
                 power_weights: PowerWeights::DEFAULT,
@@ -1061,8 +1090,12 @@ impl Engine {
             this.params.finder,
         )
         .map_err(|_| E2BIG)?;
-        // Its objects and scratch must fit in device memory together.
+        // Its objects and scratch must fit in device memory together, and
+        // its tiles in one node.
         let footprint = this.footprint(&spec.bindings, spec.scratch)?;
+        if !this.tile_topology.fits(spec.tiles) {
+            return Err(E2BIG);
+        }
         // Held across the whole submission: this context's jobs are
         // numbered in the order they are queued.
         let mut sub = ctx.submissions.lock();
@@ -1160,7 +1193,9 @@ impl Engine {
             // The contexts after it moved down one index.
             st.reorder();
             this.take_off_device(&mut st, ctx);
+            let now = monotonic_ns();
             for job in queue.jobs.iter() {
+                st.tiles.release(job.tiles, now);
                 job.fence.signal(ECANCELED.to_errno());
             }
             st.totals.jobs_cancelled += queue.jobs.len() as u64;
@@ -1454,6 +1489,7 @@ impl Engine {
             totals,
             cleanup_due,
             stages,
+            tiles,
             ..
         } = st;
         let mut collected = 0;
@@ -1503,6 +1539,8 @@ impl Engine {
                 };
                 q.completed += 1;
                 q.last_job = job.times;
+                // Its tiles go idle as it ends.
+                tiles.release(job.tiles, now);
                 let error = job.progress.error();
                 job.fence.signal(error);
                 match error {
@@ -1578,7 +1616,9 @@ impl Engine {
                     PhaseOne::Done(at) => Some(at),
                     _ => None,
                 };
-                Iterator::chain(jobs, init)
+                // Its active job's tiles waking.
+                let woken = q.active().map(|j| j.tiles_start_ns);
+                Iterator::chain(Iterator::chain(jobs, init), woken)
             })
             .filter(|&at| at > now)
             .min();

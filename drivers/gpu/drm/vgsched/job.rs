@@ -50,6 +50,8 @@ pub(crate) struct JobSpec {
     pub(crate) want_out_fence: bool,
     /// Its scratch area in device memory, bytes.
     pub(crate) scratch: u64,
+    /// Tiles it needs, all on one node (at least 1).
+    pub(crate) tiles: u32,
 }
 
 /// [`Memory`] over the device copies of a job's bound buffer objects, by

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * vgsched: the module parameters of the pipeline that an administrator may
- * change while the module is loaded, through
- * /sys/module/vgsched/parameters/ (mode 0644), and the tile topology's
- * lists (mode 0444), which the Rust module! macro cannot declare.
+ * vgsched: the module parameters of the pipeline and of tile placement that
+ * an administrator may change while the module is loaded, through
+ * /sys/module/vgsched/parameters/ (mode 0644), and the tile topology and
+ * power model (mode 0444), whose lists the Rust module! macro cannot
+ * declare.
  *
  * The Rust module! macro of Linux 7.3 registers parameters that sysfs never
  * shows, so these few are registered here with module_param_cb() on public
@@ -27,6 +28,7 @@
 	[VGSCHED_PHASE1_THRESHOLD_KIB] = 16 << 10,	\
 	[VGSCHED_SUBTASK_THRESHOLD_KIB] = 32 << 10,	\
 	[VGSCHED_PROGRESS_POINT] = 2,			\
+	[VGSCHED_PLACEMENT_POLICY] = 0,			\
 }
 
 static const unsigned int vgsched_pipeline_defaults[VGSCHED_PIPELINE_PARAMS] =
@@ -70,6 +72,11 @@ module_param_cb(progress_point, &vgsched_pipeline_ops,
 MODULE_PARM_DESC(progress_point,
 		 "Progress point: the next task's first job is prepared when fewer than this many jobs of the current one are left unrun (1-64)");
 
+module_param_cb(placement_policy, &vgsched_pipeline_ops,
+		&vgsched_pipeline_values[VGSCHED_PLACEMENT_POLICY], 0644);
+MODULE_PARM_DESC(placement_policy,
+		 "Where a job's tiles go: 0 power (nearly full nodes, lowest power first), 1 spread (least loaded node first)");
+
 unsigned int vgsched_pipeline_default(unsigned int index)
 {
 	if (WARN_ON(index >= VGSCHED_PIPELINE_PARAMS))
@@ -111,6 +118,21 @@ module_param_array_named(node_standby_mw, vgsched_node_standby_mw, uint,
 			 &vgsched_node_standby_n, 0444);
 MODULE_PARM_DESC(node_standby_mw, "Standby power of each node, mW (default: 25000 each)");
 
+/* The power model of the tiles, checked by the Rust side too. */
+static unsigned int vgsched_tile_idle_mw = VGSCHED_DEFAULT_IDLE_MW;
+static unsigned int vgsched_tile_sleep_mw = VGSCHED_DEFAULT_SLEEP_MW;
+static unsigned int vgsched_tile_idle_delay_us = VGSCHED_DEFAULT_IDLE_DELAY_US;
+static unsigned int vgsched_tile_wake_us = VGSCHED_DEFAULT_WAKE_US;
+
+module_param_named(tile_idle_mw, vgsched_tile_idle_mw, uint, 0444);
+MODULE_PARM_DESC(tile_idle_mw, "Power of an idle tile, mW (at most the lowest type power)");
+module_param_named(tile_sleep_mw, vgsched_tile_sleep_mw, uint, 0444);
+MODULE_PARM_DESC(tile_sleep_mw, "Power of a tile in the low-power state, mW (at most tile_idle_mw)");
+module_param_named(tile_idle_delay_us, vgsched_tile_idle_delay_us, uint, 0444);
+MODULE_PARM_DESC(tile_idle_delay_us, "Idle time after which a tile goes to the low-power state, us (0-10000000)");
+module_param_named(tile_wake_us, vgsched_tile_wake_us, uint, 0444);
+MODULE_PARM_DESC(tile_wake_us, "Modeled latency of waking a tile before a job starts on it, us (0-1000000)");
+
 void vgsched_tile_params(struct vgsched_tile_params *out)
 {
 	*out = (struct vgsched_tile_params){
@@ -122,6 +144,10 @@ void vgsched_tile_params(struct vgsched_tile_params *out)
 		.type_power_n = vgsched_type_power_n,
 		.node_standby_mw = vgsched_node_standby_mw,
 		.node_standby_n = vgsched_node_standby_n,
+		.idle_mw = vgsched_tile_idle_mw,
+		.sleep_mw = vgsched_tile_sleep_mw,
+		.idle_delay_us = vgsched_tile_idle_delay_us,
+		.wake_us = vgsched_tile_wake_us,
 	};
 }
 

@@ -2,12 +2,16 @@
 #ifndef VGSCHED_PARAMS_H
 #define VGSCHED_PARAMS_H
 
-/* The run-time pipeline parameters (params.c), in this order (params.rs). */
+/*
+ * The run-time parameters (params.c), in this order (params.rs): the
+ * pipeline's and the tile placement policy.
+ */
 enum {
 	VGSCHED_PIPELINE_MODE,
 	VGSCHED_PHASE1_THRESHOLD_KIB,
 	VGSCHED_SUBTASK_THRESHOLD_KIB,
 	VGSCHED_PROGRESS_POINT,
+	VGSCHED_PLACEMENT_POLICY,
 	VGSCHED_PIPELINE_PARAMS,
 };
 
@@ -20,6 +24,11 @@ int vgsched_pipeline_param_check(unsigned int index, unsigned int value);
 #define VGSCHED_MAX_TILES	32
 #define VGSCHED_MAX_TYPES	8
 #define VGSCHED_MAX_NODES	16
+/* As tiles.rs: DEFAULT_IDLE_MW, DEFAULT_SLEEP_MW, DEFAULT_IDLE_DELAY_US, DEFAULT_WAKE_US. */
+#define VGSCHED_DEFAULT_IDLE_MW		30000
+#define VGSCHED_DEFAULT_SLEEP_MW	3000
+#define VGSCHED_DEFAULT_IDLE_DELAY_US	5000
+#define VGSCHED_DEFAULT_WAKE_US		500
 
 /* The tile topology's parameters, as given (params.rs reads them). */
 struct vgsched_tile_params {
@@ -31,6 +40,11 @@ struct vgsched_tile_params {
 	int type_power_n;
 	const unsigned int *node_standby_mw;
 	int node_standby_n;
+	/* The power model. */
+	unsigned int idle_mw;
+	unsigned int sleep_mw;
+	unsigned int idle_delay_us;
+	unsigned int wake_us;
 };
 
 void vgsched_tile_params(struct vgsched_tile_params *out);

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The pipeline's run-time parameters: registered by `params.c` (the
-//! Rust `module!` macro of 7.3 makes parameters sysfs cannot show), checked
-//! here against the core crate's limits, read at every decision.
+//! The parameters `params.c` registers (the Rust `module!` macro of 7.3
+//! makes parameters sysfs cannot show): the pipeline's and the placement
+//! policy, changed at run time, checked here against the core crate's
+//! limits and read at every decision; the tile topology and power model,
+//! read once at load.
 
 use kernel::{
     ffi::{
@@ -20,11 +22,14 @@ use crate::vgsched_core::{
         THRESHOLD_KIB, //
     },
     tiles::{
+        Policy,
+        PowerModel,
         TileTopology,
         TopologyError,
         MAX_NODES,
         MAX_TILES,
-        MAX_TYPES, //
+        MAX_TYPES,
+        POLICY, //
     },
     topology::within, //
 };
@@ -34,6 +39,7 @@ const MODE_INDEX: c_uint = 0;
 const PHASE1_THRESHOLD_INDEX: c_uint = 1;
 const SUBTASK_THRESHOLD_INDEX: c_uint = 2;
 const PROGRESS_POINT_INDEX: c_uint = 3;
+const PLACEMENT_POLICY_INDEX: c_uint = 4;
 
 /// `struct vgsched_tile_params` of `params.h`.
 #[repr(C)]
@@ -46,6 +52,10 @@ struct RawTileParams {
     type_power_n: c_int,
     node_standby_mw: *const c_uint,
     node_standby_n: c_int,
+    idle_mw: c_uint,
+    sleep_mw: c_uint,
+    idle_delay_us: c_uint,
+    wake_us: c_uint,
 }
 
 extern "C" {
@@ -67,9 +77,9 @@ unsafe fn entries<'a>(list: *const c_uint, n: c_int, max: usize) -> &'a [u32] {
     unsafe { core::slice::from_raw_parts(list, n) }
 }
 
-/// The tile topology of the module parameters over `modules` modules:
-/// `EINVAL` and a log line if it is refused.
-pub(crate) fn tiles(modules: u32) -> Result<TileTopology> {
+/// The tile topology of the module parameters over `modules` modules, and
+/// its power model: `EINVAL` and a log line if either is refused.
+pub(crate) fn tiles(modules: u32) -> Result<(TileTopology, PowerModel)> {
     let mut raw = RawTileParams {
         nodes: 0,
         tiles_per_node: 0,
@@ -79,6 +89,10 @@ pub(crate) fn tiles(modules: u32) -> Result<TileTopology> {
         type_power_n: 0,
         node_standby_mw: core::ptr::null(),
         node_standby_n: 0,
+        idle_mw: 0,
+        sleep_mw: 0,
+        idle_delay_us: 0,
+        wake_us: 0,
     };
     // SAFETY: `raw` is a valid place for the answer.
     unsafe { vgsched_tile_params(&mut raw) };
@@ -92,7 +106,7 @@ pub(crate) fn tiles(modules: u32) -> Result<TileTopology> {
             entries(raw.node_standby_mw, raw.node_standby_n, MAX_NODES),
         )
     };
-    TileTopology::from_values(
+    let topology = TileTopology::from_values(
         modules,
         raw.nodes,
         raw.tiles_per_node,
@@ -122,7 +136,21 @@ pub(crate) fn tiles(modules: u32) -> Result<TileTopology> {
             }
         }
         EINVAL
-    })
+    })?;
+    let model = PowerModel::from_values(
+        &topology,
+        raw.idle_mw,
+        raw.sleep_mw,
+        raw.idle_delay_us,
+        raw.wake_us,
+    )
+    .map_err(crate::invalid_parameter)?;
+    Ok((topology, model))
+}
+
+/// The placement policy in force.
+pub(crate) fn placement_policy() -> Policy {
+    Policy::from_param(value(PLACEMENT_POLICY_INDEX))
 }
 
 /// The value of parameter `index`.
@@ -166,6 +194,7 @@ pub extern "C" fn vgsched_pipeline_param_check(index: c_uint, value: c_uint) -> 
         PHASE1_THRESHOLD_INDEX => ("phase1_threshold_kib", THRESHOLD_KIB),
         SUBTASK_THRESHOLD_INDEX => ("subtask_threshold_kib", THRESHOLD_KIB),
         PROGRESS_POINT_INDEX => ("progress_point", PROGRESS_POINT),
+        PLACEMENT_POLICY_INDEX => ("placement_policy", POLICY),
         _ => return EINVAL.to_errno(),
     };
     match within(limits.0, value, limits.1) {

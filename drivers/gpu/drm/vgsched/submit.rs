@@ -70,7 +70,7 @@ impl Submission {
         topo: &Topology,
         file: &DrmFile,
     ) -> Result<Self> {
-        if args.flags & !KNOWN_FLAGS != 0 || args.group_priority >= BANDS as u32 {
+        if args.flags & !KNOWN_FLAGS != 0 || args.group_priority >= BANDS as u32 || args.pad != 0 {
             return Err(EINVAL);
         }
         let grid = Grid {
@@ -126,6 +126,7 @@ impl Submission {
             in_fence,
             want_out_fence: args.flags & uapi::DRM_VGSCHED_SUBMIT_OUT_FENCE != 0,
             scratch: args.scratch_bytes,
+            tiles: args.tiles.max(1),
         };
         Ok(Self { spec, writes })
     }

@@ -24,6 +24,7 @@ mod fdinfo;
 mod fence;
 mod file;
 mod gem;
+mod hwmon;
 mod ioctl;
 mod job;
 mod kunit;
@@ -74,11 +75,14 @@ use vgsched_core::{
     },
     dispatch::DispatchParams,
     pipeline::PhaseOneParams,
+    tiles::TileAccount,
     topology::{
         ParamError,
         Topology, //
     }, //
 };
+
+use context::monotonic_ns;
 
 module! {
     type: VgschedModule,
@@ -254,10 +258,11 @@ const DEVICE_NAME: &CStr = c"vgsched";
 ///
 /// `drm` borrows the device of `faux` (its lifetime is erased to `'static`);
 /// it is declared before it so that it is dropped, and the DRM device
-/// unplugged, before the faux device is destroyed. `debugfs` is declared
-/// first: its files go before the DRM device is unregistered, which
-/// removes their directory.
+/// unplugged, before the faux device is destroyed. `hwmon` (a child of the
+/// faux device) and `debugfs` are declared first: they go before the DRM
+/// device is unregistered, which removes the debugfs directory.
 struct VgschedModule {
+    _hwmon: hwmon::Hwmon,
     _debugfs: debugfs::DeviceFiles,
     _drm: drm::Registration<'static, driver::VgDriver>,
     _faux: faux::Registration,
@@ -268,7 +273,11 @@ impl kernel::Module for VgschedModule {
         let topology = topology_from_params();
         topology.validate().map_err(invalid_parameter)?;
 
-        let tiles = params::tiles(topology.modules)?;
+        let (tile_topology, power_model) = params::tiles(topology.modules)?;
+        let tiles = KBox::new(
+            TileAccount::new(tile_topology, power_model, monotonic_ns()),
+            GFP_KERNEL,
+        )?;
         let params = dispatch_params()?;
         let sched = sched_params(&topology)?;
         let vram = vram_bytes(module_parameters::vram_mib.value()).map_err(invalid_parameter)?;
@@ -280,11 +289,11 @@ impl kernel::Module for VgschedModule {
             module_parameters::ctx_init_us.value(),
         )
         .map_err(invalid_parameter)?;
-        let engine = engine::Engine::new(topology, params, sched, memory, phase_one)?;
+        let engine = engine::Engine::new(topology, params, sched, memory, phase_one, tiles)?;
         let faux = faux::Registration::new(DEVICE_NAME, None)?;
         let unregistered = drm::UnregisteredDevice::<driver::VgDriver>::new(
             faux.as_ref(),
-            driver::DeviceData::new(topology, tiles, engine.clone()),
+            driver::DeviceData::new(topology, engine.clone()),
         )?;
         let parent: &kernel::device::Device<kernel::device::Bound> = faux.as_ref().as_ref();
         // SAFETY: The registration data is `()` and holds no borrow, and by the
@@ -303,7 +312,9 @@ impl kernel::Module for VgschedModule {
             vram >> 20
         );
         let debugfs = debugfs::DeviceFiles::new(DEVICE_NAME, &engine)?;
+        let hwmon = hwmon::Hwmon::new(parent, &engine)?;
         Ok(Self {
+            _hwmon: hwmon,
             _debugfs: debugfs,
             _drm: drm,
             _faux: faux,

@@ -24,7 +24,8 @@ use super::{
     active_in,
     dump::{
         LogRecord,
-        PlacementRecord, //
+        PlacementRecord,
+        TileRecord, //
     },
     memory::{
         self,
@@ -82,6 +83,8 @@ pub(super) struct Head {
     piece: bool,
     /// It is the channel's first saved work-group, to be restored.
     restore: bool,
+    /// The tiles its job holds: it goes only to their modules.
+    tiles: u32,
 }
 
 /// Units of a work-group's waves on a module, from the split table
@@ -162,6 +165,7 @@ impl Engine {
         st.heads.clear();
         st.splittable_waiting = false;
         let pipeline = params::pipeline();
+        let policy = params::placement_policy();
         let running = st
             .queues
             .iter()
@@ -188,6 +192,7 @@ impl Engine {
                         first_wave: saved.first_wave,
                         piece: saved.piece,
                         restore: true,
+                        tiles: job.tiles,
                     };
                     // Room for one head per channel is reserved with the channel.
                     if st.heads.push_within_capacity(head).is_err() {
@@ -199,6 +204,28 @@ impl Engine {
                 continue;
             }
             if !job.has_groups_to_place() || !Self::ready(job, now) || !gate_open {
+                continue;
+            }
+            if job.tiles == 0 {
+                // Its tiles are chosen as its first work-group is about to
+                // be placed; while no node has enough idle ones, it waits.
+                let Some(p) = st.tiles.place(policy, job.spec.tiles, now) else {
+                    continue;
+                };
+                job.tiles = p.mask;
+                job.tiles_start_ns = p.start_ns;
+                st.log.record(LogRecord::Tiles(TileRecord {
+                    time_ns: now,
+                    client: q.ctx.client,
+                    ctx: q.ctx.id,
+                    seqno: job.seqno,
+                    k: job.spec.tiles,
+                    policy,
+                    placement: p,
+                }));
+            }
+            if job.tiles_start_ns > now {
+                // Its tiles are waking up (the timer is armed for then).
                 continue;
             }
             let needs = job.spec.needs;
@@ -213,6 +240,7 @@ impl Engine {
                     first_wave: unit.first_wave,
                     piece: true,
                     restore: false,
+                    tiles: job.tiles,
                 },
                 false => {
                     st.splittable_waiting |= job.spec.independent && needs.waves > 1;
@@ -223,6 +251,7 @@ impl Engine {
                         first_wave: 0,
                         piece: false,
                         restore: false,
+                        tiles: job.tiles,
                     }
                 }
             };
@@ -265,10 +294,12 @@ impl Engine {
                     .iter()
                     .zip(row.iter_mut())
                     .zip(0u32..)
+                    .filter(|(_, m)| self.on_tiles(*m, h.tiles))
                     .any(|((ms, memo), m)| occ.matches_memo(m, &h.needs, &ms.pointer, memo)),
                 None => modules
                     .iter()
                     .zip(0u32..)
+                    .filter(|(_, m)| self.on_tiles(*m, h.tiles))
                     .any(|(ms, m)| occ.matches_at(m, &h.needs, &ms.pointer)),
             };
             if fits {
@@ -346,6 +377,9 @@ impl Engine {
         let slot = queues.get(head.queue).and_then(|q| q.slot);
         let mut row = memo_row(match_memo, slot, modules.len());
         for (ms, m) in modules.iter().zip(0u32..) {
+            if !self.on_tiles(m, head.tiles) {
+                continue;
+            }
             let fits = match row.as_deref_mut().and_then(|r| r.get_mut(m as usize)) {
                 Some(memo) => occ.matches_memo(m, &needs, &ms.pointer, memo),
                 None => occ.matches_at(m, &needs, &ms.pointer),

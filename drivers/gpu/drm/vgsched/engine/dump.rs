@@ -40,6 +40,10 @@ use crate::vgsched_core::{
         Placement, //
     },
     pool::Weight,
+    tiles::{
+        Policy,
+        TilePlacement, //
+    },
     topology::Topology, //
 };
 
@@ -70,6 +74,26 @@ pub(super) struct PlacementRecord {
     pub(super) placement: Placement,
 }
 
+/// The tiles a job got when its first work-group was about to be placed,
+/// and why: the nodes that could take it, in the order tried.
+#[derive(Clone, Copy)]
+pub(super) struct TileRecord {
+    /// When (modeled = monotonic nanoseconds).
+    pub(super) time_ns: u64,
+    /// Client (open file) of its context.
+    pub(super) client: u64,
+    /// Context id within the client.
+    pub(super) ctx: u32,
+    /// Job sequence number in the context.
+    pub(super) seqno: u64,
+    /// Tiles it asked for.
+    pub(super) k: u32,
+    /// The policy in force.
+    pub(super) policy: Policy,
+    /// What it got.
+    pub(super) placement: TilePlacement,
+}
+
 /// A change of slot selection, as the placement log shows it.
 #[derive(Clone, Copy)]
 pub(super) enum SlotEvent {
@@ -84,11 +108,10 @@ pub(super) enum SlotEvent {
 /// One entry of the placement log: a placement, or a change of slot
 /// selection between them.
 ///
-/// Entries live in a ring allocated once, so every entry has the size of a
-/// placement; boxing the large variant would allocate on the signalling
-/// path.
+/// Entries live in a ring allocated once, so every entry has the size of
+/// the largest record (a placement or a tile choice); boxing those would
+/// allocate on the signalling path.
 #[derive(Clone, Copy)]
-#[expect(clippy::large_enum_variant)]
 pub(super) enum LogRecord {
     /// A work-group (or piece) was placed.
     Placement(PlacementRecord),
@@ -102,6 +125,8 @@ pub(super) enum LogRecord {
     },
     /// In turn: stage 1 selected again, a new round begins.
     Round { time_ns: u64 },
+    /// A job got its tiles.
+    Tiles(TileRecord),
 }
 
 impl LogRecord {
@@ -716,6 +741,30 @@ impl fmt::Display for PlacementsSnapshot {
                 LogRecord::Placement(r) => r,
                 LogRecord::Round { time_ns } => {
                     writeln!(f, "#{n} t={time_ns} round")?;
+                    continue;
+                }
+                LogRecord::Tiles(r) => {
+                    let p = &r.placement;
+                    write!(
+                        f,
+                        "#{n} t={} tiles client={} ctx={} job={} k={} policy={} node={} mask={:#x} start={} woken={} order=",
+                        r.time_ns,
+                        r.client,
+                        r.ctx,
+                        r.seqno,
+                        r.k,
+                        r.policy.name(),
+                        p.node,
+                        p.mask,
+                        p.start_ns,
+                        p.woken
+                    )?;
+                    // Each candidate as node:idle tiles:power it was ordered by.
+                    for (i, c) in p.order.iter().take(p.candidates as usize).enumerate() {
+                        let sep = if i == 0 { "" } else { "," };
+                        write!(f, "{sep}{}:{}:{}", c.node, c.idle, c.power_mw)?;
+                    }
+                    writeln!(f)?;
                     continue;
                 }
                 LogRecord::Slot {

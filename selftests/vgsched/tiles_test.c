@@ -1,0 +1,547 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Tiles and power-aware placement (uAPI 1.6):
+ *  - a job asking for k tiles gets k idle tiles of one node, chosen by the
+ *    placement rules (nodes with fewer than k idle tiles dropped, the
+ *    nearly full nodes first, then the lowest power, a wholly idle node
+ *    with its standby added), holds them until it ends, and its
+ *    work-groups run only on their modules; a job that finds no node with
+ *    k idle tiles waits; placement_policy=1 spreads instead;
+ *  - results stay exact on every topology tried;
+ *  - idle tiles go to the low-power state after tile_idle_delay_us, a node
+ *    whose tiles all sleep drops its standby, and a job landing on a
+ *    sleeping tile starts tile_wake_us later;
+ *  - hwmon's energy counters only grow, equal the integral of the modeled
+ *    power states (debugfs tiles) within rounding, and grow at the power
+ *    hwmon reports;
+ *  - more tiles than a node has, or a non-zero pad, are refused.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "vgsched_programs.h"
+
+/* One "tiles" record of the placement log. */
+struct vg_tiles {
+	unsigned long long t, client, job, start;
+	unsigned int ctx, k, node, mask, woken;
+	char policy[8];
+	char order[128];
+};
+
+/* The tile records of context @ctx of client @client, in order; -errno. */
+static int tile_records(__u64 client, unsigned int ctx, struct vg_tiles *out, int max)
+{
+	size_t size = 2 << 20;
+	char *buf = malloc(size), *line, *save = NULL;
+	int n = 0, ret;
+
+	if (!buf)
+		return -ENOMEM;
+	ret = vgsched_debugfs_read("placements", buf, size);
+	for (line = strtok_r(buf, "\n", &save); !ret && line && n < max;
+	     line = strtok_r(NULL, "\n", &save)) {
+		struct vg_tiles *r = &out[n];
+
+		if (!strstr(line, " tiles client="))
+			continue;
+		if (sscanf(line, "#%*u t=%llu tiles client=%llu ctx=%u job=%llu k=%u policy=%7s node=%u mask=%x start=%llu woken=%u order=%127s",
+			   &r->t, &r->client, &r->ctx, &r->job, &r->k, r->policy, &r->node,
+			   &r->mask, &r->start, &r->woken, r->order) != 11) {
+			ret = -EPROTO;
+			break;
+		}
+		if (r->client == client && r->ctx == ctx)
+			n++;
+	}
+	free(buf);
+	return ret ? ret : n;
+}
+
+/* The tile record of job @seqno of context @ctx on @fd, or -1. */
+static int job_tiles(int fd, __u32 ctx, __u64 seqno, struct vg_tiles *out)
+{
+	struct vg_tiles r[64];
+	int n = tile_records(vgsched_client_id(fd, ctx), ctx, r, 64);
+
+	for (int i = n - 1; i >= 0; i--) {
+		if (r[i].job == seqno) {
+			*out = r[i];
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Waits up to 10 s for job @seqno of context @ctx to get its tiles; 0 or -1. */
+static int job_tiles_wait(int fd, __u32 ctx, __u64 seqno, struct vg_tiles *out)
+{
+	for (int i = 0; i < 2000; i++) {
+		if (!job_tiles(fd, ctx, seqno, out))
+			return 0;
+		usleep(5000);
+	}
+	return -1;
+}
+
+/* Whether every work-group of job @seqno ran on a module of @mask's tiles. */
+static int groups_on_tiles(int fd, __u32 ctx, __u64 seqno, unsigned int mask,
+			   unsigned int modules_per_tile, int *count)
+{
+	static struct vg_placement p[512];
+	int n = vgsched_placements(vgsched_client_id(fd, ctx), ctx, p, 512);
+
+	*count = 0;
+	for (int i = 0; i < n; i++) {
+		if (p[i].job != seqno)
+			continue;
+		(*count)++;
+		if (!(mask >> (p[i].module / modules_per_tile) & 1))
+			return 0;
+	}
+	return n >= 0;
+}
+
+static char tiles_buf[16384];
+
+/* Reads debugfs tiles into tiles_buf (one moment); 0 or -errno. */
+static int tiles_read(void)
+{
+	return vgsched_debugfs_read("tiles", tiles_buf, sizeof(tiles_buf));
+}
+
+/* The line of tiles_buf starting with @line ("tile 3", "node 0"), or NULL. */
+static const char *tiles_line(const char *line)
+{
+	size_t n = strlen(line);
+
+	for (const char *l = tiles_buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (!strncmp(l, line, n) && l[n] == ' ')
+			return l;
+	return NULL;
+}
+
+/* The number after @key on @line of tiles_buf; -1 if missing. */
+static long long tiles_field(const char *line, const char *key)
+{
+	const char *l = tiles_line(line), *end, *at;
+
+	if (!l)
+		return -1;
+	end = strchr(l, '\n');
+	at = strstr(l, key);
+	if (!at || (end && at > end))
+		return -1;
+	return strtoll(at + strlen(key) + 1, NULL, 10);
+}
+
+/* Whether @line of a fresh read of debugfs tiles says @word. */
+static int tiles_says(const char *line, const char *word)
+{
+	const char *l, *end, *at;
+
+	if (tiles_read())
+		return 0;
+	l = tiles_line(line);
+	if (!l)
+		return 0;
+	end = strchr(l, '\n');
+	at = strstr(l, word);
+	return at && (!end || at < end);
+}
+
+/* The directory of vgsched's hwmon device into @dir; 0 or -1. */
+static int hwmon_dir(char *dir, size_t size)
+{
+	DIR *d = opendir("/sys/class/hwmon");
+	struct dirent *e;
+	int ret = -1;
+
+	if (!d)
+		return -1;
+	while (ret && (e = readdir(d))) {
+		char path[300], name[32] = "";
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/hwmon/%.200s/name", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(name, sizeof(name), f) && !strcmp(name, "vgsched\n")) {
+			snprintf(dir, size, "/sys/class/hwmon/%.200s", e->d_name);
+			ret = 0;
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return ret;
+}
+
+/* hwmon attribute @attr (say "energy1_input") as a number; -1 on error. */
+static long long hwmon_number(const char *attr)
+{
+	char dir[300], path[400], buf[32] = "";
+	FILE *f;
+
+	if (hwmon_dir(dir, sizeof(dir)))
+		return -1;
+	snprintf(path, sizeof(path), "%s/%s", dir, attr);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return buf[0] ? strtoll(buf, NULL, 10) : -1;
+}
+
+/* A busy job of @groups one-wave work-groups of @ms on context @ctx asking for @k tiles. */
+static int tile_job(int fd, struct busy_job *j, __u32 ctx, int ms, __u32 groups, __u32 k)
+{
+	int ret = busy_job_init(fd, j, ctx, ms, groups, 1, 4, 1);
+
+	j->s.tiles = k;
+	return ret ? ret : busy_submit(fd, j);
+}
+
+FIXTURE(tiles) {
+	int fd;
+	__u32 ctx[4];
+	struct drm_vgsched_tiles_info info;
+};
+
+FIXTURE_VARIANT(tiles) {
+	const char *params;
+};
+
+/*
+ * Two nodes of four tiles over 8 modules: node 0 of types 0, 1, 0, 1
+ * (100 W and 60 W), node 1 of type 0; standby 25 W and 20 W. Wholly idle,
+ * node 0 orders by 320 + 25 = 345 W, node 1 by 400 + 20 = 420 W.
+ */
+FIXTURE_VARIANT_ADD(tiles, two_nodes) {
+	.params = "modules=8 nodes=2 tiles_per_node=4 tile_type=0,1,0,1,0,0,0,0 "
+		  "type_power_mw=100000,60000 node_standby_mw=25000,20000 "
+		  "tile_idle_delay_us=30000 tile_wake_us=5000 tile_idle_mw=20000 tile_sleep_mw=2000",
+};
+
+/* Four nodes of two tiles of two modules each. */
+FIXTURE_VARIANT_ADD(tiles, four_nodes) {
+	.params = "modules=16 nodes=4 tiles_per_node=2 tile_type=1,0,0,1,1,1,0,0 "
+		  "type_power_mw=90000,50000 tile_idle_delay_us=30000 tile_wake_us=5000",
+};
+
+FIXTURE_SETUP(tiles)
+{
+	struct drm_vgsched_gpu_info gpu;
+
+	ASSERT_EQ(0, vgsched_module_unload());
+	ASSERT_EQ(0, vgsched_module_load(variant->params));
+	self->fd = vgsched_open_render_node();
+	ASSERT_GE(self->fd, 0);
+	ASSERT_EQ(0, vgsched_query_gpu_info(self->fd, &gpu));
+	ASSERT_GE(gpu.uapi_minor, 6);
+	ASSERT_EQ(0, vgsched_dev_query(self->fd, DRM_VGSCHED_DEV_QUERY_TILES, &self->info,
+				       sizeof(self->info)));
+	for (int i = 0; i < 4; i++) {
+		self->ctx[i] = vgsched_ctx_create(self->fd, 8);
+		ASSERT_NE(0, self->ctx[i]);
+	}
+}
+
+FIXTURE_TEARDOWN(tiles)
+{
+	close(self->fd);
+	EXPECT_EQ(0, vgsched_module_unload());
+	EXPECT_EQ(0, vgsched_module_load(""));
+}
+
+/*
+ * k = 3, then 1, then 2 on the two-node device; a job of 4 waits until a
+ * node is wholly idle again.
+ */
+TEST_F(tiles, jobs_land_where_the_rules_say)
+{
+	struct busy_job a, b, c, d;
+	struct vg_tiles r;
+	int groups;
+
+	if (self->info.nodes != 2)
+		SKIP(return, "needs the two-node device");
+	ASSERT_EQ(0, tile_job(self->fd, &a, self->ctx[0], 300, 6, 3));
+	ASSERT_EQ(0, job_tiles_wait(self->fd, self->ctx[0], 1, &r));
+	/* Both wholly idle: node 0 (345 W) before node 1 (420 W); its two 60 W tiles and tile 0. */
+	EXPECT_EQ(0, r.node);
+	EXPECT_EQ(0xb, r.mask);
+	EXPECT_STREQ("0:4:345000,1:4:420000", r.order);
+	EXPECT_STREQ("power", r.policy);
+	ASSERT_EQ(0, tile_job(self->fd, &b, self->ctx[1], 250, 2, 1));
+	ASSERT_EQ(0, job_tiles_wait(self->fd, self->ctx[1], 1, &r));
+	/* One idle tile on node 0 against four on node 1: the nearly full node first. */
+	EXPECT_EQ(0, r.node);
+	EXPECT_EQ(0x4, r.mask);
+	EXPECT_STREQ("0:1:100000,1:4:420000", r.order);
+	ASSERT_EQ(0, tile_job(self->fd, &c, self->ctx[2], 40, 4, 2));
+	ASSERT_EQ(0, job_tiles_wait(self->fd, self->ctx[2], 1, &r));
+	/* Node 0 is full: dropped. */
+	EXPECT_EQ(1, r.node);
+	EXPECT_EQ(0x30, r.mask);
+	EXPECT_STREQ("1:4:420000", r.order);
+	ASSERT_EQ(0, tile_job(self->fd, &d, self->ctx[3], 20, 4, 4));
+	ASSERT_EQ(0, wait_ok(self->fd, self->ctx[3], 1));
+	ASSERT_EQ(0, job_tiles(self->fd, self->ctx[3], 1, &r));
+	/* No node had four idle tiles until c ended: then node 1, while a and b still run. */
+	EXPECT_EQ(1, r.node);
+	EXPECT_EQ(0xf0, r.mask);
+	ASSERT_EQ(0, wait_ok(self->fd, self->ctx[2], 1));
+	ASSERT_EQ(0, wait_ok(self->fd, self->ctx[0], 1));
+	ASSERT_EQ(0, wait_ok(self->fd, self->ctx[1], 1));
+	struct busy_job *jobs[] = { &a, &b, &c, &d };
+	for (int i = 0; i < 4; i++) {
+		ASSERT_EQ(0, job_tiles(self->fd, self->ctx[i], 1, &r));
+		EXPECT_TRUE(groups_on_tiles(self->fd, self->ctx[i], 1, r.mask,
+					    self->info.modules_per_tile, &groups))
+			TH_LOG("job %d ran a work-group off its tiles", i);
+		EXPECT_EQ(jobs[i]->s.groups, groups);
+		EXPECT_EQ(-1, busy_job_wrong(jobs[i]));
+		busy_job_fini(self->fd, jobs[i]);
+	}
+}
+
+/* With placement_policy=1 two one-tile jobs go to different nodes; with power, to the same. */
+TEST_F(tiles, spread_balances_where_power_fills)
+{
+	struct busy_job j[2];
+	struct vg_tiles r[2];
+
+	for (int policy = 0; policy < 2; policy++) {
+		ASSERT_EQ(0, vgsched_param_write("placement_policy", policy ? "1" : "0"));
+		for (int i = 0; i < 2; i++) {
+			ASSERT_EQ(0, tile_job(self->fd, &j[i], self->ctx[i], 100, 1, 1));
+			ASSERT_EQ(0, job_tiles_wait(self->fd, self->ctx[i], j[i].s.seqno, &r[i]));
+		}
+		for (int i = 0; i < 2; i++) {
+			ASSERT_EQ(0, wait_ok(self->fd, self->ctx[i], j[i].s.seqno));
+			EXPECT_EQ(-1, busy_job_wrong(&j[i]));
+			busy_job_fini(self->fd, &j[i]);
+		}
+		EXPECT_STREQ(policy ? "spread" : "power", r[1].policy);
+		if (policy) {
+			EXPECT_NE(r[0].node, r[1].node);
+		} else {
+			EXPECT_EQ(r[0].node, r[1].node);
+		}
+	}
+	EXPECT_EQ(-EINVAL, vgsched_param_write("placement_policy", "2"));
+	EXPECT_EQ(1, vgsched_param_read("placement_policy"));
+}
+
+/* Jobs of every size the device can take, from four contexts at once: exact results, on their tiles. */
+TEST_F(tiles, results_stay_exact_and_on_their_tiles)
+{
+	unsigned int per_node = self->info.tiles_per_node;
+	struct busy_job j[4][3];
+	struct vg_tiles r;
+	int groups;
+
+	for (int round = 0; round < 3; round++)
+		for (int c = 0; c < 4; c++) {
+			__u32 k = 1 + (c + round) % per_node;
+
+			ASSERT_EQ(0, tile_job(self->fd, &j[c][round], self->ctx[c], 10 + 5 * c,
+					      k * self->info.modules_per_tile * 2, k));
+		}
+	for (int round = 0; round < 3; round++)
+		for (int c = 0; c < 4; c++) {
+			struct busy_job *b = &j[c][round];
+
+			ASSERT_EQ(0, wait_ok(self->fd, self->ctx[c], b->s.seqno));
+			EXPECT_EQ(-1, busy_job_wrong(b));
+			ASSERT_EQ(0, job_tiles(self->fd, self->ctx[c], b->s.seqno, &r));
+			EXPECT_EQ(b->s.tiles, __builtin_popcount(r.mask));
+			EXPECT_EQ(0, r.mask & ~(((1u << per_node) - 1) << (r.node * per_node)))
+				TH_LOG("tiles of another node");
+			EXPECT_TRUE(groups_on_tiles(self->fd, self->ctx[c], b->s.seqno, r.mask,
+						    self->info.modules_per_tile, &groups));
+			EXPECT_EQ(b->s.groups, groups);
+			busy_job_fini(self->fd, b);
+		}
+}
+
+/*
+ * Once the idle delay has passed every tile and node sleeps; a job landing
+ * on a sleeping tile starts tile_wake_us later, and only its tile wakes.
+ */
+TEST_F(tiles, idle_tiles_sleep_and_waking_costs_the_latency)
+{
+	static struct vg_placement p[64];
+	struct busy_job j;
+	struct vg_tiles r;
+	char tile[16];
+	int n;
+
+	usleep(2 * self->info.idle_delay_us);
+	for (unsigned int t = 0; t < self->info.nodes * self->info.tiles_per_node; t++) {
+		snprintf(tile, sizeof(tile), "tile %u", t);
+		EXPECT_TRUE(tiles_says(tile, "asleep")) TH_LOG("%s is awake", tile);
+	}
+	EXPECT_TRUE(tiles_says("node 0", "asleep"));
+	EXPECT_EQ(0, hwmon_number("power1_input") -
+		     1000LL * self->info.sleep_mw * self->info.nodes * self->info.tiles_per_node)
+		TH_LOG("a sleeping device draws its tiles' sleep power, no standby");
+	ASSERT_EQ(0, tile_job(self->fd, &j, self->ctx[0], 10, 1, 1));
+	ASSERT_EQ(0, wait_ok(self->fd, self->ctx[0], 1));
+	ASSERT_EQ(0, job_tiles(self->fd, self->ctx[0], 1, &r));
+	EXPECT_EQ(1, r.woken);
+	EXPECT_EQ(r.t + 1000ull * self->info.wake_us, r.start);
+	n = vgsched_placements(vgsched_client_id(self->fd, self->ctx[0]), self->ctx[0], p, 64);
+	ASSERT_EQ(1, n);
+	EXPECT_GE(p[0].time_ns, r.start) TH_LOG("the work-group started before its tile woke");
+	snprintf(tile, sizeof(tile), "tile %u", __builtin_ctz(r.mask));
+	ASSERT_EQ(0, tiles_read());
+	EXPECT_EQ(1, tiles_field(tile, "wakes"));
+	EXPECT_EQ(-1, busy_job_wrong(&j));
+	busy_job_fini(self->fd, &j);
+}
+
+/*
+ * hwmon: labelled channels; the energy only grows and is, per tile, the
+ * integral of the power of its states; the device's is the sum of its
+ * nodes'; asleep, it grows at the power hwmon reports.
+ */
+TEST_F(tiles, hwmon_energy_is_the_integral_of_the_power_states)
+{
+	unsigned int tiles = self->info.nodes * self->info.tiles_per_node;
+	long long last = -1, e0, e1, power, node_sum[16] = { 0 }, device_sum = 0;
+	char dir[300], path[400], label[16] = "", tile[16], attr[32];
+	struct busy_job j;
+	__u64 t0, t1;
+	FILE *f;
+
+	ASSERT_EQ(0, hwmon_dir(dir, sizeof(dir)));
+	snprintf(path, sizeof(path), "%s/energy%u_label", dir, 2 + self->info.nodes);
+	f = fopen(path, "r");
+	ASSERT_NE(NULL, f);
+	ASSERT_NE(NULL, fgets(label, sizeof(label), f));
+	fclose(f);
+	EXPECT_STREQ("tile0\n", label);
+	ASSERT_EQ(0, tile_job(self->fd, &j, self->ctx[0], 60, 2, 2));
+	for (int i = 0; i < 20; i++) {
+		long long e = hwmon_number("energy1_input");
+
+		EXPECT_GE(e, last) TH_LOG("the energy counter went back");
+		last = e;
+		usleep(5000);
+	}
+	ASSERT_EQ(0, wait_ok(self->fd, self->ctx[0], 1));
+	busy_job_fini(self->fd, &j);
+	ASSERT_EQ(0, tiles_read());
+	for (unsigned int t = 0; t < tiles; t++) {
+		long long busy, idle, asleep, energy, mw;
+
+		snprintf(tile, sizeof(tile), "tile %u", t);
+		busy = tiles_field(tile, "busy_ns");
+		idle = tiles_field(tile, "idle_ns");
+		asleep = tiles_field(tile, "asleep_ns");
+		energy = tiles_field(tile, "energy_uj");
+		mw = tiles_field(tile, "busy_mw");
+		/* mW x ns = pJ; rounding to whole uJ. */
+		long long pj = mw * busy + (long long)self->info.idle_mw * idle +
+			       (long long)self->info.sleep_mw * asleep;
+		EXPECT_LE(llabs(pj / 1000000 - energy), 1) TH_LOG("%s: %lld uJ, integral %lld", tile, energy, pj / 1000000);
+		snprintf(attr, sizeof(attr), "energy%u_input", 2 + self->info.nodes + t);
+		EXPECT_LE(energy, hwmon_number(attr));
+		node_sum[t / self->info.tiles_per_node] += energy;
+	}
+	/* A node's energy is its standby's and its tiles'; the device's, its nodes'. */
+	for (unsigned int n = 0; n < self->info.nodes; n++) {
+		char node[16];
+
+		snprintf(node, sizeof(node), "node %u", n);
+		device_sum += tiles_field(node, "energy_uj");
+		EXPECT_LE(llabs(tiles_field(node, "energy_uj") - tiles_field(node, "standby_uj") -
+				node_sum[n]), self->info.tiles_per_node + 1);
+	}
+	EXPECT_LE(llabs(tiles_field("device", "energy_uj") - device_sum), self->info.nodes);
+	/* Asleep, nothing changes state: energy grows at the power reported. */
+	usleep(2 * self->info.idle_delay_us);
+	power = hwmon_number("power1_input");
+	t0 = vg_now_ns();
+	e0 = hwmon_number("energy1_input");
+	usleep(300000);
+	e1 = hwmon_number("energy1_input");
+	t1 = vg_now_ns();
+	/* uW x ns / 1e9 = uJ; the reads lie within [t0, t1], 300 ms or more apart. */
+	EXPECT_LE(e1 - e0, power * (long long)(t1 - t0) / 1000000000 + 1);
+	EXPECT_GE(e1 - e0, power * 300000000LL / 1000000000 - 1);
+	EXPECT_EQ(power, 1000LL * self->info.sleep_mw * tiles);
+}
+
+/* More tiles than a node has: E2BIG; pad: EINVAL; nothing queued. */
+TEST_F(tiles, bad_tile_counts_are_refused)
+{
+	struct busy_job j;
+
+	ASSERT_EQ(0, busy_job_init(self->fd, &j, self->ctx[0], 1, 1, 1, 4, 1));
+	j.s.tiles = self->info.tiles_per_node + 1;
+	EXPECT_EQ(-E2BIG, busy_submit(self->fd, &j));
+	j.s.tiles = 33;
+	EXPECT_EQ(-E2BIG, busy_submit(self->fd, &j));
+	j.s.tiles = 1;
+	j.s.pad = 1;
+	EXPECT_EQ(-EINVAL, busy_submit(self->fd, &j));
+	j.s.pad = 0;
+	ASSERT_EQ(0, busy_submit(self->fd, &j));
+	EXPECT_EQ(1, j.s.seqno) TH_LOG("a refused job took a sequence number");
+	ASSERT_EQ(0, wait_ok(self->fd, self->ctx[0], 1));
+	busy_job_fini(self->fd, &j);
+}
+
+/*
+ * The default device has one tile, shared: two contexts' jobs run side by
+ * side on it as before tiles, and a job of two tiles can never run.
+ */
+TEST(one_tile_is_shared)
+{
+	struct busy_job j[2];
+	struct vg_tiles r[2];
+	__u32 ctx[2];
+	int fd;
+
+	ASSERT_EQ(0, vgsched_module_unload());
+	ASSERT_EQ(0, vgsched_module_load(""));
+	fd = vgsched_open_render_node();
+	ASSERT_GE(fd, 0);
+	for (int i = 0; i < 2; i++) {
+		ctx[i] = vgsched_ctx_create(fd, 8);
+		ASSERT_NE(0, ctx[i]);
+	}
+	ASSERT_EQ(0, busy_job_init(fd, &j[0], ctx[0], 1, 1, 1, 4, 1));
+	j[0].s.tiles = 2;
+	EXPECT_EQ(-E2BIG, busy_submit(fd, &j[0]));
+	busy_job_fini(fd, &j[0]);
+	for (int i = 0; i < 2; i++)
+		ASSERT_EQ(0, tile_job(fd, &j[i], ctx[i], 100, 1, 1));
+	for (int i = 0; i < 2; i++) {
+		ASSERT_EQ(0, wait_ok(fd, ctx[i], 1));
+		ASSERT_EQ(0, job_tiles(fd, ctx[i], 1, &r[i]));
+		EXPECT_EQ(1, r[i].mask);
+		EXPECT_EQ(-1, busy_job_wrong(&j[i]));
+		busy_job_fini(fd, &j[i]);
+	}
+	/* The second got the tile while the first (100 ms) still held it. */
+	EXPECT_LT(r[1].t > r[0].t ? r[1].t - r[0].t : r[0].t - r[1].t, 100000000ull);
+	close(fd);
+	EXPECT_EQ(0, vgsched_module_unload());
+	EXPECT_EQ(0, vgsched_module_load(""));
+}
+
+TEST_HARNESS_MAIN
