@@ -563,4 +563,152 @@ static inline int vgsched_wait_flags(int fd, __u32 ctx, __u64 seqno, __u32 flags
 	return ret;
 }
 
+/* One "tiles" record of the placement log. */
+struct vg_tiles {
+	unsigned long long t, client, job, start;
+	unsigned int ctx, k, node, mask, woken;
+	char policy[8];
+	char order[128];
+};
+
+/* The tile records of context @ctx of client @client, in order; -errno. */
+static inline int tile_records(__u64 client, unsigned int ctx, struct vg_tiles *out, int max)
+{
+	size_t size = 2 << 20;
+	char *buf = malloc(size), *line, *save = NULL;
+	int n = 0, ret;
+
+	if (!buf)
+		return -ENOMEM;
+	ret = vgsched_debugfs_read("placements", buf, size);
+	for (line = strtok_r(buf, "\n", &save); !ret && line && n < max;
+	     line = strtok_r(NULL, "\n", &save)) {
+		struct vg_tiles *r = &out[n];
+
+		if (!strstr(line, " tiles client="))
+			continue;
+		if (sscanf(line, "#%*u t=%llu tiles client=%llu ctx=%u job=%llu k=%u policy=%7s node=%u mask=%x start=%llu woken=%u order=%127s",
+			   &r->t, &r->client, &r->ctx, &r->job, &r->k, r->policy, &r->node,
+			   &r->mask, &r->start, &r->woken, r->order) != 11) {
+			ret = -EPROTO;
+			break;
+		}
+		if (r->client == client && r->ctx == ctx)
+			n++;
+	}
+	free(buf);
+	return ret ? ret : n;
+}
+
+/* The tile record of job @seqno of context @ctx on @fd, or -1. */
+static inline int job_tiles(int fd, __u32 ctx, __u64 seqno, struct vg_tiles *out)
+{
+	struct vg_tiles r[64];
+	int n = tile_records(vgsched_client_id(fd, ctx), ctx, r, 64);
+
+	for (int i = n - 1; i >= 0; i--) {
+		if (r[i].job == seqno) {
+			*out = r[i];
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* The last read of debugfs tiles (tiles_read()). */
+static char tiles_buf[16384];
+
+/* Reads debugfs tiles into tiles_buf (one moment); 0 or -errno. */
+static inline int tiles_read(void)
+{
+	return vgsched_debugfs_read("tiles", tiles_buf, sizeof(tiles_buf));
+}
+
+/* The line of tiles_buf starting with @line ("tile 3", "node 0"), or NULL. */
+static inline const char *tiles_line(const char *line)
+{
+	size_t n = strlen(line);
+
+	for (const char *l = tiles_buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (!strncmp(l, line, n) && l[n] == ' ')
+			return l;
+	return NULL;
+}
+
+/* The number after @key on @line of tiles_buf; -1 if missing. */
+static inline long long tiles_field(const char *line, const char *key)
+{
+	const char *l = tiles_line(line), *end, *at;
+
+	if (!l)
+		return -1;
+	end = strchr(l, '\n');
+	at = strstr(l, key);
+	if (!at || (end && at > end))
+		return -1;
+	return strtoll(at + strlen(key) + 1, NULL, 10);
+}
+
+/* Whether @line of a fresh read of debugfs tiles says @word. */
+static inline int tiles_says(const char *line, const char *word)
+{
+	const char *l, *end, *at;
+
+	if (tiles_read())
+		return 0;
+	l = tiles_line(line);
+	if (!l)
+		return 0;
+	end = strchr(l, '\n');
+	at = strstr(l, word);
+	return at && (!end || at < end);
+}
+
+/* The directory of vgsched's hwmon device into @dir; 0 or -1. */
+static inline int hwmon_dir(char *dir, size_t size)
+{
+	DIR *d = opendir("/sys/class/hwmon");
+	struct dirent *e;
+	int ret = -1;
+
+	if (!d)
+		return -1;
+	while (ret && (e = readdir(d))) {
+		char path[300], name[32] = "";
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/hwmon/%.200s/name", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(name, sizeof(name), f) && !strcmp(name, "vgsched\n")) {
+			snprintf(dir, size, "/sys/class/hwmon/%.200s", e->d_name);
+			ret = 0;
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return ret;
+}
+
+/* hwmon attribute @attr (say "energy1_input") as a number; -1 on error. */
+static inline long long hwmon_number(const char *attr)
+{
+	char dir[300], path[400], buf[32] = "";
+	FILE *f;
+
+	if (hwmon_dir(dir, sizeof(dir)))
+		return -1;
+	snprintf(path, sizeof(path), "%s/%s", dir, attr);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return buf[0] ? strtoll(buf, NULL, 10) : -1;
+}
+
 #endif /* VGSCHED_TEST_UTIL_H */

@@ -62,6 +62,22 @@
  *   pipeline.switch_gap_us.MODE.median
  *   pipeline.switch_gap_us.MODE.max
  *   pipeline.jobs_per_s.MODE            jobs over the wall time of the run
+ *
+ *   vgsched-bench-guest power
+ *
+ * Power-aware placement against spreading, on a module loaded with 4
+ * nodes x 4 tiles of two types (bench mode of scripts/guest/init). A fixed
+ * pseudo-random schedule of POWER_JOBS jobs arrives over time (one every
+ * 6-18 ms; 1 to 4 tiles, mostly 1 or 2; 5 to 25 ms each), each from its own context
+ * of POWER_CTXS taken in turn. The schedule runs POWER_REPS times under
+ * placement_policy 0 (power) and 1 (spread), alternating, each from a
+ * device whose tiles all sleep. Energy is hwmon's energy1_input over a
+ * run, from the first submission to the last completion (the makespan);
+ * the bound is the energy of the tiles' busy time alone (debugfs tiles,
+ * busy_energy_uj), the smaller of the two policies'. Prints the means:
+ *   power.energy_mj.power       power.energy_mj.spread
+ *   power.energy_mj.bound       power.makespan_ms.power
+ *   power.makespan_ms.spread    power.energy_saving_pct
  */
 #include <signal.h>
 #include <stdint.h>
@@ -446,6 +462,126 @@ static int pipeline_bench(int fd, const char *mode)
 	return 0;
 }
 
+/* The power workload: jobs, contexts, repetitions per policy. */
+#define POWER_JOBS 60
+#define POWER_CTXS 16
+#define POWER_REPS 3
+
+/* One job of the schedule. */
+struct power_job {
+	__u64 at_ns;
+	__u32 tiles, ms;
+};
+
+/* Sleeps until @t on CLOCK_MONOTONIC. */
+static void sleep_until(__u64 t)
+{
+	struct timespec ts = { .tv_sec = t / 1000000000ull, .tv_nsec = t % 1000000000ull };
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL))
+		;
+}
+
+/*
+ * Runs the schedule once under @policy; returns the makespan in ns and
+ * the device's energy and busy energy over it in uJ.
+ */
+static __u64 power_run(int fd, const struct power_job *sched, const __u32 *ctx,
+		       struct busy_job *jobs, const char *policy, long long power_asleep,
+		       long long *energy, long long *busy)
+{
+	__u64 t0, end;
+	long long e0, b0;
+
+	if (vgsched_param_write("placement_policy", policy))
+		DIE("placement_policy=%s", policy);
+	/* Every run starts from a sleeping device. */
+	do
+		usleep(20000);
+	while (hwmon_number("power1_input") != power_asleep);
+	if (tiles_read())
+		DIE("debugfs tiles");
+	b0 = tiles_field("device", "busy_energy_uj");
+	e0 = hwmon_number("energy1_input");
+	t0 = vg_now_ns();
+	for (int i = 0; i < POWER_JOBS; i++) {
+		sleep_until(t0 + sched[i].at_ns);
+		jobs[i].s.seqno = 0;
+		if (vgsched_submit(fd, &jobs[i].s))
+			DIE("submit %d", i);
+	}
+	for (int i = 0; i < POWER_JOBS; i++)
+		if (wait_ok(fd, ctx[i % POWER_CTXS], jobs[i].s.seqno) || busy_job_wrong(&jobs[i]) != -1)
+			DIE("job %d failed", i);
+	end = vg_now_ns();
+	*energy = hwmon_number("energy1_input") - e0;
+	if (tiles_read())
+		DIE("debugfs tiles");
+	*busy = tiles_field("device", "busy_energy_uj") - b0;
+	if (e0 < 0 || *energy < 0 || *busy < 0)
+		DIE("hwmon or debugfs tiles unreadable");
+	return end - t0;
+}
+
+static int power_bench(int fd)
+{
+	static struct busy_job jobs[POWER_JOBS];
+	struct power_job sched[POWER_JOBS];
+	struct drm_vgsched_tiles_info t;
+	__u32 ctx[POWER_CTXS], seed = 12345;
+	double energy[2] = { 0 }, busy[2] = { 0 }, makespan[2] = { 0 };
+	__u64 at = 0;
+
+	if (vgsched_dev_query(fd, DRM_VGSCHED_DEV_QUERY_TILES, &t, sizeof(t)) || t.nodes != 4 ||
+	    t.tiles_per_node != 4)
+		DIE("power wants 4 nodes x 4 tiles");
+	for (int c = 0; c < POWER_CTXS; c++) {
+		ctx[c] = vgsched_ctx_create(fd, 8);
+		if (!ctx[c])
+			DIE("context");
+	}
+	for (int i = 0; i < POWER_JOBS; i++) {
+		__u32 r;
+
+		seed = seed * 1103515245u + 12345u;
+		r = seed >> 8;
+		at += (6 + r % 13) * 1000000ull;
+		sched[i].at_ns = at;
+		r /= 13;
+		/* 1 tile 45 %, 2 tiles 35 %, 3 and 4 tiles 10 % each. */
+		sched[i].tiles = r % 20 < 9 ? 1 : r % 20 < 16 ? 2 : r % 20 < 18 ? 3 : 4;
+		r /= 20;
+		sched[i].ms = 5 + r % 21;
+		if (busy_job_init(fd, &jobs[i], ctx[i % POWER_CTXS], sched[i].ms, sched[i].tiles, 1, 4, 1))
+			DIE("job %d", i);
+		jobs[i].s.tiles = sched[i].tiles;
+	}
+	for (int rep = 0; rep < POWER_REPS; rep++)
+		for (int p = 0; p < 2; p++) {
+			long long e, b;
+			__u64 span = power_run(fd, sched, ctx, jobs, p ? "1" : "0",
+					       16000LL * t.sleep_mw, &e, &b);
+
+			energy[p] += e / 1000.0 / POWER_REPS;
+			busy[p] += b / 1000.0 / POWER_REPS;
+			makespan[p] += span / 1e6 / POWER_REPS;
+		}
+	printf("workload power: %d jobs of 1-4 tiles over %.0f ms on 4 nodes x 4 tiles, %d runs per policy\n",
+	       POWER_JOBS, at / 1e6, POWER_REPS);
+	printf("power.energy_mj.power = %.1f\n", energy[0]);
+	printf("power.energy_mj.spread = %.1f\n", energy[1]);
+	printf("power.energy_mj.bound = %.1f\n", busy[0] < busy[1] ? busy[0] : busy[1]);
+	printf("power.busy_energy_mj.power = %.1f\n", busy[0]);
+	printf("power.busy_energy_mj.spread = %.1f\n", busy[1]);
+	printf("power.makespan_ms.power = %.1f\n", makespan[0]);
+	printf("power.makespan_ms.spread = %.1f\n", makespan[1]);
+	printf("power.energy_saving_pct = %.1f\n", 100.0 * (1 - energy[0] / energy[1]));
+	for (int i = 0; i < POWER_JOBS; i++)
+		busy_job_fini(fd, &jobs[i]);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *w = argc >= 2 ? argv[1] : "";
@@ -469,8 +605,10 @@ int main(int argc, char **argv)
 		return preempt_bench(fd, &info, argv[2]);
 	if (!strcmp(w, "pipeline") && argc == 3)
 		return pipeline_bench(fd, argv[2]);
+	if (!strcmp(w, "power"))
+		return power_bench(fd);
 	if (!body)
-		DIE("usage: vgsched-bench-guest short|long|preempt at_once|at_point|pipeline MODE");
+		DIE("usage: vgsched-bench-guest short|long|preempt at_once|at_point|pipeline MODE|power");
 	timeout_cycles = (__u64)info.job_timeout_ms * info.clock_khz;
 	len = fault_program(words, body, timeout_cycles, &info);
 	if (!len)

@@ -710,6 +710,10 @@ impl TileAccount {
     /// takes the `k` idle tiles of the lowest first power (then index) of
     /// the first node in order, waking those asleep. `None` if no node has
     /// `k` idle tiles now: the job waits.
+    ///
+    /// Under [`Policy::Power`] the idle tiles of every other node, which
+    /// got no job, go to the low-power state at once (rule 6), without
+    /// waiting for the idle delay. Spreading leaves them to the delay.
     pub fn place(&mut self, policy: Policy, k: u32, now_ns: u64) -> Option<TilePlacement> {
         self.advance(now_ns);
         let mut views = [NodeView {
@@ -751,7 +755,22 @@ impl TileAccount {
             p.mask |= 1 << best.1;
         }
         self.take(p.mask, now_ns, &mut p);
+        if policy == Policy::Power {
+            self.sleep_idle_except(p.node as u32);
+        }
         Some(p)
+    }
+
+    /// Puts the idle tiles of every node but `node` to sleep; the accounts
+    /// stand at the moment of the placement already.
+    fn sleep_idle_except(&mut self, node: u32) {
+        let keep = self.node_tiles(node);
+        let count = self.topo.tiles() as usize;
+        for (t, tile) in self.tiles.iter_mut().enumerate().take(count) {
+            if !keep.contains(&t) && matches!(tile.state, TileState::Idle { .. }) {
+                tile.state = TileState::Asleep;
+            }
+        }
     }
 
     /// The tiles of `mask` are taken at `now_ns`.
@@ -1129,8 +1148,9 @@ mod tests {
     fn sleeping_nodes_drop_their_standby_and_energy_is_the_integral() {
         const MS: u64 = 1_000_000;
         let mut a = account();
-        // Tile 1 busy from 0 to 5 ms; every other tile sleeps at 1 ms.
-        a.place(Policy::Power, 1, 0).unwrap();
+        // Tile 1 busy from 0 to 5 ms; tile 0 sleeps at 1 ms. Spreading
+        // leaves node 1 idle until its delay ends, at 1 ms too.
+        a.place(Policy::Spread, 1, 0).unwrap();
         a.advance(3 * MS);
         assert!(a.node_awake(0) && !a.node_awake(1));
         assert_eq!(a.tile(0).unwrap().state, TileState::Asleep);
@@ -1154,6 +1174,30 @@ mod tests {
         // A job landing on sleeping tiles pays the wake latency.
         let p = a.place(Policy::Power, 2, 10 * MS).unwrap();
         assert_eq!((p.start_ns, p.woken), (10 * MS + 200_000, 2));
+    }
+
+    #[test]
+    fn power_placement_puts_the_nodes_without_a_job_to_sleep() {
+        const MS: u64 = 1_000_000;
+        let mut a = account();
+        // Node 1 is busy, then idle from 1 ms; a job placed on node 0 at
+        // 1.5 ms puts node 1's idle tiles to sleep at once (rule 6).
+        let p = a.place(Policy::Power, 1, 0).unwrap();
+        assert_eq!(p.node, 0);
+        let q = a.place(Policy::Power, 2, 0).unwrap();
+        assert_eq!(q.node, 1);
+        a.release(q.mask, MS);
+        a.release(p.mask, MS);
+        a.place(Policy::Power, 1, MS + MS / 2).unwrap();
+        assert!(!a.node_awake(1));
+        assert_eq!(a.tile(2).unwrap().state, TileState::Asleep);
+        assert_eq!(a.standby(1), (25 * 1500, MS + MS / 2));
+        // Spreading leaves them to the idle delay.
+        let mut b = account();
+        let p = b.place(Policy::Spread, 1, 0).unwrap();
+        b.release(p.mask, MS / 2);
+        b.place(Policy::Spread, 1, MS / 2).unwrap();
+        assert!(b.node_awake(0) && b.node_awake(1));
     }
 
     #[test]

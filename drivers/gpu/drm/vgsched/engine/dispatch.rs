@@ -214,15 +214,18 @@ impl Engine {
                 };
                 job.tiles = p.mask;
                 job.tiles_start_ns = p.start_ns;
-                st.log.record(LogRecord::Tiles(TileRecord {
-                    time_ns: now,
-                    client: q.ctx.client,
-                    ctx: q.ctx.id,
-                    seqno: job.seqno,
-                    k: job.spec.tiles,
-                    policy,
-                    placement: p,
-                }));
+                // A single shared tile is no decision: not logged.
+                if st.tiles.exclusive() {
+                    st.log.record(LogRecord::Tiles(TileRecord {
+                        time_ns: now,
+                        client: q.ctx.client,
+                        ctx: q.ctx.id,
+                        seqno: job.seqno,
+                        k: job.spec.tiles,
+                        policy,
+                        placement: p,
+                    }));
+                }
             }
             if job.tiles_start_ns > now {
                 // Its tiles are waking up (the timer is armed for then).
