@@ -9,7 +9,9 @@
  *  - the dispatcher: a low-priority job served while high-priority work
  *    fills the device, a blocked independent work-group split into
  *    pieces, placements and occupancy bitmaps read back from debugfs;
- *  - the device as its debugfs dump sees it (per-module instruction counts).
+ *  - the device as its debugfs dump sees it (per-module instruction counts);
+ *  - slot selection in turn, pipelined context switching, and tiles: where
+ *    jobs of k tiles go and why, sleeping tiles, energy read through hwmon.
  */
 #include <poll.h>
 #include <stdint.h>
@@ -560,6 +562,98 @@ static void pipelined_switch(void)
 	CHECK(!vgsched_module_load(""), "insmod failed");
 }
 
+/* Prints every hwmon channel of vgsched: label, energy and power. */
+static void print_hwmon(void)
+{
+	char dir[300], path[400], label[32];
+
+	if (hwmon_dir(dir, sizeof(dir))) {
+		printf("    (no vgsched hwmon device)\n");
+		return;
+	}
+	for (int i = 1;; i++) {
+		FILE *f;
+		char e[32], w[32];
+
+		snprintf(path, sizeof(path), "%s/energy%d_label", dir, i);
+		f = fopen(path, "r");
+		if (!f)
+			break;
+		if (!fgets(label, sizeof(label), f))
+			label[0] = 0;
+		fclose(f);
+		label[strcspn(label, "\n")] = 0;
+		snprintf(e, sizeof(e), "energy%d_input", i);
+		snprintf(w, sizeof(w), "power%d_input", i);
+		printf("    %-7s energy %10.3f J   power %7.1f W\n", label, hwmon_number(e) / 1e6,
+		       hwmon_number(w) / 1e6);
+	}
+}
+
+static void tiles_and_power(void)
+{
+	static const char *params =
+		"modules=8 nodes=2 tiles_per_node=4 tile_type=0,1,0,1,0,0,0,0 "
+		"type_power_mw=100000,60000 node_standby_mw=25000,20000 "
+		"tile_idle_delay_us=20000 tile_wake_us=2000";
+	static const __u32 want[3] = { 3, 1, 2 };
+	struct busy_job j[3];
+	struct vg_tiles r;
+	char dir[300];
+	__u32 ctx[3];
+	int fd;
+
+	printf("\ntiles and power (module reloaded with %s):\n"
+	       "  two nodes of four tiles, one module each; node 0 has tiles of 100 W and 60 W,\n"
+	       "  node 1 four of 100 W; a tile idle for 20 ms sleeps (3 W), waking one takes 2 ms,\n"
+	       "  a node whose tiles all sleep drops its standby (25 W, 20 W)\n", params);
+	CHECK(!vgsched_module_unload(), "rmmod failed");
+	CHECK(!vgsched_module_load(params), "insmod failed");
+	fd = vgsched_open_render_node();
+	CHECK(fd >= 0, "cannot open the render node");
+	CHECK(!hwmon_dir(dir, sizeof(dir)), "no hwmon device");
+	usleep(50 * 1000);
+	printf("  idle for 50 ms, everything sleeps; hwmon (%s):\n", dir);
+	print_hwmon();
+	for (int i = 0; i < 3; i++) {
+		ctx[i] = vgsched_ctx_create(fd, 8);
+		CHECK(ctx[i], "CTX_CREATE failed");
+		CHECK(!busy_job_init(fd, &j[i], ctx[i], 60, want[i], 1, 4, 1), "job setup failed");
+		j[i].s.tiles = want[i];
+		CHECK(!busy_submit(fd, &j[i]), "SUBMIT failed");
+		for (int t = 0; t < 200 && job_tiles(fd, ctx[i], 1, &r); t++)
+			usleep(2000);
+	}
+	printf("  jobs asking for 3, 1 and 2 tiles, in that order (placement log: node, tiles as a\n"
+	       "  mask, and the nodes that could take it in the order tried, as node:idle tiles:W):\n");
+	for (int i = 0; i < 3; i++) {
+		CHECK(!job_tiles(fd, ctx[i], 1, &r), "no tile record");
+		printf("    k=%u -> node %u tiles 0x%02x, woke %u (start +%.1f ms), order %s\n", r.k,
+		       r.node, r.mask, r.woken, (r.start - r.t) / 1e6, r.order);
+	}
+	printf("  why: both nodes wholly idle, node 0 orders by 320 + 25 = 345 W, node 1 by\n"
+	       "  400 + 20 = 420 W, so k=3 takes node 0's two 60 W tiles and one 100 W tile; k=1 then\n"
+	       "  goes to the nearly full node 0 (1 idle tile before 4); k=2 finds node 0 full\n"
+	       "  and wakes node 1\n");
+	printf("  while they run (debugfs tiles):\n");
+	print_debugfs_lines("tiles", "tile ", 8);
+	for (int i = 0; i < 3; i++) {
+		int status = 1;
+
+		CHECK(!vgsched_wait(fd, ctx[i], j[i].s.seqno, 60 * VG_SECOND_NS, &status) &&
+		      status == 0, "job failed");
+		CHECK(busy_job_wrong(&j[i]) == -1, "wrong result");
+		busy_job_fini(fd, &j[i]);
+	}
+	usleep(50 * 1000);
+	printf("  all done, results right; 50 ms later everything sleeps again. hwmon:\n");
+	print_hwmon();
+	print_debugfs_lines("tiles", "device", 1);
+	close(fd);
+	CHECK(!vgsched_module_unload(), "rmmod failed");
+	CHECK(!vgsched_module_load(""), "insmod failed");
+}
+
 static void print_debugfs(void)
 {
 	char dir[64], path[128], line[512];
@@ -630,5 +724,6 @@ int main(void)
 	close(fd);
 	slots_in_turn();
 	pipelined_switch();
+	tiles_and_power();
 	return 0;
 }

@@ -756,7 +756,7 @@ impl TileAccount {
         }
         self.take(p.mask, now_ns, &mut p);
         if policy == Policy::Power {
-            self.sleep_idle_except(p.node as u32);
+            self.sleep_idle_except(p.node);
         }
         Some(p)
     }
