@@ -613,7 +613,7 @@ static void tiles_and_power(void)
 	CHECK(fd >= 0, "cannot open the render node");
 	CHECK(!hwmon_dir(dir, sizeof(dir)), "no hwmon device");
 	usleep(50 * 1000);
-	printf("  idle for 50 ms, everything sleeps; hwmon (%s):\n", dir);
+	printf("  after 50 ms with nothing to run every tile sleeps; hwmon (%s):\n", dir);
 	print_hwmon();
 	for (int i = 0; i < 3; i++) {
 		ctx[i] = vgsched_ctx_create(fd, 8);
