@@ -773,39 +773,40 @@ impl TileAccount {
         }
     }
 
+    /// Calls `f` with each tile of `mask` and the number of jobs holding it.
+    fn each_of(&mut self, mask: u32, mut f: impl FnMut(&mut TilePower, &mut u32)) {
+        let count = self.topo.tiles() as usize;
+        let tiles = self.tiles.iter_mut().zip(self.holders.iter_mut());
+        for (t, (tile, h)) in tiles.enumerate().take(count) {
+            if mask >> t & 1 == 1 {
+                f(tile, h);
+            }
+        }
+    }
+
     /// The tiles of `mask` are taken at `now_ns`.
     fn take(&mut self, mask: u32, now_ns: u64, p: &mut TilePlacement) {
         let m = self.model;
-        for t in 0..self.topo.tiles() as usize {
-            if mask & (1 << t) == 0 {
-                continue;
+        self.each_of(mask, |tile, h| {
+            if *h == 0 {
+                let asleep = tile.state == TileState::Asleep;
+                p.start_ns = p.start_ns.max(tile.take(&m, now_ns));
+                p.woken += u32::from(asleep);
             }
-            if let (Some(tile), Some(h)) = (self.tiles.get_mut(t), self.holders.get_mut(t)) {
-                if *h == 0 {
-                    let asleep = tile.state == TileState::Asleep;
-                    p.start_ns = p.start_ns.max(tile.take(&m, now_ns));
-                    p.woken += u32::from(asleep);
-                }
-                *h = h.saturating_add(1);
-            }
-        }
+            *h = h.saturating_add(1);
+        });
     }
 
     /// The job holding the tiles of `mask` ended at `now_ns`.
     pub fn release(&mut self, mask: u32, now_ns: u64) {
         self.advance(now_ns);
         let m = self.model;
-        for t in 0..self.topo.tiles() as usize {
-            if mask & (1 << t) == 0 {
-                continue;
+        self.each_of(mask, |tile, h| {
+            *h = h.saturating_sub(1);
+            if *h == 0 {
+                tile.release(&m, now_ns);
             }
-            if let (Some(tile), Some(h)) = (self.tiles.get_mut(t), self.holders.get_mut(t)) {
-                *h = h.saturating_sub(1);
-                if *h == 0 {
-                    tile.release(&m, now_ns);
-                }
-            }
-        }
+        });
     }
 
     /// Tile `t`.
