@@ -93,6 +93,7 @@ TEST(parameters_reach_the_device)
  */
 TEST(tile_topology_reaches_dev_query)
 {
+	struct drm_vgsched_power_info p;
 	struct drm_vgsched_tiles_info t;
 	int fd;
 
@@ -106,10 +107,13 @@ TEST(tile_topology_reaches_dev_query)
 	EXPECT_EQ(4, t.modules_per_tile);
 	EXPECT_EQ(150000, t.type_power_mw[0]);
 	EXPECT_EQ(25000, t.node_standby_mw[0]);
-	EXPECT_EQ(30000, t.idle_mw);
-	EXPECT_EQ(3000, t.sleep_mw);
-	EXPECT_EQ(5000, t.idle_delay_us);
-	EXPECT_EQ(500, t.wake_us);
+	ASSERT_EQ(0, vgsched_dev_query(fd, DRM_VGSCHED_DEV_QUERY_POWER, &p, sizeof(p)));
+	EXPECT_EQ(30000, p.idle_mw);
+	EXPECT_EQ(3000, p.sleep_mw);
+	EXPECT_EQ(5000, p.idle_delay_us);
+	EXPECT_EQ(500, p.wake_us);
+	/* A uAPI 1.5 program's structure, the same size as before. */
+	EXPECT_EQ(144, sizeof(t));
 	close(fd);
 	ASSERT_EQ(0, vgsched_module_unload());
 	ASSERT_EQ(0, vgsched_module_load("modules=8 nodes=2 tiles_per_node=2 tile_type=0,1,1,1 "
@@ -432,7 +436,9 @@ TEST(invalid_parameters_fail_with_einval_and_a_log_line)
 		{ "nodes=3", "invalid tiles: 3 tiles do not share 4 modules evenly" },
 		{ "nodes=2 tile_type=0,2 type_power_mw=1,2",
 		  "invalid parameter tile_type: tile 1 has type 2, which type_power_mw lacks" },
-		{ "type_power_mw=0", "invalid parameter type_power_mw: entry 0 is 0" },
+		{ "type_power_mw=0", "invalid parameter type_power_mw: entry 0 is 0 (must be 1..=10000000)" },
+		{ "node_standby_mw=10000001",
+		  "invalid parameter node_standby_mw: entry 0 is 10000001 (must be 1..=10000000)" },
 		{ "node_standby_mw=5,6", "invalid parameter node_standby_mw: 2 entries, not 1" },
 		{ "type_power_mw=40000 tile_idle_mw=40001",
 		  "invalid parameter tile_idle_mw=40001 (must be 0..=40000)" },

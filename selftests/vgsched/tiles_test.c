@@ -69,6 +69,7 @@ FIXTURE(tiles) {
 	int fd;
 	__u32 ctx[4];
 	struct drm_vgsched_tiles_info info;
+	struct drm_vgsched_power_info power;
 };
 
 FIXTURE_VARIANT(tiles) {
@@ -83,13 +84,15 @@ FIXTURE_VARIANT(tiles) {
 FIXTURE_VARIANT_ADD(tiles, two_nodes) {
 	.params = "modules=8 nodes=2 tiles_per_node=4 tile_type=0,1,0,1,0,0,0,0 "
 		  "type_power_mw=100000,60000 node_standby_mw=25000,20000 "
-		  "tile_idle_delay_us=30000 tile_wake_us=5000 tile_idle_mw=20000 tile_sleep_mw=2000",
+		  "tile_idle_delay_us=30000 tile_wake_us=5000 tile_idle_mw=20000 tile_sleep_mw=2000 "
+		  "job_timeout_ms=10000",
 };
 
 /* Four nodes of two tiles of two modules each. */
 FIXTURE_VARIANT_ADD(tiles, four_nodes) {
 	.params = "modules=16 nodes=4 tiles_per_node=2 tile_type=1,0,0,1,1,1,0,0 "
-		  "type_power_mw=90000,50000 tile_idle_delay_us=30000 tile_wake_us=5000",
+		  "type_power_mw=90000,50000 tile_idle_delay_us=30000 tile_wake_us=5000 "
+		  "job_timeout_ms=10000",
 };
 
 FIXTURE_SETUP(tiles)
@@ -104,6 +107,8 @@ FIXTURE_SETUP(tiles)
 	ASSERT_GE(gpu.uapi_minor, 6);
 	ASSERT_EQ(0, vgsched_dev_query(self->fd, DRM_VGSCHED_DEV_QUERY_TILES, &self->info,
 				       sizeof(self->info)));
+	ASSERT_EQ(0, vgsched_dev_query(self->fd, DRM_VGSCHED_DEV_QUERY_POWER, &self->power,
+				       sizeof(self->power)));
 	for (int i = 0; i < 4; i++) {
 		self->ctx[i] = vgsched_ctx_create(self->fd, 8);
 		ASSERT_NE(0, self->ctx[i]);
@@ -129,20 +134,20 @@ TEST_F(tiles, jobs_land_where_the_rules_say)
 
 	if (self->info.nodes != 2)
 		SKIP(return, "needs the two-node device");
-	ASSERT_EQ(0, tile_job(self->fd, &a, self->ctx[0], 300, 6, 3));
+	ASSERT_EQ(0, tile_job(self->fd, &a, self->ctx[0], 3000, 6, 3));
 	ASSERT_EQ(0, job_tiles_wait(self->fd, self->ctx[0], 1, &r));
 	/* Both wholly idle: node 0 (345 W) before node 1 (420 W); its two 60 W tiles and tile 0. */
 	EXPECT_EQ(0, r.node);
 	EXPECT_EQ(0xb, r.mask);
 	EXPECT_STREQ("0:4:345000,1:4:420000", r.order);
 	EXPECT_STREQ("power", r.policy);
-	ASSERT_EQ(0, tile_job(self->fd, &b, self->ctx[1], 250, 2, 1));
+	ASSERT_EQ(0, tile_job(self->fd, &b, self->ctx[1], 2500, 2, 1));
 	ASSERT_EQ(0, job_tiles_wait(self->fd, self->ctx[1], 1, &r));
 	/* One idle tile on node 0 against four on node 1: the nearly full node first. */
 	EXPECT_EQ(0, r.node);
 	EXPECT_EQ(0x4, r.mask);
 	EXPECT_STREQ("0:1:100000,1:4:420000", r.order);
-	ASSERT_EQ(0, tile_job(self->fd, &c, self->ctx[2], 40, 4, 2));
+	ASSERT_EQ(0, tile_job(self->fd, &c, self->ctx[2], 100, 4, 2));
 	ASSERT_EQ(0, job_tiles_wait(self->fd, self->ctx[2], 1, &r));
 	/* Node 0 is full: dropped. */
 	EXPECT_EQ(1, r.node);
@@ -178,7 +183,7 @@ TEST_F(tiles, spread_balances_where_power_fills)
 	for (int policy = 0; policy < 2; policy++) {
 		ASSERT_EQ(0, vgsched_param_write("placement_policy", policy ? "1" : "0"));
 		for (int i = 0; i < 2; i++) {
-			ASSERT_EQ(0, tile_job(self->fd, &j[i], self->ctx[i], 100, 1, 1));
+			ASSERT_EQ(0, tile_job(self->fd, &j[i], self->ctx[i], 1000, 1, 1));
 			ASSERT_EQ(0, job_tiles_wait(self->fd, self->ctx[i], j[i].s.seqno, &r[i]));
 		}
 		for (int i = 0; i < 2; i++) {
@@ -241,26 +246,28 @@ TEST_F(tiles, idle_tiles_sleep_and_waking_costs_the_latency)
 	char tile[16];
 	int n;
 
-	usleep(2 * self->info.idle_delay_us);
+	usleep(2 * self->power.idle_delay_us);
 	for (unsigned int t = 0; t < self->info.nodes * self->info.tiles_per_node; t++) {
 		snprintf(tile, sizeof(tile), "tile %u", t);
-		EXPECT_TRUE(tiles_says(tile, "asleep")) TH_LOG("%s is awake", tile);
+		EXPECT_TRUE(tiles_in_state(tile, "asleep")) TH_LOG("%s is awake", tile);
 	}
-	EXPECT_TRUE(tiles_says("node 0", "asleep"));
+	EXPECT_TRUE(tiles_in_state("node 0", "asleep"));
 	EXPECT_EQ(0, hwmon_number("power1_input") -
-		     1000LL * self->info.sleep_mw * self->info.nodes * self->info.tiles_per_node)
+		     1000LL * self->power.sleep_mw * self->info.nodes * self->info.tiles_per_node)
 		TH_LOG("a sleeping device draws its tiles' sleep power, no standby");
 	ASSERT_EQ(0, tile_job(self->fd, &j, self->ctx[0], 10, 1, 1));
 	ASSERT_EQ(0, wait_ok(self->fd, self->ctx[0], 1));
 	ASSERT_EQ(0, job_tiles(self->fd, self->ctx[0], 1, &r));
 	EXPECT_EQ(1, r.woken);
-	EXPECT_EQ(r.t + 1000ull * self->info.wake_us, r.start);
+	EXPECT_EQ(r.t + 1000ull * self->power.wake_us, r.start);
 	n = vgsched_placements(vgsched_client_id(self->fd, self->ctx[0]), self->ctx[0], p, 64);
 	ASSERT_EQ(1, n);
 	EXPECT_GE(p[0].time_ns, r.start) TH_LOG("the work-group started before its tile woke");
 	snprintf(tile, sizeof(tile), "tile %u", __builtin_ctz(r.mask));
 	ASSERT_EQ(0, tiles_read());
 	EXPECT_EQ(1, tiles_field(tile, "wakes"));
+	EXPECT_FALSE(tiles_in_state(tile, "asleep")) TH_LOG("it just ran: idle, not asleep");
+	EXPECT_TRUE(tiles_in_state(tile, "idle"));
 	EXPECT_EQ(-1, busy_job_wrong(&j));
 	busy_job_fini(self->fd, &j);
 }
@@ -290,6 +297,7 @@ TEST_F(tiles, hwmon_energy_is_the_integral_of_the_power_states)
 	for (int i = 0; i < 20; i++) {
 		long long e = hwmon_number("energy1_input");
 
+		ASSERT_GE(e, 0) TH_LOG("energy1_input unreadable");
 		EXPECT_GE(e, last) TH_LOG("the energy counter went back");
 		last = e;
 		usleep(5000);
@@ -307,8 +315,8 @@ TEST_F(tiles, hwmon_energy_is_the_integral_of_the_power_states)
 		energy = tiles_field(tile, "energy_uj");
 		mw = tiles_field(tile, "busy_mw");
 		/* mW x ns = pJ; rounding to whole uJ. */
-		long long pj = mw * busy + (long long)self->info.idle_mw * idle +
-			       (long long)self->info.sleep_mw * asleep;
+		long long pj = mw * busy + (long long)self->power.idle_mw * idle +
+			       (long long)self->power.sleep_mw * asleep;
 		EXPECT_LE(llabs(pj / 1000000 - energy), 1) TH_LOG("%s: %lld uJ, integral %lld", tile, energy, pj / 1000000);
 		snprintf(attr, sizeof(attr), "energy%u_input", 2 + self->info.nodes + t);
 		EXPECT_LE(energy, hwmon_number(attr));
@@ -325,7 +333,7 @@ TEST_F(tiles, hwmon_energy_is_the_integral_of_the_power_states)
 	}
 	EXPECT_LE(llabs(tiles_field("device", "energy_uj") - device_sum), self->info.nodes);
 	/* Asleep, nothing changes state: energy grows at the power reported. */
-	usleep(2 * self->info.idle_delay_us);
+	usleep(2 * self->power.idle_delay_us);
 	power = hwmon_number("power1_input");
 	t0 = vg_now_ns();
 	e0 = hwmon_number("energy1_input");
@@ -335,7 +343,36 @@ TEST_F(tiles, hwmon_energy_is_the_integral_of_the_power_states)
 	/* uW x ns / 1e9 = uJ; the reads lie within [t0, t1], 300 ms or more apart. */
 	EXPECT_LE(e1 - e0, power * (long long)(t1 - t0) / 1000000000 + 1);
 	EXPECT_GE(e1 - e0, power * 300000000LL / 1000000000 - 1);
-	EXPECT_EQ(power, 1000LL * self->info.sleep_mw * tiles);
+	EXPECT_EQ(power, 1000LL * self->power.sleep_mw * tiles);
+}
+
+/*
+ * A job holding every tile of a node gives them back when its context is
+ * destroyed mid-run: a job of as many tiles on another context runs.
+ */
+TEST_F(tiles, a_destroyed_context_gives_its_tiles_back)
+{
+	unsigned int per_node = self->info.tiles_per_node, nodes = self->info.nodes;
+	struct busy_job j[4];
+	struct vg_tiles r;
+	__u32 fresh;
+
+	ASSERT_LE(nodes, 4);
+	/* Every node busy with a job of all its tiles, for 9 s (the timeout is 10). */
+	for (unsigned int n = 0; n < nodes; n++) {
+		ASSERT_EQ(0, tile_job(self->fd, &j[n], self->ctx[n], 9000, per_node, per_node));
+		ASSERT_EQ(0, job_tiles_wait(self->fd, self->ctx[n], 1, &r));
+	}
+	for (unsigned int n = 0; n < nodes; n++) {
+		ASSERT_EQ(0, vgsched_ctx_destroy(self->fd, self->ctx[n]));
+		busy_job_fini(self->fd, &j[n]);
+	}
+	fresh = vgsched_ctx_create(self->fd, 8);
+	ASSERT_NE(0, fresh);
+	ASSERT_EQ(0, tile_job(self->fd, &j[0], fresh, 10, per_node, per_node));
+	ASSERT_EQ(0, wait_ok(self->fd, fresh, 1));
+	EXPECT_EQ(-1, busy_job_wrong(&j[0]));
+	busy_job_fini(self->fd, &j[0]);
 }
 
 /* More tiles than a node has: E2BIG; pad: EINVAL; nothing queued. */
@@ -382,19 +419,56 @@ TEST(one_tile_is_shared)
 	EXPECT_EQ(-E2BIG, busy_submit(fd, &j[0]));
 	busy_job_fini(fd, &j[0]);
 	for (int i = 0; i < 2; i++)
-		ASSERT_EQ(0, tile_job(fd, &j[i], ctx[i], 100, 1, 1));
+		ASSERT_EQ(0, tile_job(fd, &j[i], ctx[i], 1000, 1, 1));
 	for (int i = 0; i < 2; i++) {
 		ASSERT_EQ(0, wait_ok(fd, ctx[i], 1));
 		ASSERT_EQ(1, vgsched_placements(vgsched_client_id(fd, ctx[i]), ctx[i], p[i], 8));
-		EXPECT_EQ(-1, job_tiles(fd, ctx[i], 1, &(struct vg_tiles){}))
+		EXPECT_EQ(0, tile_records(vgsched_client_id(fd, ctx[i]), ctx[i], &(struct vg_tiles){}, 1))
 			TH_LOG("one shared tile is no placement decision");
 		EXPECT_EQ(-1, busy_job_wrong(&j[i]));
 		busy_job_fini(fd, &j[i]);
 	}
-	/* The second started while the first (100 ms) still held the tile. */
+	/* The second started while the first (1 s) still held the tile. */
 	EXPECT_LT(p[1][0].time_ns > p[0][0].time_ns ? p[1][0].time_ns - p[0][0].time_ns :
 						      p[0][0].time_ns - p[1][0].time_ns,
-		  100000000ull);
+		  1000000000ull);
+	close(fd);
+	EXPECT_EQ(0, vgsched_module_unload());
+	EXPECT_EQ(0, vgsched_module_load(""));
+}
+
+/*
+ * One slot, one node of two tiles: a low-priority job holding both tiles is
+ * preempted by a high-priority job of one tile, which gets a tile once the
+ * low one's work is off the device; both finish, results exact.
+ */
+TEST(a_preempted_job_gives_its_tiles_back)
+{
+	struct drm_vgsched_ctx_query q;
+	struct busy_job low, high;
+	__u32 lo, hi;
+	int fd;
+
+	ASSERT_EQ(0, vgsched_module_unload());
+	ASSERT_EQ(0, vgsched_module_load("hw_slots=1 modules=2 nodes=1 tiles_per_node=2 job_timeout_ms=10000"));
+	fd = vgsched_open_render_node();
+	ASSERT_GE(fd, 0);
+	lo = vgsched_ctx_create(fd, 12);
+	hi = vgsched_ctx_create(fd, 2);
+	ASSERT_NE(0, lo);
+	ASSERT_NE(0, hi);
+	ASSERT_EQ(0, tile_job(fd, &low, lo, 2000, 2, 2));
+	usleep(100000);
+	ASSERT_EQ(0, tile_job(fd, &high, hi, 20, 1, 1));
+	ASSERT_EQ(0, wait_ok(fd, hi, 1));
+	ASSERT_EQ(0, vgsched_ctx_query(fd, lo, &q));
+	EXPECT_EQ(0, q.jobs_completed) TH_LOG("the low job ended first: nothing was preempted");
+	EXPECT_GE(q.preemptions, 1);
+	ASSERT_EQ(0, wait_ok(fd, lo, 1));
+	EXPECT_EQ(-1, busy_job_wrong(&high));
+	EXPECT_EQ(-1, busy_job_wrong(&low));
+	busy_job_fini(fd, &high);
+	busy_job_fini(fd, &low);
 	close(fd);
 	EXPECT_EQ(0, vgsched_module_unload());
 	EXPECT_EQ(0, vgsched_module_load(""));

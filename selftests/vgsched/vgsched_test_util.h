@@ -649,19 +649,27 @@ static inline long long tiles_field(const char *line, const char *key)
 	return strtoll(at + strlen(key) + 1, NULL, 10);
 }
 
-/* Whether @line of a fresh read of debugfs tiles says @word. */
-static inline int tiles_says(const char *line, const char *word)
+/*
+ * Whether @line of a fresh read of debugfs tiles is in state @state
+ * ("busy", "idle" or "asleep" for a tile; "awake" or "asleep" for a node):
+ * the word after the line's name ("tile 3 node 0 type 1 STATE ...", "node 0
+ * STATE ...").
+ */
+static inline int tiles_in_state(const char *line, const char *state)
 {
-	const char *l, *end, *at;
+	char word[16] = "";
+	const char *l;
 
 	if (tiles_read())
 		return 0;
 	l = tiles_line(line);
 	if (!l)
 		return 0;
-	end = strchr(l, '\n');
-	at = strstr(l, word);
-	return at && (!end || at < end);
+	if (!strncmp(l, "tile ", 5))
+		sscanf(l, "tile %*u node %*u type %*u %15s", word);
+	else
+		sscanf(l, "node %*u %15s", word);
+	return !strcmp(word, state);
 }
 
 /* The directory of vgsched's hwmon device into @dir; 0 or -1. */

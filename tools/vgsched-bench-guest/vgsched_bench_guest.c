@@ -528,11 +528,13 @@ static int power_bench(int fd)
 	static struct busy_job jobs[POWER_JOBS];
 	struct power_job sched[POWER_JOBS];
 	struct drm_vgsched_tiles_info t;
+	struct drm_vgsched_power_info pm;
 	__u32 ctx[POWER_CTXS], seed = 12345;
 	double energy[2] = { 0 }, busy[2] = { 0 }, makespan[2] = { 0 };
 	__u64 at = 0;
 
-	if (vgsched_dev_query(fd, DRM_VGSCHED_DEV_QUERY_TILES, &t, sizeof(t)) || t.nodes != 4 ||
+	if (vgsched_dev_query(fd, DRM_VGSCHED_DEV_QUERY_TILES, &t, sizeof(t)) ||
+	    vgsched_dev_query(fd, DRM_VGSCHED_DEV_QUERY_POWER, &pm, sizeof(pm)) || t.nodes != 4 ||
 	    t.tiles_per_node != 4)
 		DIE("power wants 4 nodes x 4 tiles");
 	for (int c = 0; c < POWER_CTXS; c++) {
@@ -560,7 +562,7 @@ static int power_bench(int fd)
 		for (int p = 0; p < 2; p++) {
 			long long e, b;
 			__u64 span = power_run(fd, sched, ctx, jobs, p ? "1" : "0",
-					       16000LL * t.sleep_mw, &e, &b);
+					       16000LL * pm.sleep_mw, &e, &b);
 
 			energy[p] += e / 1000.0 / POWER_REPS;
 			busy[p] += b / 1000.0 / POWER_REPS;

@@ -72,6 +72,8 @@ enum drm_vgsched_dev_query_type {
 	DRM_VGSCHED_DEV_QUERY_GPU_INFO = 0,
 	/** @DRM_VGSCHED_DEV_QUERY_TILES: a struct drm_vgsched_tiles_info (uAPI 1.5). */
 	DRM_VGSCHED_DEV_QUERY_TILES = 1,
+	/** @DRM_VGSCHED_DEV_QUERY_POWER: a struct drm_vgsched_power_info (uAPI 1.6). */
+	DRM_VGSCHED_DEV_QUERY_POWER = 2,
 };
 
 /** Limits of struct drm_vgsched_tiles_info. */
@@ -108,13 +110,24 @@ struct drm_vgsched_tiles_info {
 	__u32 node_standby_mw[DRM_VGSCHED_MAX_NODES];
 	/** @tile_type: each tile's type. */
 	__u8 tile_type[DRM_VGSCHED_MAX_TILES];
-	/** @idle_mw: an idle tile's power (uAPI 1.6). */
+};
+
+/**
+ * struct drm_vgsched_power_info - the tiles' power model (uAPI 1.6).
+ *
+ * Powers in milliwatts, from the module parameters tile_idle_mw,
+ * tile_sleep_mw, tile_idle_delay_us and tile_wake_us. A busy tile draws
+ * its type's power (struct drm_vgsched_tiles_info); energy and power are
+ * read through hwmon.
+ */
+struct drm_vgsched_power_info {
+	/** @idle_mw: an idle tile's power. */
 	__u32 idle_mw;
-	/** @sleep_mw: a tile's power in the low-power state (uAPI 1.6). */
+	/** @sleep_mw: a tile's power in the low-power state. */
 	__u32 sleep_mw;
-	/** @idle_delay_us: idle time before a tile goes to sleep (uAPI 1.6). */
+	/** @idle_delay_us: idle time before a tile goes to the low-power state. */
 	__u32 idle_delay_us;
-	/** @wake_us: modeled time to wake a sleeping tile (uAPI 1.6). */
+	/** @wake_us: modeled time to wake a sleeping tile before a job starts on it. */
 	__u32 wake_us;
 };
 
@@ -472,8 +485,9 @@ struct drm_vgsched_submit {
 	 * @tiles: tiles the job needs, all on one node, 0 meaning 1 (uAPI
 	 * 1.6). When its first work-group is about to be placed the
 	 * placement policy chooses them (placement_policy), and the job holds
-	 * them alone until it ends: its work-groups run only on their
-	 * modules. A job waits while no node has @tiles idle tiles; more
+	 * them alone until it ends (or, preempted, until it is off the device;
+	 * they are chosen again when it comes back): its work-groups run only
+	 * on their modules. A job waits while no node has @tiles idle tiles; more
 	 * than a node has: -E2BIG. A device of one tile shares it among all
 	 * jobs, as before uAPI 1.6.
 	 */

@@ -99,14 +99,21 @@ pub enum TopologyError {
         /// Its type.
         ty: u32,
     },
-    /// A power of 0.
-    ZeroPower {
+    /// A power out of [`POWER_MW`].
+    BadPower {
         /// The parameter.
         field: &'static str,
         /// Its entry.
         index: u32,
+        /// Its value.
+        mw: u32,
     },
 }
+
+/// Limits of a type's first power value and of a node's standby power,
+/// milliwatts (10 kW at most: the energy account, in nanojoules, then
+/// lasts years even with every tile at that power).
+pub const POWER_MW: (u32, u32) = (1, 10_000_000);
 
 impl TileTopology {
     /// The topology of the module parameters: `nodes` × `tiles_per_node`
@@ -177,10 +184,11 @@ impl TileTopology {
             (node_standby_mw, "node_standby_mw", &mut t.standby_mw[..]),
         ] {
             for (i, (&mw, slot)) in list.iter().zip(out.iter_mut()).enumerate() {
-                if mw == 0 {
-                    return Err(TopologyError::ZeroPower {
+                if within(field, mw, POWER_MW).is_err() {
+                    return Err(TopologyError::BadPower {
                         field,
                         index: i as u32,
+                        mw,
                     });
                 }
                 *slot = mw;
@@ -825,7 +833,9 @@ impl TileAccount {
         self.tiles
             .get(self.node_tiles(n))
             .map_or(0, |ts| {
-                ts.iter().map(|t| t.power_mw(&self.model)).sum::<u64>()
+                ts.iter()
+                    .map(|t| t.power_mw(&self.model))
+                    .fold(0, u64::saturating_add)
             })
             .saturating_add(standby)
     }
@@ -841,18 +851,26 @@ impl TileAccount {
     pub fn node_energy_nj(&self, n: u32) -> u64 {
         self.tiles
             .get(self.node_tiles(n))
-            .map_or(0, |ts| ts.iter().map(|t| t.energy.nj()).sum::<u64>())
+            .map_or(0, |ts| {
+                ts.iter()
+                    .map(|t| t.energy.nj())
+                    .fold(0, u64::saturating_add)
+            })
             .saturating_add(self.standby(n).0)
     }
 
     /// Energy the device drew, nanojoules.
     pub fn energy_nj(&self) -> u64 {
-        (0..self.topo.nodes).map(|n| self.node_energy_nj(n)).sum()
+        (0..self.topo.nodes)
+            .map(|n| self.node_energy_nj(n))
+            .fold(0, u64::saturating_add)
     }
 
     /// What the device draws now, mW.
     pub fn power_mw(&self) -> u64 {
-        (0..self.topo.nodes).map(|n| self.node_power_mw(n)).sum()
+        (0..self.topo.nodes)
+            .map(|n| self.node_power_mw(n))
+            .fold(0, u64::saturating_add)
     }
 
     /// The lower bound of the energy: the busy time alone at the tiles'
@@ -862,7 +880,7 @@ impl TileAccount {
             .iter()
             .take(self.topo.tiles() as usize)
             .map(|t| t.busy_mw.saturating_mul(t.busy_ns) / 1000)
-            .sum()
+            .fold(0, u64::saturating_add)
     }
 }
 
@@ -953,16 +971,18 @@ mod tests {
         );
         assert_eq!(
             TileTopology::from_values(4, 2, 1, &[], &[0], &[]),
-            Err(TopologyError::ZeroPower {
+            Err(TopologyError::BadPower {
                 field: "type_power_mw",
-                index: 0
+                index: 0,
+                mw: 0
             })
         );
         assert_eq!(
             TileTopology::from_values(4, 2, 1, &[], &[], &[5, 0]),
-            Err(TopologyError::ZeroPower {
+            Err(TopologyError::BadPower {
                 field: "node_standby_mw",
-                index: 1
+                index: 1,
+                mw: 0
             })
         );
         assert_eq!(

@@ -796,6 +796,7 @@ pub(crate) struct Engine {
     /// The tiles of the device and their power model, as the account in
     /// [`EngineState::tiles`] was made with (fixed for the device's life).
     tile_topology: TileTopology,
+    /// See `tile_topology`.
     power_model: PowerModel,
     #[pin]
     state: Mutex<EngineState>,

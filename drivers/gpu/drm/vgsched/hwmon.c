@@ -10,7 +10,8 @@
  * node ("node<n>": its standby and its tiles) and each tile ("tile<n>"),
  * each with energy<i>_input (microjoules since load) and power<i>_input
  * (microwatts now), both labelled. The channel lists are built at
- * registration, as the number of tiles is a module parameter.
+ * registration, as the number of tiles is a module parameter. Without
+ * CONFIG_HWMON there is no device (registration returns NULL).
  */
 
 #include <linux/device.h>
@@ -35,7 +36,7 @@ struct vgsched_hwmon {
 	/* Zero-terminated, as hwmon wants its channel lists. */
 	u32 energy_config[VGSCHED_HWMON_CHANNELS + 1];
 	u32 power_config[VGSCHED_HWMON_CHANNELS + 1];
-	char labels[VGSCHED_HWMON_CHANNELS][8];
+	char labels[VGSCHED_HWMON_CHANNELS][16];
 };
 
 static umode_t vgsched_hwmon_visible(const void *data, enum hwmon_sensor_types type,
@@ -75,6 +76,9 @@ vgsched_hwmon_register(struct device *parent, unsigned int nodes, unsigned int t
 	unsigned int channels = 1 + nodes + tiles, i;
 	struct vgsched_hwmon *h;
 
+	/* A kernel without hwmon: the module works, nobody reads energy. */
+	if (!IS_REACHABLE(CONFIG_HWMON))
+		return NULL;
 	if (nodes > VGSCHED_MAX_NODES || tiles > VGSCHED_MAX_TILES)
 		return ERR_PTR(-EINVAL);
 	h = kzalloc(sizeof(*h), GFP_KERNEL);
@@ -120,6 +124,8 @@ vgsched_hwmon_register(struct device *parent, unsigned int nodes, unsigned int t
  */
 void vgsched_hwmon_unregister(struct vgsched_hwmon *h)
 {
+	if (!h)
+		return;
 	hwmon_device_unregister(h->dev);
 	kfree(h);
 }

@@ -17,7 +17,8 @@ enum vgsched_hwmon_quantity {
 /*
  * Channel 0 is the device, channels 1..nodes its nodes, the next ones its
  * tiles. @read answers one channel's quantity into *out, or returns a
- * negative errno.
+ * negative errno. Returns the device, an ERR_PTR(), or NULL on a kernel
+ * without hwmon; vgsched_hwmon_unregister() takes any but an ERR_PTR().
  */
 struct vgsched_hwmon *
 vgsched_hwmon_register(struct device *parent, unsigned int nodes, unsigned int tiles,

@@ -48,8 +48,9 @@ extern "C" {
 ///
 /// # Invariants
 ///
-/// `raw` was returned by `vgsched_hwmon_register()` with `engine` as its
-/// data and is unregistered only by [`Drop`], before `_engine` is dropped.
+/// `raw` is null (a kernel without hwmon) or was returned by
+/// `vgsched_hwmon_register()` with `_engine` as its data, and is
+/// unregistered only by [`Drop`], before `_engine` is dropped.
 pub(crate) struct Hwmon {
     raw: *mut RawHwmon,
     _engine: Arc<Engine>,
@@ -79,7 +80,8 @@ impl Hwmon {
         let raw = from_err_ptr(unsafe {
             vgsched_hwmon_register(parent, t.nodes, t.tiles(), read, data)
         })?;
-        // INVARIANT: `raw` was just registered with `engine` as its data.
+        // INVARIANT: `raw` is null or was just registered with `engine` as
+        // its data.
         Ok(Self {
             raw,
             _engine: engine,
@@ -89,8 +91,9 @@ impl Hwmon {
 
 impl Drop for Hwmon {
     fn drop(&mut self) {
-        // SAFETY: By the type invariants `raw` is registered; this waits
-        // for reads in progress, after which `read` never sees `engine`.
+        // SAFETY: By the type invariants `raw` is null (a no-op) or
+        // registered; this waits for reads in progress, after which `read`
+        // never sees the engine.
         unsafe { vgsched_hwmon_unregister(self.raw) };
     }
 }

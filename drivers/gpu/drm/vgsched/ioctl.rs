@@ -184,7 +184,6 @@ impl Ioctl for DevQuery {
             }
             uapi::DRM_VGSCHED_DEV_QUERY_TILES => {
                 let t = dev.engine.tile_topology();
-                let m = dev.engine.power_model();
                 let mut info = uapi::drm_vgsched_tiles_info {
                     nodes: t.nodes,
                     tiles_per_node: t.tiles_per_node,
@@ -192,13 +191,19 @@ impl Ioctl for DevQuery {
                     modules_per_tile: t.modules_per_tile,
                     type_power_mw: t.type_power_mw,
                     node_standby_mw: t.standby_mw,
+                    ..Default::default()
+                };
+                info.tile_type = t.tile_type;
+                copy_answer(args.pointer, &mut size, &info)?;
+            }
+            uapi::DRM_VGSCHED_DEV_QUERY_POWER => {
+                let m = dev.engine.power_model();
+                let info = uapi::drm_vgsched_power_info {
                     idle_mw: u32::try_from(m.idle_mw).unwrap_or(u32::MAX),
                     sleep_mw: u32::try_from(m.sleep_mw).unwrap_or(u32::MAX),
                     idle_delay_us: u32::try_from(m.idle_delay_ns / 1000).unwrap_or(u32::MAX),
                     wake_us: u32::try_from(m.wake_ns / 1000).unwrap_or(u32::MAX),
-                    ..Default::default()
                 };
-                info.tile_type = t.tile_type;
                 copy_answer(args.pointer, &mut size, &info)?;
             }
             _ => return Err(EINVAL),

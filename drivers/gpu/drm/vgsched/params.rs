@@ -29,7 +29,8 @@ use crate::vgsched_core::{
         MAX_NODES,
         MAX_TILES,
         MAX_TYPES,
-        POLICY, //
+        POLICY,
+        POWER_MW, //
     },
     topology::within, //
 };
@@ -131,8 +132,9 @@ pub(crate) fn tiles(modules: u32) -> Result<(TileTopology, PowerModel)> {
             TopologyError::UnknownType { tile, ty } => {
                 pr_err!("invalid parameter tile_type: tile {tile} has type {ty}, which type_power_mw lacks\n")
             }
-            TopologyError::ZeroPower { field, index } => {
-                pr_err!("invalid parameter {field}: entry {index} is 0\n")
+            TopologyError::BadPower { field, index, mw } => {
+                let (min, max) = POWER_MW;
+                pr_err!("invalid parameter {field}: entry {index} is {mw} (must be {min}..={max})\n")
             }
         }
         EINVAL

@@ -38,6 +38,7 @@ plain_bytes!(
     drm_vgsched_dev_query,
     drm_vgsched_gpu_info,
     drm_vgsched_tiles_info,
+    drm_vgsched_power_info,
     drm_vgsched_bo_create,
     drm_vgsched_bo_mmap_offset,
     drm_vgsched_ctx_create,

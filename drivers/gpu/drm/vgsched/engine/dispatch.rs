@@ -174,6 +174,17 @@ impl Engine {
             // Side by side every resident is a channel; in turn only the
             // resident whose turn it is.
             if !q.entry.turn {
+                // Off the device, a job gives its tiles back once nothing
+                // of it runs there: a context waiting for its slot must
+                // not keep another's job from its tiles.
+                if let Some(job) = active_in(&mut q.jobs) {
+                    let off = job.progress.running() == 0 && job.saved.iter().all(|s| s.complete);
+                    if job.tiles != 0 && off {
+                        st.tiles.release(job.tiles, now);
+                        job.tiles = 0;
+                        job.tiles_start_ns = 0;
+                    }
+                }
                 continue;
             }
             // Its context initialised, and rule 4 for a task's first job.
@@ -181,34 +192,34 @@ impl Engine {
             let Some(job) = active_in(&mut q.jobs) else {
                 continue;
             };
-            if let Some(saved) = job.saved.first() {
-                // A failed job's saved groups never run again; it finishes
-                // once nothing of it is on the device.
-                if saved.complete && job.progress.error() == 0 {
-                    let head = Head {
-                        queue,
-                        needs: saved.restore_needs(),
-                        band: saved.band,
-                        first_wave: saved.first_wave,
-                        piece: saved.piece,
-                        restore: true,
-                        tiles: job.tiles,
-                    };
-                    // Room for one head per channel is reserved with the channel.
-                    if st.heads.push_within_capacity(head).is_err() {
-                        warn_on!(true);
-                        return;
-                    }
-                }
-                // Saved work runs before anything new of the channel.
-                continue;
-            }
-            if !job.has_groups_to_place() || !Self::ready(job, now) || !gate_open {
+            // The first saved group: whether all of it is off the device,
+            // and the head that restores it.
+            let saved = job.saved.first().map(|sg| {
+                let head = Head {
+                    queue,
+                    needs: sg.restore_needs(),
+                    band: sg.band,
+                    first_wave: sg.first_wave,
+                    piece: sg.piece,
+                    restore: true,
+                    tiles: 0,
+                };
+                (sg.complete, head)
+            });
+            // Saved work runs before anything new of the channel; a failed
+            // job's saved groups never run again, it finishes once nothing
+            // of it is on the device.
+            let wants = match saved {
+                Some((complete, _)) => complete && job.progress.error() == 0,
+                None => job.has_groups_to_place() && Self::ready(job, now) && gate_open,
+            };
+            if !wants {
                 continue;
             }
             if job.tiles == 0 {
                 // Its tiles are chosen as its first work-group is about to
-                // be placed; while no node has enough idle ones, it waits.
+                // be placed (again, after it was off the device); while no
+                // node has enough idle ones, it waits.
                 let Some(p) = st.tiles.place(policy, job.spec.tiles, now) else {
                     continue;
                 };
@@ -231,30 +242,37 @@ impl Engine {
                 // Its tiles are waking up (the timer is armed for then).
                 continue;
             }
-            let needs = job.spec.needs;
-            let Some(unit) = job.progress.next_unit() else {
-                continue;
-            };
-            let head = match unit.piece {
-                true => Head {
-                    queue,
-                    needs: GroupNeeds { waves: 1, ..needs },
-                    band: LOWEST_BAND,
-                    first_wave: unit.first_wave,
-                    piece: true,
-                    restore: false,
+            let head = if let Some((_, head)) = saved {
+                Head {
                     tiles: job.tiles,
-                },
-                false => {
-                    st.splittable_waiting |= job.spec.independent && needs.waves > 1;
-                    Head {
+                    ..head
+                }
+            } else {
+                let needs = job.spec.needs;
+                let Some(unit) = job.progress.next_unit() else {
+                    continue;
+                };
+                match unit.piece {
+                    true => Head {
                         queue,
-                        needs,
-                        band: job.spec.band,
-                        first_wave: 0,
-                        piece: false,
+                        needs: GroupNeeds { waves: 1, ..needs },
+                        band: LOWEST_BAND,
+                        first_wave: unit.first_wave,
+                        piece: true,
                         restore: false,
                         tiles: job.tiles,
+                    },
+                    false => {
+                        st.splittable_waiting |= job.spec.independent && needs.waves > 1;
+                        Head {
+                            queue,
+                            needs,
+                            band: job.spec.band,
+                            first_wave: 0,
+                            piece: false,
+                            restore: false,
+                            tiles: job.tiles,
+                        }
                     }
                 }
             };
