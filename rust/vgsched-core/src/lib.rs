@@ -29,6 +29,7 @@ pub mod ordered_slots;
 pub mod pipeline;
 pub mod pool;
 pub mod progress;
+pub mod projects;
 pub mod rng;
 pub mod sample_maps;
 pub mod sample_programs;

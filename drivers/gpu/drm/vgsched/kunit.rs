@@ -750,3 +750,15 @@ mod tiles {
         assert_eq!(document_cases(), Ok(()));
     }
 }
+
+/// Projects: the access rules of shared storage and the quota arithmetic,
+/// as the host tests run them.
+#[kernel::macros::kunit_tests(vgsched_projects)]
+mod projects {
+    use crate::vgsched_core::projects::cases;
+
+    #[test]
+    fn access_rules_and_quotas() {
+        assert_eq!(cases(), Ok(()));
+    }
+}

@@ -53,6 +53,7 @@ pub mod vgsched_core {
     pub mod pipeline;
     pub mod pool;
     pub mod progress;
+    pub mod projects;
     pub mod rng;
     pub mod sample_maps;
     pub mod sample_programs;

@@ -1,0 +1,598 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Projects: budgets, member requests and charges, the access rules of
+//! shared storage, and the rate limit of authorization attempts.
+//!
+//! A *project* has a budget per resource. Its *members* each have a role
+//! and a *request* per resource, the most they may hold at once; the
+//! requests of all members together must fit in the budget, so a request
+//! that does not fit beside the others is refused (`EDQUOT`), and so is a
+//! budget lowered below them. What a member's files create is *charged* to
+//! it: past its request, `EDQUOT`; when the device's pool of that resource
+//! is held by others, `ENOSPC` (or the caller waits). These are pure
+//! functions over small numbers; the module keeps the state and calls
+//! them under its own lock.
+//!
+//! Shared storage has three kinds of folder: the project's folders
+//! (read-write for its members), one folder per member (read-write for its
+//! owner, read-only for the other members) and public folders (read-only
+//! for everyone; the project's owners publish there). A non-member never
+//! learns what a project's private folders hold: `ENOENT`, as if the name
+//! did not exist. [`access`] is the whole rule.
+
+/// Resources a project budgets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resource {
+    /// Contexts its members' files hold.
+    Contexts,
+    /// Bytes of the buffer objects they hold.
+    BoBytes,
+    /// Tiles their unfinished jobs ask for, together.
+    Tiles,
+    /// Bytes of the buffer objects published in the project's folders.
+    SharedBytes,
+}
+
+/// Number of [`Resource`]s.
+pub const RESOURCES: usize = 4;
+
+impl Resource {
+    /// Every resource, in the order of [`Amounts`].
+    pub const ALL: [Resource; RESOURCES] = [
+        Resource::Contexts,
+        Resource::BoBytes,
+        Resource::Tiles,
+        Resource::SharedBytes,
+    ];
+
+    /// Its name, as configfs attributes and log lines show it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Contexts => "contexts",
+            Self::BoBytes => "bo_bytes",
+            Self::Tiles => "tiles",
+            Self::SharedBytes => "shared_bytes",
+        }
+    }
+
+    /// Its index in [`Amounts`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// An amount of every resource.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Amounts(pub [u64; RESOURCES]);
+
+impl Amounts {
+    /// Nothing of anything.
+    pub const ZERO: Amounts = Amounts([0; RESOURCES]);
+
+    /// The amount of `r`.
+    pub fn get(&self, r: Resource) -> u64 {
+        self.0.get(r.index()).copied().unwrap_or(0)
+    }
+
+    /// Sets the amount of `r`.
+    pub fn set(&mut self, r: Resource, v: u64) {
+        if let Some(slot) = self.0.get_mut(r.index()) {
+            *slot = v;
+        }
+    }
+
+    /// The sum, saturating (a sum past `u64::MAX` fits no budget anyway).
+    pub fn plus(&self, other: &Amounts) -> Amounts {
+        let mut out = *self;
+        for (a, b) in out.0.iter_mut().zip(other.0.iter()) {
+            *a = a.saturating_add(*b);
+        }
+        out
+    }
+
+    /// The difference, saturating at 0.
+    pub fn minus(&self, other: &Amounts) -> Amounts {
+        let mut out = *self;
+        for (a, b) in out.0.iter_mut().zip(other.0.iter()) {
+            *a = a.saturating_sub(*b);
+        }
+        out
+    }
+
+    /// The first resource of which `self` has more than `limit`.
+    pub fn first_over(&self, limit: &Amounts) -> Option<Resource> {
+        Resource::ALL
+            .into_iter()
+            .find(|&r| self.get(r) > limit.get(r))
+    }
+}
+
+/// Why a quota operation is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QuotaError {
+    /// Past the member's request, or requests past the budget (`EDQUOT`).
+    OverQuota(Resource),
+    /// Within quota, but the device's pool is held by others (`ENOSPC`).
+    PoolBusy(Resource),
+}
+
+/// A member's new request, beside the other members' requests (their sum),
+/// within the project's budget: `Ok`, or the first resource that does not
+/// fit ([`QuotaError::OverQuota`]).
+pub fn admit_request(
+    budget: &Amounts,
+    others: &Amounts,
+    request: &Amounts,
+) -> Result<(), QuotaError> {
+    match others.plus(request).first_over(budget) {
+        Some(r) => Err(QuotaError::OverQuota(r)),
+        None => Ok(()),
+    }
+}
+
+/// A new budget for a project whose members request `requests` in all:
+/// refused if it would fall below them.
+pub fn admit_budget(budget: &Amounts, requests: &Amounts) -> Result<(), QuotaError> {
+    match requests.first_over(budget) {
+        Some(r) => Err(QuotaError::OverQuota(r)),
+        None => Ok(()),
+    }
+}
+
+/// Charging `amount` of `r` to a member that holds `used` of a `request`,
+/// on a device whose pool of `r` has `pool_free` left: past the request
+/// [`QuotaError::OverQuota`], past the pool [`QuotaError::PoolBusy`].
+pub fn charge(
+    request: &Amounts,
+    used: &Amounts,
+    r: Resource,
+    amount: u64,
+    pool_free: u64,
+) -> Result<(), QuotaError> {
+    let Some(after) = used.get(r).checked_add(amount) else {
+        return Err(QuotaError::OverQuota(r));
+    };
+    if after > request.get(r) {
+        return Err(QuotaError::OverQuota(r));
+    }
+    if amount > pool_free {
+        return Err(QuotaError::PoolBusy(r));
+    }
+    Ok(())
+}
+
+/// A member's role in its project.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Manages the project's storage: publishes to its public folders.
+    Owner,
+    /// Works in it.
+    Member,
+}
+
+impl Role {
+    /// The role of a configfs `role` value (`owner`, `member`, a trailing
+    /// newline allowed); `None` for anything else.
+    pub fn parse(text: &[u8]) -> Option<Role> {
+        let text = text.strip_suffix(b"\n").unwrap_or(text);
+        match text {
+            b"owner" => Some(Role::Owner),
+            b"member" => Some(Role::Member),
+            _ => None,
+        }
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Owner => "owner",
+            Self::Member => "member",
+        }
+    }
+}
+
+/// The kinds of folder of a project's shared storage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Folder {
+    /// A project folder (models, data sets): read-write for members.
+    Project,
+    /// A member's own folder: read-write for it, read-only for the others.
+    Member,
+    /// A public folder: read-only for everyone.
+    Public,
+}
+
+/// What a caller does with a shared object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Opens it read-only.
+    OpenRead,
+    /// Opens it read-write.
+    OpenWrite,
+    /// Maps it with `PROT_WRITE` (needs a read-write handle).
+    MapWrite,
+    /// Binds it writable in a job (needs a read-write handle).
+    BindWrite,
+    /// Publishes an object under a name in the folder.
+    Publish,
+    /// Removes a name from the folder.
+    Unpublish,
+}
+
+impl Op {
+    /// Every operation.
+    pub const ALL: [Op; 6] = [
+        Op::OpenRead,
+        Op::OpenWrite,
+        Op::MapWrite,
+        Op::BindWrite,
+        Op::Publish,
+        Op::Unpublish,
+    ];
+
+    /// It changes the folder or the object.
+    pub fn writes(self) -> bool {
+        !matches!(self, Op::OpenRead)
+    }
+}
+
+/// Who asks, as the rules see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Caller {
+    /// Has `CAP_SYS_ADMIN`: may do everything.
+    pub admin: bool,
+    /// Its role in the folder's project, if it is a member of it.
+    pub role: Option<Role>,
+    /// For a member folder: it is the member the folder belongs to.
+    pub owns_folder: bool,
+}
+
+/// Why an access is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessError {
+    /// The caller may know the name but not do this (`EACCES`).
+    Denied,
+    /// The caller may not know the name exists (`ENOENT`).
+    Hidden,
+}
+
+/// Whether `caller` may do `op` in a folder of kind `folder`:
+///
+/// - an administrator may do everything;
+/// - a non-member sees only public folders, read-only; a project's or a
+///   member's folder is hidden from it;
+/// - a project folder is read-write for every member;
+/// - a member folder is read-write for its owner, read-only for the other
+///   members;
+/// - a public folder is read-only for everyone; the project's owners
+///   publish and unpublish there.
+pub fn access(caller: Caller, folder: Folder, op: Op) -> Result<(), AccessError> {
+    if caller.admin {
+        return Ok(());
+    }
+    let Some(role) = caller.role else {
+        return match folder {
+            Folder::Public if !op.writes() => Ok(()),
+            Folder::Public => Err(AccessError::Denied),
+            Folder::Project | Folder::Member => Err(AccessError::Hidden),
+        };
+    };
+    let allowed = match folder {
+        Folder::Project => true,
+        Folder::Member => caller.owns_folder || !op.writes(),
+        Folder::Public => match op {
+            Op::OpenRead => true,
+            Op::Publish | Op::Unpublish => role == Role::Owner,
+            Op::OpenWrite | Op::MapWrite | Op::BindWrite => false,
+        },
+    };
+    match allowed {
+        true => Ok(()),
+        false => Err(AccessError::Denied),
+    }
+}
+
+/// Failed authorization attempts a file may make in a burst.
+pub const AUTH_BURST: u32 = 3;
+/// Modeled time after which a failed attempt is forgiven, ns.
+pub const AUTH_REFILL_NS: u64 = 1_000_000_000;
+
+/// The rate limit of failed authorization attempts: a burst of
+/// [`AUTH_BURST`], then one per [`AUTH_REFILL_NS`]. A limited attempt is
+/// refused before the code is even compared.
+///
+/// # Invariants
+///
+/// `tokens <= AUTH_BURST`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttemptLimiter {
+    tokens: u32,
+    at_ns: u64,
+}
+
+impl AttemptLimiter {
+    /// A full burst at `now_ns`.
+    pub fn new(now_ns: u64) -> Self {
+        Self {
+            tokens: AUTH_BURST,
+            at_ns: now_ns,
+        }
+    }
+
+    /// Refills what time has earned.
+    fn refill(&mut self, now_ns: u64) {
+        let earned = now_ns.saturating_sub(self.at_ns) / AUTH_REFILL_NS;
+        if earned > 0 {
+            let earned = u32::try_from(earned).unwrap_or(u32::MAX);
+            self.tokens = self.tokens.saturating_add(earned).min(AUTH_BURST);
+            self.at_ns = self
+                .at_ns
+                .saturating_add(u64::from(earned).saturating_mul(AUTH_REFILL_NS));
+            if self.tokens == AUTH_BURST {
+                self.at_ns = now_ns;
+            }
+        }
+    }
+
+    /// Whether an attempt may be checked at `now_ns`.
+    pub fn may_try(&mut self, now_ns: u64) -> bool {
+        self.refill(now_ns);
+        self.tokens > 0
+    }
+
+    /// An attempt failed at `now_ns`: it costs a token.
+    pub fn failed(&mut self, now_ns: u64) {
+        self.refill(now_ns);
+        if self.tokens == AUTH_BURST {
+            self.at_ns = now_ns;
+        }
+        self.tokens = self.tokens.saturating_sub(1);
+    }
+}
+
+/// The cases KUnit runs too: the access matrix at its corners and the
+/// quota arithmetic; `Err(name)` names the first that fails.
+pub fn cases() -> Result<(), &'static str> {
+    let member = |role, owns_folder| Caller {
+        admin: false,
+        role: Some(role),
+        owns_folder,
+    };
+    let outsider = Caller {
+        admin: false,
+        role: None,
+        owns_folder: false,
+    };
+    let admin = Caller {
+        admin: true,
+        role: None,
+        owns_folder: false,
+    };
+    let budget = Amounts([4, 1 << 20, 2, 0]);
+    let others = Amounts([3, 1 << 19, 1, 0]);
+    let mut limiter = AttemptLimiter::new(0);
+    let checks: [(&'static str, bool); 12] = [
+        (
+            "project folders are read-write for members",
+            access(member(Role::Member, false), Folder::Project, Op::MapWrite).is_ok(),
+        ),
+        (
+            "another member's folder is read-only",
+            access(member(Role::Owner, false), Folder::Member, Op::BindWrite)
+                == Err(AccessError::Denied)
+                && access(member(Role::Member, false), Folder::Member, Op::OpenRead).is_ok(),
+        ),
+        (
+            "one's own folder is read-write",
+            access(member(Role::Member, true), Folder::Member, Op::Publish).is_ok(),
+        ),
+        (
+            "a non-member does not see private folders",
+            access(outsider, Folder::Member, Op::OpenRead) == Err(AccessError::Hidden),
+        ),
+        (
+            "public folders are read-only, even for owners",
+            access(outsider, Folder::Public, Op::OpenRead).is_ok()
+                && access(member(Role::Owner, false), Folder::Public, Op::OpenWrite)
+                    == Err(AccessError::Denied),
+        ),
+        (
+            "owners publish in public folders, members do not",
+            access(member(Role::Owner, false), Folder::Public, Op::Publish).is_ok()
+                && access(member(Role::Member, false), Folder::Public, Op::Publish)
+                    == Err(AccessError::Denied),
+        ),
+        (
+            "an administrator may do everything",
+            access(admin, Folder::Member, Op::Unpublish).is_ok(),
+        ),
+        (
+            "a request that fits beside the others",
+            admit_request(&budget, &others, &Amounts([1, 1 << 19, 1, 0])).is_ok(),
+        ),
+        (
+            "a request past the budget names its resource",
+            admit_request(&budget, &others, &Amounts([1, 1 << 19, 2, 0]))
+                == Err(QuotaError::OverQuota(Resource::Tiles)),
+        ),
+        (
+            "a budget below the requests is refused",
+            admit_budget(&Amounts([2, 1 << 20, 2, 0]), &others)
+                == Err(QuotaError::OverQuota(Resource::Contexts)),
+        ),
+        (
+            "charges stop at the request, then at the pool",
+            charge(&budget, &others, Resource::Contexts, 2, 10)
+                == Err(QuotaError::OverQuota(Resource::Contexts))
+                && charge(&budget, &others, Resource::Contexts, 1, 0)
+                    == Err(QuotaError::PoolBusy(Resource::Contexts)),
+        ),
+        ("three failed attempts, then a wait", {
+            let mut ok = true;
+            for _ in 0..AUTH_BURST {
+                ok &= limiter.may_try(0);
+                limiter.failed(0);
+            }
+            ok && !limiter.may_try(AUTH_REFILL_NS - 1) && limiter.may_try(AUTH_REFILL_NS)
+        }),
+    ];
+    super::device_memory::first_failing(&checks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kunit_cases() {
+        assert_eq!(cases(), Ok(()));
+    }
+
+    /// Every caller, folder kind and operation: the documented matrix.
+    #[test]
+    fn the_access_matrix() {
+        use AccessError::*;
+        let ok = Ok(());
+        for admin in [false, true] {
+            for role in [None, Some(Role::Owner), Some(Role::Member)] {
+                for owns_folder in [false, true] {
+                    if owns_folder && role.is_none() {
+                        continue;
+                    }
+                    let caller = Caller {
+                        admin,
+                        role,
+                        owns_folder,
+                    };
+                    for folder in [Folder::Project, Folder::Member, Folder::Public] {
+                        for op in Op::ALL {
+                            let want = if admin {
+                                ok
+                            } else {
+                                match (role, folder) {
+                                    (None, Folder::Public) if op == Op::OpenRead => ok,
+                                    (None, Folder::Public) => Err(Denied),
+                                    (None, _) => Err(Hidden),
+                                    (Some(_), Folder::Project) => ok,
+                                    (Some(_), Folder::Member) if owns_folder => ok,
+                                    (Some(_), Folder::Member) if op == Op::OpenRead => ok,
+                                    (Some(_), Folder::Member) => Err(Denied),
+                                    (Some(_), Folder::Public) if op == Op::OpenRead => ok,
+                                    (Some(Role::Owner), Folder::Public)
+                                        if matches!(op, Op::Publish | Op::Unpublish) =>
+                                    {
+                                        ok
+                                    }
+                                    (Some(_), Folder::Public) => Err(Denied),
+                                }
+                            };
+                            assert_eq!(
+                                access(caller, folder, op),
+                                want,
+                                "{caller:?} {folder:?} {op:?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Requests and budgets over a small space, against the definition.
+    #[test]
+    fn requests_fit_exactly_when_the_sum_fits() {
+        for b in 0..6u64 {
+            for o in 0..6u64 {
+                for q in 0..6u64 {
+                    let budget = Amounts([b, 5, 5, 5]);
+                    let others = Amounts([o, 0, 0, 0]);
+                    let request = Amounts([q, 0, 0, 0]);
+                    let fits = o + q <= b;
+                    assert_eq!(
+                        admit_request(&budget, &others, &request).is_ok(),
+                        fits,
+                        "{b} {o} {q}"
+                    );
+                    assert_eq!(admit_budget(&budget, &others.plus(&request)).is_ok(), fits);
+                }
+            }
+        }
+        // Overflowing sums fit no budget.
+        let huge = Amounts([u64::MAX, 0, 0, 0]);
+        assert!(admit_request(&huge, &huge, &Amounts([1, 0, 0, 0])).is_ok());
+        assert_eq!(
+            admit_request(&Amounts([u64::MAX - 1, 0, 0, 0]), &huge, &Amounts::ZERO),
+            Err(QuotaError::OverQuota(Resource::Contexts))
+        );
+    }
+
+    #[test]
+    fn charges_against_request_and_pool() {
+        for req in 0..5u64 {
+            for used in 0..5u64 {
+                for amount in 0..5u64 {
+                    for pool in 0..5u64 {
+                        let r = charge(
+                            &Amounts([0, req, 0, 0]),
+                            &Amounts([0, used, 0, 0]),
+                            Resource::BoBytes,
+                            amount,
+                            pool,
+                        );
+                        let want = if used + amount > req {
+                            Err(QuotaError::OverQuota(Resource::BoBytes))
+                        } else if amount > pool {
+                            Err(QuotaError::PoolBusy(Resource::BoBytes))
+                        } else {
+                            Ok(())
+                        };
+                        assert_eq!(r, want);
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            charge(
+                &Amounts([u64::MAX; 4]),
+                &Amounts([u64::MAX; 4]),
+                Resource::Tiles,
+                1,
+                1
+            ),
+            Err(QuotaError::OverQuota(Resource::Tiles))
+        );
+    }
+
+    #[test]
+    fn roles_parse_as_configfs_writes_them() {
+        assert_eq!(Role::parse(b"owner\n"), Some(Role::Owner));
+        assert_eq!(Role::parse(b"member"), Some(Role::Member));
+        for bad in [&b""[..], b"Owner", b"owner\n\n", b"admin", b" member"] {
+            assert_eq!(Role::parse(bad), None);
+        }
+        for r in [Role::Owner, Role::Member] {
+            assert_eq!(Role::parse(r.name().as_bytes()), Some(r));
+        }
+    }
+
+    #[test]
+    fn failed_attempts_are_limited() {
+        let s = AUTH_REFILL_NS;
+        let mut l = AttemptLimiter::new(0);
+        for _ in 0..AUTH_BURST {
+            assert!(l.may_try(10));
+            l.failed(10);
+        }
+        assert!(!l.may_try(10 + s - 1));
+        // One token back per refill period, never more than the burst.
+        assert!(l.may_try(10 + s));
+        l.failed(10 + s);
+        assert!(!l.may_try(10 + s + 1));
+        assert!(l.may_try(100 * s));
+        for _ in 0..AUTH_BURST {
+            assert!(l.may_try(100 * s));
+            l.failed(100 * s);
+        }
+        assert!(!l.may_try(100 * s));
+    }
+}
