@@ -25,28 +25,38 @@
 #include "vgsched_drm.h"
 
 /*
- * Opens the render node whose driver is "vgsched"; -1 if there is none.
- * Other DRM devices may exist, so the name is checked, not assumed.
+ * Opens the render node whose driver is "vgsched", writing its path into
+ * @path (@size bytes) if @path is not NULL; -1 if there is none. Other DRM
+ * devices may exist, so the name is checked, not assumed.
  */
-static inline int vgsched_open_render_node(void)
+static inline int vgsched_open_render_node_at(char *path, size_t size)
 {
-	char path[64], name[32];
+	char name[32], p[64];
 	int minor;
 
 	for (minor = 128; minor < 192; minor++) {
 		struct drm_version v = { .name = name, .name_len = sizeof(name) - 1 };
 		int fd;
 
-		snprintf(path, sizeof(path), "/dev/dri/renderD%d", minor);
-		fd = open(path, O_RDWR | O_CLOEXEC);
+		snprintf(p, sizeof(p), "/dev/dri/renderD%d", minor);
+		fd = open(p, O_RDWR | O_CLOEXEC);
 		if (fd < 0)
 			continue;
 		memset(name, 0, sizeof(name));
-		if (ioctl(fd, DRM_IOCTL_VERSION, &v) == 0 && strcmp(name, "vgsched") == 0)
+		if (ioctl(fd, DRM_IOCTL_VERSION, &v) == 0 && strcmp(name, "vgsched") == 0) {
+			if (path)
+				snprintf(path, size, "%s", p);
 			return fd;
+		}
 		close(fd);
 	}
 	return -1;
+}
+
+/* Opens the render node whose driver is "vgsched"; -1 if there is none. */
+static inline int vgsched_open_render_node(void)
+{
+	return vgsched_open_render_node_at(NULL, 0);
 }
 
 /* DRM_IOCTL_VGSCHED_DEV_QUERY of @type into @size bytes at @answer; 0 or -errno. */

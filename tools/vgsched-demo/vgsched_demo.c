@@ -11,14 +11,20 @@
  *    pieces, placements and occupancy bitmaps read back from debugfs;
  *  - the device as its debugfs dump sees it (per-module instruction counts);
  *  - slot selection in turn, pipelined context switching, and tiles: where
- *    jobs of k tiles go and why, sleeping tiles, energy read through hwmon.
+ *    jobs of k tiles go and why, sleeping tiles, energy read through hwmon;
+ *  - a project in configfs: requests within the budget, a refused one,
+ *    and a member's process stopped at its quota.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -654,6 +660,109 @@ static void tiles_and_power(void)
 	CHECK(!vgsched_module_load(""), "insmod failed");
 }
 
+/* Writes @value to configfs attribute @path; 0 or -errno. */
+static int cfs_write(const char *path, const char *value)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, value, strlen(value)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Prints configfs attribute @path, indented. */
+static void cfs_print(const char *path)
+{
+	char buf[256] = "", *line, *save = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	if (n < 0)
+		return;
+	buf[n] = 0;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		printf("      %s\n", line);
+}
+
+static void projects(void)
+{
+	const char *p = "/sys/kernel/config/vgsched/vision";
+	char path[128], rnode[64], c;
+	int ret, status, fd, ready[2], go[2];
+	pid_t pid;
+
+	printf("\nprojects (configfs, /sys/kernel/config/vgsched): project 'vision' with a budget\n"
+	       "of 8 contexts and 64 MiB of buffer objects, members uid 1001 (owner) and 1002:\n");
+	CHECK(!mkdir(p, 0755), "mkdir %s: %s", p, strerror(errno));
+	snprintf(path, sizeof(path), "%s/1001", p);
+	CHECK(!mkdir(path, 0755), "mkdir member");
+	snprintf(path, sizeof(path), "%s/1002", p);
+	CHECK(!mkdir(path, 0755), "mkdir member");
+#define SET(attr, value) do { \
+		snprintf(path, sizeof(path), "%s/%s", p, attr); \
+		ret = cfs_write(path, value); \
+		printf("    echo %-10s > %-22s %s\n", value, attr, ret ? strerror(-ret) : "ok"); \
+	} while (0)
+	SET("budget_contexts", "8");
+	SET("budget_bo_bytes", "0x4000000");
+	SET("1001/role", "owner");
+	SET("1001/request_contexts", "6");
+	SET("1002/request_contexts", "3");
+	SET("1002/request_contexts", "2");
+	SET("1002/request_bo_bytes", "1048576");
+	SET("budget_contexts", "7");
+#undef SET
+	printf("    cat requested:\n");
+	snprintf(path, sizeof(path), "%s/requested", p);
+	cfs_print(path);
+	fd = vgsched_open_render_node_at(rnode, sizeof(rnode));
+	CHECK(fd >= 0 && !chmod(rnode, 0666), "render node");
+	close(fd);
+	printf("  uid 1002 opens the render node: two contexts, then EDQUOT; 1 MiB of objects,\n"
+	       "  then EDQUOT:\n");
+	CHECK(!pipe(ready) && !pipe(go), "pipe");
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (!pid) {
+		int f, n = 0;
+
+		if (setresgid(1002, 1002, 1002) || setresuid(1002, 1002, 1002))
+			_exit(1);
+		f = vgsched_open_render_node();
+		while (f >= 0 && n < 4 && vgsched_ctx_create(f, 8))
+			n++;
+		printf("    contexts created: %d, the next: %s\n", n, strerror(errno));
+		n = 0;
+		while (f >= 0 && n < 8 && vgsched_bo_create(f, 512 << 10))
+			n++;
+		printf("    512 KiB objects created: %d, the next: %s\n", n, strerror(errno));
+		/* Held until the parent has shown the usage. */
+		if (write(ready[1], "r", 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(1);
+		_exit(0);
+	}
+	CHECK(read(ready[0], &c, 1) == 1, "member process failed");
+	printf("  its usage while it holds them (cat 1002/usage):\n");
+	snprintf(path, sizeof(path), "%s/1002/usage", p);
+	cfs_print(path);
+	CHECK(write(go[1], "q", 1) == 1, "pipe");
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status),
+	      "member process failed");
+	printf("  after it exited:\n");
+	snprintf(path, sizeof(path), "%s/1002/usage", p);
+	cfs_print(path);
+	snprintf(path, sizeof(path), "%s/1001", p);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/1002", p);
+	rmdir(path);
+	CHECK(!rmdir(p), "rmdir project");
+}
+
 static void print_debugfs(void)
 {
 	char dir[64], path[128], line[512];
@@ -725,5 +834,6 @@ int main(void)
 	slots_in_turn();
 	pipelined_switch();
 	tiles_and_power();
+	projects();
 	return 0;
 }

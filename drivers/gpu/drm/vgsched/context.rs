@@ -24,6 +24,7 @@ use kernel::{
 use crate::{
     fence,
     fence::Fence,
+    projects::Charge,
     uapi, //
 };
 
@@ -86,6 +87,9 @@ pub(crate) struct Context {
     pub(crate) priority: u32,
     /// Creation time, `CLOCK_MONOTONIC` nanoseconds.
     pub(crate) created_ns: u64,
+    /// The context, charged to the project member whose file created it
+    /// (`projects.rs`) until it is freed.
+    _charge: Option<Charge>,
     /// Fence timeline of its jobs.
     pub(crate) timeline: u64,
     /// Sequence numbers and recent fences; held across a whole submission,
@@ -96,7 +100,12 @@ pub(crate) struct Context {
 
 impl Context {
     /// Creates a context, checking that the caller may use `priority`.
-    pub(crate) fn new(priority: u32, client: u64, id: u32) -> Result<Arc<Self>> {
+    pub(crate) fn new(
+        priority: u32,
+        client: u64,
+        id: u32,
+        charge: Option<Charge>,
+    ) -> Result<Arc<Self>> {
         if priority >= PRIORITY_LEVELS {
             return Err(EINVAL);
         }
@@ -114,6 +123,7 @@ impl Context {
                 client,
                 priority,
                 created_ns: monotonic_ns(),
+                _charge: charge,
                 timeline: fence::new_timeline(),
                 submissions <- new_mutex!(Submissions {
                     last_seqno: 0,
@@ -139,9 +149,14 @@ impl ContextTable {
     }
 
     /// Creates a context under the lowest free id; `ENOSPC` when full.
-    pub(crate) fn create(&mut self, priority: u32, client: u64) -> Result<Arc<Context>> {
+    pub(crate) fn create(
+        &mut self,
+        priority: u32,
+        client: u64,
+        charge: Option<Charge>,
+    ) -> Result<Arc<Context>> {
         let index = self.slots.iter().position(Option::is_none).ok_or(ENOSPC)?;
-        let ctx = Context::new(priority, client, index as u32 + 1)?;
+        let ctx = Context::new(priority, client, index as u32 + 1, charge)?;
         self.slots[index] = Some(ctx.clone());
         Ok(ctx)
     }

@@ -18,6 +18,7 @@ use crate::{
     },
     gem::VgObject,
     ioctl,
+    projects::Book,
     vgsched_core::topology::Topology, //
 };
 
@@ -43,12 +44,22 @@ pub(crate) struct DeviceData {
     pub(crate) topology: Topology,
     /// Runs the jobs.
     pub(crate) engine: Arc<Engine>,
+    /// The projects its files' owners belong to.
+    pub(crate) book: Arc<Book>,
 }
 
 impl DeviceData {
     /// Initialiser for the data of a device of the given (validated) shape.
-    pub(crate) fn new(topology: Topology, engine: Arc<Engine>) -> impl PinInit<Self, Error> {
-        try_pin_init!(Self { topology, engine })
+    pub(crate) fn new(
+        topology: Topology,
+        engine: Arc<Engine>,
+        book: Arc<Book>,
+    ) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            topology,
+            engine,
+            book
+        })
     }
 }
 

@@ -14,6 +14,7 @@ use kernel::{
         Arc,
         Mutex, //
     }, //
+    task::Kuid,
 };
 
 use crate::{
@@ -28,6 +29,9 @@ use crate::{
 pub(crate) struct VgFile {
     /// The engine its jobs run on.
     pub(crate) engine: Arc<Engine>,
+    /// The effective uid of its opener: what it creates is charged to the
+    /// project member of that uid (`projects.rs`).
+    pub(crate) uid: u32,
     /// The file's contexts.
     #[pin]
     pub(crate) contexts: Mutex<ContextTable>,
@@ -82,6 +86,7 @@ impl drm::file::DriverFile for VgFile {
         KBox::try_pin_init(
             try_pin_init!(Self {
                 engine: dev.engine.clone(),
+                uid: Kuid::current_euid().into_uid_in_current_ns(),
                 contexts <- new_mutex!(ContextTable::new()),
                 retired_runtime_ns: Atomic::new(0),
             }),

@@ -18,7 +18,9 @@ use kernel::{
 
 use crate::{
     driver::VgDriver,
+    projects::Charge,
     uapi,
+    vgsched_core::projects::Resource,
     vram::DeviceMemory, //
 };
 
@@ -30,6 +32,9 @@ pub(crate) const MAX_BO_SIZE: u64 = uapi::DRM_VGSCHED_MAX_BO_SIZE as u64;
 pub(crate) struct VgObject {
     /// Its number on the device, the key of its device copy.
     pub(crate) id: u64,
+    /// Its bytes, charged to the project member that created it
+    /// (`projects.rs`) until it is freed.
+    _charge: Option<Charge>,
     /// The device memory that may hold a copy of it.
     memory: Arc<DeviceMemory>,
     /// It has a copy in device memory; kept by the residency table, read
@@ -51,13 +56,18 @@ pub(crate) type Bo = shmem::Object<VgObject>;
 
 impl gem::DriverObject for VgObject {
     type Driver = VgDriver;
-    type Args = ();
+    type Args = Option<Charge>;
 
-    fn new(dev: &drm::Device<VgDriver>, _size: usize, _args: ()) -> impl PinInit<Self, Error> {
+    fn new(
+        dev: &drm::Device<VgDriver>,
+        _size: usize,
+        charge: Option<Charge>,
+    ) -> impl PinInit<Self, Error> {
         let memory = dev.engine.device_memory().clone();
         let resident = Arc::new(Atomic::new(false), GFP_KERNEL);
         try_pin_init!(VgObject {
             id: memory.new_object_id(),
+            _charge: charge,
             memory,
             resident: resident?,
         })
@@ -65,8 +75,10 @@ impl gem::DriverObject for VgObject {
 }
 
 /// Creates a zero-filled buffer object of at least `size` bytes, rounded
-/// up to whole pages: `EINVAL` for zero, `E2BIG` above [`MAX_BO_SIZE`].
-pub(crate) fn create(dev: &drm::Device<VgDriver>, size: u64) -> Result<ARef<Bo>> {
+/// up to whole pages, for a file opened by `uid`: `EINVAL` for zero,
+/// `E2BIG` above [`MAX_BO_SIZE`], `EDQUOT` past the bytes its project
+/// member may hold.
+pub(crate) fn create(dev: &drm::Device<VgDriver>, size: u64, uid: u32) -> Result<ARef<Bo>> {
     if size == 0 {
         return Err(EINVAL);
     }
@@ -74,5 +86,6 @@ pub(crate) fn create(dev: &drm::Device<VgDriver>, size: u64) -> Result<ARef<Bo>>
         return Err(E2BIG);
     }
     let size = (size as usize).next_multiple_of(kernel::page::PAGE_SIZE);
-    Bo::new(dev, size, shmem::ObjectConfig::default(), ())
+    let charge = dev.book.charge(uid, Resource::BoBytes, size as u64)?;
+    Bo::new(dev, size, shmem::ObjectConfig::default(), charge)
 }

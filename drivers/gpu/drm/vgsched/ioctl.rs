@@ -39,7 +39,8 @@ use crate::{
     file::DrmFile,
     gem,
     submit::Submission,
-    uapi, //
+    uapi,
+    vgsched_core::projects::Resource, //
 };
 
 /// Offset of driver-private ioctl numbers (`DRM_COMMAND_BASE`).
@@ -230,7 +231,7 @@ impl Ioctl for BoCreate {
         if args.flags != 0 {
             return Err(EINVAL);
         }
-        let bo = gem::create(dev, args.size)?;
+        let bo = gem::create(dev, args.size, file.inner().uid)?;
         // The handle holds its own reference; ours drops on return.
         args.handle = bo.create_handle(file)?;
         Ok(0)
@@ -278,8 +279,9 @@ impl Ioctl for CtxCreate {
             return Err(EINVAL);
         }
         let inner = file.inner();
+        let charge = dev.book.charge(inner.uid, Resource::Contexts, 1)?;
         let mut table = inner.contexts.lock();
-        let ctx = table.create(args.priority, file.client_id())?;
+        let ctx = table.create(args.priority, file.client_id(), charge)?;
         if let Err(e) = dev.engine.register_context(&ctx) {
             // A refused creation leaves nothing behind. The context was
             // created under the same hold of the table lock, so it is there.

@@ -29,6 +29,7 @@ mod ioctl;
 mod job;
 mod kunit;
 mod params;
+mod projects;
 mod submit;
 mod uapi;
 mod vram;
@@ -263,6 +264,7 @@ const DEVICE_NAME: &CStr = c"vgsched";
 /// faux device) and `debugfs` are declared first: they go before the DRM
 /// device is unregistered, which removes the debugfs directory.
 struct VgschedModule {
+    _configfs: Pin<KBox<projects::Subsystem>>,
     _hwmon: hwmon::Hwmon,
     _debugfs: debugfs::DeviceFiles,
     _drm: drm::Registration<'static, driver::VgDriver>,
@@ -291,10 +293,11 @@ impl kernel::Module for VgschedModule {
         )
         .map_err(invalid_parameter)?;
         let engine = engine::Engine::new(topology, params, sched, memory, phase_one, tiles)?;
+        let book = projects::Book::new()?;
         let faux = faux::Registration::new(DEVICE_NAME, None)?;
         let unregistered = drm::UnregisteredDevice::<driver::VgDriver>::new(
             faux.as_ref(),
-            driver::DeviceData::new(topology, engine.clone()),
+            driver::DeviceData::new(topology, engine.clone(), book.clone()),
         )?;
         let parent: &kernel::device::Device<kernel::device::Bound> = faux.as_ref().as_ref();
         // SAFETY: The registration data is `()` and holds no borrow, and by the
@@ -314,7 +317,9 @@ impl kernel::Module for VgschedModule {
         );
         let debugfs = debugfs::DeviceFiles::new(DEVICE_NAME, &engine)?;
         let hwmon = hwmon::Hwmon::new(parent, &engine)?;
+        let configfs = KBox::pin_init(projects::Registry::subsystem(book), GFP_KERNEL)?;
         Ok(Self {
+            _configfs: configfs,
             _hwmon: hwmon,
             _debugfs: debugfs,
             _drm: drm,

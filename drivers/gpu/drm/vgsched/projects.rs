@@ -1,0 +1,548 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Projects in configfs: budgets, members and what their files hold.
+//!
+//! An administrator creates a project with `mkdir
+//! /sys/kernel/config/vgsched/NAME` and gives it a budget per resource
+//! (`budget_contexts`, `budget_bo_bytes`, `budget_tiles`,
+//! `budget_shared_bytes`); a member is `mkdir NAME/UID` with a `role`
+//! (`owner` or `member`) and a request per resource (`request_*`). The
+//! Rust configfs binding of Linux 7.3 has no default groups, so projects
+//! sit directly under the subsystem and members directly under their
+//! project (no `projects/` or `members/` level). The arithmetic is the
+//! core crate's ([`crate::vgsched_core::projects`]); this file keeps the
+//! ledger, one [`Mutex`] for all projects, and hands out [`Charge`]s.
+//!
+//! A render-node file belongs to the member whose uid opened it. What the
+//! file creates (contexts, buffer-object bytes) is charged to that member
+//! and given back when the thing goes: a [`Charge`] is dropped with it,
+//! which covers closing the file and killing the process. A uid in no
+//! project, and root, are not limited by any project.
+
+use kernel::{
+    configfs,
+    configfs_attrs,
+    new_mutex,
+    page::PAGE_SIZE,
+    prelude::*,
+    str::CString,
+    sync::{
+        Arc,
+        Mutex, //
+    }, //
+};
+
+use crate::vgsched_core::projects::{
+    admit_budget,
+    admit_request,
+    charge,
+    Amounts,
+    QuotaError,
+    Resource,
+    Role, //
+};
+
+/// Most projects, and most members of one project.
+const MAX_PROJECTS: usize = 64;
+const MAX_MEMBERS: usize = 64;
+
+/// One member of a project, as the ledger keeps it.
+struct MemberEntry {
+    uid: u32,
+    role: Role,
+    request: Amounts,
+    used: Amounts,
+}
+
+/// One project.
+struct ProjectEntry {
+    id: u64,
+    budget: Amounts,
+    members: KVec<MemberEntry>,
+}
+
+impl ProjectEntry {
+    /// The requests of every member but `uid`, summed.
+    fn requests_except(&self, uid: Option<u32>) -> Amounts {
+        self.members
+            .iter()
+            .filter(|m| Some(m.uid) != uid)
+            .fold(Amounts::ZERO, |sum, m| sum.plus(&m.request))
+    }
+}
+
+/// Every project, its members and their charges.
+///
+/// # Invariants
+///
+/// A uid is a member of one project at most; each project's members'
+/// requests sum to no more than its budget; `used` is what the live
+/// [`Charge`]s of a member add up to.
+struct Ledger {
+    projects: KVec<ProjectEntry>,
+    next_id: u64,
+}
+
+impl Ledger {
+    fn project(&mut self, id: u64) -> Option<&mut ProjectEntry> {
+        self.projects.iter_mut().find(|p| p.id == id)
+    }
+
+    fn member(&mut self, id: u64, uid: u32) -> Option<&mut MemberEntry> {
+        self.project(id)?.members.iter_mut().find(|m| m.uid == uid)
+    }
+
+    /// The project `uid` is a member of.
+    fn project_of(&self, uid: u32) -> Option<u64> {
+        self.projects
+            .iter()
+            .find(|p| p.members.iter().any(|m| m.uid == uid))
+            .map(|p| p.id)
+    }
+}
+
+/// The projects of the device.
+#[pin_data]
+pub(crate) struct Book {
+    #[pin]
+    ledger: Mutex<Ledger>,
+}
+
+impl Book {
+    /// No projects.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            try_pin_init!(Self {
+                ledger <- new_mutex!(Ledger {
+                    projects: KVec::with_capacity(MAX_PROJECTS, GFP_KERNEL)?,
+                    next_id: 1,
+                }),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Charges `amount` of `r` to the member `uid` is: `Ok(None)` for root
+    /// and for a uid in no project (nothing to account), `EDQUOT` past the
+    /// member's request.
+    pub(crate) fn charge(
+        self: &Arc<Self>,
+        uid: u32,
+        r: Resource,
+        amount: u64,
+    ) -> Result<Option<Charge>> {
+        if uid == 0 {
+            return Ok(None);
+        }
+        let mut ledger = self.ledger.lock();
+        let Some(project) = ledger.project_of(uid) else {
+            return Ok(None);
+        };
+        let Some(m) = ledger.member(project, uid) else {
+            return Ok(None);
+        };
+        charge(&m.request, &m.used, r, amount, u64::MAX).map_err(quota_errno)?;
+        m.used.set(r, m.used.get(r).saturating_add(amount));
+        Ok(Some(Charge {
+            book: self.clone(),
+            project,
+            uid,
+            resource: r,
+            amount,
+        }))
+    }
+
+    fn uncharge(&self, project: u64, uid: u32, r: Resource, amount: u64) {
+        if let Some(m) = self.ledger.lock().member(project, uid) {
+            m.used.set(r, m.used.get(r).saturating_sub(amount));
+        }
+    }
+}
+
+/// The errno of a refused quota operation.
+fn quota_errno(e: QuotaError) -> Error {
+    match e {
+        QuotaError::OverQuota(_) => EDQUOT,
+        QuotaError::PoolBusy(_) => ENOSPC,
+    }
+}
+
+/// Something a member's file holds, counted against the member's request
+/// until it is dropped.
+pub(crate) struct Charge {
+    book: Arc<Book>,
+    project: u64,
+    uid: u32,
+    resource: Resource,
+    amount: u64,
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.book
+            .uncharge(self.project, self.uid, self.resource, self.amount);
+    }
+}
+
+/// A number written to configfs: decimal or `0x` hexadecimal, a trailing
+/// newline allowed; anything else, a negative number or one past `u64`
+/// is `EINVAL`.
+fn parse_u64(page: &[u8]) -> Result<u64> {
+    let text = page.strip_suffix(b"\n").unwrap_or(page);
+    let (digits, radix) = match text.strip_prefix(b"0x") {
+        Some(hex) => (hex, 16),
+        None => (text, 10),
+    };
+    if digits.is_empty() {
+        return Err(EINVAL);
+    }
+    let mut v: u64 = 0;
+    for &c in digits {
+        let d = (c as char).to_digit(radix).ok_or(EINVAL)?;
+        v = v
+            .checked_mul(u64::from(radix))
+            .and_then(|v| v.checked_add(u64::from(d)))
+            .ok_or(EINVAL)?;
+    }
+    Ok(v)
+}
+
+/// Writes `v` and a newline at the start of `out`; returns the length.
+fn write_u64(out: &mut [u8], v: u64) -> Result<usize> {
+    let mut digits = [0u8; 20];
+    let mut n = digits.len();
+    let mut v = v;
+    loop {
+        n -= 1;
+        digits[n] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 || n == 0 {
+            break;
+        }
+    }
+    let text = digits.get(n..).ok_or(EINVAL)?;
+    let out = out.get_mut(..=text.len()).ok_or(EINVAL)?;
+    out[..text.len()].copy_from_slice(text);
+    out[text.len()] = b'\n';
+    Ok(text.len() + 1)
+}
+
+/// Shows `v` and a newline.
+fn show_u64(page: &mut [u8; PAGE_SIZE], v: u64) -> Result<usize> {
+    write_u64(&mut page[..], v)
+}
+
+/// The data of the subsystem's root: the device's projects.
+#[pin_data]
+pub(crate) struct Registry {
+    book: Arc<Book>,
+}
+
+/// The configfs subsystem `vgsched`.
+pub(crate) type Subsystem = configfs::Subsystem<Registry>;
+
+impl Registry {
+    /// The subsystem of `book`'s projects, registered when pinned.
+    pub(crate) fn subsystem(book: Arc<Book>) -> impl PinInit<Subsystem, Error> {
+        let item_type = configfs_attrs! {
+            container: configfs::Subsystem<Registry>,
+            data: Registry,
+            child: Project,
+            attributes: [],
+        };
+        configfs::Subsystem::new(c"vgsched", item_type, try_pin_init!(Registry { book }))
+    }
+}
+
+/// A project directory. Its ledger entry goes with it, once configfs has
+/// removed the directory (only empty ones can be: members first).
+#[pin_data(PinnedDrop)]
+pub(crate) struct Project {
+    book: Arc<Book>,
+    id: u64,
+}
+
+#[pinned_drop]
+impl PinnedDrop for Project {
+    fn drop(self: Pin<&mut Self>) {
+        let id = self.id;
+        self.book.ledger.lock().projects.retain(|p| p.id != id);
+    }
+}
+
+/// A member directory. Its ledger entry goes with it; what its files
+/// still hold is then given back to nobody (their charges find no member).
+#[pin_data(PinnedDrop)]
+pub(crate) struct Member {
+    book: Arc<Book>,
+    project: u64,
+    uid: u32,
+}
+
+#[pinned_drop]
+impl PinnedDrop for Member {
+    fn drop(self: Pin<&mut Self>) {
+        let uid = self.uid;
+        if let Some(p) = self.book.ledger.lock().project(self.project) {
+            p.members.retain(|m| m.uid != uid);
+        }
+    }
+}
+
+#[vtable]
+impl configfs::GroupOperations for Registry {
+    type Child = Project;
+
+    fn make_group(&self, name: &CStr) -> Result<impl PinInit<configfs::Group<Project>, Error>> {
+        let item_type = configfs_attrs! {
+            container: configfs::Group<Project>,
+            data: Project,
+            child: Member,
+            attributes: [
+                budget_contexts: 0,
+                budget_bo_bytes: 1,
+                budget_tiles: 2,
+                budget_shared_bytes: 3,
+                requested: 4,
+            ],
+        };
+        let members = KVec::with_capacity(MAX_MEMBERS, GFP_KERNEL)?;
+        let id = {
+            let mut ledger = self.book.ledger.lock();
+            if ledger.projects.len() >= MAX_PROJECTS {
+                return Err(ENOSPC);
+            }
+            let id = ledger.next_id;
+            ledger.next_id += 1;
+            ledger
+                .projects
+                .push_within_capacity(ProjectEntry {
+                    id,
+                    budget: Amounts::ZERO,
+                    members,
+                })
+                .map_err(|_| ENOSPC)?;
+            id
+        };
+        let book = self.book.clone();
+        Ok(configfs::Group::new(
+            CString::try_from(name)?,
+            item_type,
+            try_pin_init!(Project { book, id }),
+        ))
+    }
+}
+
+#[vtable]
+impl configfs::GroupOperations for Project {
+    type Child = Member;
+
+    fn make_group(&self, name: &CStr) -> Result<impl PinInit<configfs::Group<Member>, Error>> {
+        let item_type = configfs_attrs! {
+            container: configfs::Group<Member>,
+            data: Member,
+            attributes: [
+                role: 0,
+                request_contexts: 1,
+                request_bo_bytes: 2,
+                request_tiles: 3,
+                request_shared_bytes: 4,
+                usage: 5,
+            ],
+        };
+        let uid = u32::try_from(parse_u64(name.to_bytes())?).map_err(|_| EINVAL)?;
+        {
+            let mut ledger = self.book.ledger.lock();
+            // A uid belongs to one project at most (its files have one owner).
+            if ledger.project_of(uid).is_some() {
+                return Err(EEXIST);
+            }
+            let project = ledger.project(self.id).ok_or(ENOENT)?;
+            if project.members.len() >= MAX_MEMBERS {
+                return Err(ENOSPC);
+            }
+            project
+                .members
+                .push_within_capacity(MemberEntry {
+                    uid,
+                    role: Role::Member,
+                    request: Amounts::ZERO,
+                    used: Amounts::ZERO,
+                })
+                .map_err(|_| ENOSPC)?;
+        }
+        let book = self.book.clone();
+        let project = self.id;
+        Ok(configfs::Group::new(
+            CString::try_from(name)?,
+            item_type,
+            try_pin_init!(Member { book, project, uid }),
+        ))
+    }
+}
+
+impl Project {
+    fn show_budget(&self, r: Resource, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+        let v = self
+            .book
+            .ledger
+            .lock()
+            .project(self.id)
+            .map(|p| p.budget.get(r))
+            .ok_or(ENOENT)?;
+        show_u64(page, v)
+    }
+
+    /// A new budget; refused (`EDQUOT`) below what the members request.
+    fn store_budget(&self, r: Resource, page: &[u8]) -> Result {
+        let v = parse_u64(page)?;
+        let mut ledger = self.book.ledger.lock();
+        let p = ledger.project(self.id).ok_or(ENOENT)?;
+        let mut budget = p.budget;
+        budget.set(r, v);
+        admit_budget(&budget, &p.requests_except(None)).map_err(quota_errno)?;
+        p.budget = budget;
+        Ok(())
+    }
+}
+
+impl Member {
+    fn show_request(&self, r: Resource, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+        let v = self
+            .book
+            .ledger
+            .lock()
+            .member(self.project, self.uid)
+            .map(|m| m.request.get(r))
+            .ok_or(ENOENT)?;
+        show_u64(page, v)
+    }
+
+    /// A new request; refused (`EDQUOT`) if it does not fit beside the
+    /// other members' in the budget.
+    fn store_request(&self, r: Resource, page: &[u8]) -> Result {
+        let v = parse_u64(page)?;
+        let mut ledger = self.book.ledger.lock();
+        let p = ledger.project(self.project).ok_or(ENOENT)?;
+        let others = p.requests_except(Some(self.uid));
+        let budget = p.budget;
+        let m = p
+            .members
+            .iter_mut()
+            .find(|m| m.uid == self.uid)
+            .ok_or(ENOENT)?;
+        let mut request = m.request;
+        request.set(r, v);
+        admit_request(&budget, &others, &request).map_err(quota_errno)?;
+        m.request = request;
+        Ok(())
+    }
+}
+
+/// The configfs attributes that read and write one resource's amount.
+macro_rules! amount_attributes {
+    ($data:ty, $show:ident, $store:ident, $($id:literal => $r:expr),* $(,)?) => {$(
+        #[vtable]
+        impl configfs::AttributeOperations<$id> for $data {
+            type Data = $data;
+
+            fn show(data: &$data, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+                data.$show($r, page)
+            }
+
+            fn store(data: &$data, page: &[u8]) -> Result {
+                data.$store($r, page)
+            }
+        }
+    )*};
+}
+
+amount_attributes!(Project, show_budget, store_budget,
+    0 => Resource::Contexts,
+    1 => Resource::BoBytes,
+    2 => Resource::Tiles,
+    3 => Resource::SharedBytes,
+);
+
+amount_attributes!(Member, show_request, store_request,
+    1 => Resource::Contexts,
+    2 => Resource::BoBytes,
+    3 => Resource::Tiles,
+    4 => Resource::SharedBytes,
+);
+
+/// Writes `name value` pairs of every resource into `page`.
+fn show_amounts(page: &mut [u8; PAGE_SIZE], a: &Amounts) -> Result<usize> {
+    let mut n = 0;
+    for r in Resource::ALL {
+        let name = r.name().as_bytes();
+        let out = page.get_mut(n..n + name.len() + 1).ok_or(EINVAL)?;
+        out[..name.len()].copy_from_slice(name);
+        out[name.len()] = b' ';
+        n += name.len() + 1;
+        n += write_u64(page.get_mut(n..).ok_or(EINVAL)?, a.get(r))?;
+    }
+    Ok(n)
+}
+
+/// `requested`: what the members request together, read-only.
+#[vtable]
+impl configfs::AttributeOperations<4> for Project {
+    type Data = Project;
+
+    fn show(data: &Project, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+        let sum = data
+            .book
+            .ledger
+            .lock()
+            .project(data.id)
+            .map(|p| p.requests_except(None))
+            .ok_or(ENOENT)?;
+        show_amounts(page, &sum)
+    }
+}
+
+/// `role`: `owner` or `member`; anything else is `EINVAL`.
+#[vtable]
+impl configfs::AttributeOperations<0> for Member {
+    type Data = Member;
+
+    fn show(data: &Member, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+        let role = data
+            .book
+            .ledger
+            .lock()
+            .member(data.project, data.uid)
+            .map(|m| m.role)
+            .ok_or(ENOENT)?;
+        let name = role.name().as_bytes();
+        let out = page.get_mut(..=name.len()).ok_or(EINVAL)?;
+        out[..name.len()].copy_from_slice(name);
+        out[name.len()] = b'\n';
+        Ok(name.len() + 1)
+    }
+
+    fn store(data: &Member, page: &[u8]) -> Result {
+        let role = Role::parse(page).ok_or(EINVAL)?;
+        let mut ledger = data.book.ledger.lock();
+        ledger.member(data.project, data.uid).ok_or(ENOENT)?.role = role;
+        Ok(())
+    }
+}
+
+/// `usage`: what the member's files hold now, read-only.
+#[vtable]
+impl configfs::AttributeOperations<5> for Member {
+    type Data = Member;
+
+    fn show(data: &Member, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+        let used = data
+            .book
+            .ledger
+            .lock()
+            .member(data.project, data.uid)
+            .map(|m| m.used)
+            .ok_or(ENOENT)?;
+        show_amounts(page, &used)
+    }
+}

@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Projects in configfs (/sys/kernel/config/vgsched/NAME/UID/):
+ *  - budgets and requests are numbers; non-numbers, negative and
+ *    overflowing numbers and unknown roles are EINVAL and change nothing;
+ *  - a request that does not fit beside the other members' in the budget
+ *    is EDQUOT, and so is a budget lowered below the requests;
+ *  - a uid is a member of one project at most (EEXIST), a member's name
+ *    is its uid (EINVAL otherwise), a project with members cannot be
+ *    removed, and the module cannot be unloaded while projects exist;
+ *  - what a member's files create (contexts, buffer-object bytes) is
+ *    charged to it, EDQUOT past its request, and given back when the
+ *    context or object goes, when the file is closed and when the process
+ *    is killed; a uid in no project and root are not limited.
+ * Members are real uids: forked children that setresuid() to them (which
+ * drops every capability).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "vgsched_programs.h"
+
+#define CFS "/sys/kernel/config/vgsched"
+
+/* mkdir of @path under the subsystem; 0 or -errno. */
+static int cfs_mkdir(const char *path)
+{
+	char full[256];
+
+	snprintf(full, sizeof(full), CFS "/%s", path);
+	return mkdir(full, 0755) ? -errno : 0;
+}
+
+/* rmdir of @path under the subsystem; 0 or -errno. */
+static int cfs_rmdir(const char *path)
+{
+	char full[256];
+
+	snprintf(full, sizeof(full), CFS "/%s", path);
+	return rmdir(full) ? -errno : 0;
+}
+
+/* Writes @value to attribute @path; 0 or -errno. */
+static int cfs_write(const char *path, const char *value)
+{
+	char full[256];
+	int fd, ret = 0;
+
+	snprintf(full, sizeof(full), CFS "/%s", path);
+	fd = open(full, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, value, strlen(value)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Reads attribute @path into @buf; 0 or -errno. */
+static int cfs_read(const char *path, char *buf, size_t size)
+{
+	char full[256];
+	ssize_t n;
+	int fd;
+
+	snprintf(full, sizeof(full), CFS "/%s", path);
+	fd = open(full, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	return 0;
+}
+
+/* Attribute @path as a number; -1 on error. */
+static long long cfs_number(const char *path)
+{
+	char buf[64];
+
+	return cfs_read(path, buf, sizeof(buf)) ? -1 : strtoll(buf, NULL, 0);
+}
+
+/* The amount of @key in a usage or requested attribute; -1 on error. */
+static long long cfs_usage(const char *path, const char *key)
+{
+	char buf[256], *at;
+
+	if (cfs_read(path, buf, sizeof(buf)))
+		return -1;
+	at = strstr(buf, key);
+	return at ? strtoll(at + strlen(key) + 1, NULL, 10) : -1;
+}
+
+/* Waits up to 2 s for @key of @path's usage to be @want; the last value. */
+static long long usage_settles(const char *path, const char *key, long long want)
+{
+	long long v = -1;
+
+	for (int i = 0; i < 200; i++) {
+		v = cfs_usage(path, key);
+		if (v == want)
+			break;
+		usleep(10000);
+	}
+	return v;
+}
+
+/* Removes every member listed and then the project; best effort. */
+static void remove_project(const char *project, const char *const *uids, int n)
+{
+	char path[128];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s", project, uids[i]);
+		cfs_rmdir(path);
+	}
+	cfs_rmdir(project);
+}
+
+/*
+ * Runs @fn in a child that became @uid (all of real, effective and saved:
+ * no capability left); returns the child's exit status, or -1.
+ */
+static int as_uid(uid_t uid, int (*fn)(void *), void *arg)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		if (setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+			_exit(100);
+		_exit(fn(arg));
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+FIXTURE(projects) {
+	int unused;
+};
+
+FIXTURE_SETUP(projects)
+{
+	char path[64];
+	int fd;
+
+	/* Members open the render node as themselves. */
+	fd = vgsched_open_render_node_at(path, sizeof(path));
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, chmod(path, 0666));
+	close(fd);
+	ASSERT_EQ(0, access(CFS, F_OK)) TH_LOG("no configfs subsystem " CFS);
+}
+
+FIXTURE_TEARDOWN(projects)
+{
+	static const char *const uids[] = { "1001", "1002", "1003" };
+
+	remove_project("alpha", uids, 3);
+	remove_project("beta", uids, 3);
+}
+
+TEST_F(projects, budgets_requests_and_bad_input)
+{
+	static const char *const bad[] = { "abc", "-1", "18446744073709551616", "0x", "1 2", "12a" };
+
+	ASSERT_EQ(0, cfs_mkdir("alpha"));
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		EXPECT_EQ(-EINVAL, cfs_write("alpha/budget_contexts", bad[i])) TH_LOG("'%s'", bad[i]);
+	}
+	EXPECT_EQ(0, cfs_number("alpha/budget_contexts")) TH_LOG("a refused write changed it");
+	ASSERT_EQ(0, cfs_write("alpha/budget_contexts", "10\n"));
+	ASSERT_EQ(0, cfs_write("alpha/budget_bo_bytes", "0x100000"));
+	EXPECT_EQ(10, cfs_number("alpha/budget_contexts"));
+	EXPECT_EQ(1 << 20, cfs_number("alpha/budget_bo_bytes"));
+
+	/* Members are uids. */
+	EXPECT_EQ(-EINVAL, cfs_mkdir("alpha/bob"));
+	EXPECT_EQ(-EINVAL, cfs_mkdir("alpha/4294967296"));
+	ASSERT_EQ(0, cfs_mkdir("alpha/1001"));
+	EXPECT_EQ(-EINVAL, cfs_write("alpha/1001/role", "admin"));
+	char role[16] = "";
+	ASSERT_EQ(0, cfs_read("alpha/1001/role", role, sizeof(role)));
+	EXPECT_STREQ("member\n", role);
+	ASSERT_EQ(0, cfs_write("alpha/1001/role", "owner\n"));
+	ASSERT_EQ(0, cfs_read("alpha/1001/role", role, sizeof(role)));
+	EXPECT_STREQ("owner\n", role);
+
+	/* Requests within the budget, beside the others'. */
+	EXPECT_EQ(-EDQUOT, cfs_write("alpha/1001/request_contexts", "11"));
+	ASSERT_EQ(0, cfs_write("alpha/1001/request_contexts", "6"));
+	ASSERT_EQ(0, cfs_mkdir("alpha/1002"));
+	EXPECT_EQ(-EDQUOT, cfs_write("alpha/1002/request_contexts", "5"));
+	EXPECT_EQ(0, cfs_number("alpha/1002/request_contexts")) TH_LOG("a refused request changed it");
+	ASSERT_EQ(0, cfs_write("alpha/1002/request_contexts", "4"));
+	EXPECT_EQ(10, cfs_usage("alpha/requested", "contexts"));
+	EXPECT_EQ(-EDQUOT, cfs_write("alpha/1002/request_bo_bytes", "1048577"));
+	EXPECT_EQ(-EINVAL, cfs_write("alpha/1002/request_bo_bytes", "-5"));
+
+	/* The budget cannot fall below the requests. */
+	EXPECT_EQ(-EDQUOT, cfs_write("alpha/budget_contexts", "9"));
+	EXPECT_EQ(10, cfs_number("alpha/budget_contexts"));
+	ASSERT_EQ(0, cfs_write("alpha/1001/request_contexts", "5"));
+	EXPECT_EQ(0, cfs_write("alpha/budget_contexts", "9"));
+
+	/* One project per uid; projects with members stay; so does the module. */
+	ASSERT_EQ(0, cfs_mkdir("beta"));
+	EXPECT_EQ(-EEXIST, cfs_mkdir("beta/1001"));
+	EXPECT_EQ(-ENOTEMPTY, cfs_rmdir("alpha"));
+	EXPECT_NE(0, vgsched_module_unload()) TH_LOG("unloaded with projects present");
+	EXPECT_EQ(0, access(CFS "/alpha/1001", F_OK));
+}
+
+/* What a member's child process does; its exit status says how it went. */
+struct member_run {
+	int contexts_ok, bo_ok;		/* how many succeed before EDQUOT */
+	int hold_fd;			/* write end: say "ready", then wait to be killed */
+};
+
+static int member_creates(void *arg)
+{
+	struct member_run *r = arg;
+	int fd = vgsched_open_render_node(), n = 0;
+	__u32 ctx[8];
+
+	if (fd < 0)
+		return 101;
+	while (n < 8 && (ctx[n] = vgsched_ctx_create(fd, 8)))
+		n++;
+	if (n != r->contexts_ok || errno != EDQUOT)
+		return 102;
+	for (int i = 0; i < r->bo_ok; i++)
+		if (!vgsched_bo_create(fd, 256 << 10))
+			return 103;
+	if (vgsched_bo_create(fd, 4096) || errno != EDQUOT)
+		return 104;
+	/* Destroying one gives it back: another can be made. */
+	if (n && (vgsched_ctx_destroy(fd, ctx[0]) || !vgsched_ctx_create(fd, 8)))
+		return 105;
+	if (r->hold_fd >= 0) {
+		if (write(r->hold_fd, "r", 1) != 1)
+			return 106;
+		pause();
+	}
+	close(fd);
+	return 0;
+}
+
+static int unlimited_creates(void *arg)
+{
+	int fd = vgsched_open_render_node();
+
+	if (fd < 0)
+		return 101;
+	for (int i = 0; i < 8; i++)
+		if (!vgsched_ctx_create(fd, 8))
+			return 102;
+	if (!vgsched_bo_create(fd, 4 << 20))
+		return 103;
+	close(fd);
+	return 0;
+}
+
+TEST_F(projects, files_are_charged_to_their_member)
+{
+	struct member_run run = { .contexts_ok = 2, .bo_ok = 2, .hold_fd = -1 };
+	int pipefd[2], status;
+	char c;
+	pid_t pid;
+
+	ASSERT_EQ(0, cfs_mkdir("alpha"));
+	ASSERT_EQ(0, cfs_write("alpha/budget_contexts", "4"));
+	ASSERT_EQ(0, cfs_write("alpha/budget_bo_bytes", "1048576"));
+	ASSERT_EQ(0, cfs_mkdir("alpha/1001"));
+	ASSERT_EQ(0, cfs_write("alpha/1001/request_contexts", "2"));
+	ASSERT_EQ(0, cfs_write("alpha/1001/request_bo_bytes", "524288"));
+
+	/* Two contexts and 512 KiB, then EDQUOT; all back once the file is closed. */
+	EXPECT_EQ(0, as_uid(1001, member_creates, &run));
+	EXPECT_EQ(0, usage_settles("alpha/1001/usage", "contexts", 0));
+	EXPECT_EQ(0, usage_settles("alpha/1001/usage", "bo_bytes", 0));
+
+	/* Killed while holding them: all back too. */
+	ASSERT_EQ(0, pipe(pipefd));
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		close(pipefd[0]);
+		run.hold_fd = pipefd[1];
+		if (setresgid(1001, 1001, 1001) || setresuid(1001, 1001, 1001))
+			_exit(100);
+		_exit(member_creates(&run));
+	}
+	close(pipefd[1]);
+	ASSERT_EQ(1, read(pipefd[0], &c, 1)) TH_LOG("the member's child failed early");
+	EXPECT_EQ(2, cfs_usage("alpha/1001/usage", "contexts"));
+	EXPECT_EQ(512 << 10, cfs_usage("alpha/1001/usage", "bo_bytes"));
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	close(pipefd[0]);
+	EXPECT_EQ(0, usage_settles("alpha/1001/usage", "contexts", 0));
+	EXPECT_EQ(0, usage_settles("alpha/1001/usage", "bo_bytes", 0));
+
+	/* A uid in no project, and root, are not limited. */
+	EXPECT_EQ(0, as_uid(1003, unlimited_creates, NULL));
+	EXPECT_EQ(0, unlimited_creates(NULL));
+}
+
+TEST_HARNESS_MAIN
