@@ -448,6 +448,8 @@ TEST(invalid_parameters_fail_with_einval_and_a_log_line)
 		  "invalid parameter tile_idle_delay_us=10000001 (must be 0..=10000000)" },
 		{ "tile_wake_us=1000001", "invalid parameter tile_wake_us=1000001 (must be 0..=1000000)" },
 		{ "placement_policy=2", "invalid parameter placement_policy=2 (must be 0..=1)" },
+		{ "pool_contexts=0", "invalid parameter pool_contexts=0 (must be 1..=1000000)" },
+		{ "pool_bo_mib=1048577", "invalid parameter pool_bo_mib=1048577 (must be 1..=1048576)" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -11,7 +11,10 @@
  *  - what a member's files create (contexts, buffer-object bytes) is
  *    charged to it, EDQUOT past its request, and given back when the
  *    context or object goes, when the file is closed and when the process
- *    is killed; a uid in no project and root are not limited.
+ *    is killed; a uid in no project and root are not limited;
+ *  - past the device's pool (pool_contexts), creation fails with ENOSPC
+ *    even within the member's request, or with DRM_VGSCHED_CREATE_WAIT
+ *    waits until another member gives something back.
  * Members are real uids: forked children that setresuid() to them (which
  * drops every capability).
  */
@@ -21,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -318,6 +322,105 @@ TEST_F(projects, files_are_charged_to_their_member)
 	/* A uid in no project, and root, are not limited. */
 	EXPECT_EQ(0, as_uid(1003, unlimited_creates, NULL));
 	EXPECT_EQ(0, unlimited_creates(NULL));
+}
+
+/* Creates a context with DRM_VGSCHED_CREATE_WAIT; its id, or 0 with errno. */
+static __u32 ctx_create_waiting(int fd)
+{
+	struct drm_vgsched_ctx_create c = { .priority = 8, .flags = DRM_VGSCHED_CREATE_WAIT };
+
+	return ioctl(fd, DRM_IOCTL_VGSCHED_CTX_CREATE, &c) ? 0 : c.ctx_id;
+}
+
+/*
+ * A device pool of 3 contexts under a budget of 4: uid 1001 holds 2, so
+ * uid 1002, within its own request of 2, gets one and then ENOSPC; with
+ * DRM_VGSCHED_CREATE_WAIT it waits until 1001 gives one back.
+ */
+TEST(the_pool_refuses_or_waits)
+{
+	int to_a[2], from_a[2], to_b[2], from_b[2], status, fd;
+	char c, path[64];
+	pid_t a, b;
+
+	ASSERT_EQ(0, vgsched_module_unload());
+	ASSERT_EQ(0, vgsched_module_load("pool_contexts=3"));
+	fd = vgsched_open_render_node_at(path, sizeof(path));
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, chmod(path, 0666));
+	close(fd);
+	ASSERT_EQ(0, cfs_mkdir("alpha"));
+	ASSERT_EQ(0, cfs_write("alpha/budget_contexts", "4"));
+	ASSERT_EQ(0, cfs_mkdir("alpha/1001"));
+	ASSERT_EQ(0, cfs_mkdir("alpha/1002"));
+	ASSERT_EQ(0, cfs_write("alpha/1001/request_contexts", "2"));
+	ASSERT_EQ(0, cfs_write("alpha/1002/request_contexts", "2"));
+	ASSERT_EQ(0, pipe(to_a));
+	ASSERT_EQ(0, pipe(from_a));
+	ASSERT_EQ(0, pipe(to_b));
+	ASSERT_EQ(0, pipe(from_b));
+	a = fork();
+	ASSERT_GE(a, 0);
+	if (!a) {
+		int fd;
+		__u32 x, y;
+
+		if (setresgid(1001, 1001, 1001) || setresuid(1001, 1001, 1001))
+			_exit(100);
+		fd = vgsched_open_render_node();
+		x = vgsched_ctx_create(fd, 8);
+		y = vgsched_ctx_create(fd, 8);
+		if (!x || !y || write(from_a[1], "h", 1) != 1)
+			_exit(101);
+		/* Told to, gives one back. */
+		if (read(to_a[0], &c, 1) != 1 || vgsched_ctx_destroy(fd, x))
+			_exit(102);
+		if (read(to_a[0], &c, 1) != 1)
+			_exit(103);
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(from_a[0], &c, 1));
+	b = fork();
+	ASSERT_GE(b, 0);
+	if (!b) {
+		int fd;
+
+		if (setresgid(1002, 1002, 1002) || setresuid(1002, 1002, 1002))
+			_exit(100);
+		fd = vgsched_open_render_node();
+		if (!vgsched_ctx_create(fd, 8))
+			_exit(101);
+		/* Within its request, but the pool is held by 1001. */
+		if (vgsched_ctx_create(fd, 8) || errno != ENOSPC)
+			_exit(102);
+		if (write(from_b[1], "w", 1) != 1)
+			_exit(103);
+		if (!ctx_create_waiting(fd))
+			_exit(104);
+		if (write(from_b[1], "d", 1) != 1)
+			_exit(105);
+		_exit(0);
+	}
+	ASSERT_EQ(1, read(from_b[0], &c, 1));
+	EXPECT_EQ('w', c);
+	/* It waits: nothing comes while 1001 holds its two. */
+	usleep(200000);
+	EXPECT_EQ(2, cfs_usage("alpha/1001/usage", "contexts"));
+	EXPECT_EQ(1, cfs_usage("alpha/1002/usage", "contexts")) TH_LOG("the waiting creation did not wait");
+	ASSERT_EQ(1, write(to_a[1], "g", 1));
+	ASSERT_EQ(1, read(from_b[0], &c, 1));
+	EXPECT_EQ('d', c);
+	EXPECT_EQ(2, cfs_usage("alpha/1002/usage", "contexts"));
+	ASSERT_EQ(1, write(to_a[1], "q", 1));
+	ASSERT_EQ(a, waitpid(a, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	ASSERT_EQ(b, waitpid(b, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(0, cfs_rmdir("alpha/1001"));
+	EXPECT_EQ(0, cfs_rmdir("alpha/1002"));
+	EXPECT_EQ(0, cfs_rmdir("alpha"));
+	EXPECT_EQ(0, vgsched_module_unload());
+	EXPECT_EQ(0, vgsched_module_load(""));
 }
 
 TEST_HARNESS_MAIN

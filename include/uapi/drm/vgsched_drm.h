@@ -21,7 +21,7 @@ extern "C" {
 /** The uAPI version a driver reports; bump minor for additions. */
 enum drm_vgsched_uapi_version {
 	DRM_VGSCHED_UAPI_MAJOR = 1,
-	DRM_VGSCHED_UAPI_MINOR = 6,
+	DRM_VGSCHED_UAPI_MINOR = 7,
 };
 
 /** Driver-private ioctl numbers, offset from DRM_COMMAND_BASE. */
@@ -188,6 +188,13 @@ struct drm_vgsched_dev_query {
 	__u32 pad;
 };
 
+/*
+ * Flag of BO_CREATE and CTX_CREATE (uAPI 1.7): when the device's pool of
+ * what a project member creates is held by other members, wait until it
+ * is given back (interruptibly) instead of failing with -ENOSPC.
+ */
+#define DRM_VGSCHED_CREATE_WAIT (1u << 0)
+
 /**
  * struct drm_vgsched_bo_create - argument of DRM_IOCTL_VGSCHED_BO_CREATE.
  *
@@ -197,7 +204,7 @@ struct drm_vgsched_dev_query {
 struct drm_vgsched_bo_create {
 	/** @size: in: bytes, 1 to DRM_VGSCHED_MAX_BO_SIZE. */
 	__u64 size;
-	/** @flags: must be zero. */
+	/** @flags: DRM_VGSCHED_CREATE_WAIT or zero. */
 	__u32 flags;
 	/** @handle: out: the new object's handle in this file. */
 	__u32 handle;
@@ -220,7 +227,7 @@ struct drm_vgsched_ctx_create {
 	 * DRM_VGSCHED_PRIORITY_NORMAL_FIRST needs CAP_SYS_NICE (-EPERM).
 	 */
 	__u32 priority;
-	/** @flags: must be zero. */
+	/** @flags: DRM_VGSCHED_CREATE_WAIT or zero. */
 	__u32 flags;
 	/** @ctx_id: out: the context's id in this file, never 0. */
 	__u32 ctx_id;

@@ -77,8 +77,14 @@ impl gem::DriverObject for VgObject {
 /// Creates a zero-filled buffer object of at least `size` bytes, rounded
 /// up to whole pages, for a file opened by `uid`: `EINVAL` for zero,
 /// `E2BIG` above [`MAX_BO_SIZE`], `EDQUOT` past the bytes its project
-/// member may hold.
-pub(crate) fn create(dev: &drm::Device<VgDriver>, size: u64, uid: u32) -> Result<ARef<Bo>> {
+/// member may hold, `ENOSPC` (or, with `wait`, a wait) when the device's
+/// pool is held by other members.
+pub(crate) fn create(
+    dev: &drm::Device<VgDriver>,
+    size: u64,
+    uid: u32,
+    wait: bool,
+) -> Result<ARef<Bo>> {
     if size == 0 {
         return Err(EINVAL);
     }
@@ -86,6 +92,6 @@ pub(crate) fn create(dev: &drm::Device<VgDriver>, size: u64, uid: u32) -> Result
         return Err(E2BIG);
     }
     let size = (size as usize).next_multiple_of(kernel::page::PAGE_SIZE);
-    let charge = dev.book.charge(uid, Resource::BoBytes, size as u64)?;
+    let charge = dev.book.charge(uid, Resource::BoBytes, size as u64, wait)?;
     Bo::new(dev, size, shmem::ObjectConfig::default(), charge)
 }

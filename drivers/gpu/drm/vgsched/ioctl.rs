@@ -228,10 +228,11 @@ impl Ioctl for BoCreate {
         args: &mut Self::Arg,
         file: &DrmFile,
     ) -> Result<u32> {
-        if args.flags != 0 {
+        if args.flags & !uapi::DRM_VGSCHED_CREATE_WAIT != 0 {
             return Err(EINVAL);
         }
-        let bo = gem::create(dev, args.size, file.inner().uid)?;
+        let wait = args.flags & uapi::DRM_VGSCHED_CREATE_WAIT != 0;
+        let bo = gem::create(dev, args.size, file.inner().uid, wait)?;
         // The handle holds its own reference; ours drops on return.
         args.handle = bo.create_handle(file)?;
         Ok(0)
@@ -275,11 +276,12 @@ impl Ioctl for CtxCreate {
         args: &mut Self::Arg,
         file: &DrmFile,
     ) -> Result<u32> {
-        if args.flags != 0 || args.pad != 0 {
+        if args.flags & !uapi::DRM_VGSCHED_CREATE_WAIT != 0 || args.pad != 0 {
             return Err(EINVAL);
         }
         let inner = file.inner();
-        let charge = dev.book.charge(inner.uid, Resource::Contexts, 1)?;
+        let wait = args.flags & uapi::DRM_VGSCHED_CREATE_WAIT != 0;
+        let charge = dev.book.charge(inner.uid, Resource::Contexts, 1, wait)?;
         let mut table = inner.contexts.lock();
         let ctx = table.create(args.priority, file.client_id(), charge)?;
         if let Err(e) = dev.engine.register_context(&ctx) {

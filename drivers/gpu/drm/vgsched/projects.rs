@@ -22,12 +22,14 @@
 use kernel::{
     configfs,
     configfs_attrs,
+    new_condvar,
     new_mutex,
     page::PAGE_SIZE,
     prelude::*,
     str::CString,
     sync::{
         Arc,
+        CondVar,
         Mutex, //
     }, //
 };
@@ -81,6 +83,9 @@ impl ProjectEntry {
 struct Ledger {
     projects: KVec<ProjectEntry>,
     next_id: u64,
+    /// What all members hold together: the part of the device's pool in
+    /// use.
+    pool_used: Amounts,
 }
 
 impl Ledger {
@@ -106,17 +111,26 @@ impl Ledger {
 pub(crate) struct Book {
     #[pin]
     ledger: Mutex<Ledger>,
+    /// Signalled whenever something is given back to the pool.
+    #[pin]
+    released: CondVar,
+    /// The device's pool: what all members of all projects may hold
+    /// together.
+    pool: Amounts,
 }
 
 impl Book {
-    /// No projects.
-    pub(crate) fn new() -> Result<Arc<Self>> {
+    /// No projects, on a device whose pool is `pool`.
+    pub(crate) fn new(pool: Amounts) -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(Self {
                 ledger <- new_mutex!(Ledger {
                     projects: KVec::with_capacity(MAX_PROJECTS, GFP_KERNEL)?,
                     next_id: 1,
+                    pool_used: Amounts::ZERO,
                 }),
+                released <- new_condvar!("vgsched::Book::released"),
+                pool,
             }),
             GFP_KERNEL,
         )
@@ -124,38 +138,60 @@ impl Book {
 
     /// Charges `amount` of `r` to the member `uid` is: `Ok(None)` for root
     /// and for a uid in no project (nothing to account), `EDQUOT` past the
-    /// member's request.
+    /// member's request. When the device's pool is held by other members,
+    /// `ENOSPC`, or with `wait` the caller sleeps until enough comes back
+    /// (`ERESTARTSYS` on a signal).
     pub(crate) fn charge(
         self: &Arc<Self>,
         uid: u32,
         r: Resource,
         amount: u64,
+        wait: bool,
     ) -> Result<Option<Charge>> {
         if uid == 0 {
             return Ok(None);
         }
         let mut ledger = self.ledger.lock();
-        let Some(project) = ledger.project_of(uid) else {
-            return Ok(None);
-        };
-        let Some(m) = ledger.member(project, uid) else {
-            return Ok(None);
-        };
-        charge(&m.request, &m.used, r, amount, u64::MAX).map_err(quota_errno)?;
-        m.used.set(r, m.used.get(r).saturating_add(amount));
-        Ok(Some(Charge {
-            book: self.clone(),
-            project,
-            uid,
-            resource: r,
-            amount,
-        }))
+        loop {
+            let Some(project) = ledger.project_of(uid) else {
+                return Ok(None);
+            };
+            let pool_free = self.pool.get(r).saturating_sub(ledger.pool_used.get(r));
+            let Some(m) = ledger.member(project, uid) else {
+                return Ok(None);
+            };
+            match charge(&m.request, &m.used, r, amount, pool_free) {
+                Ok(()) => {
+                    m.used.set(r, m.used.get(r).saturating_add(amount));
+                    let used = ledger.pool_used.get(r).saturating_add(amount);
+                    ledger.pool_used.set(r, used);
+                    return Ok(Some(Charge {
+                        book: self.clone(),
+                        project,
+                        uid,
+                        resource: r,
+                        amount,
+                    }));
+                }
+                Err(QuotaError::PoolBusy(_)) if wait => {
+                    if self.released.wait_interruptible(&mut ledger) {
+                        return Err(ERESTARTSYS);
+                    }
+                }
+                Err(e) => return Err(quota_errno(e)),
+            }
+        }
     }
 
     fn uncharge(&self, project: u64, uid: u32, r: Resource, amount: u64) {
-        if let Some(m) = self.ledger.lock().member(project, uid) {
+        let mut ledger = self.ledger.lock();
+        if let Some(m) = ledger.member(project, uid) {
             m.used.set(r, m.used.get(r).saturating_sub(amount));
+            let used = ledger.pool_used.get(r).saturating_sub(amount);
+            ledger.pool_used.set(r, used);
         }
+        drop(ledger);
+        self.released.notify_all();
     }
 }
 
@@ -283,9 +319,18 @@ pub(crate) struct Member {
 impl PinnedDrop for Member {
     fn drop(self: Pin<&mut Self>) {
         let uid = self.uid;
-        if let Some(p) = self.book.ledger.lock().project(self.project) {
+        let mut ledger = self.book.ledger.lock();
+        let mut held = Amounts::ZERO;
+        if let Some(p) = ledger.project(self.project) {
+            if let Some(m) = p.members.iter().find(|m| m.uid == uid) {
+                held = m.used;
+            }
             p.members.retain(|m| m.uid != uid);
         }
+        // What its files hold no longer counts against the pool.
+        ledger.pool_used = ledger.pool_used.minus(&held);
+        drop(ledger);
+        self.book.released.notify_all();
     }
 }
 

@@ -77,8 +77,10 @@ use vgsched_core::{
     },
     dispatch::DispatchParams,
     pipeline::PhaseOneParams,
+    projects as projects_core,
     tiles::TileAccount,
     topology::{
+        within,
         ParamError,
         Topology, //
     }, //
@@ -173,6 +175,14 @@ module! {
             default: 5,
             description: "Modeled time to stop or resume a wave whose state stays in its slot, us (0-1000)",
         },
+        pool_contexts: u32 {
+            default: 1024,
+            description: "Contexts the members of all projects may hold together (1-1000000)",
+        },
+        pool_bo_mib: u32 {
+            default: 1024,
+            description: "Buffer-object MiB the members of all projects may hold together (1-1048576)",
+        },
         vram_mib: u32 {
             default: 64,
             description: "Device memory, MiB (1-1024), managed by the kernel's GPU buddy allocator",
@@ -237,6 +247,26 @@ fn sched_params(topology: &Topology) -> Result<SchedParams> {
     SchedParams::from_params(topology, &values).map_err(invalid_parameter)
 }
 
+/// The device's pool for project members, from the module parameters.
+fn pool_from_params() -> Result<projects_core::Amounts> {
+    let contexts = within(
+        "pool_contexts",
+        module_parameters::pool_contexts.value(),
+        (1, 1_000_000),
+    )
+    .map_err(invalid_parameter)?;
+    let bo_mib = within(
+        "pool_bo_mib",
+        module_parameters::pool_bo_mib.value(),
+        (1, 1 << 20),
+    )
+    .map_err(invalid_parameter)?;
+    let mut pool = projects_core::Amounts([u64::MAX; projects_core::RESOURCES]);
+    pool.set(projects_core::Resource::Contexts, u64::from(contexts));
+    pool.set(projects_core::Resource::BoBytes, u64::from(bo_mib) << 20);
+    Ok(pool)
+}
+
 /// Logs which parameter is out of range; `EINVAL` for `insmod`.
 pub(crate) fn invalid_parameter(e: ParamError) -> Error {
     pr_err!(
@@ -293,7 +323,7 @@ impl kernel::Module for VgschedModule {
         )
         .map_err(invalid_parameter)?;
         let engine = engine::Engine::new(topology, params, sched, memory, phase_one, tiles)?;
-        let book = projects::Book::new()?;
+        let book = projects::Book::new(pool_from_params()?)?;
         let faux = faux::Registration::new(DEVICE_NAME, None)?;
         let unregistered = drm::UnregisteredDevice::<driver::VgDriver>::new(
             faux.as_ref(),
