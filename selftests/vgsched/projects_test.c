@@ -8,8 +8,8 @@
  *  - a uid is a member of one project at most (EEXIST), a member's name
  *    is its uid (EINVAL otherwise), a project with members cannot be
  *    removed, and the module cannot be unloaded while projects exist;
- *  - what a member's files create (contexts, buffer-object bytes) is
- *    charged to it, EDQUOT past its request, and given back when the
+ *  - what a member's files create (contexts, buffer-object bytes, the
+ *    tiles of unfinished jobs) is charged to it, EDQUOT past its request, and given back when the
  *    context or object goes, when the file is closed and when the process
  *    is killed; a uid in no project and root are not limited;
  *  - past the device's pool (pool_contexts), creation fails with ENOSPC
@@ -322,6 +322,49 @@ TEST_F(projects, files_are_charged_to_their_member)
 	/* A uid in no project, and root, are not limited. */
 	EXPECT_EQ(0, as_uid(1003, unlimited_creates, NULL));
 	EXPECT_EQ(0, unlimited_creates(NULL));
+}
+
+/* A member with a request of one tile: one unfinished job at a time. */
+static int tiles_one_at_a_time(void *arg)
+{
+	int fd = vgsched_open_render_node(), ret;
+	struct busy_job j;
+	__u32 ctx;
+
+	if (fd < 0 || !(ctx = vgsched_ctx_create(fd, 8)))
+		return 101;
+	if (busy_job_init(fd, &j, ctx, 200, 1, 1, 4, 1) || busy_submit(fd, &j))
+		return 102;
+	if (busy_submit(fd, &j) != -EDQUOT)
+		return 103;
+	if (wait_ok(fd, ctx, 1))
+		return 104;
+	/* Given back once the finished job is dropped. */
+	for (int i = 0; i < 200; i++) {
+		ret = busy_submit(fd, &j);
+		if (ret != -EDQUOT)
+			break;
+		usleep(10000);
+	}
+	if (ret || wait_ok(fd, ctx, j.s.seqno))
+		return 105;
+	busy_job_fini(fd, &j);
+	close(fd);
+	return 0;
+}
+
+TEST_F(projects, unfinished_jobs_charge_their_tiles)
+{
+	ASSERT_EQ(0, cfs_mkdir("alpha"));
+	ASSERT_EQ(0, cfs_write("alpha/budget_contexts", "2"));
+	ASSERT_EQ(0, cfs_write("alpha/budget_bo_bytes", "1048576"));
+	ASSERT_EQ(0, cfs_write("alpha/budget_tiles", "1"));
+	ASSERT_EQ(0, cfs_mkdir("alpha/1001"));
+	ASSERT_EQ(0, cfs_write("alpha/1001/request_contexts", "1"));
+	ASSERT_EQ(0, cfs_write("alpha/1001/request_bo_bytes", "1048576"));
+	ASSERT_EQ(0, cfs_write("alpha/1001/request_tiles", "1"));
+	EXPECT_EQ(0, as_uid(1001, tiles_one_at_a_time, NULL));
+	EXPECT_EQ(0, usage_settles("alpha/1001/usage", "tiles", 0));
 }
 
 /* Creates a context with DRM_VGSCHED_CREATE_WAIT; its id, or 0 with errno. */

@@ -389,6 +389,14 @@ impl Ioctl for Submit {
     ) -> Result<u32> {
         let ctx = file.inner().contexts.lock().get(args.ctx_id)?;
         let Submission { mut spec, writes } = Submission::from_args(args, &dev.topology, file)?;
+        // The tiles it asks for count against its project member's request
+        // until the job is dropped, after its fence has signalled.
+        spec.charge = dev.book.charge(
+            file.inner().uid,
+            Resource::Tiles,
+            u64::from(spec.tiles),
+            false,
+        )?;
         // Implicit synchronisation: from here until the job's fence is in
         // the bound objects' reservations, they stay locked, so every other
         // submission on them orders itself before or after this one. The

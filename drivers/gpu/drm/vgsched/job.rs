@@ -13,6 +13,7 @@ use kernel::{
 use crate::{
     fence::Fence,
     gem::VgObject,
+    projects::Charge,
     vgsched_core::{
         exec::Memory,
         grid::Grid,
@@ -52,6 +53,9 @@ pub(crate) struct JobSpec {
     pub(crate) scratch: u64,
     /// Tiles it needs, all on one node (at least 1).
     pub(crate) tiles: u32,
+    /// Those tiles, charged to the project member whose file submitted
+    /// it (`projects.rs`), until the job is dropped.
+    pub(crate) charge: Option<Charge>,
 }
 
 /// [`Memory`] over the device copies of a job's bound buffer objects, by
