@@ -104,7 +104,7 @@ TEST_F(bo, largest_size_is_accepted)
 
 TEST_F(bo, unknown_flags_are_einval)
 {
-	struct drm_vgsched_bo_create c = { .size = 4096, .flags = 1 };
+	struct drm_vgsched_bo_create c = { .size = 4096, .flags = DRM_VGSCHED_CREATE_WAIT << 1 };
 
 	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_VGSCHED_BO_CREATE, &c));
 	EXPECT_EQ(EINVAL, errno);

@@ -121,7 +121,7 @@ TEST_F(ctx, per_file_limit_is_enospc_and_frees_on_destroy)
 
 TEST_F(ctx, bad_flags_padding_and_ids)
 {
-	struct drm_vgsched_ctx_create c = { .priority = 9, .flags = 1 };
+	struct drm_vgsched_ctx_create c = { .priority = 9, .flags = DRM_VGSCHED_CREATE_WAIT << 1 };
 	struct drm_vgsched_ctx_destroy d = { .ctx_id = 1, .pad = 1 };
 	struct drm_vgsched_ctx_query q = { .ctx_id = 0 };
 	__u32 id = vgsched_ctx_create(self->fd, 9);

@@ -14,7 +14,11 @@
  *    is killed; a uid in no project and root are not limited;
  *  - past the device's pool (pool_contexts), creation fails with ENOSPC
  *    even within the member's request, or with DRM_VGSCHED_CREATE_WAIT
- *    waits until another member gives something back.
+ *    waits until another member gives something back;
+ *  - the device's authorization code: generated in configfs and shown
+ *    once, without it SUBMIT is EACCES, a wrong code EACCES, failed
+ *    attempts limited (EAGAIN), and a revoked code stops new jobs while
+ *    the running one completes; root needs none.
  * Members are real uids: forked children that setresuid() to them (which
  * drops every capability).
  */
@@ -464,6 +468,115 @@ TEST(the_pool_refuses_or_waits)
 	EXPECT_EQ(0, cfs_rmdir("alpha"));
 	EXPECT_EQ(0, vgsched_module_unload());
 	EXPECT_EQ(0, vgsched_module_load(""));
+}
+
+/* DRM_IOCTL_VGSCHED_AUTHORIZE with @code; 0 or -errno. */
+static int authorize(int fd, const __u8 *code, __u32 provider)
+{
+	struct drm_vgsched_authorize a = { .provider = provider };
+
+	memcpy(a.code, code, sizeof(a.code));
+	return ioctl(fd, DRM_IOCTL_VGSCHED_AUTHORIZE, &a) ? -errno : 0;
+}
+
+struct auth_run {
+	__u8 code[DRM_VGSCHED_CODE_BYTES];
+	int to_child, from_child;
+};
+
+/* A uid in no project, on a device with a code; exit status says where it failed. */
+static int authorized_work(void *arg)
+{
+	struct auth_run *r = arg;
+	__u8 wrong[DRM_VGSCHED_CODE_BYTES];
+	int fd = vgsched_open_render_node();
+	struct busy_job j, k;
+	__u32 ctx;
+	char c;
+
+	if (fd < 0 || !(ctx = vgsched_ctx_create(fd, 8)))
+		return 101;
+	if (busy_job_init(fd, &j, ctx, 500, 1, 1, 4, 1) || busy_job_init(fd, &k, ctx, 1, 1, 1, 4, 1))
+		return 102;
+	if (busy_submit(fd, &j) != -EACCES)
+		return 103;
+	memcpy(wrong, r->code, sizeof(wrong));
+	wrong[7] ^= 1;
+	for (int i = 0; i < DRM_VGSCHED_AUTH_BURST; i++)
+		if (authorize(fd, wrong, 0) != -EACCES)
+			return 104;
+	/* Limited: even the right code is not looked at now. */
+	if (authorize(fd, r->code, 0) != -EAGAIN)
+		return 105;
+	usleep(1100000);
+	if (authorize(fd, r->code, 1) != -EINVAL || authorize(fd, r->code, 0))
+		return 106;
+	if (busy_submit(fd, &j))
+		return 107;
+	/* The administrator revokes the code while the job runs. */
+	if (write(r->from_child, "s", 1) != 1 || read(r->to_child, &c, 1) != 1)
+		return 108;
+	if (busy_submit(fd, &k) != -EACCES)
+		return 109;
+	if (wait_ok(fd, ctx, j.s.seqno) || busy_job_wrong(&j) != -1)
+		return 110;
+	busy_job_fini(fd, &j);
+	busy_job_fini(fd, &k);
+	close(fd);
+	return 0;
+}
+
+TEST(authorization_codes)
+{
+	int to_child[2], from_child[2], status, fd;
+	struct auth_run run;
+	char hex[64] = "", path[64], c;
+	struct busy_job j;
+	__u32 ctx;
+	pid_t pid;
+
+	fd = vgsched_open_render_node_at(path, sizeof(path));
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, chmod(path, 0666));
+	EXPECT_EQ(-EINVAL, cfs_write("device_code", "maybe"));
+	ASSERT_EQ(0, cfs_read("device_code", hex, sizeof(hex)));
+	EXPECT_STREQ("open\n", hex);
+	ASSERT_EQ(0, cfs_write("device_code", "generate\n"));
+	ASSERT_EQ(0, cfs_read("device_code", hex, sizeof(hex)));
+	ASSERT_EQ(33, strlen(hex)) TH_LOG("'%s'", hex);
+	for (int i = 0; i < DRM_VGSCHED_CODE_BYTES; i++)
+		ASSERT_EQ(1, sscanf(hex + 2 * i, "%2hhx", &run.code[i]));
+	/* Shown once. */
+	ASSERT_EQ(0, cfs_read("device_code", hex, sizeof(hex)));
+	EXPECT_STREQ("required\n", hex);
+
+	ASSERT_EQ(0, pipe(to_child));
+	ASSERT_EQ(0, pipe(from_child));
+	run.to_child = to_child[0];
+	run.from_child = from_child[1];
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		if (setresgid(1004, 1004, 1004) || setresuid(1004, 1004, 1004))
+			_exit(100);
+		_exit(authorized_work(&run));
+	}
+	ASSERT_EQ(1, read(from_child[0], &c, 1)) TH_LOG("the child failed before the revocation");
+	ASSERT_EQ(0, cfs_write("device_code", "revoke"));
+	ASSERT_EQ(1, write(to_child[1], "r", 1));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	ASSERT_EQ(0, cfs_read("device_code", hex, sizeof(hex)));
+	EXPECT_STREQ("revoked\n", hex);
+	/* Root needs no code. */
+	ctx = vgsched_ctx_create(fd, 8);
+	ASSERT_NE(0, ctx);
+	ASSERT_EQ(0, busy_job_init(fd, &j, ctx, 1, 1, 1, 4, 1));
+	EXPECT_EQ(0, busy_submit(fd, &j));
+	EXPECT_EQ(0, wait_ok(fd, ctx, 1));
+	busy_job_fini(fd, &j);
+	ASSERT_EQ(0, cfs_write("device_code", "open"));
+	close(fd);
 }
 
 TEST_HARNESS_MAIN

@@ -18,9 +18,13 @@ use kernel::{
 };
 
 use crate::{
-    context::ContextTable,
+    context::{
+        monotonic_ns,
+        ContextTable, //
+    },
     driver::VgDriver,
-    engine::Engine, //
+    engine::Engine,
+    vgsched_core::projects::AttemptLimiter, //
 };
 
 /// One client of the device: what a process gets by opening the render node.
@@ -32,6 +36,10 @@ pub(crate) struct VgFile {
     /// The effective uid of its opener: what it creates is charged to the
     /// project member of that uid (`projects.rs`).
     pub(crate) uid: u32,
+    /// The generation of the authorization code it presented (0: none),
+    /// and the limit on its failed attempts (`auth.rs`).
+    #[pin]
+    pub(crate) auth: Mutex<(u64, AttemptLimiter)>,
     /// The file's contexts.
     #[pin]
     pub(crate) contexts: Mutex<ContextTable>,
@@ -87,6 +95,7 @@ impl drm::file::DriverFile for VgFile {
             try_pin_init!(Self {
                 engine: dev.engine.clone(),
                 uid: Kuid::current_euid().into_uid_in_current_ns(),
+                auth <- new_mutex!((0, AttemptLimiter::new(monotonic_ns()))),
                 contexts <- new_mutex!(ContextTable::new()),
                 retired_runtime_ns: Atomic::new(0),
             }),

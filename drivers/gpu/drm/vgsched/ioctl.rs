@@ -115,6 +115,7 @@ pub(crate) const TABLE: &[drm::ioctl::DrmIoctlDescriptor] = &[
     desc::<Submit>(),
     desc::<Wait>(),
     desc::<BoCpuPrep>(),
+    desc::<Authorize>(),
 ];
 
 // The DRM core finds a handler by `nr - DRM_COMMAND_BASE`: the table must be
@@ -236,6 +237,42 @@ impl Ioctl for BoCreate {
         // The handle holds its own reference; ours drops on return.
         args.handle = bo.create_handle(file)?;
         Ok(0)
+    }
+}
+
+/// `DRM_IOCTL_VGSCHED_AUTHORIZE`.
+struct Authorize;
+
+impl Ioctl for Authorize {
+    type Arg = uapi::drm_vgsched_authorize;
+    const NR: u32 = uapi::DRM_VGSCHED_AUTHORIZE;
+    const NAME: &'static CStr = c"VGSCHED_AUTHORIZE";
+
+    fn handle(
+        dev: &VgDevice<drm::Registered>,
+        args: &mut Self::Arg,
+        file: &DrmFile,
+    ) -> Result<u32> {
+        if args.provider != 0 || args.flags != 0 {
+            return Err(EINVAL);
+        }
+        let inner = file.inner();
+        let mut auth = inner.auth.lock();
+        let now = crate::context::monotonic_ns();
+        // Limited attempts are refused before the code is looked at.
+        if !auth.1.may_try(now) {
+            return Err(EAGAIN);
+        }
+        match dev.book.authority.check(&args.code) {
+            Ok(generation) => {
+                auth.0 = generation;
+                Ok(0)
+            }
+            Err(e) => {
+                auth.1.failed(now);
+                Err(e)
+            }
+        }
     }
 }
 
@@ -387,7 +424,13 @@ impl Ioctl for Submit {
         args: &mut Self::Arg,
         file: &DrmFile,
     ) -> Result<u32> {
-        let ctx = file.inner().contexts.lock().get(args.ctx_id)?;
+        let inner = file.inner();
+        // While the device has an authorization code, only files that
+        // presented it (and root's) submit.
+        if inner.uid != 0 && !dev.book.authority.allows(inner.auth.lock().0) {
+            return Err(EACCES);
+        }
+        let ctx = inner.contexts.lock().get(args.ctx_id)?;
         let Submission { mut spec, writes } = Submission::from_args(args, &dev.topology, file)?;
         // The tiles it asks for count against its project member's request
         // until the job is dropped, after its fence has signalled.

@@ -34,6 +34,10 @@ use kernel::{
     }, //
 };
 
+use crate::auth::{
+    Authority,
+    CODE_BYTES, //
+};
 use crate::vgsched_core::projects::{
     admit_budget,
     admit_request,
@@ -117,6 +121,9 @@ pub(crate) struct Book {
     /// The device's pool: what all members of all projects may hold
     /// together.
     pool: Amounts,
+    /// The device's authorization code.
+    #[pin]
+    pub(crate) authority: Authority,
 }
 
 impl Book {
@@ -131,6 +138,7 @@ impl Book {
                 }),
                 released <- new_condvar!("vgsched::Book::released"),
                 pool,
+                authority <- Authority::new(),
             }),
             GFP_KERNEL,
         )
@@ -284,7 +292,9 @@ impl Registry {
             container: configfs::Subsystem<Registry>,
             data: Registry,
             child: Project,
-            attributes: [],
+            attributes: [
+                device_code: 0,
+            ],
         };
         configfs::Subsystem::new(c"vgsched", item_type, try_pin_init!(Registry { book }))
     }
@@ -528,6 +538,51 @@ fn show_amounts(page: &mut [u8; PAGE_SIZE], a: &Amounts) -> Result<usize> {
         n += write_u64(page.get_mut(n..).ok_or(EINVAL)?, a.get(r))?;
     }
     Ok(n)
+}
+
+/// `device_code`: `generate` makes a new authorization code for the whole
+/// device, which the next read shows once (32 hex digits); `revoke`
+/// withdraws it (no file but root's may submit until the next); `open`
+/// lets every file submit again. Reads say `open`, `required` (a code is
+/// valid) or `revoked` after that.
+#[vtable]
+impl configfs::AttributeOperations<0> for Registry {
+    type Data = Registry;
+
+    fn show(data: &Registry, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+        let (code, required, valid) = data.book.authority.show();
+        let mut n = 0;
+        if let Some(code) = code {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            for (i, b) in code.iter().enumerate() {
+                page[2 * i] = HEX[usize::from(b >> 4)];
+                page[2 * i + 1] = HEX[usize::from(b & 15)];
+            }
+            n = 2 * CODE_BYTES;
+        } else {
+            let word: &[u8] = match (required, valid) {
+                (false, _) => b"open",
+                (true, true) => b"required",
+                (true, false) => b"revoked",
+            };
+            page[..word.len()].copy_from_slice(word);
+            n += word.len();
+        }
+        page[n] = b'\n';
+        Ok(n + 1)
+    }
+
+    fn store(data: &Registry, page: &[u8]) -> Result {
+        let word = page.strip_suffix(b"\n").unwrap_or(page);
+        let a = &data.book.authority;
+        match word {
+            b"generate" => a.generate(),
+            b"revoke" => a.revoke(),
+            b"open" => a.open(),
+            _ => return Err(EINVAL),
+        }
+        Ok(())
+    }
 }
 
 /// `requested`: what the members request together, read-only.

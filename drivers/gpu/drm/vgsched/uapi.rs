@@ -47,4 +47,5 @@ plain_bytes!(
     drm_vgsched_submit,
     drm_vgsched_wait,
     drm_vgsched_bo_cpu_prep,
+    drm_vgsched_authorize,
 );

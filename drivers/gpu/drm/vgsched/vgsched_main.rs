@@ -15,6 +15,7 @@ use kernel::{
     prelude::*, //
 };
 
+mod auth;
 mod bench;
 mod context;
 mod debugfs;
