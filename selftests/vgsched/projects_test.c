@@ -178,8 +178,32 @@ FIXTURE_TEARDOWN(projects)
 {
 	static const char *const uids[] = { "1001", "1002", "1003" };
 
+	/* Whatever a failed test left: no code, no projects, the default module. */
+	cfs_write("device_code", "open");
 	remove_project("alpha", uids, 3);
 	remove_project("beta", uids, 3);
+	EXPECT_EQ(0, vgsched_module_unload());
+	EXPECT_EQ(0, vgsched_module_load(""));
+}
+
+/* The state letter of process @pid (R, S, D, ...), or 0. */
+static char proc_state(pid_t pid)
+{
+	char path[64], buf[256], *close_paren;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	close_paren = strrchr(buf, ')');
+	return close_paren && close_paren[1] == ' ' ? close_paren[2] : 0;
 }
 
 TEST_F(projects, budgets_requests_and_bad_input)
@@ -337,7 +361,7 @@ static int tiles_one_at_a_time(void *arg)
 
 	if (fd < 0 || !(ctx = vgsched_ctx_create(fd, 8)))
 		return 101;
-	if (busy_job_init(fd, &j, ctx, 200, 1, 1, 4, 1) || busy_submit(fd, &j))
+	if (busy_job_init(fd, &j, ctx, 1000, 1, 1, 4, 1) || busy_submit(fd, &j))
 		return 102;
 	if (busy_submit(fd, &j) != -EDQUOT)
 		return 103;
@@ -384,7 +408,7 @@ static __u32 ctx_create_waiting(int fd)
  * uid 1002, within its own request of 2, gets one and then ENOSPC; with
  * DRM_VGSCHED_CREATE_WAIT it waits until 1001 gives one back.
  */
-TEST(the_pool_refuses_or_waits)
+TEST_F(projects, the_pool_refuses_or_waits)
 {
 	int to_a[2], from_a[2], to_b[2], from_b[2], status, fd;
 	char c, path[64];
@@ -450,8 +474,11 @@ TEST(the_pool_refuses_or_waits)
 	}
 	ASSERT_EQ(1, read(from_b[0], &c, 1));
 	EXPECT_EQ('w', c);
-	/* It waits: nothing comes while 1001 holds its two. */
-	usleep(200000);
+	/* It waits, asleep in the ioctl: nothing comes while 1001 holds its two. */
+	for (int i = 0; i < 500 && proc_state(b) != 'S'; i++)
+		usleep(10000);
+	usleep(100000);
+	EXPECT_EQ('S', proc_state(b));
 	EXPECT_EQ(2, cfs_usage("alpha/1001/usage", "contexts"));
 	EXPECT_EQ(1, cfs_usage("alpha/1002/usage", "contexts")) TH_LOG("the waiting creation did not wait");
 	ASSERT_EQ(1, write(to_a[1], "g", 1));
@@ -463,11 +490,6 @@ TEST(the_pool_refuses_or_waits)
 	EXPECT_EQ(0, WEXITSTATUS(status));
 	ASSERT_EQ(b, waitpid(b, &status, 0));
 	EXPECT_EQ(0, WEXITSTATUS(status));
-	EXPECT_EQ(0, cfs_rmdir("alpha/1001"));
-	EXPECT_EQ(0, cfs_rmdir("alpha/1002"));
-	EXPECT_EQ(0, cfs_rmdir("alpha"));
-	EXPECT_EQ(0, vgsched_module_unload());
-	EXPECT_EQ(0, vgsched_module_load(""));
 }
 
 /* DRM_IOCTL_VGSCHED_AUTHORIZE with @code; 0 or -errno. */
@@ -488,6 +510,7 @@ struct auth_run {
 static int authorized_work(void *arg)
 {
 	struct auth_run *r = arg;
+	struct drm_vgsched_ctx_query q;
 	__u8 wrong[DRM_VGSCHED_CODE_BYTES];
 	int fd = vgsched_open_render_node();
 	struct busy_job j, k;
@@ -496,7 +519,7 @@ static int authorized_work(void *arg)
 
 	if (fd < 0 || !(ctx = vgsched_ctx_create(fd, 8)))
 		return 101;
-	if (busy_job_init(fd, &j, ctx, 500, 1, 1, 4, 1) || busy_job_init(fd, &k, ctx, 1, 1, 1, 4, 1))
+	if (busy_job_init(fd, &j, ctx, 1500, 1, 1, 4, 1) || busy_job_init(fd, &k, ctx, 1, 1, 1, 4, 1))
 		return 102;
 	if (busy_submit(fd, &j) != -EACCES)
 		return 103;
@@ -518,6 +541,9 @@ static int authorized_work(void *arg)
 		return 108;
 	if (busy_submit(fd, &k) != -EACCES)
 		return 109;
+	/* It was still running when the code went: queued work finishes. */
+	if (vgsched_ctx_query(fd, ctx, &q) || q.jobs_completed != 0)
+		return 111;
 	if (wait_ok(fd, ctx, j.s.seqno) || busy_job_wrong(&j) != -1)
 		return 110;
 	busy_job_fini(fd, &j);
@@ -526,7 +552,7 @@ static int authorized_work(void *arg)
 	return 0;
 }
 
-TEST(authorization_codes)
+TEST_F(projects, authorization_codes)
 {
 	int to_child[2], from_child[2], status, fd;
 	struct auth_run run;
@@ -575,7 +601,6 @@ TEST(authorization_codes)
 	EXPECT_EQ(0, busy_submit(fd, &j));
 	EXPECT_EQ(0, wait_ok(fd, ctx, 1));
 	busy_job_fini(fd, &j);
-	ASSERT_EQ(0, cfs_write("device_code", "open"));
 	close(fd);
 }
 

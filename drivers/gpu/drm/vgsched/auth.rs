@@ -100,6 +100,9 @@ impl Authority {
         c.hash = Some(hash(&code));
         c.generation = c.generation.wrapping_add(1);
         c.unshown = Some(code);
+        // The stack copy goes; the one to show stays until it is shown.
+        code.iter_mut().for_each(|b| *b = 0);
+        core::hint::black_box(&code);
     }
 
     /// Revokes the code: files authorized by it may submit no more, and
@@ -113,8 +116,11 @@ impl Authority {
 
     /// No code required any more (and none valid).
     pub(crate) fn open(&self) {
-        self.revoke();
-        self.code.lock().required = false;
+        let mut c = self.code.lock();
+        c.required = false;
+        c.hash = None;
+        c.unshown = None;
+        c.generation = c.generation.wrapping_add(1);
     }
 
     /// The new code once (`Some`), then `None`; whether a code is

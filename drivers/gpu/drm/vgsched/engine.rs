@@ -1113,6 +1113,7 @@ impl Engine {
         };
         let mut job = Job::new(seqno, fence.clone(), spec, waiter, &this.topology)?;
         job.footprint = footprint;
+        let mut rejected = None;
         {
             let mut st = this.lock();
             if st.shut_down {
@@ -1128,8 +1129,17 @@ impl Engine {
             }
             job.id = id;
             // Room for MAX_JOBS_IN_FLIGHT jobs was reserved with the context.
-            q.jobs.push_within_capacity(job).map_err(|_| EBUSY)?;
-            st.next_job_id += 1;
+            if let Err(PushError(job)) = q.jobs.push_within_capacity(job) {
+                // Dropped once the lock is released (its charges take the
+                // projects' ledger lock).
+                rejected = Some(job);
+            }
+            if rejected.is_none() {
+                st.next_job_id += 1;
+            }
+        }
+        if rejected.is_some() {
+            return Err(EBUSY);
         }
         sub.last_seqno = seqno;
         sub.recent[(seqno % MAX_JOBS_IN_FLIGHT) as usize] = Some(fence.clone());

@@ -33,8 +33,9 @@ use crate::{
 pub(crate) struct VgFile {
     /// The engine its jobs run on.
     pub(crate) engine: Arc<Engine>,
-    /// The effective uid of its opener: what it creates is charged to the
-    /// project member of that uid (`projects.rs`).
+    /// The effective uid of its opener, in the initial user namespace (a
+    /// user namespace's root is not root here): what it creates is charged
+    /// to the project member of that uid (`projects.rs`).
     pub(crate) uid: u32,
     /// The generation of the authorization code it presented (0: none),
     /// and the limit on its failed attempts (`auth.rs`).
@@ -94,7 +95,7 @@ impl drm::file::DriverFile for VgFile {
         KBox::try_pin_init(
             try_pin_init!(Self {
                 engine: dev.engine.clone(),
-                uid: Kuid::current_euid().into_uid_in_current_ns(),
+                uid: Kuid::current_euid().into_raw().val,
                 auth <- new_mutex!((0, AttemptLimiter::new(monotonic_ns()))),
                 contexts <- new_mutex!(ContextTable::new()),
                 retired_runtime_ns: Atomic::new(0),

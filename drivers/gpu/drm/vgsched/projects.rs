@@ -55,6 +55,8 @@ const MAX_MEMBERS: usize = 64;
 /// One member of a project, as the ledger keeps it.
 struct MemberEntry {
     uid: u32,
+    /// Unique among all members ever made (from `Ledger::next_id`).
+    serial: u64,
     role: Role,
     request: Amounts,
     used: Amounts,
@@ -99,6 +101,14 @@ impl Ledger {
 
     fn member(&mut self, id: u64, uid: u32) -> Option<&mut MemberEntry> {
         self.project(id)?.members.iter_mut().find(|m| m.uid == uid)
+    }
+
+    /// The member of serial `serial`, if it still exists.
+    fn member_by_serial(&mut self, id: u64, serial: u64) -> Option<&mut MemberEntry> {
+        self.project(id)?
+            .members
+            .iter_mut()
+            .find(|m| m.serial == serial)
     }
 
     /// The project `uid` is a member of.
@@ -164,24 +174,29 @@ impl Book {
             let Some(project) = ledger.project_of(uid) else {
                 return Ok(None);
             };
-            let pool_free = self.pool.get(r).saturating_sub(ledger.pool_used.get(r));
+            let pool = self.pool.get(r);
+            let pool_free = pool.saturating_sub(ledger.pool_used.get(r));
             let Some(m) = ledger.member(project, uid) else {
                 return Ok(None);
             };
+            // Room the other members could ever give back: without it a
+            // wait would never end.
+            let reachable = amount <= pool.saturating_sub(m.used.get(r));
             match charge(&m.request, &m.used, r, amount, pool_free) {
                 Ok(()) => {
                     m.used.set(r, m.used.get(r).saturating_add(amount));
+                    let serial = m.serial;
                     let used = ledger.pool_used.get(r).saturating_add(amount);
                     ledger.pool_used.set(r, used);
                     return Ok(Some(Charge {
                         book: self.clone(),
                         project,
-                        uid,
+                        serial,
                         resource: r,
                         amount,
                     }));
                 }
-                Err(QuotaError::PoolBusy(_)) if wait => {
+                Err(QuotaError::PoolBusy(_)) if wait && reachable => {
                     if self.released.wait_interruptible(&mut ledger) {
                         return Err(ERESTARTSYS);
                     }
@@ -191,13 +206,58 @@ impl Book {
         }
     }
 
-    fn uncharge(&self, project: u64, uid: u32, r: Resource, amount: u64) {
+    /// A new project with room for `members`; its id. `ENOSPC` past
+    /// [`MAX_PROJECTS`].
+    fn add_project(&self, members: KVec<MemberEntry>) -> Result<u64> {
         let mut ledger = self.ledger.lock();
-        if let Some(m) = ledger.member(project, uid) {
-            m.used.set(r, m.used.get(r).saturating_sub(amount));
-            let used = ledger.pool_used.get(r).saturating_sub(amount);
-            ledger.pool_used.set(r, used);
+        if ledger.projects.len() >= MAX_PROJECTS {
+            return Err(ENOSPC);
         }
+        let id = ledger.next_id;
+        ledger
+            .projects
+            .push_within_capacity(ProjectEntry {
+                id,
+                budget: Amounts::ZERO,
+                members,
+            })
+            .map_err(|_| ENOSPC)?;
+        ledger.next_id += 1;
+        Ok(id)
+    }
+
+    /// `uid` joins project `project`; its member serial. `EEXIST` if the
+    /// uid is a member of a project already (a file has one owner),
+    /// `ENOSPC` past [`MAX_MEMBERS`].
+    fn add_member(&self, project: u64, uid: u32) -> Result<u64> {
+        let mut ledger = self.ledger.lock();
+        if ledger.project_of(uid).is_some() {
+            return Err(EEXIST);
+        }
+        let serial = ledger.next_id;
+        let p = ledger.project(project).ok_or(ENOENT)?;
+        // Room for MAX_MEMBERS was reserved with the project.
+        p.members
+            .push_within_capacity(MemberEntry {
+                uid,
+                serial,
+                role: Role::Member,
+                request: Amounts::ZERO,
+                used: Amounts::ZERO,
+            })
+            .map_err(|_| ENOSPC)?;
+        ledger.next_id += 1;
+        Ok(serial)
+    }
+
+    fn uncharge(&self, project: u64, serial: u64, r: Resource, amount: u64) {
+        let mut ledger = self.ledger.lock();
+        if let Some(m) = ledger.member_by_serial(project, serial) {
+            m.used.set(r, m.used.get(r).saturating_sub(amount));
+        }
+        // The pool gets it back even from a member that is gone.
+        let used = ledger.pool_used.get(r).saturating_sub(amount);
+        ledger.pool_used.set(r, used);
         drop(ledger);
         self.released.notify_all();
     }
@@ -216,7 +276,8 @@ fn quota_errno(e: QuotaError) -> Error {
 pub(crate) struct Charge {
     book: Arc<Book>,
     project: u64,
-    uid: u32,
+    /// The member's serial: a later member of the same uid is not it.
+    serial: u64,
     resource: Resource,
     amount: u64,
 }
@@ -224,7 +285,7 @@ pub(crate) struct Charge {
 impl Drop for Charge {
     fn drop(&mut self) {
         self.book
-            .uncharge(self.project, self.uid, self.resource, self.amount);
+            .uncharge(self.project, self.serial, self.resource, self.amount);
     }
 }
 
@@ -276,10 +337,18 @@ fn show_u64(page: &mut [u8; PAGE_SIZE], v: u64) -> Result<usize> {
     write_u64(&mut page[..], v)
 }
 
+/// The item types of project and member directories, made once.
+#[derive(Clone, Copy)]
+struct Types {
+    project: &'static configfs::ItemType<configfs::Group<Project>, Project>,
+    member: &'static configfs::ItemType<configfs::Group<Member>, Member>,
+}
+
 /// The data of the subsystem's root: the device's projects.
 #[pin_data]
 pub(crate) struct Registry {
     book: Arc<Book>,
+    types: Types,
 }
 
 /// The configfs subsystem `vgsched`.
@@ -296,7 +365,38 @@ impl Registry {
                 device_code: 0,
             ],
         };
-        configfs::Subsystem::new(c"vgsched", item_type, try_pin_init!(Registry { book }))
+        // Every `configfs_attrs!` writes its statics when it runs: once, here.
+        let types = Types {
+            project: configfs_attrs! {
+                container: configfs::Group<Project>,
+                data: Project,
+                child: Member,
+                attributes: [
+                    budget_contexts: 0,
+                    budget_bo_bytes: 1,
+                    budget_tiles: 2,
+                    budget_shared_bytes: 3,
+                    requested: 4,
+                ],
+            },
+            member: configfs_attrs! {
+                container: configfs::Group<Member>,
+                data: Member,
+                attributes: [
+                    role: 0,
+                    request_contexts: 1,
+                    request_bo_bytes: 2,
+                    request_tiles: 3,
+                    request_shared_bytes: 4,
+                    usage: 5,
+                ],
+            },
+        };
+        configfs::Subsystem::new(
+            c"vgsched",
+            item_type,
+            try_pin_init!(Registry { book, types }),
+        )
     }
 }
 
@@ -304,8 +404,9 @@ impl Registry {
 /// removed the directory (only empty ones can be: members first).
 #[pin_data(PinnedDrop)]
 pub(crate) struct Project {
-    book: Arc<Book>,
     id: u64,
+    book: Arc<Book>,
+    types: Types,
 }
 
 #[pinned_drop]
@@ -317,9 +418,13 @@ impl PinnedDrop for Project {
 }
 
 /// A member directory. Its ledger entry goes with it; what its files
-/// still hold is then given back to nobody (their charges find no member).
+/// still hold is then counted against the pool only (their charges find no
+/// member), until it is freed.
 #[pin_data(PinnedDrop)]
 pub(crate) struct Member {
+    /// Its entry's serial: charges of an earlier member of the same uid
+    /// never touch it.
+    serial: u64,
     book: Arc<Book>,
     project: u64,
     uid: u32,
@@ -328,19 +433,13 @@ pub(crate) struct Member {
 #[pinned_drop]
 impl PinnedDrop for Member {
     fn drop(self: Pin<&mut Self>) {
-        let uid = self.uid;
+        let serial = self.serial;
         let mut ledger = self.book.ledger.lock();
-        let mut held = Amounts::ZERO;
         if let Some(p) = ledger.project(self.project) {
-            if let Some(m) = p.members.iter().find(|m| m.uid == uid) {
-                held = m.used;
-            }
-            p.members.retain(|m| m.uid != uid);
+            p.members.retain(|m| m.serial != serial);
         }
-        // What its files hold no longer counts against the pool.
-        ledger.pool_used = ledger.pool_used.minus(&held);
-        drop(ledger);
-        self.book.released.notify_all();
+        // What its files still hold counts against the pool until it is
+        // freed (`Book::uncharge`).
     }
 }
 
@@ -349,41 +448,20 @@ impl configfs::GroupOperations for Registry {
     type Child = Project;
 
     fn make_group(&self, name: &CStr) -> Result<impl PinInit<configfs::Group<Project>, Error>> {
-        let item_type = configfs_attrs! {
-            container: configfs::Group<Project>,
-            data: Project,
-            child: Member,
-            attributes: [
-                budget_contexts: 0,
-                budget_bo_bytes: 1,
-                budget_tiles: 2,
-                budget_shared_bytes: 3,
-                requested: 4,
-            ],
-        };
+        let name = CString::try_from(name)?;
         let members = KVec::with_capacity(MAX_MEMBERS, GFP_KERNEL)?;
-        let id = {
-            let mut ledger = self.book.ledger.lock();
-            if ledger.projects.len() >= MAX_PROJECTS {
-                return Err(ENOSPC);
-            }
-            let id = ledger.next_id;
-            ledger.next_id += 1;
-            ledger
-                .projects
-                .push_within_capacity(ProjectEntry {
-                    id,
-                    budget: Amounts::ZERO,
-                    members,
-                })
-                .map_err(|_| ENOSPC)?;
-            id
-        };
         let book = self.book.clone();
+        let types = self.types;
+        // The ledger entry is made as the group is initialised, after every
+        // allocation that could fail: a refused mkdir leaves nothing.
         Ok(configfs::Group::new(
-            CString::try_from(name)?,
-            item_type,
-            try_pin_init!(Project { book, id }),
+            name,
+            types.project,
+            try_pin_init!(Project {
+                id: book.add_project(members)?,
+                book,
+                types,
+            }),
         ))
     }
 }
@@ -393,45 +471,20 @@ impl configfs::GroupOperations for Project {
     type Child = Member;
 
     fn make_group(&self, name: &CStr) -> Result<impl PinInit<configfs::Group<Member>, Error>> {
-        let item_type = configfs_attrs! {
-            container: configfs::Group<Member>,
-            data: Member,
-            attributes: [
-                role: 0,
-                request_contexts: 1,
-                request_bo_bytes: 2,
-                request_tiles: 3,
-                request_shared_bytes: 4,
-                usage: 5,
-            ],
-        };
         let uid = u32::try_from(parse_u64(name.to_bytes())?).map_err(|_| EINVAL)?;
-        {
-            let mut ledger = self.book.ledger.lock();
-            // A uid belongs to one project at most (its files have one owner).
-            if ledger.project_of(uid).is_some() {
-                return Err(EEXIST);
-            }
-            let project = ledger.project(self.id).ok_or(ENOENT)?;
-            if project.members.len() >= MAX_MEMBERS {
-                return Err(ENOSPC);
-            }
-            project
-                .members
-                .push_within_capacity(MemberEntry {
-                    uid,
-                    role: Role::Member,
-                    request: Amounts::ZERO,
-                    used: Amounts::ZERO,
-                })
-                .map_err(|_| ENOSPC)?;
-        }
+        let name = CString::try_from(name)?;
         let book = self.book.clone();
         let project = self.id;
+        // The ledger entry is made as the group is initialised (see above).
         Ok(configfs::Group::new(
-            CString::try_from(name)?,
-            item_type,
-            try_pin_init!(Member { book, project, uid }),
+            name,
+            self.types.member,
+            try_pin_init!(Member {
+                serial: book.add_member(project, uid)?,
+                book,
+                project,
+                uid,
+            }),
         ))
     }
 }
