@@ -60,16 +60,9 @@ static int cfs_rmdir(const char *path)
 static int cfs_write(const char *path, const char *value)
 {
 	char full[256];
-	int fd, ret = 0;
 
 	snprintf(full, sizeof(full), CFS "/%s", path);
-	fd = open(full, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, value, strlen(value)) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
+	return vg_write_file(full, value);
 }
 
 /* Reads attribute @path into @buf; 0 or -errno. */

@@ -309,20 +309,26 @@ static inline int vg_fdinfo_u64(int fd, const char *key, __u64 *out)
 	return end == val || errno ? -EPROTO : 0;
 }
 
-/* Writes @value to the module parameter @name in sysfs; 0 or -errno. */
-static inline int vgsched_param_write(const char *name, const char *value)
+/* Writes @value to the file @path in one write(2) (sysfs, configfs); 0 or -errno. */
+static inline int vg_write_file(const char *path, const char *value)
 {
-	char path[128];
-	int fd, ret = 0;
+	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
 
-	snprintf(path, sizeof(path), "/sys/module/vgsched/parameters/%s", name);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	if (write(fd, value, strlen(value)) < 0)
 		ret = -errno;
 	close(fd);
 	return ret;
+}
+
+/* Writes @value to the module parameter @name in sysfs; 0 or -errno. */
+static inline int vgsched_param_write(const char *name, const char *value)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/module/vgsched/parameters/%s", name);
+	return vg_write_file(path, value);
 }
 
 /* Reads the module parameter @name in sysfs as a number; -1 on error. */

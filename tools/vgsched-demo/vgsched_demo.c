@@ -660,19 +660,6 @@ static void tiles_and_power(void)
 	CHECK(!vgsched_module_load(""), "insmod failed");
 }
 
-/* Writes @value to configfs attribute @path; 0 or -errno. */
-static int cfs_write(const char *path, const char *value)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, value, strlen(value)) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
 /* Prints configfs attribute @path, indented. */
 static void cfs_print(const char *path)
 {
@@ -705,7 +692,7 @@ static void projects(void)
 	CHECK(!mkdir(path, 0755), "mkdir member");
 #define SET(attr, value) do { \
 		snprintf(path, sizeof(path), "%s/%s", p, attr); \
-		ret = cfs_write(path, value); \
+		ret = vg_write_file(path, value); \
 		printf("    echo %-10s > %-22s %s\n", value, attr, ret ? strerror(-ret) : "ok"); \
 	} while (0)
 	SET("budget_contexts", "8");
