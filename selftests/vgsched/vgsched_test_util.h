@@ -426,6 +426,26 @@ struct vg_placement {
 };
 
 /*
+ * Reads the device's placement log into *@buf (malloc()ed, the caller
+ * frees it; NULL on error); 0 or -errno.
+ */
+static inline int vgsched_placement_log(char **buf)
+{
+	size_t size = 2 << 20;
+	int ret;
+
+	*buf = malloc(size);
+	if (!*buf)
+		return -ENOMEM;
+	ret = vgsched_debugfs_read("placements", *buf, size);
+	if (ret) {
+		free(*buf);
+		*buf = NULL;
+	}
+	return ret;
+}
+
+/*
  * Parses the placement log into @out (at most @max entries), keeping only
  * those of context @ctx of client @client (all when @client is 0). The
  * log's slot events (loads, turns, evictions, rounds) are skipped.
@@ -433,13 +453,11 @@ struct vg_placement {
  */
 static inline int vgsched_placements(__u64 client, unsigned int ctx, struct vg_placement *out, int max)
 {
-	size_t size = 2 << 20;
-	char *buf = malloc(size), *line, *save = NULL;
-	int n = 0, ret;
+	char *buf = NULL, *line, *save = NULL;
+	int n = 0, ret = vgsched_placement_log(&buf);
 
-	if (!buf)
-		return -ENOMEM;
-	ret = vgsched_debugfs_read("placements", buf, size);
+	if (ret)
+		return ret;
 	for (line = strtok_r(buf, "\n", &save); !ret && line && n < max; line = strtok_r(NULL, "\n", &save)) {
 		struct vg_placement *p = &out[n];
 		char *w, event[16], after = 0;
@@ -590,13 +608,11 @@ struct vg_tiles {
 /* The tile records of context @ctx of client @client, in order; -errno. */
 static inline int tile_records(__u64 client, unsigned int ctx, struct vg_tiles *out, int max)
 {
-	size_t size = 2 << 20;
-	char *buf = malloc(size), *line, *save = NULL;
-	int n = 0, ret;
+	char *buf = NULL, *line, *save = NULL;
+	int n = 0, ret = vgsched_placement_log(&buf);
 
-	if (!buf)
-		return -ENOMEM;
-	ret = vgsched_debugfs_read("placements", buf, size);
+	if (ret)
+		return ret;
 	for (line = strtok_r(buf, "\n", &save); !ret && line && n < max;
 	     line = strtok_r(NULL, "\n", &save)) {
 		struct vg_tiles *r = &out[n];

@@ -392,6 +392,25 @@ static void slots(int fd, const struct drm_vgsched_gpu_info *info)
  * slots; three contexts take turns, and the placement log shows the
  * rounds, the loads and each turn with the work-groups it placed.
  */
+/* Reloads the module with @params; an open file of its render node. */
+static int reload(const char *params)
+{
+	int fd;
+
+	CHECK(!vgsched_module_unload(), "rmmod failed");
+	CHECK(!vgsched_module_load(params), "insmod %s failed", params);
+	fd = vgsched_open_render_node();
+	CHECK(fd >= 0, "cannot open the render node");
+	return fd;
+}
+
+/* Reloads the module with its default parameters. */
+static void reload_default(void)
+{
+	CHECK(!vgsched_module_unload(), "rmmod failed");
+	CHECK(!vgsched_module_load(""), "insmod failed");
+}
+
 static void slots_in_turn(void)
 {
 	enum { N = 3 };
@@ -407,11 +426,7 @@ static void slots_in_turn(void)
 	       "time_slice_us=2000): three contexts at priority 5, each with a 40 ms job of four\n"
 	       "work-groups; the loaded contexts run one after another in load order, and\n"
 	       "slot selection runs again once each has had its turn (a round):\n");
-	CHECK(!vgsched_module_unload(), "rmmod failed");
-	CHECK(!vgsched_module_load("slot_mode=1 hw_slots=2 time_slice_us=2000 preemption_us=200"),
-	      "insmod slot_mode=1 failed");
-	fd = vgsched_open_render_node();
-	CHECK(fd >= 0, "cannot open the render node");
+	fd = reload("slot_mode=1 hw_slots=2 time_slice_us=2000 preemption_us=200");
 	for (int i = 0; i < N; i++) {
 		ctx[i] = vgsched_ctx_create(fd, 5);
 		CHECK(ctx[i], "CTX_CREATE failed");
@@ -448,8 +463,7 @@ static void slots_in_turn(void)
 	printf(" ms\n  the slot line of the state file:\n");
 	print_debugfs_lines("state", "slots:", 1);
 	close(fd);
-	CHECK(!vgsched_module_unload(), "rmmod failed");
-	CHECK(!vgsched_module_load(""), "insmod failed");
+	reload_default();
 }
 
 static int by_time(const void *a, const void *b)
@@ -553,19 +567,14 @@ static void pipelined_switch(void)
 	       "three jobs over a 4 MiB model; B, at priority 9, two over its own. Pipelined,\n"
 	       "B's phase 1 (environment initialisation) and its first phase 2 (upload) run\n"
 	       "while A executes; sequential, each waits for the stage before it:\n");
-	CHECK(!vgsched_module_unload(), "rmmod failed");
-	CHECK(!vgsched_module_load("hw_slots=1 time_slice_us=1000000 ctx_init_us=20000 vram_mib=16"),
-	      "insmod failed");
-	fd = vgsched_open_render_node();
-	CHECK(fd >= 0, "cannot open the render node");
+	fd = reload("hw_slots=1 time_slice_us=1000000 ctx_init_us=20000 vram_mib=16");
 	one_switch(fd, "pipelined");
 	CHECK(!vgsched_param_write("pipeline_mode", "1"), "cannot write pipeline_mode");
 	one_switch(fd, "sequential");
 	printf("  device memory afterwards (debugfs vram):\n");
 	print_debugfs_lines("vram", "", 8);
 	close(fd);
-	CHECK(!vgsched_module_unload(), "rmmod failed");
-	CHECK(!vgsched_module_load(""), "insmod failed");
+	reload_default();
 }
 
 /* Prints every hwmon channel of vgsched: label, energy and power. */
@@ -613,10 +622,7 @@ static void tiles_and_power(void)
 	       "  two nodes of four tiles, one module each; node 0 has tiles of 100 W and 60 W,\n"
 	       "  node 1 four of 100 W; a tile idle for 20 ms sleeps (3 W), waking one takes 2 ms,\n"
 	       "  a node whose tiles all sleep drops its standby (25 W, 20 W)\n", params);
-	CHECK(!vgsched_module_unload(), "rmmod failed");
-	CHECK(!vgsched_module_load(params), "insmod failed");
-	fd = vgsched_open_render_node();
-	CHECK(fd >= 0, "cannot open the render node");
+	fd = reload(params);
 	CHECK(!hwmon_dir(dir, sizeof(dir)), "no hwmon device");
 	usleep(50 * 1000);
 	printf("  after 50 ms with nothing to run every tile sleeps; hwmon (%s):\n", dir);
@@ -656,8 +662,7 @@ static void tiles_and_power(void)
 	print_hwmon();
 	print_debugfs_lines("tiles", "device", 1);
 	close(fd);
-	CHECK(!vgsched_module_unload(), "rmmod failed");
-	CHECK(!vgsched_module_load(""), "insmod failed");
+	reload_default();
 }
 
 /* Prints configfs attribute @path, indented. */

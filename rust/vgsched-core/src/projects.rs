@@ -20,6 +20,11 @@
 //! learns what a project's private folders hold: `ENOENT`, as if the name
 //! did not exist. [`access`] is the whole rule.
 
+use super::topology::{
+    within,
+    ParamError, //
+};
+
 /// Resources a project budgets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Resource {
@@ -105,6 +110,23 @@ impl Amounts {
             .into_iter()
             .find(|&r| self.get(r) > limit.get(r))
     }
+}
+
+/// Limits of `pool_contexts`.
+pub const POOL_CONTEXTS: (u32, u32) = (1, 1_000_000);
+/// Limits of `pool_bo_mib`.
+pub const POOL_BO_MIB: (u32, u32) = (1, 1 << 20);
+
+/// The device's pool for project members, from the module parameters
+/// `pool_contexts` and `pool_bo_mib`; tiles and shared bytes are not
+/// pooled (unlimited).
+pub fn pool_from_values(contexts: u32, bo_mib: u32) -> Result<Amounts, ParamError> {
+    let contexts = within("pool_contexts", contexts, POOL_CONTEXTS)?;
+    let bo_mib = within("pool_bo_mib", bo_mib, POOL_BO_MIB)?;
+    let mut pool = Amounts([u64::MAX; RESOURCES]);
+    pool.set(Resource::Contexts, u64::from(contexts));
+    pool.set(Resource::BoBytes, u64::from(bo_mib) << 20);
+    Ok(pool)
 }
 
 /// Why a quota operation is refused.
@@ -560,6 +582,19 @@ mod tests {
                 1
             ),
             Err(QuotaError::OverQuota(Resource::Tiles))
+        );
+    }
+
+    #[test]
+    fn pools_are_checked() {
+        let pool = pool_from_values(3, 2).unwrap();
+        assert_eq!(pool.get(Resource::Contexts), 3);
+        assert_eq!(pool.get(Resource::BoBytes), 2 << 20);
+        assert_eq!(pool.get(Resource::Tiles), u64::MAX);
+        assert_eq!(pool_from_values(0, 1).unwrap_err().field, "pool_contexts");
+        assert_eq!(
+            pool_from_values(1, (1 << 20) + 1).unwrap_err().field,
+            "pool_bo_mib"
         );
     }
 

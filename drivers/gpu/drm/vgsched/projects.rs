@@ -22,11 +22,18 @@
 use kernel::{
     configfs,
     configfs_attrs,
+    fmt::{
+        self,
+        Write, //
+    },
     new_condvar,
     new_mutex,
     page::PAGE_SIZE,
     prelude::*,
-    str::CString,
+    str::{
+        CString,
+        Formatter, //
+    },
     sync::{
         Arc,
         CondVar,
@@ -34,10 +41,7 @@ use kernel::{
     }, //
 };
 
-use crate::auth::{
-    Authority,
-    CODE_BYTES, //
-};
+use crate::auth::Authority;
 use crate::vgsched_core::projects::{
     admit_budget,
     admit_request,
@@ -70,11 +74,11 @@ struct ProjectEntry {
 }
 
 impl ProjectEntry {
-    /// The requests of every member but `uid`, summed.
-    fn requests_except(&self, uid: Option<u32>) -> Amounts {
+    /// The requests of every member but the one of serial `serial`, summed.
+    fn requests_except(&self, serial: Option<u64>) -> Amounts {
         self.members
             .iter()
-            .filter(|m| Some(m.uid) != uid)
+            .filter(|m| Some(m.serial) != serial)
             .fold(Amounts::ZERO, |sum, m| sum.plus(&m.request))
     }
 }
@@ -312,29 +316,23 @@ fn parse_u64(page: &[u8]) -> Result<u64> {
     Ok(v)
 }
 
-/// Writes `v` and a newline at the start of `out`; returns the length.
-fn write_u64(out: &mut [u8], v: u64) -> Result<usize> {
-    let mut digits = [0u8; 20];
-    let mut n = digits.len();
-    let mut v = v;
-    loop {
-        n -= 1;
-        digits[n] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 || n == 0 {
-            break;
-        }
-    }
-    let text = digits.get(n..).ok_or(EINVAL)?;
-    let out = out.get_mut(..=text.len()).ok_or(EINVAL)?;
-    out[..text.len()].copy_from_slice(text);
-    out[text.len()] = b'\n';
-    Ok(text.len() + 1)
+/// Shows in `page` what `f` writes; `EINVAL` if it does not fit.
+fn show(
+    page: &mut [u8; PAGE_SIZE],
+    f: impl FnOnce(&mut Formatter<'_>) -> fmt::Result,
+) -> Result<usize> {
+    let mut w = Formatter::new(&mut page[..]);
+    f(&mut w).map_err(|_| EINVAL)?;
+    Ok(w.bytes_written())
 }
 
-/// Shows `v` and a newline.
-fn show_u64(page: &mut [u8; PAGE_SIZE], v: u64) -> Result<usize> {
-    write_u64(&mut page[..], v)
+/// Shows `name value` lines of every resource.
+fn show_amounts(page: &mut [u8; PAGE_SIZE], a: &Amounts) -> Result<usize> {
+    show(page, |w| {
+        Resource::ALL
+            .into_iter()
+            .try_for_each(|r| writeln!(w, "{} {}", r.name(), a.get(r)))
+    })
 }
 
 /// The item types of project and member directories, made once.
@@ -427,7 +425,6 @@ pub(crate) struct Member {
     serial: u64,
     book: Arc<Book>,
     project: u64,
-    uid: u32,
 }
 
 #[pinned_drop]
@@ -483,67 +480,73 @@ impl configfs::GroupOperations for Project {
                 serial: book.add_member(project, uid)?,
                 book,
                 project,
-                uid,
             }),
         ))
     }
 }
 
 impl Project {
+    /// Runs `f` on the project's ledger entry, under the ledger lock.
+    fn with<R>(&self, f: impl FnOnce(&mut ProjectEntry) -> Result<R>) -> Result<R> {
+        f(self.book.ledger.lock().project(self.id).ok_or(ENOENT)?)
+    }
+
     fn show_budget(&self, r: Resource, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
-        let v = self
-            .book
-            .ledger
-            .lock()
-            .project(self.id)
-            .map(|p| p.budget.get(r))
-            .ok_or(ENOENT)?;
-        show_u64(page, v)
+        let v = self.with(|p| Ok(p.budget.get(r)))?;
+        show(page, |w| writeln!(w, "{v}"))
     }
 
     /// A new budget; refused (`EDQUOT`) below what the members request.
     fn store_budget(&self, r: Resource, page: &[u8]) -> Result {
         let v = parse_u64(page)?;
-        let mut ledger = self.book.ledger.lock();
-        let p = ledger.project(self.id).ok_or(ENOENT)?;
-        let mut budget = p.budget;
-        budget.set(r, v);
-        admit_budget(&budget, &p.requests_except(None)).map_err(quota_errno)?;
-        p.budget = budget;
-        Ok(())
+        self.with(|p| {
+            let mut budget = p.budget;
+            budget.set(r, v);
+            admit_budget(&budget, &p.requests_except(None)).map_err(quota_errno)?;
+            p.budget = budget;
+            Ok(())
+        })
     }
 }
 
 impl Member {
-    fn show_request(&self, r: Resource, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
-        let v = self
-            .book
-            .ledger
-            .lock()
-            .member(self.project, self.uid)
-            .map(|m| m.request.get(r))
+    /// Runs `f` on the member's ledger entry and its project's, under the
+    /// ledger lock.
+    fn with<R>(&self, f: impl FnOnce(&mut ProjectEntry, usize) -> Result<R>) -> Result<R> {
+        let mut ledger = self.book.ledger.lock();
+        let p = ledger.project(self.project).ok_or(ENOENT)?;
+        let i = p
+            .members
+            .iter()
+            .position(|m| m.serial == self.serial)
             .ok_or(ENOENT)?;
-        show_u64(page, v)
+        f(p, i)
+    }
+
+    /// Runs `f` on the member's ledger entry.
+    fn with_entry<R>(&self, f: impl FnOnce(&mut MemberEntry) -> R) -> Result<R> {
+        self.with(|p, i| p.members.get_mut(i).map(f).ok_or(ENOENT))
+    }
+
+    fn show_request(&self, r: Resource, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+        let v = self.with_entry(|m| m.request.get(r))?;
+        show(page, |w| writeln!(w, "{v}"))
     }
 
     /// A new request; refused (`EDQUOT`) if it does not fit beside the
     /// other members' in the budget.
     fn store_request(&self, r: Resource, page: &[u8]) -> Result {
         let v = parse_u64(page)?;
-        let mut ledger = self.book.ledger.lock();
-        let p = ledger.project(self.project).ok_or(ENOENT)?;
-        let others = p.requests_except(Some(self.uid));
-        let budget = p.budget;
-        let m = p
-            .members
-            .iter_mut()
-            .find(|m| m.uid == self.uid)
-            .ok_or(ENOENT)?;
-        let mut request = m.request;
-        request.set(r, v);
-        admit_request(&budget, &others, &request).map_err(quota_errno)?;
-        m.request = request;
-        Ok(())
+        self.with(|p, i| {
+            let others = p.requests_except(Some(self.serial));
+            let budget = p.budget;
+            let m = p.members.get_mut(i).ok_or(ENOENT)?;
+            let mut request = m.request;
+            request.set(r, v);
+            admit_request(&budget, &others, &request).map_err(quota_errno)?;
+            m.request = request;
+            Ok(())
+        })
     }
 }
 
@@ -579,20 +582,6 @@ amount_attributes!(Member, show_request, store_request,
     4 => Resource::SharedBytes,
 );
 
-/// Writes `name value` pairs of every resource into `page`.
-fn show_amounts(page: &mut [u8; PAGE_SIZE], a: &Amounts) -> Result<usize> {
-    let mut n = 0;
-    for r in Resource::ALL {
-        let name = r.name().as_bytes();
-        let out = page.get_mut(n..n + name.len() + 1).ok_or(EINVAL)?;
-        out[..name.len()].copy_from_slice(name);
-        out[name.len()] = b' ';
-        n += name.len() + 1;
-        n += write_u64(page.get_mut(n..).ok_or(EINVAL)?, a.get(r))?;
-    }
-    Ok(n)
-}
-
 /// `device_code`: `generate` makes a new authorization code for the whole
 /// device, which the next read shows once (32 hex digits); `revoke`
 /// withdraws it (no file but root's may submit until the next); `open`
@@ -604,25 +593,17 @@ impl configfs::AttributeOperations<0> for Registry {
 
     fn show(data: &Registry, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
         let (code, required, valid) = data.book.authority.show();
-        let mut n = 0;
-        if let Some(code) = code {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            for (i, b) in code.iter().enumerate() {
-                page[2 * i] = HEX[usize::from(b >> 4)];
-                page[2 * i + 1] = HEX[usize::from(b & 15)];
+        show(page, |w| {
+            match code {
+                Some(code) => code.iter().try_for_each(|b| write!(w, "{b:02x}"))?,
+                None => w.write_str(match (required, valid) {
+                    (false, _) => "open",
+                    (true, true) => "required",
+                    (true, false) => "revoked",
+                })?,
             }
-            n = 2 * CODE_BYTES;
-        } else {
-            let word: &[u8] = match (required, valid) {
-                (false, _) => b"open",
-                (true, true) => b"required",
-                (true, false) => b"revoked",
-            };
-            page[..word.len()].copy_from_slice(word);
-            n += word.len();
-        }
-        page[n] = b'\n';
-        Ok(n + 1)
+            writeln!(w)
+        })
     }
 
     fn store(data: &Registry, page: &[u8]) -> Result {
@@ -644,13 +625,7 @@ impl configfs::AttributeOperations<4> for Project {
     type Data = Project;
 
     fn show(data: &Project, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
-        let sum = data
-            .book
-            .ledger
-            .lock()
-            .project(data.id)
-            .map(|p| p.requests_except(None))
-            .ok_or(ENOENT)?;
+        let sum = data.with(|p| Ok(p.requests_except(None)))?;
         show_amounts(page, &sum)
     }
 }
@@ -661,25 +636,13 @@ impl configfs::AttributeOperations<0> for Member {
     type Data = Member;
 
     fn show(data: &Member, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
-        let role = data
-            .book
-            .ledger
-            .lock()
-            .member(data.project, data.uid)
-            .map(|m| m.role)
-            .ok_or(ENOENT)?;
-        let name = role.name().as_bytes();
-        let out = page.get_mut(..=name.len()).ok_or(EINVAL)?;
-        out[..name.len()].copy_from_slice(name);
-        out[name.len()] = b'\n';
-        Ok(name.len() + 1)
+        let role = data.with_entry(|m| m.role)?;
+        show(page, |w| writeln!(w, "{}", role.name()))
     }
 
     fn store(data: &Member, page: &[u8]) -> Result {
         let role = Role::parse(page).ok_or(EINVAL)?;
-        let mut ledger = data.book.ledger.lock();
-        ledger.member(data.project, data.uid).ok_or(ENOENT)?.role = role;
-        Ok(())
+        data.with_entry(|m| m.role = role)
     }
 }
 
@@ -689,13 +652,7 @@ impl configfs::AttributeOperations<5> for Member {
     type Data = Member;
 
     fn show(data: &Member, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
-        let used = data
-            .book
-            .ledger
-            .lock()
-            .member(data.project, data.uid)
-            .map(|m| m.used)
-            .ok_or(ENOENT)?;
+        let used = data.with_entry(|m| m.used)?;
         show_amounts(page, &used)
     }
 }

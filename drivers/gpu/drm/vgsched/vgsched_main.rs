@@ -81,7 +81,6 @@ use vgsched_core::{
     projects as projects_core,
     tiles::TileAccount,
     topology::{
-        within,
         ParamError,
         Topology, //
     }, //
@@ -248,26 +247,6 @@ fn sched_params(topology: &Topology) -> Result<SchedParams> {
     SchedParams::from_params(topology, &values).map_err(invalid_parameter)
 }
 
-/// The device's pool for project members, from the module parameters.
-fn pool_from_params() -> Result<projects_core::Amounts> {
-    let contexts = within(
-        "pool_contexts",
-        module_parameters::pool_contexts.value(),
-        (1, 1_000_000),
-    )
-    .map_err(invalid_parameter)?;
-    let bo_mib = within(
-        "pool_bo_mib",
-        module_parameters::pool_bo_mib.value(),
-        (1, 1 << 20),
-    )
-    .map_err(invalid_parameter)?;
-    let mut pool = projects_core::Amounts([u64::MAX; projects_core::RESOURCES]);
-    pool.set(projects_core::Resource::Contexts, u64::from(contexts));
-    pool.set(projects_core::Resource::BoBytes, u64::from(bo_mib) << 20);
-    Ok(pool)
-}
-
 /// Logs which parameter is out of range; `EINVAL` for `insmod`.
 pub(crate) fn invalid_parameter(e: ParamError) -> Error {
     pr_err!(
@@ -324,7 +303,12 @@ impl kernel::Module for VgschedModule {
         )
         .map_err(invalid_parameter)?;
         let engine = engine::Engine::new(topology, params, sched, memory, phase_one, tiles)?;
-        let book = projects::Book::new(pool_from_params()?)?;
+        let pool = projects_core::pool_from_values(
+            module_parameters::pool_contexts.value(),
+            module_parameters::pool_bo_mib.value(),
+        )
+        .map_err(invalid_parameter)?;
+        let book = projects::Book::new(pool)?;
         let faux = faux::Registration::new(DEVICE_NAME, None)?;
         let unregistered = drm::UnregisteredDevice::<driver::VgDriver>::new(
             faux.as_ref(),
