@@ -461,7 +461,8 @@ TEST_F(projects, the_pool_refuses_or_waits)
 			_exit(103);
 		if (!ctx_create_waiting(fd))
 			_exit(104);
-		if (write(from_b[1], "d", 1) != 1)
+		/* Holds both until the parent has looked. */
+		if (write(from_b[1], "d", 1) != 1 || read(to_b[0], &c, 1) != 1)
 			_exit(105);
 		_exit(0);
 	}
@@ -478,6 +479,7 @@ TEST_F(projects, the_pool_refuses_or_waits)
 	ASSERT_EQ(1, read(from_b[0], &c, 1));
 	EXPECT_EQ('d', c);
 	EXPECT_EQ(2, cfs_usage("alpha/1002/usage", "contexts"));
+	ASSERT_EQ(1, write(to_b[1], "q", 1));
 	ASSERT_EQ(1, write(to_a[1], "q", 1));
 	ASSERT_EQ(a, waitpid(a, &status, 0));
 	EXPECT_EQ(0, WEXITSTATUS(status));
