@@ -35,73 +35,7 @@
 
 #include "kselftest_harness.h"
 #include "vgsched_programs.h"
-
-#define CFS "/sys/kernel/config/vgsched"
-
-/* mkdir of @path under the subsystem; 0 or -errno. */
-static int cfs_mkdir(const char *path)
-{
-	char full[256];
-
-	snprintf(full, sizeof(full), CFS "/%s", path);
-	return mkdir(full, 0755) ? -errno : 0;
-}
-
-/* rmdir of @path under the subsystem; 0 or -errno. */
-static int cfs_rmdir(const char *path)
-{
-	char full[256];
-
-	snprintf(full, sizeof(full), CFS "/%s", path);
-	return rmdir(full) ? -errno : 0;
-}
-
-/* Writes @value to attribute @path; 0 or -errno. */
-static int cfs_write(const char *path, const char *value)
-{
-	char full[256];
-
-	snprintf(full, sizeof(full), CFS "/%s", path);
-	return vg_write_file(full, value);
-}
-
-/* Reads attribute @path into @buf; 0 or -errno. */
-static int cfs_read(const char *path, char *buf, size_t size)
-{
-	char full[256];
-	ssize_t n;
-	int fd;
-
-	snprintf(full, sizeof(full), CFS "/%s", path);
-	fd = open(full, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, size - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	return 0;
-}
-
-/* Attribute @path as a number; -1 on error. */
-static long long cfs_number(const char *path)
-{
-	char buf[64];
-
-	return cfs_read(path, buf, sizeof(buf)) ? -1 : strtoll(buf, NULL, 0);
-}
-
-/* The amount of @key in a usage or requested attribute; -1 on error. */
-static long long cfs_usage(const char *path, const char *key)
-{
-	char buf[256], *at;
-
-	if (cfs_read(path, buf, sizeof(buf)))
-		return -1;
-	at = strstr(buf, key);
-	return at ? strtoll(at + strlen(key) + 1, NULL, 10) : -1;
-}
+#include "vgsched_projects.h"
 
 /* Waits up to 2 s for @key of @path's usage to be @want; the last value. */
 static long long usage_settles(const char *path, const char *key, long long want)
@@ -115,39 +49,6 @@ static long long usage_settles(const char *path, const char *key, long long want
 		usleep(10000);
 	}
 	return v;
-}
-
-/* Removes every member listed and then the project; best effort. */
-static void remove_project(const char *project, const char *const *uids, int n)
-{
-	char path[128];
-
-	for (int i = 0; i < n; i++) {
-		snprintf(path, sizeof(path), "%s/%s", project, uids[i]);
-		cfs_rmdir(path);
-	}
-	cfs_rmdir(project);
-}
-
-/*
- * Runs @fn in a child that became @uid (all of real, effective and saved:
- * no capability left); returns the child's exit status, or -1.
- */
-static int as_uid(uid_t uid, int (*fn)(void *), void *arg)
-{
-	int status;
-	pid_t pid = fork();
-
-	if (pid < 0)
-		return -1;
-	if (!pid) {
-		if (setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
-			_exit(100);
-		_exit(fn(arg));
-	}
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
-		return -1;
-	return WEXITSTATUS(status);
 }
 
 FIXTURE(projects) {

@@ -21,7 +21,7 @@ extern "C" {
 /** The uAPI version a driver reports; bump minor for additions. */
 enum drm_vgsched_uapi_version {
 	DRM_VGSCHED_UAPI_MAJOR = 1,
-	DRM_VGSCHED_UAPI_MINOR = 7,
+	DRM_VGSCHED_UAPI_MINOR = 8,
 };
 
 /** Driver-private ioctl numbers, offset from DRM_COMMAND_BASE. */
@@ -46,6 +46,12 @@ enum drm_vgsched_ioctl_id {
 	DRM_VGSCHED_BO_CPU_PREP = 8,
 	/** @DRM_VGSCHED_AUTHORIZE: present an authorization code (uAPI 1.7). */
 	DRM_VGSCHED_AUTHORIZE = 9,
+	/** @DRM_VGSCHED_SHARED_PUBLISH: name a buffer object in shared storage (uAPI 1.8). */
+	DRM_VGSCHED_SHARED_PUBLISH = 10,
+	/** @DRM_VGSCHED_SHARED_OPEN: open a shared buffer object by name (uAPI 1.8). */
+	DRM_VGSCHED_SHARED_OPEN = 11,
+	/** @DRM_VGSCHED_SHARED_UNPUBLISH: remove a name from shared storage (uAPI 1.8). */
+	DRM_VGSCHED_SHARED_UNPUBLISH = 12,
 };
 
 /** Limits user space may rely on. */
@@ -613,6 +619,122 @@ struct drm_vgsched_authorize {
 /** Failed authorization attempts a file may make at once. */
 #define DRM_VGSCHED_AUTH_BURST 3
 
+/** Kinds of folder of a project's shared storage (uAPI 1.8). */
+enum drm_vgsched_folder_kind {
+	/**
+	 * @DRM_VGSCHED_FOLDER_PROJECT: a project folder (models, data sets):
+	 * read-write for the project's members.
+	 */
+	DRM_VGSCHED_FOLDER_PROJECT = 0,
+	/**
+	 * @DRM_VGSCHED_FOLDER_MEMBER: the folder of one member: read-write for
+	 * it, read-only for the other members.
+	 */
+	DRM_VGSCHED_FOLDER_MEMBER = 1,
+	/**
+	 * @DRM_VGSCHED_FOLDER_PUBLIC: a public folder: read-only for everyone;
+	 * the project's owners publish and unpublish there.
+	 */
+	DRM_VGSCHED_FOLDER_PUBLIC = 2,
+};
+
+/**
+ * Bytes of a name in shared storage, its terminating NUL included: 1 to 31
+ * characters of [A-Za-z0-9._-], not starting with a dot.
+ */
+#define DRM_VGSCHED_NAME_BYTES 32
+
+/**
+ * struct drm_vgsched_shared_path - where a shared buffer object is named.
+ *
+ * A project's non-members never learn what its project and member folders
+ * hold: every operation there is -ENOENT for them, as for a missing name.
+ * Public folders are visible to everyone.
+ */
+struct drm_vgsched_shared_path {
+	/** @project: the project's configfs directory name. */
+	char project[DRM_VGSCHED_NAME_BYTES];
+	/**
+	 * @folder: the folder's name for DRM_VGSCHED_FOLDER_PROJECT and
+	 * DRM_VGSCHED_FOLDER_PUBLIC; empty (all zero) for a member folder.
+	 */
+	char folder[DRM_VGSCHED_NAME_BYTES];
+	/** @name: the object's name in the folder. */
+	char name[DRM_VGSCHED_NAME_BYTES];
+	/** @kind: enum drm_vgsched_folder_kind. */
+	__u32 kind;
+	/**
+	 * @member_uid: for DRM_VGSCHED_FOLDER_MEMBER, the uid of the member
+	 * whose folder it is; 0 otherwise.
+	 */
+	__u32 member_uid;
+};
+
+/**
+ * struct drm_vgsched_shared_publish - argument of
+ * DRM_IOCTL_VGSCHED_SHARED_PUBLISH.
+ *
+ * Names the buffer object @handle at @path; the name keeps the object
+ * alive until it is unpublished or its project is removed, and its size
+ * is charged to the publishing member's shared_bytes. The caller's file
+ * must hold the object read-write. Once published, an object stays a
+ * shared object: other files reach it only through
+ * DRM_IOCTL_VGSCHED_SHARED_OPEN (a PRIME import of it is -EACCES) and its
+ * dma-buf maps read-only.
+ */
+struct drm_vgsched_shared_publish {
+	/** @path: the folder and name. */
+	struct drm_vgsched_shared_path path;
+	/** @handle: the object. */
+	__u32 handle;
+	/** @flags: must be zero. */
+	__u32 flags;
+};
+
+/** Flags of struct drm_vgsched_shared_open. */
+/** DRM_VGSCHED_SHARED_OPEN_WRITE: open read-write (default read-only). */
+#define DRM_VGSCHED_SHARED_OPEN_WRITE	(1u << 0)
+#define DRM_VGSCHED_SHARED_OPEN_FLAGS	DRM_VGSCHED_SHARED_OPEN_WRITE
+
+/**
+ * struct drm_vgsched_shared_open - argument of DRM_IOCTL_VGSCHED_SHARED_OPEN.
+ *
+ * Returns a new handle to the object named at @path, with the access the
+ * folder's rules give the caller for the mode asked. A file's access to an
+ * object is the best of its handles': through a file that holds it only
+ * read-only, mmap() with PROT_WRITE is -EACCES (and mprotect() cannot add
+ * it later) and a SUBMIT binding it writable is -EACCES.
+ */
+struct drm_vgsched_shared_open {
+	/** @path: the folder and name. */
+	struct drm_vgsched_shared_path path;
+	/** @flags: DRM_VGSCHED_SHARED_OPEN_*. */
+	__u32 flags;
+	/** @handle: out, the new handle; close it with DRM_IOCTL_GEM_CLOSE. */
+	__u32 handle;
+	/** @writable: out, 1 if the file may now write the object, else 0. */
+	__u32 writable;
+	/** @pad: must be zero. */
+	__u32 pad;
+	/** @size: out, the object's size in bytes. */
+	__u64 size;
+};
+
+/**
+ * struct drm_vgsched_shared_unpublish - argument of
+ * DRM_IOCTL_VGSCHED_SHARED_UNPUBLISH.
+ *
+ * Removes the name at @path; handles already open keep the object.
+ */
+struct drm_vgsched_shared_unpublish {
+	/** @path: the folder and name. */
+	struct drm_vgsched_shared_path path;
+	/** @flags: must be zero. */
+	__u32 flags;
+	/** @pad: must be zero. */
+	__u32 pad;
+};
+
 #define DRM_IOCTL_VGSCHED_DEV_QUERY \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGSCHED_DEV_QUERY, struct drm_vgsched_dev_query)
 #define DRM_IOCTL_VGSCHED_BO_CREATE \
@@ -633,6 +755,12 @@ struct drm_vgsched_authorize {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGSCHED_BO_CPU_PREP, struct drm_vgsched_bo_cpu_prep)
 #define DRM_IOCTL_VGSCHED_AUTHORIZE \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGSCHED_AUTHORIZE, struct drm_vgsched_authorize)
+#define DRM_IOCTL_VGSCHED_SHARED_PUBLISH \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGSCHED_SHARED_PUBLISH, struct drm_vgsched_shared_publish)
+#define DRM_IOCTL_VGSCHED_SHARED_OPEN \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGSCHED_SHARED_OPEN, struct drm_vgsched_shared_open)
+#define DRM_IOCTL_VGSCHED_SHARED_UNPUBLISH \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGSCHED_SHARED_UNPUBLISH, struct drm_vgsched_shared_unpublish)
 
 #if defined(__cplusplus)
 }

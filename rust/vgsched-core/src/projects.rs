@@ -372,6 +372,102 @@ impl AttemptLimiter {
     }
 }
 
+/// Bytes of a name in shared storage, its terminating NUL included.
+pub const NAME_BYTES: usize = 32;
+
+/// The name held in a NUL-terminated field of [`NAME_BYTES`]: 1 to 31
+/// characters of `[A-Za-z0-9._-]`, not starting with a dot (no `.`, `..`
+/// or hidden names); `None` for anything else, including bytes after the
+/// NUL.
+pub fn parse_name(field: &[u8; NAME_BYTES]) -> Option<&[u8]> {
+    let len = field.iter().position(|&b| b == 0)?;
+    let (name, rest) = field.split_at(len);
+    let allowed = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
+    let ok = !name.is_empty()
+        && name[0] != b'.'
+        && name.iter().all(allowed)
+        && rest.iter().all(|&b| b == 0);
+    ok.then_some(name)
+}
+
+/// How one open file holds one buffer object: its handles to it, the
+/// handles a shared-storage open is about to make, and whether the file
+/// may write the object (mmap with `PROT_WRITE`, bind it writable).
+///
+/// A file's access is the best its handles were given: a handle made by
+/// creating the object or importing it is read-write; one made by a
+/// shared-storage open has the mode the folder's rules granted. A shared
+/// object gets no handle any other way ([`Holding::first`]).
+///
+/// # Invariants
+///
+/// `handles + pending > 0` while the holding exists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Holding {
+    handles: u32,
+    pending: u32,
+    writable: bool,
+}
+
+impl Holding {
+    /// The first handle of a file that held nothing of the object, made
+    /// outside shared storage: read-write, or refused for a shared object
+    /// (its handles come from shared-storage opens).
+    pub fn first(shared: bool) -> Result<Holding, AccessError> {
+        match shared {
+            true => Err(AccessError::Denied),
+            false => Ok(Holding {
+                handles: 1,
+                pending: 0,
+                writable: true,
+            }),
+        }
+    }
+
+    /// A shared-storage open granted `writable` to a file that held
+    /// nothing of the object; its handle is about to be made.
+    pub fn granted(writable: bool) -> Holding {
+        Holding {
+            handles: 0,
+            pending: 1,
+            writable,
+        }
+    }
+
+    /// A shared-storage open granted `writable` to a file that holds the
+    /// object already: the file keeps the better access.
+    pub fn grant(&mut self, writable: bool) {
+        self.pending = self.pending.saturating_add(1);
+        self.writable |= writable;
+    }
+
+    /// A handle was made (a granted one, or another of a file that holds
+    /// the object already).
+    pub fn opened(&mut self) {
+        self.pending = self.pending.saturating_sub(1);
+        self.handles = self.handles.saturating_add(1);
+    }
+
+    /// A granted handle was not made after all; `true` if the file holds
+    /// nothing of the object any more.
+    pub fn ungrant(&mut self) -> bool {
+        self.pending = self.pending.saturating_sub(1);
+        self.handles == 0 && self.pending == 0
+    }
+
+    /// A handle was closed; `true` if the file holds nothing of the object
+    /// any more.
+    pub fn closed(&mut self) -> bool {
+        self.handles = self.handles.saturating_sub(1);
+        self.handles == 0 && self.pending == 0
+    }
+
+    /// The file may write the object.
+    pub fn writable(&self) -> bool {
+        self.writable
+    }
+}
+
 /// The cases KUnit runs too: the access matrix at its corners and the
 /// quota arithmetic; `Err(name)` names the first that fails.
 pub fn cases() -> Result<(), &'static str> {
@@ -393,7 +489,11 @@ pub fn cases() -> Result<(), &'static str> {
     let budget = Amounts([4, 1 << 20, 2, 0]);
     let others = Amounts([3, 1 << 19, 1, 0]);
     let mut limiter = AttemptLimiter::new(0);
-    let checks: [(&'static str, bool); 12] = [
+    let mut name = [0u8; NAME_BYTES];
+    name[..5].copy_from_slice(b"model");
+    let mut holding = Holding::granted(false);
+    holding.opened();
+    let checks: [(&'static str, bool); 15] = [
         (
             "project folders are read-write for members",
             access(member(Role::Member, false), Folder::Project, Op::MapWrite).is_ok(),
@@ -457,6 +557,21 @@ pub fn cases() -> Result<(), &'static str> {
             }
             ok && !limiter.may_try(AUTH_REFILL_NS - 1) && limiter.may_try(AUTH_REFILL_NS)
         }),
+        (
+            "shared names are plain words",
+            parse_name(&name) == Some(&b"model"[..]) && parse_name(&[0; NAME_BYTES]).is_none(),
+        ),
+        (
+            "a shared object gets handles only from shared storage",
+            Holding::first(true) == Err(AccessError::Denied)
+                && Holding::first(false).is_ok_and(|h| h.writable()),
+        ),
+        ("a read-only open stays read-only until its last handle", {
+            let read_only = !holding.writable();
+            holding.grant(true);
+            holding.opened();
+            read_only && holding.writable() && !holding.closed() && holding.closed()
+        }),
     ];
     super::device_memory::first_failing(&checks)
 }
@@ -468,6 +583,108 @@ mod tests {
     #[test]
     fn the_kunit_cases() {
         assert_eq!(cases(), Ok(()));
+    }
+
+    fn field(text: &[u8]) -> [u8; NAME_BYTES] {
+        let mut f = [0u8; NAME_BYTES];
+        f[..text.len()].copy_from_slice(text);
+        f
+    }
+
+    #[test]
+    fn names() {
+        for good in [&b"a"[..], b"model-v2.bin", b"A_b.c-9", &[b'x'; 31]] {
+            assert_eq!(parse_name(&field(good)), Some(good), "{good:?}");
+        }
+        for bad in [&b""[..], b".", b"..", b".hidden", b"a/b", b"a b", b"caf\xc3\xa9"] {
+            assert_eq!(parse_name(&field(bad)), None, "{bad:?}");
+        }
+        // No NUL at all, or bytes after it.
+        assert_eq!(parse_name(&[b'x'; NAME_BYTES]), None);
+        let mut trailing = field(b"ok");
+        trailing[5] = b'x';
+        assert_eq!(parse_name(&trailing), None);
+    }
+
+    /// Every sequence of up to six steps on one file's holding of one
+    /// object: the file may write exactly when some grant or outside
+    /// handle made while it held the object was writable, and the holding
+    /// ends exactly when its handles and grants are all gone.
+    #[test]
+    fn holdings() {
+        #[derive(Clone, Copy, Debug)]
+        enum Step {
+            Outside,
+            Grant(bool),
+            Open,
+            Ungrant,
+            Close,
+        }
+        let steps = [
+            Step::Outside,
+            Step::Grant(false),
+            Step::Grant(true),
+            Step::Open,
+            Step::Ungrant,
+            Step::Close,
+        ];
+        for shared in [false, true] {
+            for n in 0..=6u32 {
+                for code in 0..steps.len().pow(n) {
+                    let mut seq = code;
+                    // Model: handles, pending grants, best access.
+                    let (mut handles, mut pending, mut best) = (0u32, 0u32, false);
+                    let mut h: Option<Holding> = None;
+                    for _ in 0..n {
+                        let step = steps[seq % steps.len()];
+                        seq /= steps.len();
+                        match (step, h.as_mut()) {
+                            (Step::Outside, None) => {
+                                h = Holding::first(shared).ok();
+                                if !shared {
+                                    (handles, best) = (1, true);
+                                }
+                            }
+                            (Step::Outside | Step::Open, Some(x)) => {
+                                x.opened();
+                                handles += 1;
+                                pending = pending.saturating_sub(1);
+                            }
+                            (Step::Grant(w), None) => {
+                                h = Some(Holding::granted(w));
+                                (pending, best) = (1, w);
+                            }
+                            (Step::Grant(w), Some(x)) => {
+                                x.grant(w);
+                                pending += 1;
+                                best |= w;
+                            }
+                            (Step::Ungrant, Some(x)) if pending > 0 => {
+                                pending -= 1;
+                                let gone = x.ungrant();
+                                assert_eq!(gone, handles == 0 && pending == 0);
+                                if gone {
+                                    h = None;
+                                }
+                            }
+                            (Step::Close, Some(x)) if handles > 0 => {
+                                handles -= 1;
+                                let gone = x.closed();
+                                assert_eq!(gone, handles == 0 && pending == 0);
+                                if gone {
+                                    h = None;
+                                }
+                            }
+                            _ => {}
+                        }
+                        if h.is_none() {
+                            (handles, pending, best) = (0, 0, false);
+                        }
+                        assert_eq!(h.map_or(false, |x| x.writable()), best);
+                    }
+                }
+            }
+        }
     }
 
     /// Every caller, folder kind and operation: the documented matrix.

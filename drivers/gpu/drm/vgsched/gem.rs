@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Buffer objects: shmem-backed GEM objects that user space can mmap.
+//!
+//! Each object knows how every open file holds it ([`Holding`]): the
+//! file's handles to it and whether the file may write it. A file that
+//! holds an object only through read-only shared-storage opens
+//! (`shared.rs`) may not map it writable nor bind it writable in a job.
 
 use kernel::{
     drm::{
@@ -8,21 +13,37 @@ use kernel::{
         gem,
         gem::shmem, //
     },
+    mm::virt::VmaNew,
+    new_mutex,
     prelude::*,
     sync::{
         aref::ARef,
-        atomic::Atomic,
-        Arc, //
+        atomic::{
+            ordering,
+            Atomic, //
+        },
+        Arc,
+        Mutex, //
     }, //
 };
 
 use crate::{
     driver::VgDriver,
+    file::DrmFile,
     projects::Charge,
     uapi,
-    vgsched_core::projects::Resource,
+    vgsched_core::projects::{
+        Holding,
+        Resource, //
+    },
     vram::DeviceMemory, //
 };
+
+/// How one open file, by its DRM client id, holds an object.
+struct Holder {
+    client: u64,
+    holding: Holding,
+}
 
 /// Largest buffer object, in bytes.
 pub(crate) const MAX_BO_SIZE: u64 = uapi::DRM_VGSCHED_MAX_BO_SIZE as u64;
@@ -40,6 +61,13 @@ pub(crate) struct VgObject {
     /// It has a copy in device memory; kept by the residency table, read
     /// without a lock (fdinfo).
     pub(crate) resident: Arc<Atomic<bool>>,
+    /// It has been published in shared storage: from then on other files
+    /// get handles to it only from shared-storage opens, and its dma-buf
+    /// maps read-only. Never cleared.
+    shared: Atomic<bool>,
+    /// The open files that hold handles to it, and how.
+    #[pin]
+    holders: Mutex<KVec<Holder>>,
 }
 
 #[pinned_drop]
@@ -70,7 +98,103 @@ impl gem::DriverObject for VgObject {
             _charge: charge,
             memory,
             resident: resident?,
+            shared: Atomic::new(false),
+            holders <- new_mutex!(KVec::new()),
         })
+    }
+
+    /// Every new handle: one of a file that holds the object already joins
+    /// its holding; a first one made outside shared storage is read-write,
+    /// or `EACCES` for a shared object.
+    fn open(obj: &Bo, file: &DrmFile) -> Result {
+        let client = file.client_id();
+        let mut holders = obj.holders.lock();
+        if let Some(h) = holders.iter_mut().find(|h| h.client == client) {
+            h.holding.opened();
+            return Ok(());
+        }
+        let holding = Holding::first(obj.is_shared()).map_err(|_| EACCES)?;
+        holders.push(Holder { client, holding }, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    fn close(obj: &Bo, file: &DrmFile) {
+        let client = file.client_id();
+        let mut holders = obj.holders.lock();
+        let Some(i) = holders.iter().position(|h| h.client == client) else {
+            // Every handle was counted when it was made.
+            kernel::warn_on!(true);
+            return;
+        };
+        if holders.get_mut(i).is_some_and(|h| h.holding.closed()) {
+            let _ = holders.remove(i);
+        }
+    }
+
+    /// A new mapping: writable only through a file that may write the
+    /// object, or through a dma-buf of an object that was never shared.
+    /// A read-only mapping loses `VM_MAYWRITE`, so `mprotect()` cannot
+    /// make it writable later.
+    fn mmap(obj: &Bo, file: Option<&DrmFile>, vma: &VmaNew) -> Result {
+        let writable = match file {
+            Some(file) => obj.may_write(file),
+            None => !obj.is_shared(),
+        };
+        if writable {
+            return Ok(());
+        }
+        if vma.writable() {
+            return Err(EACCES);
+        }
+        vma.try_clear_maywrite()
+    }
+}
+
+impl VgObject {
+    /// It has been published in shared storage.
+    pub(crate) fn is_shared(&self) -> bool {
+        self.shared.load(ordering::Relaxed)
+    }
+
+    /// It is published in shared storage (for good).
+    pub(crate) fn mark_shared(&self) {
+        self.shared.store(true, ordering::Relaxed);
+    }
+
+    /// `file` may write the object: it holds a read-write handle.
+    pub(crate) fn may_write(&self, file: &DrmFile) -> bool {
+        let client = file.client_id();
+        self.holders
+            .lock()
+            .iter()
+            .any(|h| h.client == client && h.holding.writable())
+    }
+
+    /// A shared-storage open gave `file` access (`writable` or not) and is
+    /// about to make its handle: [`gem::DriverObject::open`] will count it
+    /// in. Undone by [`VgObject::ungrant`] if the handle is not made.
+    pub(crate) fn grant(&self, file: &DrmFile, writable: bool) -> Result {
+        let client = file.client_id();
+        let mut holders = self.holders.lock();
+        match holders.iter_mut().find(|h| h.client == client) {
+            Some(h) => h.holding.grant(writable),
+            None => {
+                let holding = Holding::granted(writable);
+                holders.push(Holder { client, holding }, GFP_KERNEL)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The handle a [`VgObject::grant`] announced was not made.
+    pub(crate) fn ungrant(&self, file: &DrmFile) {
+        let client = file.client_id();
+        let mut holders = self.holders.lock();
+        if let Some(i) = holders.iter().position(|h| h.client == client) {
+            if holders.get_mut(i).is_some_and(|h| h.holding.ungrant()) {
+                let _ = holders.remove(i);
+            }
+        }
     }
 }
 

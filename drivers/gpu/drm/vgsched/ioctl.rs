@@ -38,6 +38,7 @@ use crate::{
     },
     file::DrmFile,
     gem,
+    projects::shared,
     submit::Submission,
     uapi,
     vgsched_core::projects::Resource, //
@@ -116,6 +117,9 @@ pub(crate) const TABLE: &[drm::ioctl::DrmIoctlDescriptor] = &[
     desc::<Wait>(),
     desc::<BoCpuPrep>(),
     desc::<Authorize>(),
+    desc::<SharedPublish>(),
+    desc::<SharedOpen>(),
+    desc::<SharedUnpublish>(),
 ];
 
 // The DRM core finds a handler by `nr - DRM_COMMAND_BASE`: the table must be
@@ -545,6 +549,74 @@ impl Ioctl for BoCpuPrep {
             dev.engine.device_memory().forget(bo.id);
             Engine::memory_released(dev.engine.as_arc_borrow());
         }
+        Ok(0)
+    }
+}
+
+/// `DRM_IOCTL_VGSCHED_SHARED_PUBLISH`: name a buffer object in a project's
+/// shared storage (`projects/shared.rs`).
+struct SharedPublish;
+
+impl Ioctl for SharedPublish {
+    type Arg = uapi::drm_vgsched_shared_publish;
+    const NR: u32 = uapi::DRM_VGSCHED_SHARED_PUBLISH;
+    const NAME: &'static CStr = c"VGSCHED_SHARED_PUBLISH";
+
+    fn handle(
+        dev: &VgDevice<drm::Registered>,
+        args: &mut Self::Arg,
+        file: &DrmFile,
+    ) -> Result<u32> {
+        if args.flags != 0 {
+            return Err(EINVAL);
+        }
+        shared::publish(&dev.book, file, &args.path, args.handle)?;
+        Ok(0)
+    }
+}
+
+/// `DRM_IOCTL_VGSCHED_SHARED_OPEN`: a handle to a shared buffer object.
+struct SharedOpen;
+
+impl Ioctl for SharedOpen {
+    type Arg = uapi::drm_vgsched_shared_open;
+    const NR: u32 = uapi::DRM_VGSCHED_SHARED_OPEN;
+    const NAME: &'static CStr = c"VGSCHED_SHARED_OPEN";
+
+    fn handle(
+        dev: &VgDevice<drm::Registered>,
+        args: &mut Self::Arg,
+        file: &DrmFile,
+    ) -> Result<u32> {
+        if args.flags & !uapi::DRM_VGSCHED_SHARED_OPEN_FLAGS != 0 || args.pad != 0 {
+            return Err(EINVAL);
+        }
+        let write = args.flags & uapi::DRM_VGSCHED_SHARED_OPEN_WRITE != 0;
+        let (handle, writable, size) = shared::open(&dev.book, file, &args.path, write)?;
+        args.handle = handle;
+        args.writable = u32::from(writable);
+        args.size = size;
+        Ok(0)
+    }
+}
+
+/// `DRM_IOCTL_VGSCHED_SHARED_UNPUBLISH`: remove a name from shared storage.
+struct SharedUnpublish;
+
+impl Ioctl for SharedUnpublish {
+    type Arg = uapi::drm_vgsched_shared_unpublish;
+    const NR: u32 = uapi::DRM_VGSCHED_SHARED_UNPUBLISH;
+    const NAME: &'static CStr = c"VGSCHED_SHARED_UNPUBLISH";
+
+    fn handle(
+        dev: &VgDevice<drm::Registered>,
+        args: &mut Self::Arg,
+        file: &DrmFile,
+    ) -> Result<u32> {
+        if args.flags != 0 || args.pad != 0 {
+            return Err(EINVAL);
+        }
+        shared::unpublish(&dev.book, file, &args.path)?;
         Ok(0)
     }
 }

@@ -41,6 +41,8 @@ use kernel::{
     }, //
 };
 
+pub(crate) mod shared;
+
 use crate::auth::Authority;
 use crate::vgsched_core::projects::{
     admit_budget,
@@ -69,8 +71,12 @@ struct MemberEntry {
 /// One project.
 struct ProjectEntry {
     id: u64,
+    /// Its configfs directory's name, which shared-storage paths use.
+    name: CString,
     budget: Amounts,
     members: KVec<MemberEntry>,
+    /// The names of its shared storage (`shared.rs`).
+    names: KVec<shared::SharedName>,
 }
 
 impl ProjectEntry {
@@ -212,7 +218,7 @@ impl Book {
 
     /// A new project with room for `members`; its id. `ENOSPC` past
     /// [`MAX_PROJECTS`].
-    fn add_project(&self, members: KVec<MemberEntry>) -> Result<u64> {
+    fn add_project(&self, name: CString, members: KVec<MemberEntry>) -> Result<u64> {
         let mut ledger = self.ledger.lock();
         if ledger.projects.len() >= MAX_PROJECTS {
             return Err(ENOSPC);
@@ -222,8 +228,10 @@ impl Book {
             .projects
             .push_within_capacity(ProjectEntry {
                 id,
+                name,
                 budget: Amounts::ZERO,
                 members,
+                names: KVec::new(),
             })
             .map_err(|_| ENOSPC)?;
         ledger.next_id += 1;
@@ -375,6 +383,7 @@ impl Registry {
                     budget_tiles: 2,
                     budget_shared_bytes: 3,
                     requested: 4,
+                    shared: 5,
                 ],
             },
             member: configfs_attrs! {
@@ -411,7 +420,15 @@ pub(crate) struct Project {
 impl PinnedDrop for Project {
     fn drop(self: Pin<&mut Self>) {
         let id = self.id;
-        self.book.ledger.lock().projects.retain(|p| p.id != id);
+        let mut ledger = self.book.ledger.lock();
+        let gone = match ledger.projects.iter().position(|p| p.id == id) {
+            Some(i) => ledger.projects.remove(i).ok(),
+            None => None,
+        };
+        drop(ledger);
+        // Its shared names give their charges back, which takes the
+        // ledger lock: dropped after it.
+        drop(gone);
     }
 }
 
@@ -445,6 +462,7 @@ impl configfs::GroupOperations for Registry {
     type Child = Project;
 
     fn make_group(&self, name: &CStr) -> Result<impl PinInit<configfs::Group<Project>, Error>> {
+        let entry_name = CString::try_from(name)?;
         let name = CString::try_from(name)?;
         let members = KVec::with_capacity(MAX_MEMBERS, GFP_KERNEL)?;
         let book = self.book.clone();
@@ -455,7 +473,7 @@ impl configfs::GroupOperations for Registry {
             name,
             types.project,
             try_pin_init!(Project {
-                id: book.add_project(members)?,
+                id: book.add_project(entry_name, members)?,
                 book,
                 types,
             }),
@@ -627,6 +645,19 @@ impl configfs::AttributeOperations<4> for Project {
     fn show(data: &Project, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
         let sum = data.with(|p| Ok(p.requests_except(None)))?;
         show_amounts(page, &sum)
+    }
+}
+
+/// `shared`: the names of the project's shared storage, one per line
+/// (`KIND/FOLDER/NAME SIZE PUBLISHER`), read-only.
+#[vtable]
+impl configfs::AttributeOperations<5> for Project {
+    type Data = Project;
+
+    fn show(data: &Project, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+        let mut ledger = data.book.ledger.lock();
+        let p = ledger.project(data.id).ok_or(ENOENT)?;
+        show(page, |w| shared::list(p, w))
     }
 }
 

@@ -96,7 +96,7 @@ impl Submission {
             FitError::WaveTooBig | FitError::GroupTooBig => E2BIG,
         })?;
         let writes = binding_access(args)?;
-        let bindings = bind_buffers(file, args.bindings, args.binding_count)?;
+        let bindings = bind_buffers(file, args.bindings, args.binding_count, &writes)?;
         let program = load_program(
             file,
             args.program_handle,
@@ -162,8 +162,15 @@ fn binding_access(args: &uapi::drm_vgsched_submit) -> Result<[bool; isa::MAX_BIN
 
 /// Looks up and maps the buffer objects named by `count` handles at user
 /// address `pointer`. A handle of an object this driver did not create (a
-/// dumb buffer, an imported dma-buf) is `EINVAL`, an unknown one `ENOENT`.
-fn bind_buffers(file: &DrmFile, pointer: u64, count: u32) -> Result<KVec<VMapOwned<VgObject>>> {
+/// dumb buffer, an imported dma-buf) is `EINVAL`, an unknown one `ENOENT`;
+/// an object bound writable (`writes`) that the file may only read (a
+/// read-only shared-storage open) is `EACCES`.
+fn bind_buffers(
+    file: &DrmFile,
+    pointer: u64,
+    count: u32,
+    writes: &[bool; isa::MAX_BINDINGS],
+) -> Result<KVec<VMapOwned<VgObject>>> {
     let count = count as usize;
     if count > isa::MAX_BINDINGS {
         return Err(EINVAL);
@@ -177,8 +184,11 @@ fn bind_buffers(file: &DrmFile, pointer: u64, count: u32) -> Result<KVec<VMapOwn
         }
     }
     let mut maps = KVec::with_capacity(count, GFP_KERNEL)?;
-    for &handle in &handles[..count] {
+    for (&handle, &write) in handles[..count].iter().zip(writes) {
         let bo = Bo::lookup_handle(file, handle)?;
+        if write && !bo.may_write(file) {
+            return Err(EACCES);
+        }
         maps.push(bo.owned_vmap::<0>()?, GFP_KERNEL)?;
     }
     Ok(maps)

@@ -48,4 +48,8 @@ plain_bytes!(
     drm_vgsched_wait,
     drm_vgsched_bo_cpu_prep,
     drm_vgsched_authorize,
+    drm_vgsched_shared_path,
+    drm_vgsched_shared_publish,
+    drm_vgsched_shared_open,
+    drm_vgsched_shared_unpublish,
 );

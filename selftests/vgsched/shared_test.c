@@ -1,0 +1,630 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Shared storage of projects: buffer objects published under names in a
+ * project's folders, opened by name with an access mode.
+ *  - the permission matrix: each role (the folder's owner, another member,
+ *    a member of another project, a non-member, root) x each folder kind
+ *    (project, member, public) x each operation (open read-only, open
+ *    read-write, mmap for writing, bind writable in a job, publish,
+ *    unpublish) gets exactly the documented result, and no refused
+ *    attempt changes the object or the folder;
+ *  - through a file that holds an object read-only, mmap(PROT_WRITE) and
+ *    mprotect() to writing are EACCES, a writable binding is EACCES, a
+ *    read-only binding works; a read-write opener's stores reach the
+ *    others; the object's dma-buf maps read-only and cannot be imported
+ *    into another file;
+ *  - names: malformed paths EINVAL, an unknown project ENOENT, a name in
+ *    use EEXIST, publishing an object one may only read EACCES, the
+ *    published bytes charged to the member (EDQUOT past its request) and
+ *    given back by unpublish and by removing the project.
+ * Every role is a real uid: a forked child that setresuid()s to it, which
+ * drops every capability; root's child keeps them.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "vgsched_programs.h"
+#include "vgsched_projects.h"
+
+enum role { OWNER, MEMBER, OTHER_PROJECT, NON_MEMBER, ROOT, ROLES };
+enum folder { F_PROJECT, F_MEMBER, F_PUBLIC, FOLDERS };
+enum op { OPEN_RO, OPEN_RW, MMAP_WRITE, BIND_WRITE, PUBLISH, UNPUBLISH, OPS };
+
+static const uid_t role_uid[ROLES] = { 1001, 1002, 1003, 1004, 0 };
+static const char *const role_name[ROLES] = {
+	"owner", "member", "other-project", "non-member", "root",
+};
+static const char *const folder_name[FOLDERS] = { "project", "member", "public" };
+static const char *const op_name[OPS] = {
+	"open-ro", "open-rw", "mmap-write", "bind-write", "publish", "unpublish",
+};
+
+/*
+ * The documented rules (Documentation/admin-guide.rst, "Shared storage"),
+ * written out rather than computed: 1001 is alpha's owner and the member
+ * folder is its own, 1002 a member of alpha, 1003 a member of beta.
+ */
+#define ALL(e) { e, e, e, e, e, e }
+static const int expected[FOLDERS][ROLES][OPS] = {
+	[F_PROJECT] = {
+		[OWNER] = ALL(0),
+		[MEMBER] = ALL(0),
+		[OTHER_PROJECT] = ALL(-ENOENT),
+		[NON_MEMBER] = ALL(-ENOENT),
+		[ROOT] = ALL(0),
+	},
+	[F_MEMBER] = {
+		[OWNER] = ALL(0),
+		[MEMBER] = { 0, -EACCES, -EACCES, -EACCES, -EACCES, -EACCES },
+		[OTHER_PROJECT] = ALL(-ENOENT),
+		[NON_MEMBER] = ALL(-ENOENT),
+		[ROOT] = ALL(0),
+	},
+	[F_PUBLIC] = {
+		[OWNER] = { 0, -EACCES, -EACCES, -EACCES, 0, 0 },
+		[MEMBER] = { 0, -EACCES, -EACCES, -EACCES, -EACCES, -EACCES },
+		[OTHER_PROJECT] = { 0, -EACCES, -EACCES, -EACCES, -EACCES, -EACCES },
+		[NON_MEMBER] = { 0, -EACCES, -EACCES, -EACCES, -EACCES, -EACCES },
+		[ROOT] = ALL(0),
+	},
+};
+
+/* Results outside errno space: a check after the operation failed. */
+#define BAD_CONTENT 1000	/* a mapping showed other bytes than the object's */
+#define BAD_MPROTECT 1001	/* a read-only mapping could be made writable */
+#define BAD_READ_JOB 1002	/* a read-only binding did not work */
+#define BAD_WRITABLE 1003	/* the open reported the wrong access */
+#define BAD_SETUP 1004		/* the child could not do its part */
+
+#define OBJ_SIZE 4096
+#define OBJ_WORDS (OBJ_SIZE / 4)
+
+/* Word @i of the fixture object of folder @f. */
+static __u32 pattern(int f, int i)
+{
+	return 0xc0de0000u + (__u32)f * 0x1000u + (__u32)i;
+}
+
+static struct drm_vgsched_shared_path place(int f, const char *name)
+{
+	static const __u32 kind[FOLDERS] = {
+		DRM_VGSCHED_FOLDER_PROJECT, DRM_VGSCHED_FOLDER_MEMBER, DRM_VGSCHED_FOLDER_PUBLIC,
+	};
+	static const char *const folder[FOLDERS] = { "models", "1001", "releases" };
+
+	return vg_path("alpha", kind[f], folder[f], name);
+}
+
+/* The object at @path, opened read-only on @fd, holds folder @f's pattern. */
+static int holds_pattern(int fd, const struct drm_vgsched_shared_path *path, int f)
+{
+	struct drm_vgsched_shared_open o;
+	const __u32 *words;
+	int ret;
+
+	ret = vg_shared_open(fd, path, 0, &o);
+	if (ret)
+		return ret;
+	words = vg_map_prot(fd, o.handle, OBJ_SIZE, PROT_READ);
+	ret = words == MAP_FAILED ? -errno : 0;
+	for (int i = 0; !ret && i < OBJ_WORDS; i++)
+		if (words[i] != pattern(f, i))
+			ret = BAD_CONTENT;
+	if (words != MAP_FAILED)
+		munmap((void *)words, OBJ_SIZE);
+	vgsched_bo_close(fd, o.handle);
+	return ret;
+}
+
+/* 0 if a name is at @path (root's view), else -errno. */
+static int name_exists(int fd, const struct drm_vgsched_shared_path *path)
+{
+	struct drm_vgsched_shared_open o;
+	int ret = vg_shared_open(fd, path, 0, &o);
+
+	if (!ret)
+		vgsched_bo_close(fd, o.handle);
+	return ret;
+}
+
+/* Opens @path read-write if the rules allow it, else read-only. */
+static int open_best(int fd, const struct drm_vgsched_shared_path *path,
+		     struct drm_vgsched_shared_open *o)
+{
+	int ret = vg_shared_open(fd, path, DRM_VGSCHED_SHARED_OPEN_WRITE, o);
+
+	return ret == -EACCES ? vg_shared_open(fd, path, 0, o) : ret;
+}
+
+/* mmap(PROT_WRITE) of the best handle; a read-only one must also map for reading only. */
+static int op_mmap_write(int fd, int f)
+{
+	struct drm_vgsched_shared_path data = place(f, "data");
+	struct drm_vgsched_shared_open o;
+	void *map;
+	int ret;
+
+	ret = open_best(fd, &data, &o);
+	if (ret)
+		return ret;
+	map = vg_map_prot(fd, o.handle, OBJ_SIZE, PROT_READ | PROT_WRITE);
+	if (map != MAP_FAILED) {
+		munmap(map, OBJ_SIZE);
+		return o.writable ? 0 : BAD_WRITABLE;
+	}
+	ret = -errno;
+	if (o.writable)
+		return BAD_WRITABLE;
+	map = vg_map_prot(fd, o.handle, OBJ_SIZE, PROT_READ);
+	if (map == MAP_FAILED)
+		return BAD_CONTENT;
+	if (!mprotect(map, OBJ_SIZE, PROT_READ | PROT_WRITE) || errno != EACCES)
+		ret = BAD_MPROTECT;
+	munmap(map, OBJ_SIZE);
+	return ret;
+}
+
+/*
+ * A job binding the best handle writable, storing back the word it loads
+ * (the object keeps its bytes either way); through a read-only handle the
+ * same binding marked read-only, with a program that only loads, must run.
+ */
+static int op_bind_write(int fd, int f)
+{
+	struct drm_vgsched_shared_path data = place(f, "data");
+	const __u64 copy[] = {
+		vg_instr(DRM_VGSCHED_OP_MOVI, 0, 0, 0, 0),
+		vg_instr(DRM_VGSCHED_OP_LD, 1, 0, 0, 0),
+		vg_instr(DRM_VGSCHED_OP_ST, 1, 0, 0, 0),
+		vg_instr(DRM_VGSCHED_OP_END, 0, 0, 0, 0),
+	};
+	const __u64 load[] = {
+		vg_instr(DRM_VGSCHED_OP_MOVI, 0, 0, 0, 0),
+		vg_instr(DRM_VGSCHED_OP_LD, 1, 0, 0, 0),
+		vg_instr(DRM_VGSCHED_OP_END, 0, 0, 0, 0),
+	};
+	struct drm_vgsched_shared_open o;
+	struct drm_vgsched_submit s;
+	struct vg_buf prog, ro_prog;
+	int ret, status = -1;
+	__u32 ctx;
+
+	ret = open_best(fd, &data, &o);
+	if (ret)
+		return ret;
+	ctx = vgsched_ctx_create(fd, 8);
+	if (!ctx || vg_program(fd, copy, 4, &prog) || vg_program(fd, load, 3, &ro_prog))
+		return BAD_SETUP;
+	s = vg_job(ctx, &prog, 4, &o.handle, 1, 1, 1, 1);
+	s.binding_access[0] = DRM_VGSCHED_BINDING_READ | DRM_VGSCHED_BINDING_WRITE;
+	ret = vgsched_submit(fd, &s);
+	if (!ret && (vgsched_wait(fd, ctx, s.seqno, 10 * VG_SECOND_NS, &status) || status))
+		return BAD_SETUP;
+	if (ret && !o.writable) {
+		s = vg_job(ctx, &ro_prog, 3, &o.handle, 1, 1, 1, 1);
+		s.binding_access[0] = DRM_VGSCHED_BINDING_READ;
+		if (vgsched_submit(fd, &s) ||
+		    vgsched_wait(fd, ctx, s.seqno, 10 * VG_SECOND_NS, &status) || status)
+			return BAD_READ_JOB;
+	}
+	return ret;
+}
+
+/* Publishes a new object of the caller's at "new-ROLE". */
+static int op_publish(int fd, int f, int role)
+{
+	struct drm_vgsched_shared_path path;
+	char name[32];
+	__u32 handle;
+
+	snprintf(name, sizeof(name), "new-%s", role_name[role]);
+	path = place(f, name);
+	handle = vgsched_bo_create(fd, OBJ_SIZE);
+	return handle ? vg_publish(fd, &path, handle) : BAD_SETUP;
+}
+
+/* Removes the name "victim-ROLE" the fixture published for this role. */
+static int op_unpublish(int fd, int f, int role)
+{
+	struct drm_vgsched_shared_path path;
+	char name[32];
+
+	snprintf(name, sizeof(name), "victim-%s", role_name[role]);
+	path = place(f, name);
+	return vg_unpublish(fd, &path);
+}
+
+/* One operation on a file of its own, as the caller's uid. */
+static int do_op(int f, int role, int op)
+{
+	struct drm_vgsched_shared_path data = place(f, "data");
+	struct drm_vgsched_shared_open o;
+	int fd = vgsched_open_render_node(), ret = BAD_SETUP;
+
+	if (fd < 0)
+		return BAD_SETUP;
+	switch (op) {
+	case OPEN_RO:
+		ret = holds_pattern(fd, &data, f);
+		break;
+	case OPEN_RW:
+		ret = vg_shared_open(fd, &data, DRM_VGSCHED_SHARED_OPEN_WRITE, &o);
+		if (!ret && (!o.writable || o.size != OBJ_SIZE))
+			ret = BAD_WRITABLE;
+		break;
+	case MMAP_WRITE:
+		ret = op_mmap_write(fd, f);
+		break;
+	case BIND_WRITE:
+		ret = op_bind_write(fd, f);
+		break;
+	case PUBLISH:
+		ret = op_publish(fd, f, role);
+		break;
+	case UNPUBLISH:
+		ret = op_unpublish(fd, f, role);
+		break;
+	}
+	close(fd);
+	return ret;
+}
+
+/* Runs every operation on folder @f as @role in a child; results in @out. */
+static int run_as(int role, int f, int out[OPS])
+{
+	int pipefd[2], status;
+	pid_t pid;
+
+	if (pipe(pipefd))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		uid_t uid = role_uid[role];
+		int res[OPS];
+
+		close(pipefd[0]);
+		if (uid && (setresgid(uid, uid, uid) || setresuid(uid, uid, uid)))
+			_exit(100);
+		for (int op = 0; op < OPS; op++)
+			res[op] = do_op(f, role, op);
+		_exit(write(pipefd[1], res, sizeof(res)) == sizeof(res) ? 0 : 101);
+	}
+	close(pipefd[1]);
+	status = read(pipefd[0], out, sizeof(int) * OPS) == (ssize_t)(sizeof(int) * OPS) ? 0 : -1;
+	close(pipefd[0]);
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+		return -1;
+	return 0;
+}
+
+/* The owner's part of the fixture: the "data" object of each folder and a "victim-ROLE" per role. */
+static int owner_publishes(void *arg)
+{
+	int fd = vgsched_open_render_node();
+
+	(void)arg;
+	if (fd < 0)
+		return 101;
+	for (int f = 0; f < FOLDERS; f++) {
+		struct drm_vgsched_shared_path path = place(f, "data");
+		struct vg_buf buf;
+
+		if (vg_buf_create(fd, OBJ_SIZE, &buf))
+			return 102;
+		for (int i = 0; i < OBJ_WORDS; i++)
+			((__u32 *)buf.map)[i] = pattern(f, i);
+		if (vg_publish(fd, &path, buf.handle))
+			return 103;
+		vg_buf_destroy(fd, &buf);
+		for (int r = 0; r < ROLES; r++) {
+			char name[32];
+			__u32 handle = vgsched_bo_create(fd, OBJ_SIZE);
+
+			snprintf(name, sizeof(name), "victim-%s", role_name[r]);
+			path = place(f, name);
+			if (!handle || vg_publish(fd, &path, handle))
+				return 104;
+		}
+	}
+	close(fd);
+	return 0;
+}
+
+FIXTURE(shared) {
+	int fd;		/* root's file */
+};
+
+FIXTURE_SETUP(shared)
+{
+	char path[64];
+
+	self->fd = vgsched_open_render_node_at(path, sizeof(path));
+	ASSERT_GE(self->fd, 0);
+	ASSERT_EQ(0, chmod(path, 0666));
+	ASSERT_EQ(0, cfs_mkdir("alpha"));
+	ASSERT_EQ(0, cfs_mkdir("beta"));
+	for (int p = 0; p < 2; p++) {
+		const char *project = p ? "beta" : "alpha";
+		char attr[64];
+
+		snprintf(attr, sizeof(attr), "%s/budget_contexts", project);
+		ASSERT_EQ(0, cfs_write(attr, "16"));
+		snprintf(attr, sizeof(attr), "%s/budget_bo_bytes", project);
+		ASSERT_EQ(0, cfs_write(attr, "16777216"));
+		snprintf(attr, sizeof(attr), "%s/budget_shared_bytes", project);
+		ASSERT_EQ(0, cfs_write(attr, "1048576"));
+		snprintf(attr, sizeof(attr), "%s/budget_tiles", project);
+		ASSERT_EQ(0, cfs_write(attr, "8"));
+	}
+	for (int r = OWNER; r <= OTHER_PROJECT; r++) {
+		char dir[64], attr[96];
+
+		snprintf(dir, sizeof(dir), "%s/%u", r == OTHER_PROJECT ? "beta" : "alpha",
+			 role_uid[r]);
+		ASSERT_EQ(0, cfs_mkdir(dir));
+		snprintf(attr, sizeof(attr), "%s/request_contexts", dir);
+		ASSERT_EQ(0, cfs_write(attr, "4"));
+		snprintf(attr, sizeof(attr), "%s/request_bo_bytes", dir);
+		ASSERT_EQ(0, cfs_write(attr, "4194304"));
+		snprintf(attr, sizeof(attr), "%s/request_shared_bytes", dir);
+		ASSERT_EQ(0, cfs_write(attr, "262144"));
+		snprintf(attr, sizeof(attr), "%s/request_tiles", dir);
+		ASSERT_EQ(0, cfs_write(attr, "2"));
+	}
+	ASSERT_EQ(0, cfs_write("alpha/1001/role", "owner"));
+}
+
+FIXTURE_TEARDOWN(shared)
+{
+	static const char *const uids[] = { "1001", "1002", "1003" };
+
+	close(self->fd);
+	remove_project("alpha", uids, 3);
+	remove_project("beta", uids, 3);
+	EXPECT_EQ(0, vgsched_module_unload());
+	EXPECT_EQ(0, vgsched_module_load(""));
+}
+
+TEST_F(shared, permission_matrix)
+{
+	int failures = 0;
+
+	ASSERT_EQ(0, as_uid(1001, owner_publishes, NULL));
+	for (int f = 0; f < FOLDERS; f++) {
+		for (int role = 0; role < ROLES; role++) {
+			int got[OPS];
+
+			ASSERT_EQ(0, run_as(role, f, got)) TH_LOG("%s child", role_name[role]);
+			for (int op = 0; op < OPS; op++) {
+				if (got[op] == expected[f][role][op])
+					continue;
+				failures++;
+				TH_LOG("%s folder, %s, %s: got %d, expected %d", folder_name[f],
+				       role_name[role], op_name[op], got[op], expected[f][role][op]);
+			}
+			/* Nothing refused changed anything. */
+			struct drm_vgsched_shared_path path = place(f, "data");
+			char name[32];
+			int ret;
+
+			EXPECT_EQ(0, holds_pattern(self->fd, &path, f))
+				TH_LOG("%s folder after %s", folder_name[f], role_name[role]);
+			snprintf(name, sizeof(name), "victim-%s", role_name[role]);
+			path = place(f, name);
+			ret = name_exists(self->fd, &path);
+			EXPECT_EQ(expected[f][role][UNPUBLISH] ? 0 : -ENOENT, ret)
+				TH_LOG("%s's victim in the %s folder", role_name[role], folder_name[f]);
+			snprintf(name, sizeof(name), "new-%s", role_name[role]);
+			path = place(f, name);
+			ret = name_exists(self->fd, &path);
+			EXPECT_EQ(expected[f][role][PUBLISH] ? -ENOENT : 0, ret)
+				TH_LOG("%s's new name in the %s folder", role_name[role], folder_name[f]);
+		}
+	}
+	EXPECT_EQ(0, failures);
+}
+
+/* 1002 writes a project object through a read-write handle; 1001 reads it. */
+static int member_writes(void *arg)
+{
+	struct drm_vgsched_shared_path path = place(F_PROJECT, "data");
+	struct drm_vgsched_shared_open o;
+	int fd = vgsched_open_render_node();
+	__u32 *words;
+
+	(void)arg;
+	if (fd < 0 || vg_shared_open(fd, &path, DRM_VGSCHED_SHARED_OPEN_WRITE, &o))
+		return 101;
+	words = vg_map_prot(fd, o.handle, OBJ_SIZE, PROT_READ | PROT_WRITE);
+	if (words == MAP_FAILED)
+		return 102;
+	words[7] = 0x5eed;
+	munmap(words, OBJ_SIZE);
+	close(fd);
+	return 0;
+}
+
+/* A read-only holder's ways around: dma-buf mapping, import elsewhere, publishing. */
+static int reader_tries_around(void *arg)
+{
+	struct drm_vgsched_shared_path path = place(F_MEMBER, "data");
+	struct drm_vgsched_shared_path mine = vg_path("alpha", DRM_VGSCHED_FOLDER_PROJECT,
+						      "models", "laundered");
+	struct drm_vgsched_shared_open o;
+	int fd = vgsched_open_render_node(), fd2 = vgsched_open_render_node(), dmabuf;
+	const __u32 *words;
+	void *map;
+
+	(void)arg;
+	if (fd < 0 || fd2 < 0 || vg_shared_open(fd, &path, 0, &o) || o.writable)
+		return 101;
+	words = vg_map_prot(fd, o.handle, OBJ_SIZE, PROT_READ);
+	if (words == MAP_FAILED || words[7] != 0x5eed)
+		return 102;
+	/* Republishing what one may only read would launder the access. */
+	if (vg_publish(fd, &mine, o.handle) != -EACCES)
+		return 103;
+	dmabuf = vg_prime_export(fd, o.handle);
+	if (dmabuf < 0)
+		return 104;
+	map = mmap(NULL, OBJ_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, dmabuf, 0);
+	if (map != MAP_FAILED || errno != EACCES)
+		return 105;
+	map = mmap(NULL, OBJ_SIZE, PROT_READ, MAP_SHARED, dmabuf, 0);
+	if (map == MAP_FAILED || ((__u32 *)map)[7] != 0x5eed)
+		return 106;
+	munmap(map, OBJ_SIZE);
+	if (vg_prime_import(fd2, dmabuf) || errno != EACCES)
+		return 107;
+	/* Opening it read-write where the rules forbid it changes nothing. */
+	if (vg_shared_open(fd, &path, DRM_VGSCHED_SHARED_OPEN_WRITE, &o) != -EACCES)
+		return 108;
+	close(dmabuf);
+	close(fd2);
+	close(fd);
+	return 0;
+}
+
+/* 1001 copies the project object into its own folder (it may read and write both). */
+static int owner_copies(void *arg)
+{
+	struct drm_vgsched_shared_path from = place(F_PROJECT, "data");
+	struct drm_vgsched_shared_path to = place(F_MEMBER, "data");
+	struct drm_vgsched_shared_open src, dst;
+	int fd = vgsched_open_render_node();
+	__u32 *a, *b;
+
+	(void)arg;
+	if (fd < 0 || vg_shared_open(fd, &from, 0, &src) ||
+	    vg_shared_open(fd, &to, DRM_VGSCHED_SHARED_OPEN_WRITE, &dst))
+		return 101;
+	a = vg_map_prot(fd, src.handle, OBJ_SIZE, PROT_READ);
+	b = vg_map_prot(fd, dst.handle, OBJ_SIZE, PROT_READ | PROT_WRITE);
+	if (a == MAP_FAILED || b == MAP_FAILED)
+		return 102;
+	memcpy(b, a, OBJ_SIZE);
+	close(fd);
+	return 0;
+}
+
+TEST_F(shared, read_only_holds_and_read_write_reaches)
+{
+	ASSERT_EQ(0, as_uid(1001, owner_publishes, NULL));
+	ASSERT_EQ(0, as_uid(1002, member_writes, NULL));
+	ASSERT_EQ(0, as_uid(1001, owner_copies, NULL));
+	EXPECT_EQ(0, as_uid(1002, reader_tries_around, NULL));
+	/* The member's stores reached the object; nothing else changed it. */
+	struct drm_vgsched_shared_path path = place(F_MEMBER, "data");
+	struct drm_vgsched_shared_open o;
+	const __u32 *words;
+
+	ASSERT_EQ(0, vg_shared_open(self->fd, &path, 0, &o));
+	words = vg_map_prot(self->fd, o.handle, OBJ_SIZE, PROT_READ);
+	ASSERT_NE(MAP_FAILED, words);
+	for (int i = 0; i < OBJ_WORDS; i++) {
+		ASSERT_EQ(i == 7 ? 0x5eedu : pattern(F_PROJECT, i), words[i]) TH_LOG("word %d", i);
+	}
+	munmap((void *)words, OBJ_SIZE);
+}
+
+/* 1002 publishes 4 KiB objects until its shared_bytes request (12 KiB here) stops it. */
+static int member_fills_its_folder(void *arg)
+{
+	int fd = vgsched_open_render_node(), n = 0;
+	char uid[16], name[32];
+
+	(void)arg;
+	snprintf(uid, sizeof(uid), "%u", getuid());
+	if (fd < 0)
+		return 101;
+	for (;;) {
+		struct drm_vgsched_shared_path path;
+		__u32 handle = vgsched_bo_create(fd, OBJ_SIZE);
+		int ret;
+
+		snprintf(name, sizeof(name), "part-%d", n);
+		path = vg_path("alpha", DRM_VGSCHED_FOLDER_MEMBER, uid, name);
+		if (!handle)
+			return 102;
+		ret = vg_publish(fd, &path, handle);
+		if (ret == -EDQUOT)
+			break;
+		if (ret || ++n > 3)
+			return 103;
+		/* The same name again. */
+		if (vg_publish(fd, &path, handle) != -EEXIST)
+			return 104;
+	}
+	close(fd);
+	return n == 3 ? 0 : 105;
+}
+
+TEST_F(shared, names_and_charges)
+{
+	struct drm_vgsched_shared_path good = vg_path("alpha", DRM_VGSCHED_FOLDER_PROJECT,
+						      "models", "m");
+	struct drm_vgsched_shared_path bad[8];
+	struct drm_vgsched_shared_publish badflags = { .path = good };
+	struct drm_vgsched_shared_open o;
+	char listing[4096];
+	__u32 handle;
+
+	for (int i = 0; i < 8; i++)
+		bad[i] = good;
+	strcpy(bad[0].name, "..");
+	strcpy(bad[1].name, "a/b");
+	bad[2].name[0] = 0;
+	bad[3].kind = 3;
+	bad[4].member_uid = 1001;			/* a project folder has no uid */
+	bad[5].kind = DRM_VGSCHED_FOLDER_MEMBER;	/* ... a member folder no name */
+	memset(bad[6].folder, 'x', sizeof(bad[6].folder));	/* no NUL */
+	strcpy(bad[7].project, ".alpha");
+	handle = vgsched_bo_create(self->fd, OBJ_SIZE);
+	ASSERT_NE(0, handle);
+	for (int i = 0; i < 8; i++) {
+		EXPECT_EQ(-EINVAL, vg_publish(self->fd, &bad[i], handle)) TH_LOG("path %d", i);
+		EXPECT_EQ(-EINVAL, vg_shared_open(self->fd, &bad[i], 0, &o)) TH_LOG("path %d", i);
+	}
+	badflags.handle = handle;
+	badflags.flags = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, DRM_IOCTL_VGSCHED_SHARED_PUBLISH, &badflags));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-EINVAL, vg_shared_open(self->fd, &good, 2, &o));
+	struct drm_vgsched_shared_path nowhere = vg_path("gamma", DRM_VGSCHED_FOLDER_PUBLIC, "x", "m");
+
+	EXPECT_EQ(-ENOENT, vg_publish(self->fd, &nowhere, handle));
+	EXPECT_EQ(-ENOENT, vg_publish(self->fd, &good, handle + 100));
+	EXPECT_EQ(-ENOENT, vg_shared_open(self->fd, &good, 0, &o));
+	EXPECT_EQ(-ENOENT, vg_unpublish(self->fd, &good));
+	ASSERT_EQ(0, vg_publish(self->fd, &good, handle));
+	EXPECT_EQ(-EEXIST, vg_publish(self->fd, &good, handle));
+	ASSERT_EQ(0, cfs_read("alpha/shared", listing, sizeof(listing)));
+	EXPECT_STREQ("project/models/m 4096 0\n", listing);
+
+	/* 12 KiB of shared bytes for 1002: three objects, then EDQUOT. */
+	ASSERT_EQ(0, cfs_write("alpha/1002/request_shared_bytes", "12288"));
+	EXPECT_EQ(0, as_uid(1002, member_fills_its_folder, NULL));
+	EXPECT_EQ(12288, cfs_usage("alpha/1002/usage", "shared_bytes"));
+	/* Unpublishing gives its bytes back; the objects outlive their creator's file. */
+	struct drm_vgsched_shared_path part = vg_path("alpha", DRM_VGSCHED_FOLDER_MEMBER, "1002",
+						      "part-0");
+
+	ASSERT_EQ(0, vg_shared_open(self->fd, &part, 0, &o));
+	EXPECT_EQ(0, vg_unpublish(self->fd, &part));
+	EXPECT_EQ(8192, cfs_usage("alpha/1002/usage", "shared_bytes"));
+	EXPECT_EQ(0, vgsched_bo_close(self->fd, o.handle));
+	/* Removing the project drops its names (the teardown unloads the module: nothing left). */
+	EXPECT_EQ(0, cfs_rmdir("alpha/1002"));
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers of the tests of projects: the configfs tree
+ * /sys/kernel/config/vgsched/ and children running as other uids.
+ */
+#ifndef VGSCHED_PROJECTS_H
+#define VGSCHED_PROJECTS_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "vgsched_test_util.h"
+
+#define CFS "/sys/kernel/config/vgsched"
+
+/* mkdir of @path under the subsystem; 0 or -errno. */
+static inline int cfs_mkdir(const char *path)
+{
+	char full[256];
+
+	snprintf(full, sizeof(full), CFS "/%s", path);
+	return mkdir(full, 0755) ? -errno : 0;
+}
+
+/* rmdir of @path under the subsystem; 0 or -errno. */
+static inline int cfs_rmdir(const char *path)
+{
+	char full[256];
+
+	snprintf(full, sizeof(full), CFS "/%s", path);
+	return rmdir(full) ? -errno : 0;
+}
+
+/* Writes @value to attribute @path; 0 or -errno. */
+static inline int cfs_write(const char *path, const char *value)
+{
+	char full[256];
+
+	snprintf(full, sizeof(full), CFS "/%s", path);
+	return vg_write_file(full, value);
+}
+
+/* Reads attribute @path into @buf; 0 or -errno. */
+static inline int cfs_read(const char *path, char *buf, size_t size)
+{
+	char full[256];
+	ssize_t n;
+	int fd;
+
+	snprintf(full, sizeof(full), CFS "/%s", path);
+	fd = open(full, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	return 0;
+}
+
+/* Attribute @path as a number; -1 on error. */
+static inline long long cfs_number(const char *path)
+{
+	char buf[64];
+
+	return cfs_read(path, buf, sizeof(buf)) ? -1 : strtoll(buf, NULL, 0);
+}
+
+/* The amount of @key in a usage or requested attribute; -1 on error. */
+static inline long long cfs_usage(const char *path, const char *key)
+{
+	char buf[256], *at;
+
+	if (cfs_read(path, buf, sizeof(buf)))
+		return -1;
+	at = strstr(buf, key);
+	return at ? strtoll(at + strlen(key) + 1, NULL, 10) : -1;
+}
+
+/* Removes every member listed and then the project; best effort. */
+static inline void remove_project(const char *project, const char *const *uids, int n)
+{
+	char path[128];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s", project, uids[i]);
+		cfs_rmdir(path);
+	}
+	cfs_rmdir(project);
+}
+
+/*
+ * Runs @fn in a child that became @uid (all of real, effective and saved:
+ * no capability left); returns the child's exit status, or -1.
+ */
+static inline int as_uid(uid_t uid, int (*fn)(void *), void *arg)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		if (setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+			_exit(100);
+		_exit(fn(arg));
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/* A path in project @project's shared storage: @kind's folder @folder (the
+ * member's uid for a member folder), object @name. */
+static inline struct drm_vgsched_shared_path vg_path(const char *project, __u32 kind,
+						    const char *folder, const char *name)
+{
+	struct drm_vgsched_shared_path p = { .kind = kind };
+
+	snprintf(p.project, sizeof(p.project), "%s", project);
+	if (kind == DRM_VGSCHED_FOLDER_MEMBER)
+		p.member_uid = strtoul(folder, NULL, 10);
+	else
+		snprintf(p.folder, sizeof(p.folder), "%s", folder);
+	snprintf(p.name, sizeof(p.name), "%s", name);
+	return p;
+}
+
+/* DRM_IOCTL_VGSCHED_SHARED_PUBLISH; 0 or -errno. */
+static inline int vg_publish(int fd, const struct drm_vgsched_shared_path *path, __u32 handle)
+{
+	struct drm_vgsched_shared_publish a = { .path = *path, .handle = handle };
+
+	return ioctl(fd, DRM_IOCTL_VGSCHED_SHARED_PUBLISH, &a) ? -errno : 0;
+}
+
+/* DRM_IOCTL_VGSCHED_SHARED_OPEN with @flags; 0 (the answer in *out) or -errno. */
+static inline int vg_shared_open(int fd, const struct drm_vgsched_shared_path *path, __u32 flags,
+				 struct drm_vgsched_shared_open *out)
+{
+	*out = (struct drm_vgsched_shared_open){ .path = *path, .flags = flags };
+	return ioctl(fd, DRM_IOCTL_VGSCHED_SHARED_OPEN, out) ? -errno : 0;
+}
+
+/* DRM_IOCTL_VGSCHED_SHARED_UNPUBLISH; 0 or -errno. */
+static inline int vg_unpublish(int fd, const struct drm_vgsched_shared_path *path)
+{
+	struct drm_vgsched_shared_unpublish a = { .path = *path };
+
+	return ioctl(fd, DRM_IOCTL_VGSCHED_SHARED_UNPUBLISH, &a) ? -errno : 0;
+}
+
+/* Maps @size bytes of @handle with @prot; MAP_FAILED with errno set on failure. */
+static inline void *vg_map_prot(int fd, __u32 handle, size_t size, int prot)
+{
+	struct drm_vgsched_bo_mmap_offset m = { .handle = handle };
+
+	if (ioctl(fd, DRM_IOCTL_VGSCHED_BO_MMAP_OFFSET, &m))
+		return MAP_FAILED;
+	return mmap(NULL, size, prot, MAP_SHARED, fd, m.offset);
+}
+
+#endif /* VGSCHED_PROJECTS_H */
