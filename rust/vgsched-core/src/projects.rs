@@ -596,7 +596,15 @@ mod tests {
         for good in [&b"a"[..], b"model-v2.bin", b"A_b.c-9", &[b'x'; 31]] {
             assert_eq!(parse_name(&field(good)), Some(good), "{good:?}");
         }
-        for bad in [&b""[..], b".", b"..", b".hidden", b"a/b", b"a b", b"caf\xc3\xa9"] {
+        for bad in [
+            &b""[..],
+            b".",
+            b"..",
+            b".hidden",
+            b"a/b",
+            b"a b",
+            b"caf\xc3\xa9",
+        ] {
             assert_eq!(parse_name(&field(bad)), None, "{bad:?}");
         }
         // No NUL at all, or bytes after it.

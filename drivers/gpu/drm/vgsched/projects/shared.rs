@@ -14,11 +14,11 @@
 
 use kernel::{
     drm::gem::BaseObject,
+    ffi,
     fmt::{
         self,
         Write, //
     },
-    ffi,
     prelude::*,
     sync::{
         aref::ARef,
@@ -94,9 +94,7 @@ fn parse_path(path: &uapi::drm_vgsched_shared_path) -> Result<([u8; NAME_BYTES],
     };
     let well_formed = match kind {
         Folder::Member => folder.iter().all(|&b| b == 0),
-        Folder::Project | Folder::Public => {
-            parse_name(&folder).is_some() && path.member_uid == 0
-        }
+        Folder::Project | Folder::Public => parse_name(&folder).is_some() && path.member_uid == 0,
     };
     if !well_formed {
         return Err(EINVAL);
