@@ -428,7 +428,7 @@ static int authorized_work(void *arg)
 	if (authorize(fd, r->code, 0) != -EAGAIN)
 		return 105;
 	usleep(1100000);
-	if (authorize(fd, r->code, 1) != -EINVAL || authorize(fd, r->code, 0))
+	if (authorize(fd, r->code, 2) != -EINVAL || authorize(fd, r->code, 0))
 		return 106;
 	if (busy_submit(fd, &j))
 		return 107;
@@ -498,6 +498,142 @@ TEST_F(projects, authorization_codes)
 	EXPECT_EQ(0, wait_ok(fd, ctx, 1));
 	busy_job_fini(fd, &j);
 	close(fd);
+}
+
+struct tile_run {
+	__u8 code0[DRM_VGSCHED_CODE_BYTES];	/* tile 0's code */
+	int to_child, from_child;
+};
+
+/* A job of @k tiles on @ctx, waited for; 0, -errno of SUBMIT, or 1000. */
+static int tile_job_done(int fd, __u32 ctx, __u32 k, __u64 *seqno)
+{
+	struct busy_job j;
+	int ret;
+
+	if (busy_job_init(fd, &j, ctx, 1, 1, 1, 4, 1))
+		return 1000;
+	j.s.tiles = k;
+	ret = busy_submit(fd, &j);
+	if (!ret) {
+		*seqno = j.s.seqno;
+		if (wait_ok(fd, ctx, j.s.seqno) || busy_job_wrong(&j) != -1)
+			ret = 1000;
+	}
+	busy_job_fini(fd, &j);
+	return ret;
+}
+
+/*
+ * Tiles 0 and 2 (the first of each node of two, where placement would
+ * put a one-tile job) have codes of their own: a file without them gets
+ * tiles 1 and 3 only; with tile 0's code a job of two tiles fits on node
+ * 0; after its revocation, not any more.
+ */
+static int tile_coded_work(void *arg)
+{
+	struct tile_run *r = arg;
+	__u8 wrong[DRM_VGSCHED_CODE_BYTES];
+	int fd = vgsched_open_render_node();
+	__u64 ids[2], seqno = 0;
+	__u32 ctx;
+	char c;
+
+	if (fd < 0 || !(ctx = vgsched_ctx_create(fd, 8)))
+		return 101;
+	ids[0] = vgsched_client_id(fd, ctx);
+	ids[1] = ctx;
+	if (write(r->from_child, ids, sizeof(ids)) != sizeof(ids))
+		return 102;
+	if (tile_job_done(fd, ctx, 2, &seqno) != -EACCES)
+		return 103;
+	for (int i = 0; i < 4; i++)
+		if (tile_job_done(fd, ctx, 1, &seqno))
+			return 104;
+	memcpy(wrong, r->code0, sizeof(wrong));
+	wrong[0] ^= 0x80;
+	if (authorize(fd, wrong, 1) != -EACCES || authorize(fd, r->code0, 5) != -EINVAL ||
+	    authorize(fd, r->code0, 3) != -EACCES || authorize(fd, r->code0, 1))
+		return 105;
+	if (tile_job_done(fd, ctx, 2, &seqno) || seqno != 5)
+		return 106;
+	/* The administrator revokes tile 0's code. */
+	if (write(r->from_child, "s", 1) != 1 || read(r->to_child, &c, 1) != 1)
+		return 107;
+	if (tile_job_done(fd, ctx, 2, &seqno) != -EACCES)
+		return 108;
+	if (tile_job_done(fd, ctx, 1, &seqno) || seqno != 6)
+		return 109;
+	close(fd);
+	return 0;
+}
+
+TEST_F(projects, tile_codes)
+{
+	int to_child[2], from_child[2], status, n;
+	char buf[256] = "", c;
+	struct vg_tiles rec[16];
+	struct tile_run run;
+	__u64 ids[2];
+	pid_t pid;
+
+	ASSERT_EQ(0, vgsched_module_unload());
+	ASSERT_EQ(0, vgsched_module_load("modules=4 nodes=2 tiles_per_node=2"));
+	n = vgsched_open_render_node_at(buf, sizeof(buf));
+	ASSERT_GE(n, 0);
+	ASSERT_EQ(0, chmod(buf, 0666));
+	close(n);
+	for (const char *bad = "generate\0generate 4\0frob 1\0generate 1 2\0generate -1\0"; *bad;
+	     bad += strlen(bad) + 1) {
+		EXPECT_EQ(-EINVAL, cfs_write("tile_codes", bad)) TH_LOG("'%s'", bad);
+	}
+	ASSERT_EQ(0, cfs_read("tile_codes", buf, sizeof(buf)));
+	EXPECT_STREQ("", buf);
+	ASSERT_EQ(0, cfs_write("tile_codes", "generate 0\n"));
+	ASSERT_EQ(0, cfs_write("tile_codes", "generate 2"));
+	ASSERT_EQ(0, cfs_read("tile_codes", buf, sizeof(buf)));
+	ASSERT_EQ(2 * 35, strlen(buf)) TH_LOG("'%s'", buf);
+	ASSERT_EQ(0, strncmp(buf, "0 ", 2));
+	ASSERT_EQ(0, strncmp(buf + 35, "2 ", 2));
+	for (int i = 0; i < DRM_VGSCHED_CODE_BYTES; i++)
+		ASSERT_EQ(1, sscanf(buf + 2 + 2 * i, "%2hhx", &run.code0[i]));
+	/* Shown once. */
+	ASSERT_EQ(0, cfs_read("tile_codes", buf, sizeof(buf)));
+	EXPECT_STREQ("0 required\n2 required\n", buf);
+
+	ASSERT_EQ(0, pipe(to_child));
+	ASSERT_EQ(0, pipe(from_child));
+	run.to_child = to_child[0];
+	run.from_child = from_child[1];
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (!pid) {
+		if (setresgid(1004, 1004, 1004) || setresuid(1004, 1004, 1004))
+			_exit(100);
+		_exit(tile_coded_work(&run));
+	}
+	ASSERT_EQ(sizeof(ids), read(from_child[0], ids, sizeof(ids)));
+	ASSERT_EQ(1, read(from_child[0], &c, 1)) TH_LOG("the child failed before the revocation");
+	ASSERT_EQ(0, cfs_write("tile_codes", "revoke 0"));
+	ASSERT_EQ(1, write(to_child[1], "r", 1));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	ASSERT_EQ(0, cfs_read("tile_codes", buf, sizeof(buf)));
+	EXPECT_STREQ("0 revoked\n2 required\n", buf);
+	/* Where its jobs ran: never on a coded tile without the code. */
+	n = tile_records(ids[0], ids[1], rec, 16);
+	ASSERT_EQ(6, n);
+	for (int i = 0; i < n; i++) {
+		if (rec[i].job == 5) {
+			EXPECT_EQ(0x3, rec[i].mask) TH_LOG("the two-tile job with tile 0's code");
+		} else {
+			EXPECT_EQ(0, rec[i].mask & 0x5) TH_LOG("job %llu on 0x%x", rec[i].job, rec[i].mask);
+		}
+	}
+	ASSERT_EQ(0, cfs_write("tile_codes", "open 0"));
+	ASSERT_EQ(0, cfs_write("tile_codes", "open 2"));
+	ASSERT_EQ(0, cfs_read("tile_codes", buf, sizeof(buf)));
+	EXPECT_STREQ("", buf);
 }
 
 TEST_HARNESS_MAIN

@@ -13,7 +13,8 @@
  *  - slot selection in turn, pipelined context switching, and tiles: where
  *    jobs of k tiles go and why, sleeping tiles, energy read through hwmon;
  *  - a project in configfs: requests within the budget, a refused one,
- *    and a member's process stopped at its quota.
+ *    a member's process stopped at its quota, and two members sharing a
+ *    model read-only through shared storage.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +30,7 @@
 #include <unistd.h>
 
 #include "vgsched_programs.h"
+#include "vgsched_projects.h"
 
 #define CHECK(cond, ...) do { \
 		if (!(cond)) { \
@@ -681,6 +683,123 @@ static void cfs_print(const char *path)
 		printf("      %s\n", line);
 }
 
+/* The model the owner publishes: 1024 words, word i = 1000 + i. */
+#define MODEL_WORDS 1024
+
+/* uid 1001, the owner, publishes a model in its own folder. */
+static int owner_publishes_model(void)
+{
+	struct drm_vgsched_shared_path path = vg_path("vision", DRM_VGSCHED_FOLDER_MEMBER, "1001",
+						      "model");
+	struct vg_buf model;
+	int fd = vgsched_open_render_node(), ret;
+
+	if (fd < 0 || vg_buf_create(fd, MODEL_WORDS * 4, &model))
+		return 1;
+	for (int i = 0; i < MODEL_WORDS; i++)
+		((__u32 *)model.map)[i] = 1000 + i;
+	ret = vg_publish(fd, &path, model.handle);
+	printf("    uid 1001: SHARED_PUBLISH of a 4 KiB object as vision/member 1001/model: %s\n",
+	       ret ? strerror(-ret) : "ok");
+	vg_buf_destroy(fd, &model);
+	close(fd);
+	return ret ? 1 : 0;
+}
+
+/* uid 1002 uses the owner's model read-only. */
+static int member_reads_model(void)
+{
+	struct drm_vgsched_shared_path path = vg_path("vision", DRM_VGSCHED_FOLDER_MEMBER, "1001",
+						      "model");
+	const __u64 prog[] = {
+		vg_instr(DRM_VGSCHED_OP_MOVI, 0, 0, 0, 0),
+		vg_instr(DRM_VGSCHED_OP_LD, 1, 0, 0, 5),
+		vg_instr(DRM_VGSCHED_OP_ST, 1, 0, 1, 0),
+		vg_instr(DRM_VGSCHED_OP_END, 0, 0, 0, 0),
+	};
+	struct drm_vgsched_shared_open o;
+	struct drm_vgsched_submit s;
+	struct vg_buf code, out;
+	int fd = vgsched_open_render_node(), ret, status = -1;
+	__u32 bindings[2], ctx;
+	const __u32 *words;
+	void *map;
+
+	if (fd < 0)
+		return 1;
+	ret = vg_shared_open(fd, &path, DRM_VGSCHED_SHARED_OPEN_WRITE, &o);
+	printf("    uid 1002: SHARED_OPEN read-write: %s\n", ret ? strerror(-ret) : "ok?!");
+	if (vg_shared_open(fd, &path, 0, &o))
+		return 1;
+	printf("    uid 1002: SHARED_OPEN read-only: handle %u, %llu bytes, writable %u\n", o.handle,
+	       (unsigned long long)o.size, o.writable);
+	words = vg_map_prot(fd, o.handle, o.size, PROT_READ);
+	if (words == MAP_FAILED)
+		return 1;
+	printf("    uid 1002: mmap(PROT_READ): words 0..3 = %u %u %u %u\n", words[0], words[1],
+	       words[2], words[3]);
+	map = vg_map_prot(fd, o.handle, o.size, PROT_READ | PROT_WRITE);
+	printf("    uid 1002: mmap(PROT_READ | PROT_WRITE): %s\n",
+	       map == MAP_FAILED ? strerror(errno) : "mapped?!");
+	ctx = vgsched_ctx_create(fd, 8);
+	if (!ctx || vg_program(fd, prog, 4, &code) || vg_buf_create(fd, 4096, &out))
+		return 1;
+	bindings[0] = o.handle;
+	bindings[1] = out.handle;
+	s = vg_job(ctx, &code, 4, bindings, 2, 1, 1, 1);
+	s.binding_access[0] = DRM_VGSCHED_BINDING_READ | DRM_VGSCHED_BINDING_WRITE;
+	s.binding_access[1] = DRM_VGSCHED_BINDING_READ | DRM_VGSCHED_BINDING_WRITE;
+	ret = vgsched_submit(fd, &s);
+	printf("    uid 1002: SUBMIT binding the model writable: %s\n",
+	       ret ? strerror(-ret) : "queued?!");
+	s.binding_access[0] = DRM_VGSCHED_BINDING_READ;
+	ret = vgsched_submit(fd, &s);
+	if (!ret)
+		ret = vgsched_wait(fd, ctx, s.seqno, 60 * VG_SECOND_NS, &status);
+	printf("    uid 1002: SUBMIT binding it read-only (a job copying word 5 into its own\n"
+	       "              buffer): %s, status %d, copied %u\n",
+	       ret ? strerror(-ret) : "ok", status, ((__u32 *)out.map)[0]);
+	close(fd);
+	return ret || status || ((__u32 *)out.map)[0] != 1005;
+}
+
+/* Runs @fn as @uid in a child; its exit status. */
+static int demo_as(uid_t uid, int (*fn)(void))
+{
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (!pid) {
+		int ret = 1;
+
+		if (!setresgid(uid, uid, uid) && !setresuid(uid, uid, uid))
+			ret = fn();
+		fflush(stdout);
+		_exit(ret);
+	}
+	return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) ?
+		WEXITSTATUS(status) : -1;
+}
+
+/* Two members of project @p share a model read-only. */
+static void shared_model(const char *p)
+{
+	char path[128];
+
+	printf("  shared storage: the owner publishes a model in its member folder (read-write\n"
+	       "  for it, read-only for the other members); uid 1002 uses it read-only:\n");
+	CHECK(!demo_as(1001, owner_publishes_model), "owner could not publish");
+	CHECK(!demo_as(1002, member_reads_model), "member could not use the model");
+	printf("    cat shared (name, bytes, publisher):\n");
+	snprintf(path, sizeof(path), "%s/shared", p);
+	cfs_print(path);
+	printf("    cat 1001/usage (the published bytes are the owner's):\n");
+	snprintf(path, sizeof(path), "%s/1001/usage", p);
+	cfs_print(path);
+}
+
 static void projects(void)
 {
 	const char *p = "/sys/kernel/config/vgsched/vision";
@@ -708,6 +827,11 @@ static void projects(void)
 	SET("1002/request_contexts", "2");
 	SET("1002/request_bo_bytes", "1048576");
 	SET("budget_contexts", "7");
+	SET("budget_tiles", "2");
+	SET("budget_shared_bytes", "1048576");
+	SET("1002/request_tiles", "1");
+	SET("1001/request_bo_bytes", "1048576");
+	SET("1001/request_shared_bytes", "65536");
 #undef SET
 	printf("    cat requested:\n");
 	snprintf(path, sizeof(path), "%s/requested", p);
@@ -748,6 +872,7 @@ static void projects(void)
 	printf("  after it exited:\n");
 	snprintf(path, sizeof(path), "%s/1002/usage", p);
 	cfs_print(path);
+	shared_model(p);
 	snprintf(path, sizeof(path), "%s/1001", p);
 	rmdir(path);
 	snprintf(path, sizeof(path), "%s/1002", p);

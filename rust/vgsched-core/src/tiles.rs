@@ -207,6 +207,30 @@ impl TileTopology {
     pub fn fits(&self, k: u32) -> bool {
         k >= 1 && k <= self.tiles_per_node
     }
+
+    /// The mask of every tile of the device.
+    pub fn all_tiles(&self) -> u32 {
+        match self.tiles() {
+            0 => 0,
+            t => u32::MAX >> 32u32.saturating_sub(t),
+        }
+    }
+
+    /// Whether a job of `k` tiles may ever be placed on the tiles of
+    /// `allowed`: some node has `k` of them.
+    pub fn fits_within(&self, k: u32, allowed: u32) -> bool {
+        let per = self.tiles_per_node;
+        let node_mask = match per {
+            0 => 0,
+            p => u32::MAX >> 32u32.saturating_sub(p),
+        };
+        self.fits(k)
+            && (0..self.nodes).any(|n| {
+                let shift = n.saturating_mul(per);
+                let mine = node_mask.checked_shl(shift).unwrap_or(0) & allowed;
+                mine.count_ones() >= k
+            })
+    }
 }
 
 /// A node as placement sees it.
@@ -685,6 +709,13 @@ impl TileAccount {
 
     /// Each node as placement sees it, into `out`; returns how many.
     pub fn views(&self, out: &mut [NodeView; MAX_NODES]) -> usize {
+        self.views_within(self.topo.all_tiles(), out)
+    }
+
+    /// Each node as a job that may use only the tiles of `allowed` sees
+    /// it (other tiles are never idle for it), into `out`; returns how
+    /// many.
+    fn views_within(&self, allowed: u32, out: &mut [NodeView; MAX_NODES]) -> usize {
         let exclusive = self.exclusive();
         let mut n = 0;
         for (node, view) in (0..self.topo.nodes).zip(out.iter_mut()) {
@@ -702,7 +733,8 @@ impl TileAccount {
                 ),
             };
             for t in range {
-                let free = !exclusive || self.holders.get(t).is_some_and(|&h| h == 0);
+                let free = (!exclusive || self.holders.get(t).is_some_and(|&h| h == 0))
+                    && allowed >> t & 1 == 1;
                 if let (true, Some(tile)) = (free, self.tiles.get(t)) {
                     v.idle += 1;
                     v.idle_power_mw = v.idle_power_mw.saturating_add(tile.busy_mw);
@@ -723,6 +755,19 @@ impl TileAccount {
     /// got no job, go to the low-power state at once (rule 6), without
     /// waiting for the idle delay. Spreading leaves them to the delay.
     pub fn place(&mut self, policy: Policy, k: u32, now_ns: u64) -> Option<TilePlacement> {
+        self.place_within(policy, k, self.topo.all_tiles(), now_ns)
+    }
+
+    /// [`TileAccount::place`] for a job that may use only the tiles of
+    /// `allowed` (the tiles its file is authorized for): the others count
+    /// as busy for it.
+    pub fn place_within(
+        &mut self,
+        policy: Policy,
+        k: u32,
+        allowed: u32,
+        now_ns: u64,
+    ) -> Option<TilePlacement> {
         self.advance(now_ns);
         let mut views = [NodeView {
             tiles: 0,
@@ -730,7 +775,7 @@ impl TileAccount {
             idle_power_mw: 0,
             standby_mw: 0,
         }; MAX_NODES];
-        let count = self.views(&mut views);
+        let count = self.views_within(allowed, &mut views);
         let views = views.get(..count)?;
         let mut tried = [0usize; MAX_NODES];
         let candidates = order(policy, views, k, &mut tried);
@@ -757,7 +802,7 @@ impl TileAccount {
             let best = self
                 .node_tiles(node as u32)
                 .filter(|&t| !exclusive || self.holders.get(t).is_some_and(|&h| h == 0))
-                .filter(|&t| p.mask & (1 << t) == 0)
+                .filter(|&t| allowed >> t & 1 == 1 && p.mask & (1 << t) == 0)
                 .filter_map(|t| Some((self.tiles.get(t)?.busy_mw, t)))
                 .min()?;
             p.mask |= 1 << best.1;
@@ -1219,6 +1264,39 @@ mod tests {
         b.release(p.mask, MS / 2);
         b.place(Policy::Spread, 1, MS / 2).unwrap();
         assert!(b.node_awake(0) && b.node_awake(1));
+    }
+
+    /// A job limited to some tiles gets only those, waits exactly when no
+    /// node has `k` of them idle, and can ever be placed exactly when some
+    /// node has `k` of them.
+    #[test]
+    fn placements_within_allowed_tiles() {
+        let topo = *account().topology();
+        let per = topo.tiles_per_node;
+        let all = topo.all_tiles();
+        assert_eq!(all.count_ones(), topo.tiles());
+        for allowed in 0..=all {
+            for k in 1..=per + 1 {
+                let some_node = (0..topo.nodes)
+                    .any(|n| (allowed >> (n * per) & ((1 << per) - 1)).count_ones() >= k);
+                assert_eq!(topo.fits_within(k, allowed), some_node && k <= per);
+                let mut a = account();
+                // Tile 0 is busy with a job of its own.
+                let first = a.place_within(Policy::Power, 1, 1, 0).unwrap();
+                assert_eq!(first.mask, 1);
+                let free = allowed & !1;
+                let placeable = (0..topo.nodes)
+                    .any(|n| (free >> (n * per) & ((1 << per) - 1)).count_ones() >= k);
+                match a.place_within(Policy::Power, k, allowed, 10) {
+                    Some(p) => {
+                        assert!(placeable, "allowed {allowed:#x} k {k}");
+                        assert_eq!(p.mask & !free, 0, "allowed {allowed:#x} k {k}");
+                        assert_eq!(p.mask.count_ones(), k);
+                    }
+                    None => assert!(!placeable, "allowed {allowed:#x} k {k}"),
+                }
+            }
+        }
     }
 
     #[test]

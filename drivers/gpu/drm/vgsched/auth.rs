@@ -1,20 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The device's authorization code (its *GPU code*): while one exists, a
-//! file must present it (`DRM_IOCTL_VGSCHED_AUTHORIZE`) before its jobs
-//! are accepted.
+//! Authorization codes: while a provider's GPUs have a code, a file must
+//! present it (`DRM_IOCTL_VGSCHED_AUTHORIZE`) before its jobs may run on
+//! them.
 //!
-//! The administrator generates the code in configfs (`echo generate >
-//! /sys/kernel/config/vgsched/device_code`), reads it once from the same
-//! attribute, and revokes it with `echo revoke`: the device then takes no
-//! job from anyone but root until a new code is generated, or `echo open`
-//! lets every file submit again (the state at load). The code is 128 bits from
-//! the kernel's random number generator; only its SHA-256 is kept, and a
-//! presented code is hashed and compared in constant time. Each new code
-//! or revocation starts a new *generation*: a file is authorized for the
-//! generation whose code it presented, so a revoked or replaced code stops
-//! new submissions at once while queued jobs run on. Failed attempts are
-//! limited per file by the core crate's
+//! A *provider* is the whole device (provider 0, whose code is the *GPU
+//! code*) or one tile (provider `1 + tile`). The administrator generates a
+//! code in configfs (`echo generate > /sys/kernel/config/vgsched/device_code`,
+//! `echo "generate 3" > .../tile_codes`), reads it once from the same
+//! attribute, and revokes it with `revoke`; `open` removes the
+//! requirement (the state at load). A code is 128 bits from the kernel's
+//! random number generator; only its SHA-256 is kept, and a presented
+//! code is hashed and compared in constant time. Each new code or
+//! revocation starts a new *generation* of that provider: a file is
+//! authorized for the generation whose code it presented, so a revoked or
+//! replaced code stops new submissions at once while queued jobs run on.
+//!
+//! The tiles a file's jobs may use ([`Authority::tiles_allowed`]): a tile
+//! with a code of its own needs that code or the device's valid code; any
+//! other tile needs the device's code if the device requires one. Failed
+//! attempts are limited per file by the core crate's
 //! [`AttemptLimiter`](crate::vgsched_core::projects::AttemptLimiter).
 
 use kernel::{
@@ -26,8 +31,17 @@ use kernel::{
 
 use crate::{
     uapi,
-    vgsched_core::projects::AUTH_BURST, //
+    vgsched_core::{
+        projects::{
+            AttemptLimiter,
+            AUTH_BURST, //
+        },
+        tiles::MAX_TILES,
+    }, //
 };
+
+/// Providers: the whole device, then each tile.
+const PROVIDERS: usize = 1 + MAX_TILES;
 
 /// Bytes of a code.
 pub(crate) const CODE_BYTES: usize = uapi::DRM_VGSCHED_CODE_BYTES as usize;
@@ -58,9 +72,9 @@ fn hash(code: &[u8; CODE_BYTES]) -> [u8; HASH_BYTES] {
     out
 }
 
-/// The code's state.
+/// One provider's code.
 struct Code {
-    /// Files must present a code to submit.
+    /// Files must present a code to use the provider's GPUs.
     required: bool,
     /// The hash of the valid code, if there is one.
     hash: Option<[u8; HASH_BYTES]>,
@@ -70,83 +84,183 @@ struct Code {
     unshown: Option<[u8; CODE_BYTES]>,
 }
 
-/// The device's authorization code.
+impl Code {
+    /// No code: the state at load.
+    const OPEN: Code = Code {
+        required: false,
+        hash: None,
+        generation: 0,
+        unshown: None,
+    };
+
+    /// A file authorized for `generation` presented this code, and it is
+    /// valid.
+    fn presented(&self, generation: u64) -> bool {
+        self.hash.is_some() && generation == self.generation
+    }
+}
+
+/// What one open file presented: the generation of each provider's code
+/// it was authorized for (0: none), and the limit on its failed attempts.
+pub(crate) struct Grants {
+    generations: [u64; PROVIDERS],
+    pub(crate) limiter: AttemptLimiter,
+}
+
+impl Grants {
+    /// Nothing presented yet, at `now_ns`.
+    pub(crate) fn new(now_ns: u64) -> Self {
+        Self {
+            generations: [0; PROVIDERS],
+            limiter: AttemptLimiter::new(now_ns),
+        }
+    }
+}
+
+/// What a provider's code looks like in configfs.
+pub(crate) enum Shown {
+    /// A new code, shown this once.
+    New([u8; CODE_BYTES]),
+    /// No code required.
+    Open,
+    /// A valid code is required.
+    Required,
+    /// The code was revoked: no file may use the provider but root's.
+    Revoked,
+}
+
+/// The authorization codes of the device and its tiles.
+///
+/// # Invariants
+///
+/// `tiles <= MAX_TILES`: providers `0..=tiles` exist.
 #[pin_data]
 pub(crate) struct Authority {
+    tiles: u32,
     #[pin]
-    code: Mutex<Code>,
+    codes: Mutex<[Code; PROVIDERS]>,
 }
 
 impl Authority {
-    /// No code: every file may submit.
-    pub(crate) fn new() -> impl PinInit<Self> {
+    /// No codes, on a device of `tiles` tiles: every file may use them all.
+    pub(crate) fn new(tiles: u32) -> impl PinInit<Self> {
         pin_init!(Self {
-            code <- new_mutex!(Code {
-                required: false,
-                hash: None,
-                generation: 0,
-                unshown: None,
-            }),
+            tiles: tiles.min(MAX_TILES as u32),
+            codes <- new_mutex!([Code::OPEN; PROVIDERS]),
         })
     }
 
-    /// Makes a new code, replacing any; it is shown once by [`Self::show`].
-    pub(crate) fn generate(&self) {
-        let mut code = [0u8; CODE_BYTES];
-        // SAFETY: `code` is `CODE_BYTES` writable bytes.
-        unsafe { bindings::get_random_bytes(code.as_mut_ptr().cast(), CODE_BYTES) };
-        let mut c = self.code.lock();
-        c.required = true;
-        c.hash = Some(hash(&code));
-        c.generation = c.generation.wrapping_add(1);
-        c.unshown = Some(code);
-        // The stack copy goes; the one to show stays until it is shown.
-        code.iter_mut().for_each(|b| *b = 0);
-        core::hint::black_box(&code);
+    /// The device's tiles.
+    pub(crate) fn tiles(&self) -> u32 {
+        self.tiles
     }
 
-    /// Revokes the code: files authorized by it may submit no more, and
-    /// no code is valid until the next one.
-    pub(crate) fn revoke(&self) {
-        let mut c = self.code.lock();
-        c.hash = None;
-        c.unshown = None;
-        c.generation = c.generation.wrapping_add(1);
-    }
-
-    /// No code required any more (and none valid).
-    pub(crate) fn open(&self) {
-        let mut c = self.code.lock();
-        c.required = false;
-        c.hash = None;
-        c.unshown = None;
-        c.generation = c.generation.wrapping_add(1);
-    }
-
-    /// The new code once (`Some`), then `None`; whether a code is
-    /// required, and whether one is valid.
-    pub(crate) fn show(&self) -> (Option<[u8; CODE_BYTES]>, bool, bool) {
-        let mut c = self.code.lock();
-        (c.unshown.take(), c.required, c.hash.is_some())
-    }
-
-    /// The generation `code` authorizes, or `EACCES` (a wrong code, or no
-    /// code at all).
-    pub(crate) fn check(&self, code: &[u8; CODE_BYTES]) -> Result<u64> {
-        let presented = hash(code);
-        let c = self.code.lock();
-        let Some(valid) = c.hash.as_ref() else {
-            return Err(EACCES);
-        };
-        match differ(&presented, valid) {
-            false => Ok(c.generation),
-            true => Err(EACCES),
+    /// The index of `provider`, `EINVAL` past the device's tiles.
+    fn index(&self, provider: u32) -> Result<usize> {
+        match provider <= self.tiles {
+            true => Ok(provider as usize),
+            false => Err(EINVAL),
         }
     }
 
-    /// Whether a file authorized for `generation` (0: never) may submit.
-    pub(crate) fn allows(&self, generation: u64) -> bool {
-        let c = self.code.lock();
-        !c.required || (c.hash.is_some() && generation == c.generation)
+    /// Runs `f` on `provider`'s code, under the lock.
+    fn with<R>(&self, provider: u32, f: impl FnOnce(&mut Code) -> R) -> Result<R> {
+        let i = self.index(provider)?;
+        let mut codes = self.codes.lock();
+        codes.get_mut(i).map(f).ok_or(EINVAL)
+    }
+
+    /// Makes a new code for `provider`, replacing any; it is shown once by
+    /// [`Self::show`].
+    pub(crate) fn generate(&self, provider: u32) -> Result {
+        let mut code = [0u8; CODE_BYTES];
+        // SAFETY: `code` is `CODE_BYTES` writable bytes.
+        unsafe { bindings::get_random_bytes(code.as_mut_ptr().cast(), CODE_BYTES) };
+        let hashed = hash(&code);
+        let done = self.with(provider, |c| {
+            c.required = true;
+            c.hash = Some(hashed);
+            c.generation = c.generation.wrapping_add(1);
+            c.unshown = Some(code);
+        });
+        // The stack copy goes; the one to show stays until it is shown.
+        code.iter_mut().for_each(|b| *b = 0);
+        core::hint::black_box(&code);
+        done
+    }
+
+    /// Revokes `provider`'s code: files authorized by it may submit to its
+    /// GPUs no more, and no code is valid until the next one.
+    pub(crate) fn revoke(&self, provider: u32) -> Result {
+        self.with(provider, |c| {
+            c.hash = None;
+            c.unshown = None;
+            c.generation = c.generation.wrapping_add(1);
+        })
+    }
+
+    /// No code required for `provider` any more (and none valid).
+    pub(crate) fn open(&self, provider: u32) -> Result {
+        self.with(provider, |c| {
+            c.required = false;
+            c.hash = None;
+            c.unshown = None;
+            c.generation = c.generation.wrapping_add(1);
+        })
+    }
+
+    /// `provider`'s code as configfs shows it; a new code only once.
+    pub(crate) fn show(&self, provider: u32) -> Result<Shown> {
+        self.with(provider, |c| match (c.unshown.take(), c.required, c.hash) {
+            (Some(code), _, _) => Shown::New(code),
+            (None, false, _) => Shown::Open,
+            (None, true, Some(_)) => Shown::Required,
+            (None, true, None) => Shown::Revoked,
+        })
+    }
+
+    /// Authorizes `grants` for `provider` if `code` is its valid code;
+    /// `EACCES` for a wrong code, or none valid, `EINVAL` for an unknown
+    /// provider.
+    pub(crate) fn authorize(
+        &self,
+        grants: &mut Grants,
+        provider: u32,
+        code: &[u8; CODE_BYTES],
+    ) -> Result {
+        let i = self.index(provider)?;
+        let presented = hash(code);
+        let codes = self.codes.lock();
+        let c = codes.get(i).ok_or(EINVAL)?;
+        let Some(valid) = c.hash.as_ref() else {
+            return Err(EACCES);
+        };
+        if differ(&presented, valid) {
+            return Err(EACCES);
+        }
+        if let Some(g) = grants.generations.get_mut(i) {
+            *g = c.generation;
+        }
+        Ok(())
+    }
+
+    /// The tiles a file that presented `grants` may run jobs on, as a
+    /// mask: a tile with a code of its own needs that code or the device's
+    /// valid code; another needs the device's code if one is required.
+    pub(crate) fn tiles_allowed(&self, grants: &Grants) -> u32 {
+        let codes = self.codes.lock();
+        let device = &codes[0];
+        let device_valid = device.presented(grants.generations[0]);
+        let device_ok = !device.required || device_valid;
+        let tiles = codes.iter().zip(grants.generations.iter()).skip(1);
+        let mut mask = 0u32;
+        for (t, (c, &g)) in tiles.take(self.tiles as usize).enumerate() {
+            let ok = match c.required {
+                true => device_valid || c.presented(g),
+                false => device_ok,
+            };
+            mask |= u32::from(ok) << t;
+        }
+        mask
     }
 }

@@ -1097,6 +1097,13 @@ impl Engine {
         if !this.tile_topology.fits(spec.tiles) {
             return Err(E2BIG);
         }
+        // It could fit, but not on the tiles its file may use.
+        if !this
+            .tile_topology
+            .fits_within(spec.tiles, spec.allowed_tiles)
+        {
+            return Err(EACCES);
+        }
         // Held across the whole submission: this context's jobs are
         // numbered in the order they are queued.
         let mut sub = ctx.submissions.lock();

@@ -18,13 +18,13 @@ use kernel::{
 };
 
 use crate::{
+    auth::Grants,
     context::{
         monotonic_ns,
         ContextTable, //
     },
     driver::VgDriver,
-    engine::Engine,
-    vgsched_core::projects::AttemptLimiter, //
+    engine::Engine, //
 };
 
 /// One client of the device: what a process gets by opening the render node.
@@ -37,10 +37,10 @@ pub(crate) struct VgFile {
     /// user namespace's root is not root here): what it creates is charged
     /// to the project member of that uid (`projects.rs`).
     pub(crate) uid: u32,
-    /// The generation of the authorization code it presented (0: none),
-    /// and the limit on its failed attempts (`auth.rs`).
+    /// The authorization codes it presented, and the limit on its failed
+    /// attempts (`auth.rs`).
     #[pin]
-    pub(crate) auth: Mutex<(u64, AttemptLimiter)>,
+    pub(crate) auth: Mutex<Grants>,
     /// The file's contexts.
     #[pin]
     pub(crate) contexts: Mutex<ContextTable>,
@@ -96,7 +96,7 @@ impl drm::file::DriverFile for VgFile {
             try_pin_init!(Self {
                 engine: dev.engine.clone(),
                 uid: Kuid::current_euid().into_raw().val,
-                auth <- new_mutex!((0, AttemptLimiter::new(monotonic_ns()))),
+                auth <- new_mutex!(Grants::new(monotonic_ns())),
                 contexts <- new_mutex!(ContextTable::new()),
                 retired_runtime_ns: Atomic::new(0),
             }),

@@ -257,23 +257,21 @@ impl Ioctl for Authorize {
         args: &mut Self::Arg,
         file: &DrmFile,
     ) -> Result<u32> {
-        if args.provider != 0 || args.flags != 0 {
+        let authority = &dev.book.authority;
+        if args.provider > authority.tiles() || args.flags != 0 {
             return Err(EINVAL);
         }
         let inner = file.inner();
-        let mut auth = inner.auth.lock();
+        let mut grants = inner.auth.lock();
         let now = crate::context::monotonic_ns();
         // Limited attempts are refused before the code is looked at.
-        if !auth.1.may_try(now) {
+        if !grants.limiter.may_try(now) {
             return Err(EAGAIN);
         }
-        match dev.book.authority.check(&args.code) {
-            Ok(generation) => {
-                auth.0 = generation;
-                Ok(0)
-            }
+        match authority.authorize(&mut grants, args.provider, &args.code) {
+            Ok(()) => Ok(0),
             Err(e) => {
-                auth.1.failed(now);
+                grants.limiter.failed(now);
                 Err(e)
             }
         }
@@ -429,13 +427,19 @@ impl Ioctl for Submit {
         file: &DrmFile,
     ) -> Result<u32> {
         let inner = file.inner();
-        // While the device has an authorization code, only files that
-        // presented it (and root's) submit.
-        if inner.uid != 0 && !dev.book.authority.allows(inner.auth.lock().0) {
+        // The tiles the file may use: those whose authorization codes (or
+        // the device's) it presented, and those that need none; all of
+        // them for root.
+        let allowed = match inner.uid {
+            0 => dev.engine.tile_topology().all_tiles(),
+            _ => dev.book.authority.tiles_allowed(&inner.auth.lock()),
+        };
+        if allowed == 0 {
             return Err(EACCES);
         }
         let ctx = inner.contexts.lock().get(args.ctx_id)?;
         let Submission { mut spec, writes } = Submission::from_args(args, &dev.topology, file)?;
+        spec.allowed_tiles = allowed;
         // The tiles it asks for count against its project member's request
         // until the job is dropped, after its fence has signalled.
         spec.charge = dev.book.charge(

@@ -53,6 +53,9 @@ pub(crate) struct JobSpec {
     pub(crate) scratch: u64,
     /// Tiles it needs, all on one node (at least 1).
     pub(crate) tiles: u32,
+    /// The tiles it may be placed on (those its file is authorized for),
+    /// as a mask.
+    pub(crate) allowed_tiles: u32,
     /// Those tiles, charged to the project member whose file submitted
     /// it (`projects.rs`), until the job is dropped.
     pub(crate) charge: Option<Charge>,

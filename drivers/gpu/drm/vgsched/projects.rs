@@ -43,7 +43,10 @@ use kernel::{
 
 pub(crate) mod shared;
 
-use crate::auth::Authority;
+use crate::auth::{
+    Authority,
+    Shown, //
+};
 use crate::vgsched_core::projects::{
     admit_budget,
     admit_request,
@@ -147,8 +150,8 @@ pub(crate) struct Book {
 }
 
 impl Book {
-    /// No projects, on a device whose pool is `pool`.
-    pub(crate) fn new(pool: Amounts) -> Result<Arc<Self>> {
+    /// No projects, on a device of `tiles` tiles whose pool is `pool`.
+    pub(crate) fn new(pool: Amounts, tiles: u32) -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(Self {
                 ledger <- new_mutex!(Ledger {
@@ -158,7 +161,7 @@ impl Book {
                 }),
                 released <- new_condvar!("vgsched::Book::released"),
                 pool,
-                authority <- Authority::new(),
+                authority <- Authority::new(tiles),
             }),
             GFP_KERNEL,
         )
@@ -369,6 +372,7 @@ impl Registry {
             child: Project,
             attributes: [
                 device_code: 0,
+                tile_codes: 1,
             ],
         };
         // Every `configfs_attrs!` writes its statics when it runs: once, here.
@@ -600,6 +604,28 @@ amount_attributes!(Member, show_request, store_request,
     4 => Resource::SharedBytes,
 );
 
+/// Writes `shown` as configfs shows a code: 32 hex digits once, then its
+/// state.
+fn write_code(w: &mut impl Write, shown: Shown) -> fmt::Result {
+    match shown {
+        Shown::New(code) => code.iter().try_for_each(|b| write!(w, "{b:02x}")),
+        Shown::Open => w.write_str("open"),
+        Shown::Required => w.write_str("required"),
+        Shown::Revoked => w.write_str("revoked"),
+    }
+}
+
+/// Applies the configfs command `word` (`generate`, `revoke`, `open`) to
+/// `provider`'s code; anything else is `EINVAL`.
+fn code_command(a: &Authority, word: &[u8], provider: u32) -> Result {
+    match word {
+        b"generate" => a.generate(provider),
+        b"revoke" => a.revoke(provider),
+        b"open" => a.open(provider),
+        _ => Err(EINVAL),
+    }
+}
+
 /// `device_code`: `generate` makes a new authorization code for the whole
 /// device, which the next read shows once (32 hex digits); `revoke`
 /// withdraws it (no file but root's may submit until the next); `open`
@@ -610,30 +636,55 @@ impl configfs::AttributeOperations<0> for Registry {
     type Data = Registry;
 
     fn show(data: &Registry, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
-        let (code, required, valid) = data.book.authority.show();
+        let shown = data.book.authority.show(0)?;
         show(page, |w| {
-            match code {
-                Some(code) => code.iter().try_for_each(|b| write!(w, "{b:02x}"))?,
-                None => w.write_str(match (required, valid) {
-                    (false, _) => "open",
-                    (true, true) => "required",
-                    (true, false) => "revoked",
-                })?,
-            }
+            write_code(w, shown)?;
             writeln!(w)
         })
     }
 
     fn store(data: &Registry, page: &[u8]) -> Result {
         let word = page.strip_suffix(b"\n").unwrap_or(page);
+        code_command(&data.book.authority, word, 0)
+    }
+}
+
+/// `tile_codes`: `generate T`, `revoke T` and `open T` act on the code of
+/// tile `T` as `device_code` does on the device's. Reads show one line per
+/// tile that is not open: `T` and its new code (once) or its state.
+#[vtable]
+impl configfs::AttributeOperations<1> for Registry {
+    type Data = Registry;
+
+    fn show(data: &Registry, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
         let a = &data.book.authority;
-        match word {
-            b"generate" => a.generate(),
-            b"revoke" => a.revoke(),
-            b"open" => a.open(),
-            _ => return Err(EINVAL),
+        show(page, |w| {
+            for tile in 0..a.tiles() {
+                let Ok(shown) = a.show(tile + 1) else {
+                    break;
+                };
+                if !matches!(shown, Shown::Open) {
+                    write!(w, "{tile} ")?;
+                    write_code(w, shown)?;
+                    writeln!(w)?;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn store(data: &Registry, page: &[u8]) -> Result {
+        let line = page.strip_suffix(b"\n").unwrap_or(page);
+        let mut words = line.split(|&b| b == b' ').filter(|w| !w.is_empty());
+        let (Some(word), Some(tile), None) = (words.next(), words.next(), words.next()) else {
+            return Err(EINVAL);
+        };
+        let tile = u32::try_from(parse_u64(tile)?).map_err(|_| EINVAL)?;
+        let a = &data.book.authority;
+        if tile >= a.tiles() {
+            return Err(EINVAL);
         }
-        Ok(())
+        code_command(a, word, tile + 1)
     }
 }
 

@@ -127,6 +127,7 @@ impl Submission {
             want_out_fence: args.flags & uapi::DRM_VGSCHED_SUBMIT_OUT_FENCE != 0,
             scratch: args.scratch_bytes,
             tiles: args.tiles.max(1),
+            allowed_tiles: u32::MAX,
             charge: None,
         };
         Ok(Self { spec, writes })

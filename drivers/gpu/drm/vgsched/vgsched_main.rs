@@ -308,7 +308,7 @@ impl kernel::Module for VgschedModule {
             module_parameters::pool_bo_mib.value(),
         )
         .map_err(invalid_parameter)?;
-        let book = projects::Book::new(pool)?;
+        let book = projects::Book::new(pool, tile_topology.tiles())?;
         let faux = faux::Registration::new(DEVICE_NAME, None)?;
         let unregistered = drm::UnregisteredDevice::<driver::VgDriver>::new(
             faux.as_ref(),

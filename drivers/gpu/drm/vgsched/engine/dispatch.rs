@@ -220,7 +220,8 @@ impl Engine {
                 // Its tiles are chosen as its first work-group is about to
                 // be placed (again, after it was off the device); while no
                 // node has enough idle ones, it waits.
-                let Some(p) = st.tiles.place(policy, job.spec.tiles, now) else {
+                let allowed = job.spec.allowed_tiles;
+                let Some(p) = st.tiles.place_within(policy, job.spec.tiles, allowed, now) else {
                     continue;
                 };
                 job.tiles = p.mask;
