@@ -688,7 +688,7 @@ mod tests {
                         if h.is_none() {
                             (handles, pending, best) = (0, 0, false);
                         }
-                        assert_eq!(h.map_or(false, |x| x.writable()), best);
+                        assert_eq!(h.is_some_and(|x| x.writable()), best);
                     }
                 }
             }

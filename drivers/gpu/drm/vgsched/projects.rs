@@ -708,7 +708,7 @@ impl configfs::AttributeOperations<5> for Project {
     fn show(data: &Project, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
         let mut ledger = data.book.ledger.lock();
         let p = ledger.project(data.id).ok_or(ENOENT)?;
-        show(page, |w| shared::list(p, w))
+        shared::list(p, page)
     }
 }
 

@@ -14,12 +14,13 @@
 
 use kernel::{
     drm::gem::BaseObject,
-    ffi,
     fmt::{
         self,
         Write, //
     },
+    page::PAGE_SIZE,
     prelude::*,
+    str::Formatter,
     sync::{
         aref::ARef,
         Arc, //
@@ -73,19 +74,15 @@ pub(super) struct SharedName {
     _charge: Option<Charge>,
 }
 
-/// A field of the uAPI as the bytes it holds.
-fn bytes(field: &[ffi::c_char; NAME_BYTES]) -> [u8; NAME_BYTES] {
-    field.map(|c| c as u8)
-}
-
 /// The project and the place a uAPI path names; `EINVAL` for a malformed
 /// one.
 fn parse_path(path: &uapi::drm_vgsched_shared_path) -> Result<([u8; NAME_BYTES], Place)> {
-    let project = bytes(&path.project);
+    // `char` is unsigned in the kernel: the fields are bytes.
+    let project = path.project;
     parse_name(&project).ok_or(EINVAL)?;
-    let name = bytes(&path.name);
+    let name = path.name;
     parse_name(&name).ok_or(EINVAL)?;
-    let folder = bytes(&path.folder);
+    let folder = path.folder;
     let kind = match path.kind {
         uapi::DRM_VGSCHED_FOLDER_PROJECT => Folder::Project,
         uapi::DRM_VGSCHED_FOLDER_MEMBER => Folder::Member,
@@ -257,27 +254,43 @@ pub(crate) fn unpublish(
     Ok(())
 }
 
-/// Writes one line per name of `p`: `KIND/FOLDER/NAME SIZE PUBLISHER`,
-/// with the member's uid as the folder of a member folder.
-pub(super) fn list(p: &ProjectEntry, w: &mut impl Write) -> fmt::Result {
+/// Shows the names of `p` in `page`, one line each (`KIND/FOLDER/NAME
+/// SIZE PUBLISHER`, with the member's uid as the folder of a member
+/// folder); when the page is full, a last line `+N more` counts the rest.
+pub(super) fn list(p: &ProjectEntry, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+    /// Room kept for the `+N more` line.
+    const TAIL: usize = 32;
     fn text(field: &[u8; NAME_BYTES]) -> &str {
         let name = parse_name(field).unwrap_or(b"?");
         core::str::from_utf8(name).unwrap_or("?")
     }
-    for n in p.names.iter() {
+    fn line(w: &mut Formatter<'_>, n: &SharedName) -> fmt::Result {
         let place = &n.place;
         match place.kind {
             Folder::Project => write!(w, "project/{}", text(&place.folder))?,
             Folder::Public => write!(w, "public/{}", text(&place.folder))?,
             Folder::Member => write!(w, "member/{}", place.member_uid)?,
         }
-        writeln!(
-            w,
-            "/{} {} {}",
-            text(&place.name),
-            n.object.size(),
-            n.publisher
-        )?;
+        let size = n.object.size();
+        writeln!(w, "/{} {} {}", text(&place.name), size, n.publisher)
     }
-    Ok(())
+    let (body, _) = page.split_at_mut(PAGE_SIZE - TAIL);
+    let mut w = Formatter::new(body);
+    let mut end = 0;
+    let mut shown = 0;
+    for n in p.names.iter() {
+        if line(&mut w, n).is_err() {
+            break;
+        }
+        end = w.bytes_written();
+        shown += 1;
+    }
+    let more = p.names.len().saturating_sub(shown);
+    if more > 0 {
+        let rest = page.get_mut(end..).ok_or(EINVAL)?;
+        let mut t = Formatter::new(rest);
+        writeln!(t, "+{more} more").map_err(|_| EINVAL)?;
+        end += t.bytes_written();
+    }
+    Ok(end)
 }
