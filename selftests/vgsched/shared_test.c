@@ -2,21 +2,22 @@
 /*
  * Shared storage of projects: buffer objects published under names in a
  * project's folders, opened by name with an access mode.
- *  - the permission matrix: each role (the folder's owner, another member,
- *    a member of another project, a non-member, root) x each folder kind
- *    (project, member, public) x each operation (open read-only, open
- *    read-write, mmap for writing, bind writable in a job, publish,
- *    unpublish) gets exactly the documented result, and no refused
- *    attempt changes the object or the folder;
+ *  - the permission matrix: each role (the project's owner, another
+ *    member, a member of another project, a non-member, root) x each
+ *    folder (a project folder, the owner's member folder, the other
+ *    member's, a public folder) x each operation (open read-only, open
+ *    read-write, mmap for writing, bind writable in a job that inverts a
+ *    word, publish, unpublish) gets exactly the documented result, and no
+ *    refused attempt changes the object or the folder;
  *  - through a file that holds an object read-only, mmap(PROT_WRITE) and
- *    mprotect() to writing are EACCES, a writable binding is EACCES, a
- *    read-only binding works; a read-write opener's stores reach the
- *    others; the object's dma-buf maps read-only and cannot be imported
- *    into another file;
- *  - names: malformed paths EINVAL, an unknown project ENOENT, a name in
- *    use EEXIST, publishing an object one may only read EACCES, the
- *    published bytes charged to the member (EDQUOT past its request) and
- *    given back by unpublish and by removing the project.
+ *    mprotect() to writing are EACCES, a writable binding, a PRIME export
+ *    and BO_CPU_PREP for writing are EACCES, a read-only binding works; a
+ *    read-write opener's stores reach the others; a shared object's
+ *    dma-buf maps read-only and cannot be imported into another file;
+ *  - names: malformed paths and project names EINVAL, an unknown project
+ *    ENOENT, a name in use EEXIST, publishing an object one may only read
+ *    EACCES, the published bytes charged to the member (EDQUOT past its
+ *    request) and given back by unpublish.
  * Every role is a real uid: a forked child that setresuid()s to it, which
  * drops every capability; root's child keeps them.
  */
@@ -35,22 +36,27 @@
 #include "vgsched_projects.h"
 
 enum role { OWNER, MEMBER, OTHER_PROJECT, NON_MEMBER, ROOT, ROLES };
-enum folder { F_PROJECT, F_MEMBER, F_PUBLIC, FOLDERS };
+enum folder { F_PROJECT, F_MEMBER, F_OTHER, F_PUBLIC, FOLDERS };
 enum op { OPEN_RO, OPEN_RW, MMAP_WRITE, BIND_WRITE, PUBLISH, UNPUBLISH, OPS };
 
 static const uid_t role_uid[ROLES] = { 1001, 1002, 1003, 1004, 0 };
 static const char *const role_name[ROLES] = {
 	"owner", "member", "other-project", "non-member", "root",
 };
-static const char *const folder_name[FOLDERS] = { "project", "member", "public" };
+static const char *const folder_name[FOLDERS] = {
+	"project", "owner's member", "other member's", "public",
+};
+/* Who publishes the fixture of each folder. */
+static const uid_t folder_publisher[FOLDERS] = { 1001, 1001, 1002, 1001 };
 static const char *const op_name[OPS] = {
 	"open-ro", "open-rw", "mmap-write", "bind-write", "publish", "unpublish",
 };
 
 /*
  * The documented rules (Documentation/admin-guide.rst, "Shared storage"),
- * written out rather than computed: 1001 is alpha's owner and the member
- * folder is its own, 1002 a member of alpha, 1003 a member of beta.
+ * written out rather than computed: 1001 is alpha's owner, 1002 a member
+ * of alpha, 1003 a member of beta; F_MEMBER is 1001's folder, F_OTHER
+ * 1002's.
  */
 #define ALL(e) { e, e, e, e, e, e }
 static const int expected[FOLDERS][ROLES][OPS] = {
@@ -64,6 +70,13 @@ static const int expected[FOLDERS][ROLES][OPS] = {
 	[F_MEMBER] = {
 		[OWNER] = ALL(0),
 		[MEMBER] = { 0, -EACCES, -EACCES, -EACCES, -EACCES, -EACCES },
+		[OTHER_PROJECT] = ALL(-ENOENT),
+		[NON_MEMBER] = ALL(-ENOENT),
+		[ROOT] = ALL(0),
+	},
+	[F_OTHER] = {
+		[OWNER] = { 0, -EACCES, -EACCES, -EACCES, -EACCES, -EACCES },
+		[MEMBER] = ALL(0),
 		[OTHER_PROJECT] = ALL(-ENOENT),
 		[NON_MEMBER] = ALL(-ENOENT),
 		[ROOT] = ALL(0),
@@ -96,9 +109,10 @@ static __u32 pattern(int f, int i)
 static struct drm_vgsched_shared_path place(int f, const char *name)
 {
 	static const __u32 kind[FOLDERS] = {
-		DRM_VGSCHED_FOLDER_PROJECT, DRM_VGSCHED_FOLDER_MEMBER, DRM_VGSCHED_FOLDER_PUBLIC,
+		DRM_VGSCHED_FOLDER_PROJECT, DRM_VGSCHED_FOLDER_MEMBER, DRM_VGSCHED_FOLDER_MEMBER,
+		DRM_VGSCHED_FOLDER_PUBLIC,
 	};
-	static const char *const folder[FOLDERS] = { "models", "1001", "releases" };
+	static const char *const folder[FOLDERS] = { "models", "1001", "1002", "releases" };
 
 	return vg_path("alpha", kind[f], folder[f], name);
 }
@@ -173,16 +187,20 @@ static int op_mmap_write(int fd, int f)
 }
 
 /*
- * A job binding the best handle writable, storing back the word it loads
- * (the object keeps its bytes either way); through a read-only handle the
- * same binding marked read-only, with a program that only loads, must run.
+ * A job binding the best handle writable and inverting word 0; when it
+ * runs, a second one inverts it back (so the object keeps its bytes for
+ * the next role, and a job that ran though refused would show). Through a
+ * read-only handle the same binding marked read-only, with a program that
+ * only loads, must run.
  */
 static int op_bind_write(int fd, int f)
 {
 	struct drm_vgsched_shared_path data = place(f, "data");
-	const __u64 copy[] = {
+	const __u64 invert[] = {
 		vg_instr(DRM_VGSCHED_OP_MOVI, 0, 0, 0, 0),
+		vg_instr(DRM_VGSCHED_OP_MOVI, 2, 0, 0, -1),
 		vg_instr(DRM_VGSCHED_OP_LD, 1, 0, 0, 0),
+		vg_instr(DRM_VGSCHED_OP_XOR, 1, 1, 2, 0),
 		vg_instr(DRM_VGSCHED_OP_ST, 1, 0, 0, 0),
 		vg_instr(DRM_VGSCHED_OP_END, 0, 0, 0, 0),
 	};
@@ -201,13 +219,17 @@ static int op_bind_write(int fd, int f)
 	if (ret)
 		return ret;
 	ctx = vgsched_ctx_create(fd, 8);
-	if (!ctx || vg_program(fd, copy, 4, &prog) || vg_program(fd, load, 3, &ro_prog))
+	if (!ctx || vg_program(fd, invert, 6, &prog) || vg_program(fd, load, 3, &ro_prog))
 		return BAD_SETUP;
-	s = vg_job(ctx, &prog, 4, &o.handle, 1, 1, 1, 1);
+	s = vg_job(ctx, &prog, 6, &o.handle, 1, 1, 1, 1);
 	s.binding_access[0] = DRM_VGSCHED_BINDING_READ | DRM_VGSCHED_BINDING_WRITE;
 	ret = vgsched_submit(fd, &s);
-	if (!ret && (vgsched_wait(fd, ctx, s.seqno, 10 * VG_SECOND_NS, &status) || status))
-		return BAD_SETUP;
+	for (int again = 0; !ret && again < 2; again++) {
+		if (vgsched_wait(fd, ctx, s.seqno, 10 * VG_SECOND_NS, &status) || status)
+			return BAD_SETUP;
+		if (!again && vgsched_submit(fd, &s))
+			return BAD_SETUP;
+	}
 	if (ret && !o.writable) {
 		s = vg_job(ctx, &ro_prog, 3, &o.handle, 1, 1, 1, 1);
 		s.binding_access[0] = DRM_VGSCHED_BINDING_READ;
@@ -307,8 +329,8 @@ static int run_as(int role, int f, int out[OPS])
 	return 0;
 }
 
-/* The owner's part of the fixture: the "data" object of each folder and a "victim-ROLE" per role. */
-static int owner_publishes(void *arg)
+/* The members' part of the fixture: the "data" object of each folder and a "victim-ROLE" per role. */
+static int members_publish(void *arg)
 {
 	int fd = vgsched_open_render_node();
 
@@ -319,6 +341,8 @@ static int owner_publishes(void *arg)
 		struct drm_vgsched_shared_path path = place(f, "data");
 		struct vg_buf buf;
 
+		if (folder_publisher[f] != getuid())
+			continue;
 		if (vg_buf_create(fd, OBJ_SIZE, &buf))
 			return 102;
 		for (int i = 0; i < OBJ_WORDS; i++)
@@ -399,7 +423,8 @@ TEST_F(shared, permission_matrix)
 {
 	int failures = 0;
 
-	ASSERT_EQ(0, as_uid(1001, owner_publishes, NULL));
+	ASSERT_EQ(0, as_uid(1001, members_publish, NULL));
+	ASSERT_EQ(0, as_uid(1002, members_publish, NULL));
 	for (int f = 0; f < FOLDERS; f++) {
 		for (int role = 0; role < ROLES; role++) {
 			int got[OPS];
@@ -454,19 +479,18 @@ static int member_writes(void *arg)
 	return 0;
 }
 
-/* A read-only holder's ways around: dma-buf mapping, import elsewhere, publishing. */
+/* A read-only holder's ways around: exporting, preparing a write, republishing, reopening. */
 static int reader_tries_around(void *arg)
 {
 	struct drm_vgsched_shared_path path = place(F_MEMBER, "data");
 	struct drm_vgsched_shared_path mine = vg_path("alpha", DRM_VGSCHED_FOLDER_PROJECT,
 						      "models", "laundered");
 	struct drm_vgsched_shared_open o;
-	int fd = vgsched_open_render_node(), fd2 = vgsched_open_render_node(), dmabuf;
+	int fd = vgsched_open_render_node();
 	const __u32 *words;
-	void *map;
 
 	(void)arg;
-	if (fd < 0 || fd2 < 0 || vg_shared_open(fd, &path, 0, &o) || o.writable)
+	if (fd < 0 || vg_shared_open(fd, &path, 0, &o) || o.writable)
 		return 101;
 	words = vg_map_prot(fd, o.handle, OBJ_SIZE, PROT_READ);
 	if (words == MAP_FAILED || words[7] != 0x5eed)
@@ -474,21 +498,51 @@ static int reader_tries_around(void *arg)
 	/* Republishing what one may only read would launder the access. */
 	if (vg_publish(fd, &mine, o.handle) != -EACCES)
 		return 103;
-	dmabuf = vg_prime_export(fd, o.handle);
-	if (dmabuf < 0)
+	/* A dma-buf would give its importers the pages to write. */
+	if (vg_prime_export(fd, o.handle) != -EACCES)
 		return 104;
-	map = mmap(NULL, OBJ_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, dmabuf, 0);
-	if (map != MAP_FAILED || errno != EACCES)
+	/* Preparing to write would drop the device copy others' jobs use. */
+	if (vgsched_bo_cpu_prep(fd, o.handle, DRM_VGSCHED_CPU_PREP_WRITE, 0) != -EACCES ||
+	    vgsched_bo_cpu_prep(fd, o.handle, DRM_VGSCHED_CPU_PREP_READ, 0))
 		return 105;
-	map = mmap(NULL, OBJ_SIZE, PROT_READ, MAP_SHARED, dmabuf, 0);
-	if (map == MAP_FAILED || ((__u32 *)map)[7] != 0x5eed)
-		return 106;
-	munmap(map, OBJ_SIZE);
-	if (vg_prime_import(fd2, dmabuf) || errno != EACCES)
-		return 107;
 	/* Opening it read-write where the rules forbid it changes nothing. */
 	if (vg_shared_open(fd, &path, DRM_VGSCHED_SHARED_OPEN_WRITE, &o) != -EACCES)
-		return 108;
+		return 106;
+	close(fd);
+	return 0;
+}
+
+/* The owner's dma-buf of its shared object maps read-only and imports nowhere. */
+static int owner_exports(void *arg)
+{
+	struct drm_vgsched_shared_path path = place(F_MEMBER, "data");
+	struct drm_vgsched_shared_open o;
+	int fd = vgsched_open_render_node(), fd2 = vgsched_open_render_node(), dmabuf;
+	void *map;
+
+	(void)arg;
+	if (fd < 0 || fd2 < 0 || vg_shared_open(fd, &path, DRM_VGSCHED_SHARED_OPEN_WRITE, &o))
+		return 101;
+	dmabuf = vg_prime_export(fd, o.handle);
+	if (dmabuf < 0)
+		return 102;
+	map = mmap(NULL, OBJ_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, dmabuf, 0);
+	if (map != MAP_FAILED || errno != EACCES)
+		return 103;
+	map = mmap(NULL, OBJ_SIZE, PROT_READ, MAP_SHARED, dmabuf, 0);
+	if (map == MAP_FAILED || ((__u32 *)map)[7] != 0x5eed)
+		return 104;
+	munmap(map, OBJ_SIZE);
+	if (vg_prime_import(fd2, dmabuf) || errno != EACCES)
+		return 105;
+	/* Private mappings are refused for every holder, as the shmem helper does. */
+	struct drm_vgsched_bo_mmap_offset m = { .handle = o.handle };
+
+	if (ioctl(fd, DRM_IOCTL_VGSCHED_BO_MMAP_OFFSET, &m))
+		return 106;
+	map = mmap(NULL, OBJ_SIZE, PROT_READ, MAP_PRIVATE, fd, m.offset);
+	if (map != MAP_FAILED || errno != EINVAL)
+		return 107;
 	close(dmabuf);
 	close(fd2);
 	close(fd);
@@ -519,10 +573,11 @@ static int owner_copies(void *arg)
 
 TEST_F(shared, read_only_holds_and_read_write_reaches)
 {
-	ASSERT_EQ(0, as_uid(1001, owner_publishes, NULL));
+	ASSERT_EQ(0, as_uid(1001, members_publish, NULL));
 	ASSERT_EQ(0, as_uid(1002, member_writes, NULL));
 	ASSERT_EQ(0, as_uid(1001, owner_copies, NULL));
 	EXPECT_EQ(0, as_uid(1002, reader_tries_around, NULL));
+	EXPECT_EQ(0, as_uid(1001, owner_exports, NULL));
 	/* The member's stores reached the object; nothing else changed it. */
 	struct drm_vgsched_shared_path path = place(F_MEMBER, "data");
 	struct drm_vgsched_shared_open o;
@@ -579,6 +634,8 @@ TEST_F(shared, names_and_charges)
 	char listing[4096];
 	__u32 handle;
 
+	EXPECT_EQ(-EINVAL, cfs_mkdir("ml team")) TH_LOG("a project name paths cannot hold");
+	EXPECT_EQ(-EINVAL, cfs_mkdir("a-project-name-of-thirty-two-ch"  "x"));
 	for (int i = 0; i < 8; i++)
 		bad[i] = good;
 	strcpy(bad[0].name, "..");

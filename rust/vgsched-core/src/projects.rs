@@ -261,7 +261,7 @@ impl Op {
 /// Who asks, as the rules see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Caller {
-    /// Has `CAP_SYS_ADMIN`: may do everything.
+    /// Is root (uid 0 in the initial user namespace): may do everything.
     pub admin: bool,
     /// Its role in the folder's project, if it is a member of it.
     pub role: Option<Role>,

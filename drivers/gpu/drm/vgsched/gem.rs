@@ -13,7 +13,10 @@ use kernel::{
         gem,
         gem::shmem, //
     },
-    mm::virt::VmaNew,
+    mm::virt::{
+        flags,
+        VmaNew, //
+    },
     new_mutex,
     prelude::*,
     sync::{
@@ -136,6 +139,11 @@ impl gem::DriverObject for VgObject {
     /// A read-only mapping loses `VM_MAYWRITE`, so `mprotect()` cannot
     /// make it writable later.
     fn mmap(obj: &Bo, file: Option<&DrmFile>, vma: &VmaNew) -> Result {
+        // The shmem helper refuses private mappings only while they may be
+        // made writable; refuse them here for every holder alike.
+        if vma.flags() & flags::SHARED == 0 {
+            return Err(EINVAL);
+        }
         let writable = match file {
             Some(file) => obj.may_write(file),
             None => !obj.is_shared(),
@@ -148,6 +156,15 @@ impl gem::DriverObject for VgObject {
         }
         vma.try_clear_maywrite()
     }
+
+    /// A dma-buf gives its importers the object's pages to write: a file
+    /// that may only read the object does not export it.
+    fn export(obj: &Bo, file: &DrmFile) -> Result {
+        match obj.may_write(file) {
+            true => Ok(()),
+            false => Err(EACCES),
+        }
+    }
 }
 
 impl VgObject {
@@ -156,8 +173,10 @@ impl VgObject {
         self.shared.load(ordering::Relaxed)
     }
 
-    /// It is published in shared storage (for good).
+    /// It is published in shared storage (for good). Set under the
+    /// holders' lock, so a handle made after it sees it.
     pub(crate) fn mark_shared(&self) {
+        let _holders = self.holders.lock();
         self.shared.store(true, ordering::Relaxed);
     }
 

@@ -542,6 +542,10 @@ impl Ioctl for BoCpuPrep {
         }
         let bo = gem::Bo::lookup_handle(file, args.handle)?;
         let write = flags & uapi::DRM_VGSCHED_CPU_PREP_WRITE != 0;
+        // Preparing to write drops the device copy other files' jobs use.
+        if write && !bo.may_write(file) {
+            return Err(EACCES);
+        }
         // A signal ends the wait with -ERESTARTSYS and the call is made
         // again: a relative timeout starts over, a deadline stays.
         let wait = match flags & uapi::DRM_VGSCHED_CPU_PREP_ABSOLUTE != 0 {

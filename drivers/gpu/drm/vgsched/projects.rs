@@ -51,10 +51,12 @@ use crate::vgsched_core::projects::{
     admit_budget,
     admit_request,
     charge,
+    parse_name,
     Amounts,
     QuotaError,
     Resource,
-    Role, //
+    Role,
+    NAME_BYTES, //
 };
 
 /// Most projects, and most members of one project.
@@ -466,6 +468,14 @@ impl configfs::GroupOperations for Registry {
     type Child = Project;
 
     fn make_group(&self, name: &CStr) -> Result<impl PinInit<configfs::Group<Project>, Error>> {
+        // Shared-storage paths name the project: it must be a valid name.
+        let bytes = name.to_bytes();
+        let mut field = [0u8; NAME_BYTES];
+        field
+            .get_mut(..bytes.len())
+            .ok_or(EINVAL)?
+            .copy_from_slice(bytes);
+        parse_name(&field).ok_or(EINVAL)?;
         let entry_name = CString::try_from(name)?;
         let name = CString::try_from(name)?;
         let members = KVec::with_capacity(MAX_MEMBERS, GFP_KERNEL)?;

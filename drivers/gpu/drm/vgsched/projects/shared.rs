@@ -178,30 +178,33 @@ pub(crate) fn publish(
     }
     let size = u64::try_from(object.size()).map_err(|_| EINVAL)?;
     let charge = book.charge(uid, Resource::SharedBytes, size, false)?;
-    let name = SharedName {
+    let mut name = Some(SharedName {
         place,
         object,
         publisher: uid,
         _charge: charge,
-    };
+    });
     // The ledger was unlocked for the charge: the project may have gone,
-    // or the name been taken, meanwhile. A refused name is dropped (its
-    // charge given back) after the lock.
-    let refused = book.with_named(&project, |p| {
+    // or the name been taken, meanwhile. A name not stored stays in `name`
+    // and is dropped (its charge given back, perhaps its object freed,
+    // both taking the ledger lock) after the lock.
+    let stored = book.with_named(&project, |p| {
         if p.find(&place).is_some() {
-            return Ok(Some((name, EEXIST)));
+            return Err(EEXIST);
         }
         if p.names.len() >= MAX_NAMES {
-            return Ok(Some((name, ENOSPC)));
+            return Err(ENOSPC);
         }
-        name.object.mark_shared();
-        p.names.push(name, GFP_KERNEL)?;
-        Ok(None)
-    })?;
-    match refused {
-        Some((_name, e)) => Err(e),
-        None => Ok(()),
-    }
+        p.names.reserve(1, GFP_KERNEL)?;
+        let n = name.take().ok_or(EINVAL)?;
+        n.object.mark_shared();
+        p.names.push_within_capacity(n).map_err(|e| {
+            name = Some(e.0);
+            ENOMEM
+        })
+    });
+    drop(name);
+    stored
 }
 
 /// `DRM_IOCTL_VGSCHED_SHARED_OPEN`: a new handle of `file` to the object
