@@ -450,9 +450,9 @@ static int authorized_work(void *arg)
 
 TEST_F(projects, authorization_codes)
 {
-	int to_child[2], from_child[2], status, fd;
+	int to_child[2], from_child[2], fd;
 	struct auth_run run;
-	char hex[64] = "", path[64], c;
+	char hex[64] = "", path[64];
 	struct busy_job j;
 	__u32 ctx;
 	pid_t pid;
@@ -476,18 +476,9 @@ TEST_F(projects, authorization_codes)
 	ASSERT_EQ(0, pipe(from_child));
 	run.to_child = to_child[0];
 	run.from_child = from_child[1];
-	pid = fork();
+	pid = fork_as(1004, authorized_work, &run);
 	ASSERT_GE(pid, 0);
-	if (!pid) {
-		if (setresgid(1004, 1004, 1004) || setresuid(1004, 1004, 1004))
-			_exit(100);
-		_exit(authorized_work(&run));
-	}
-	ASSERT_EQ(1, read(from_child[0], &c, 1)) TH_LOG("the child failed before the revocation");
-	ASSERT_EQ(0, cfs_write("device_code", "revoke"));
-	ASSERT_EQ(1, write(to_child[1], "r", 1));
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(0, revoke_for_child(pid, from_child[0], to_child[1], "device_code", "revoke"));
 	ASSERT_EQ(0, cfs_read("device_code", hex, sizeof(hex)));
 	EXPECT_STREQ("revoked\n", hex);
 	/* Root needs no code. */
@@ -570,8 +561,8 @@ static int tile_coded_work(void *arg)
 
 TEST_F(projects, tile_codes)
 {
-	int to_child[2], from_child[2], status, n;
-	char buf[256] = "", c;
+	int to_child[2], from_child[2], n;
+	char buf[256] = "";
 	struct vg_tiles rec[16];
 	struct tile_run run;
 	__u64 ids[2];
@@ -605,19 +596,10 @@ TEST_F(projects, tile_codes)
 	ASSERT_EQ(0, pipe(from_child));
 	run.to_child = to_child[0];
 	run.from_child = from_child[1];
-	pid = fork();
+	pid = fork_as(1004, tile_coded_work, &run);
 	ASSERT_GE(pid, 0);
-	if (!pid) {
-		if (setresgid(1004, 1004, 1004) || setresuid(1004, 1004, 1004))
-			_exit(100);
-		_exit(tile_coded_work(&run));
-	}
 	ASSERT_EQ(sizeof(ids), read(from_child[0], ids, sizeof(ids)));
-	ASSERT_EQ(1, read(from_child[0], &c, 1)) TH_LOG("the child failed before the revocation");
-	ASSERT_EQ(0, cfs_write("tile_codes", "revoke 0"));
-	ASSERT_EQ(1, write(to_child[1], "r", 1));
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(0, revoke_for_child(pid, from_child[0], to_child[1], "tile_codes", "revoke 0"));
 	ASSERT_EQ(0, cfs_read("tile_codes", buf, sizeof(buf)));
 	EXPECT_STREQ("0 revoked\n2 required\n", buf);
 	/* Where its jobs ran: never on a coded tile without the code. */

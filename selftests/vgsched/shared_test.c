@@ -377,33 +377,25 @@ FIXTURE_SETUP(shared)
 	ASSERT_EQ(0, chmod(path, 0666));
 	ASSERT_EQ(0, cfs_mkdir("alpha"));
 	ASSERT_EQ(0, cfs_mkdir("beta"));
-	for (int p = 0; p < 2; p++) {
-		const char *project = p ? "beta" : "alpha";
-		char attr[64];
-
-		snprintf(attr, sizeof(attr), "%s/budget_contexts", project);
-		ASSERT_EQ(0, cfs_write(attr, "16"));
-		snprintf(attr, sizeof(attr), "%s/budget_bo_bytes", project);
-		ASSERT_EQ(0, cfs_write(attr, "16777216"));
-		snprintf(attr, sizeof(attr), "%s/budget_shared_bytes", project);
-		ASSERT_EQ(0, cfs_write(attr, "1048576"));
-		snprintf(attr, sizeof(attr), "%s/budget_tiles", project);
-		ASSERT_EQ(0, cfs_write(attr, "8"));
-	}
+	/* Each project's budget, each member's request: resource, budget, request. */
+	static const char *const amounts[][3] = {
+		{ "contexts", "16", "4" },
+		{ "bo_bytes", "16777216", "4194304" },
+		{ "shared_bytes", "1048576", "262144" },
+		{ "tiles", "8", "2" },
+	};
 	for (int r = OWNER; r <= OTHER_PROJECT; r++) {
-		char dir[64], attr[96];
+		const char *project = r == OTHER_PROJECT ? "beta" : "alpha";
+		char dir[64], attr[64];
 
-		snprintf(dir, sizeof(dir), "%s/%u", r == OTHER_PROJECT ? "beta" : "alpha",
-			 role_uid[r]);
+		snprintf(dir, sizeof(dir), "%s/%u", project, role_uid[r]);
 		ASSERT_EQ(0, cfs_mkdir(dir));
-		snprintf(attr, sizeof(attr), "%s/request_contexts", dir);
-		ASSERT_EQ(0, cfs_write(attr, "4"));
-		snprintf(attr, sizeof(attr), "%s/request_bo_bytes", dir);
-		ASSERT_EQ(0, cfs_write(attr, "4194304"));
-		snprintf(attr, sizeof(attr), "%s/request_shared_bytes", dir);
-		ASSERT_EQ(0, cfs_write(attr, "262144"));
-		snprintf(attr, sizeof(attr), "%s/request_tiles", dir);
-		ASSERT_EQ(0, cfs_write(attr, "2"));
+		for (int a = 0; a < 4; a++) {
+			snprintf(attr, sizeof(attr), "budget_%s", amounts[a][0]);
+			ASSERT_EQ(0, cfs_set(project, attr, amounts[a][1]));
+			snprintf(attr, sizeof(attr), "request_%s", amounts[a][0]);
+			ASSERT_EQ(0, cfs_set(dir, attr, amounts[a][2]));
+		}
 	}
 	ASSERT_EQ(0, cfs_write("alpha/1001/role", "owner"));
 }

@@ -48,6 +48,15 @@ static inline int cfs_write(const char *path, const char *value)
 	return vg_write_file(full, value);
 }
 
+/* Writes @value to attribute @attr of directory @dir; 0 or -errno. */
+static inline int cfs_set(const char *dir, const char *attr, const char *value)
+{
+	char path[192];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, attr);
+	return cfs_write(path, value);
+}
+
 /* Reads attribute @path into @buf; 0 or -errno. */
 static inline int cfs_read(const char *path, char *buf, size_t size)
 {
@@ -98,6 +107,19 @@ static inline void remove_project(const char *project, const char *const *uids, 
 	cfs_rmdir(project);
 }
 
+/* Forks a child that runs @fn(@arg) as @uid (no capability left); its pid, or -1. */
+static inline pid_t fork_as(uid_t uid, int (*fn)(void *), void *arg)
+{
+	pid_t pid = fork();
+
+	if (!pid) {
+		if (setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+			_exit(100);
+		_exit(fn(arg));
+	}
+	return pid;
+}
+
 /*
  * Runs @fn in a child that became @uid (all of real, effective and saved:
  * no capability left); returns the child's exit status, or -1.
@@ -105,15 +127,25 @@ static inline void remove_project(const char *project, const char *const *uids, 
 static inline int as_uid(uid_t uid, int (*fn)(void *), void *arg)
 {
 	int status;
-	pid_t pid = fork();
+	pid_t pid = fork_as(uid, fn, arg);
 
-	if (pid < 0)
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
 		return -1;
-	if (!pid) {
-		if (setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
-			_exit(100);
-		_exit(fn(arg));
-	}
+	return WEXITSTATUS(status);
+}
+
+/*
+ * Waits for child @pid to say (a byte on @from) that it is ready for a
+ * revocation, writes @cmd to configfs attribute @attr, lets it go on (a
+ * byte on @to) and reaps it: its exit status, or -1.
+ */
+static inline int revoke_for_child(pid_t pid, int from, int to, const char *attr, const char *cmd)
+{
+	int status;
+	char c;
+
+	if (read(from, &c, 1) != 1 || cfs_write(attr, cmd) || write(to, "r", 1) != 1)
+		return -1;
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
 		return -1;
 	return WEXITSTATUS(status);
