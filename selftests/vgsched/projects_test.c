@@ -17,7 +17,8 @@
  *    waits until another member gives something back;
  *  - the device's authorization code: generated in configfs and shown
  *    once, without it SUBMIT is EACCES, a wrong code EACCES, failed
- *    attempts limited (EAGAIN), and a revoked code stops new jobs while
+ *    attempts limited per user (EAGAIN, from every file of the uid), and a
+ *    revoked code stops new jobs while
  *    the running one completes; root needs none.
  * Members are real uids: forked children that setresuid() to them (which
  * drops every capability).
@@ -424,9 +425,13 @@ static int authorized_work(void *arg)
 	for (int i = 0; i < DRM_VGSCHED_AUTH_BURST; i++)
 		if (authorize(fd, wrong, 0) != -EACCES)
 			return 104;
-	/* Limited: even the right code is not looked at now. */
-	if (authorize(fd, r->code, 0) != -EAGAIN)
+	/* Limited: even the right code is not looked at now, from any file of the user. */
+	int other = vgsched_open_render_node();
+
+	if (authorize(fd, r->code, 0) != -EAGAIN || other < 0 ||
+	    authorize(other, r->code, 0) != -EAGAIN)
 		return 105;
+	close(other);
 	usleep(1100000);
 	if (authorize(fd, r->code, 2) != -EINVAL || authorize(fd, r->code, 0))
 		return 106;

@@ -608,9 +608,9 @@ struct drm_vgsched_bo_cpu_prep {
  * may use is -EACCES at SUBMIT, and is placed only on those tiles. A file
  * presents a code once; it stays authorized until the code is revoked or
  * replaced (jobs already queued still run). A wrong code, or none for the
- * provider, is -EACCES; after DRM_VGSCHED_AUTH_BURST failed attempts a
- * file waits a second per further attempt (-EAGAIN before that, the code
- * unchecked).
+ * provider, is -EACCES; after DRM_VGSCHED_AUTH_BURST failed attempts the
+ * user (the opener's uid, through any of its files) waits a second per
+ * further attempt (-EAGAIN before that, the code unchecked).
  */
 struct drm_vgsched_authorize {
 	/** @code: the 128-bit code, as configfs showed it (hex, 32 digits). */
@@ -621,7 +621,7 @@ struct drm_vgsched_authorize {
 	__u32 flags;
 };
 
-/** Failed authorization attempts a file may make at once. */
+/** Failed authorization attempts a user may make at once. */
 #define DRM_VGSCHED_AUTH_BURST 3
 
 /** Kinds of folder of a project's shared storage (uAPI 1.8). */

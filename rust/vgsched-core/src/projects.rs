@@ -314,7 +314,7 @@ pub fn access(caller: Caller, folder: Folder, op: Op) -> Result<(), AccessError>
     }
 }
 
-/// Failed authorization attempts a file may make in a burst.
+/// Failed authorization attempts a user may make in a burst.
 pub const AUTH_BURST: u32 = 3;
 /// Modeled time after which a failed attempt is forgiven, ns.
 pub const AUTH_REFILL_NS: u64 = 1_000_000_000;
@@ -369,6 +369,96 @@ impl AttemptLimiter {
             self.at_ns = now_ns;
         }
         self.tokens = self.tokens.saturating_sub(1);
+    }
+
+    /// Attempts left at `now_ns`: a full burst means the limiter is as
+    /// good as new.
+    pub fn tokens(&mut self, now_ns: u64) -> u32 {
+        self.refill(now_ns);
+        self.tokens
+    }
+}
+
+/// Users whose failed attempts [`AttemptLimits`] keeps at once.
+pub const AUTH_USERS: usize = 64;
+
+/// The rate limits of failed authorization attempts, one per user (uid):
+/// opening another file does not start a user's burst again.
+///
+/// A user gets an entry at its first failure. When all [`AUTH_USERS`]
+/// entries are in use, a new one replaces an entry that is as good as new
+/// (a full burst), else the least limited one: only that many users
+/// failing at once could free one of them early.
+///
+/// # Invariants
+///
+/// `used <= AUTH_USERS`; the first `used` entries are distinct users.
+#[derive(Clone, Copy, Debug)]
+pub struct AttemptLimits {
+    entries: [(u32, AttemptLimiter); AUTH_USERS],
+    used: usize,
+}
+
+impl Default for AttemptLimits {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl AttemptLimits {
+    /// No failures yet.
+    pub const fn new() -> Self {
+        Self {
+            entries: [(
+                0,
+                AttemptLimiter {
+                    tokens: AUTH_BURST,
+                    at_ns: 0,
+                },
+            ); AUTH_USERS],
+            used: 0,
+        }
+    }
+
+    fn find(&mut self, uid: u32) -> Option<&mut AttemptLimiter> {
+        self.entries
+            .iter_mut()
+            .take(self.used)
+            .find(|(u, _)| *u == uid)
+            .map(|(_, l)| l)
+    }
+
+    /// Whether `uid` may have an attempt checked at `now_ns`.
+    pub fn may_try(&mut self, uid: u32, now_ns: u64) -> bool {
+        self.find(uid).is_none_or(|l| l.may_try(now_ns))
+    }
+
+    /// An attempt of `uid` failed at `now_ns`.
+    pub fn failed(&mut self, uid: u32, now_ns: u64) {
+        if let Some(l) = self.find(uid) {
+            l.failed(now_ns);
+            return;
+        }
+        let slot = if self.used < AUTH_USERS {
+            self.used += 1;
+            self.used - 1
+        } else {
+            // The entry with the most attempts left (a full burst first).
+            let mut best = 0;
+            let mut most = 0;
+            for (i, (_, l)) in self.entries.iter_mut().enumerate() {
+                let t = l.tokens(now_ns);
+                if t > most {
+                    (best, most) = (i, t);
+                }
+            }
+            best
+        };
+        let mut l = AttemptLimiter::new(now_ns);
+        l.failed(now_ns);
+        if let Some(e) = self.entries.get_mut(slot) {
+            *e = (uid, l);
+        }
     }
 }
 
@@ -583,6 +673,47 @@ mod tests {
     #[test]
     fn the_kunit_cases() {
         assert_eq!(cases(), Ok(()));
+    }
+
+    /// A user's failures count across its files; users are limited apart;
+    /// a full table gives a new user the entry of one as good as new.
+    #[test]
+    fn attempt_limits_per_user() {
+        let mut a = AttemptLimits::new();
+        for _ in 0..AUTH_BURST {
+            assert!(a.may_try(7, 0));
+            a.failed(7, 0);
+        }
+        assert!(!a.may_try(7, 10));
+        assert!(a.may_try(8, 10), "another user is not limited");
+        assert!(a.may_try(7, AUTH_REFILL_NS));
+        // Fill the table with users at their limit, one of them rested.
+        let mut b = AttemptLimits::new();
+        for uid in 0..AUTH_USERS as u32 {
+            for _ in 0..AUTH_BURST {
+                b.failed(uid, 0);
+            }
+        }
+        b.failed(100, 0);
+        for uid in 0..AUTH_USERS as u32 {
+            assert!(!b.may_try(uid, 1) || uid == 0, "uid {uid}");
+        }
+        // Now uid 5 alone has rested: a newcomer takes its entry.
+        let mut c = AttemptLimits::new();
+        for uid in 0..AUTH_USERS as u32 {
+            let n = if uid == 5 { 1 } else { AUTH_BURST };
+            for _ in 0..n {
+                c.failed(uid, if uid == 5 { 0 } else { 5 * AUTH_REFILL_NS });
+            }
+        }
+        c.failed(200, 5 * AUTH_REFILL_NS);
+        assert!(!c.may_try(1, 5 * AUTH_REFILL_NS + 1));
+        assert!(c.may_try(200, 5 * AUTH_REFILL_NS + 1));
+        assert!(c.may_try(5, 5 * AUTH_REFILL_NS + 1));
+        for _ in 1..AUTH_BURST {
+            c.failed(200, 5 * AUTH_REFILL_NS + 1);
+        }
+        assert!(!c.may_try(200, 5 * AUTH_REFILL_NS + 2));
     }
 
     fn field(text: &[u8]) -> [u8; NAME_BYTES] {

@@ -19,8 +19,8 @@
 //! The tiles a file's jobs may use ([`Authority::tiles_allowed`]): a tile
 //! with a code of its own needs that code or the device's valid code; any
 //! other tile needs the device's code if the device requires one. Failed
-//! attempts are limited per file by the core crate's
-//! [`AttemptLimiter`](crate::vgsched_core::projects::AttemptLimiter).
+//! attempts are limited per user (the opener's uid) by the core crate's
+//! [`AttemptLimits`]: opening another file does not start over.
 
 use kernel::{
     bindings,
@@ -33,7 +33,7 @@ use crate::{
     uapi,
     vgsched_core::{
         projects::{
-            AttemptLimiter,
+            AttemptLimits,
             AUTH_BURST, //
         },
         tiles::MAX_TILES,
@@ -101,18 +101,16 @@ impl Code {
 }
 
 /// What one open file presented: the generation of each provider's code
-/// it was authorized for (0: none), and the limit on its failed attempts.
+/// it was authorized for (0: none).
 pub(crate) struct Grants {
     generations: [u64; PROVIDERS],
-    pub(crate) limiter: AttemptLimiter,
 }
 
 impl Grants {
-    /// Nothing presented yet, at `now_ns`.
-    pub(crate) fn new(now_ns: u64) -> Self {
+    /// Nothing presented yet.
+    pub(crate) fn new() -> Self {
         Self {
             generations: [0; PROVIDERS],
-            limiter: AttemptLimiter::new(now_ns),
         }
     }
 }
@@ -139,6 +137,9 @@ pub(crate) struct Authority {
     tiles: u32,
     #[pin]
     codes: Mutex<[Code; PROVIDERS]>,
+    /// Failed attempts, per user.
+    #[pin]
+    limits: Mutex<AttemptLimits>,
 }
 
 impl Authority {
@@ -147,6 +148,7 @@ impl Authority {
         pin_init!(Self {
             tiles: tiles.min(MAX_TILES as u32),
             codes <- new_mutex!([Code::OPEN; PROVIDERS]),
+            limits <- new_mutex!(AttemptLimits::new()),
         })
     }
 
@@ -219,16 +221,33 @@ impl Authority {
         })
     }
 
-    /// Authorizes `grants` for `provider` if `code` is its valid code;
-    /// `EACCES` for a wrong code, or none valid, `EINVAL` for an unknown
-    /// provider.
+    /// Authorizes `grants`, a file of `uid`'s, for `provider` if `code` is
+    /// its valid code at `now_ns`: `EINVAL` for an unknown provider,
+    /// `EAGAIN` while the user's failed attempts are limited (the code is
+    /// not looked at), `EACCES` for a wrong code, or none valid (a failed
+    /// attempt).
     pub(crate) fn authorize(
         &self,
         grants: &mut Grants,
+        uid: u32,
         provider: u32,
         code: &[u8; CODE_BYTES],
+        now_ns: u64,
     ) -> Result {
         let i = self.index(provider)?;
+        let mut limits = self.limits.lock();
+        if !limits.may_try(uid, now_ns) {
+            return Err(EAGAIN);
+        }
+        let checked = self.check(grants, i, code);
+        if checked.is_err() {
+            limits.failed(uid, now_ns);
+        }
+        checked
+    }
+
+    /// Authorizes `grants` for provider `i` if `code` is its valid code.
+    fn check(&self, grants: &mut Grants, i: usize, code: &[u8; CODE_BYTES]) -> Result {
         let presented = hash(code);
         let codes = self.codes.lock();
         let c = codes.get(i).ok_or(EINVAL)?;

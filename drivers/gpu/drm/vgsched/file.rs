@@ -19,10 +19,7 @@ use kernel::{
 
 use crate::{
     auth::Grants,
-    context::{
-        monotonic_ns,
-        ContextTable, //
-    },
+    context::ContextTable,
     driver::VgDriver,
     engine::Engine, //
 };
@@ -37,8 +34,7 @@ pub(crate) struct VgFile {
     /// user namespace's root is not root here): what it creates is charged
     /// to the project member of that uid (`projects.rs`).
     pub(crate) uid: u32,
-    /// The authorization codes it presented, and the limit on its failed
-    /// attempts (`auth.rs`).
+    /// The authorization codes it presented (`auth.rs`).
     #[pin]
     pub(crate) auth: Mutex<Grants>,
     /// The file's contexts.
@@ -96,7 +92,7 @@ impl drm::file::DriverFile for VgFile {
             try_pin_init!(Self {
                 engine: dev.engine.clone(),
                 uid: Kuid::current_euid().into_raw().val,
-                auth <- new_mutex!(Grants::new(monotonic_ns())),
+                auth <- new_mutex!(Grants::new()),
                 contexts <- new_mutex!(ContextTable::new()),
                 retired_runtime_ns: Atomic::new(0),
             }),

@@ -264,17 +264,8 @@ impl Ioctl for Authorize {
         let inner = file.inner();
         let mut grants = inner.auth.lock();
         let now = crate::context::monotonic_ns();
-        // Limited attempts are refused before the code is looked at.
-        if !grants.limiter.may_try(now) {
-            return Err(EAGAIN);
-        }
-        match authority.authorize(&mut grants, args.provider, &args.code) {
-            Ok(()) => Ok(0),
-            Err(e) => {
-                grants.limiter.failed(now);
-                Err(e)
-            }
-        }
+        authority.authorize(&mut grants, inner.uid, args.provider, &args.code, now)?;
+        Ok(0)
     }
 }
 
