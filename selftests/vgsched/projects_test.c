@@ -483,6 +483,9 @@ TEST_F(projects, authorization_codes)
 	run.from_child = from_child[1];
 	pid = fork_as(1004, authorized_work, &run);
 	ASSERT_GE(pid, 0);
+	/* Only the child writes to from_child and reads to_child: a dead child is EOF. */
+	close(from_child[1]);
+	close(to_child[0]);
 	EXPECT_EQ(0, revoke_for_child(pid, from_child[0], to_child[1], "device_code", "revoke"));
 	ASSERT_EQ(0, cfs_read("device_code", hex, sizeof(hex)));
 	EXPECT_STREQ("revoked\n", hex);
@@ -603,6 +606,8 @@ TEST_F(projects, tile_codes)
 	run.from_child = from_child[1];
 	pid = fork_as(1004, tile_coded_work, &run);
 	ASSERT_GE(pid, 0);
+	close(from_child[1]);
+	close(to_child[0]);
 	ASSERT_EQ(sizeof(ids), read(from_child[0], ids, sizeof(ids)));
 	EXPECT_EQ(0, revoke_for_child(pid, from_child[0], to_child[1], "tile_codes", "revoke 0"));
 	ASSERT_EQ(0, cfs_read("tile_codes", buf, sizeof(buf)));

@@ -187,11 +187,11 @@ static int op_mmap_write(int fd, int f)
 }
 
 /*
- * A job binding the best handle writable and inverting word 0; when it
- * runs, a second one inverts it back (so the object keeps its bytes for
- * the next role, and a job that ran though refused would show). Through a
- * read-only handle the same binding marked read-only, with a program that
- * only loads, must run.
+ * A job binding the best handle writable and inverting word 0; when it is
+ * accepted, its store must show, and a second job inverts the word back
+ * so the object keeps its bytes for the next role. Through a read-only
+ * handle the same binding marked read-only, with a program that only
+ * loads, must run.
  */
 static int op_bind_write(int fd, int f)
 {
@@ -225,8 +225,18 @@ static int op_bind_write(int fd, int f)
 	s.binding_access[0] = DRM_VGSCHED_BINDING_READ | DRM_VGSCHED_BINDING_WRITE;
 	ret = vgsched_submit(fd, &s);
 	for (int again = 0; !ret && again < 2; again++) {
+		const __u32 *words;
+		int inverted;
+
 		if (vgsched_wait(fd, ctx, s.seqno, 10 * VG_SECOND_NS, &status) || status)
 			return BAD_SETUP;
+		words = vg_map_prot(fd, o.handle, OBJ_SIZE, PROT_READ);
+		if (words == MAP_FAILED)
+			return BAD_SETUP;
+		inverted = words[0] == ~pattern(f, 0);
+		munmap((void *)words, OBJ_SIZE);
+		if (inverted != !again)
+			return BAD_CONTENT;
 		if (!again && vgsched_submit(fd, &s))
 			return BAD_SETUP;
 	}
@@ -498,8 +508,18 @@ static int reader_tries_around(void *arg)
 	    vgsched_bo_cpu_prep(fd, o.handle, DRM_VGSCHED_CPU_PREP_READ, 0))
 		return 105;
 	/* Opening it read-write where the rules forbid it changes nothing. */
-	if (vg_shared_open(fd, &path, DRM_VGSCHED_SHARED_OPEN_WRITE, &o) != -EACCES)
+	struct drm_vgsched_shared_open rw;
+
+	if (vg_shared_open(fd, &path, DRM_VGSCHED_SHARED_OPEN_WRITE, &rw) != -EACCES)
 		return 106;
+	/* A private mapping is refused, though no longer writable. */
+	struct drm_vgsched_bo_mmap_offset m = { .handle = o.handle };
+
+	if (ioctl(fd, DRM_IOCTL_VGSCHED_BO_MMAP_OFFSET, &m))
+		return 107;
+	if (mmap(NULL, OBJ_SIZE, PROT_READ, MAP_PRIVATE, fd, m.offset) != MAP_FAILED ||
+	    errno != EINVAL)
+		return 108;
 	close(fd);
 	return 0;
 }
@@ -527,15 +547,25 @@ static int owner_exports(void *arg)
 	munmap(map, OBJ_SIZE);
 	if (vg_prime_import(fd2, dmabuf) || errno != EACCES)
 		return 105;
-	/* Private mappings are refused for every holder, as the shmem helper does. */
-	struct drm_vgsched_bo_mmap_offset m = { .handle = o.handle };
-
-	if (ioctl(fd, DRM_IOCTL_VGSCHED_BO_MMAP_OFFSET, &m))
-		return 106;
-	map = mmap(NULL, OBJ_SIZE, PROT_READ, MAP_PRIVATE, fd, m.offset);
-	if (map != MAP_FAILED || errno != EINVAL)
-		return 107;
 	close(dmabuf);
+	/*
+	 * A dma-buf exported read-only (no DRM_RDWR) maps shared for reading.
+	 * The object's dma-buf lives while it has handles: a fresh one needs
+	 * them all closed first.
+	 */
+	struct drm_prime_handle ro = { .flags = DRM_CLOEXEC };
+
+	if (vgsched_bo_close(fd, o.handle) ||
+	    vg_shared_open(fd, &path, DRM_VGSCHED_SHARED_OPEN_WRITE, &o))
+		return 108;
+	ro.handle = o.handle;
+	if (ioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &ro))
+		return 106;
+	map = mmap(NULL, OBJ_SIZE, PROT_READ, MAP_SHARED, ro.fd, 0);
+	if (map == MAP_FAILED)
+		return 107;
+	munmap(map, OBJ_SIZE);
+	close(ro.fd);
 	close(fd2);
 	close(fd);
 	return 0;
@@ -570,6 +600,16 @@ TEST_F(shared, read_only_holds_and_read_write_reaches)
 	ASSERT_EQ(0, as_uid(1001, owner_copies, NULL));
 	EXPECT_EQ(0, as_uid(1002, reader_tries_around, NULL));
 	EXPECT_EQ(0, as_uid(1001, owner_exports, NULL));
+	/* Again while the object has a dma-buf (root's): the reader's export is still refused. */
+	struct drm_vgsched_shared_path mine = place(F_MEMBER, "data");
+	struct drm_vgsched_shared_open rw;
+	int held;
+
+	ASSERT_EQ(0, vg_shared_open(self->fd, &mine, DRM_VGSCHED_SHARED_OPEN_WRITE, &rw));
+	held = vg_prime_export(self->fd, rw.handle);
+	ASSERT_GE(held, 0);
+	EXPECT_EQ(0, as_uid(1002, reader_tries_around, NULL));
+	close(held);
 	/* The member's stores reached the object; nothing else changed it. */
 	struct drm_vgsched_shared_path path = place(F_MEMBER, "data");
 	struct drm_vgsched_shared_open o;
@@ -627,7 +667,9 @@ TEST_F(shared, names_and_charges)
 	__u32 handle;
 
 	EXPECT_EQ(-EINVAL, cfs_mkdir("ml team")) TH_LOG("a project name paths cannot hold");
-	EXPECT_EQ(-EINVAL, cfs_mkdir("a-project-name-of-thirty-two-ch"  "x"));
+	EXPECT_EQ(-EINVAL, cfs_mkdir("a-project-name-of-thirty-two-ch" "x"));
+	EXPECT_EQ(0, cfs_mkdir("a-project-name-of-thirty-one-ch"));
+	EXPECT_EQ(0, cfs_rmdir("a-project-name-of-thirty-one-ch"));
 	for (int i = 0; i < 8; i++)
 		bad[i] = good;
 	strcpy(bad[0].name, "..");

@@ -7,6 +7,7 @@
 #define VGSCHED_PROJECTS_H
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,8 +145,12 @@ static inline int revoke_for_child(pid_t pid, int from, int to, const char *attr
 	int status;
 	char c;
 
-	if (read(from, &c, 1) != 1 || cfs_write(attr, cmd) || write(to, "r", 1) != 1)
+	if (read(from, &c, 1) != 1 || cfs_write(attr, cmd) || write(to, "r", 1) != 1) {
+		/* The child failed before the revocation, or the revocation did. */
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
 		return -1;
+	}
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
 		return -1;
 	return WEXITSTATUS(status);

@@ -140,8 +140,10 @@ impl gem::DriverObject for VgObject {
     /// make it writable later.
     fn mmap(obj: &Bo, file: Option<&DrmFile>, vma: &VmaNew) -> Result {
         // The shmem helper refuses private mappings only while they may be
-        // made writable; refuse them here for every holder alike.
-        if vma.flags() & flags::SHARED == 0 {
+        // made writable; refuse them here for every holder alike. (A
+        // shared mapping of a file opened read-only has `VM_MAYSHARE`
+        // without `VM_SHARED`.)
+        if vma.flags() & flags::MAYSHARE == 0 {
             return Err(EINVAL);
         }
         let writable = match file {
