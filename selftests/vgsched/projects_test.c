@@ -455,7 +455,7 @@ static int authorized_work(void *arg)
 
 TEST_F(projects, authorization_codes)
 {
-	int to_child[2], from_child[2], fd;
+	int to, from, fd;
 	struct auth_run run;
 	char hex[64] = "", path[64];
 	struct busy_job j;
@@ -471,22 +471,14 @@ TEST_F(projects, authorization_codes)
 	ASSERT_EQ(0, cfs_write("device_code", "generate\n"));
 	ASSERT_EQ(0, cfs_read("device_code", hex, sizeof(hex)));
 	ASSERT_EQ(33, strlen(hex)) TH_LOG("'%s'", hex);
-	for (int i = 0; i < DRM_VGSCHED_CODE_BYTES; i++)
-		ASSERT_EQ(1, sscanf(hex + 2 * i, "%2hhx", &run.code[i]));
+	ASSERT_EQ(0, parse_code(hex, run.code));
 	/* Shown once. */
 	ASSERT_EQ(0, cfs_read("device_code", hex, sizeof(hex)));
 	EXPECT_STREQ("required\n", hex);
 
-	ASSERT_EQ(0, pipe(to_child));
-	ASSERT_EQ(0, pipe(from_child));
-	run.to_child = to_child[0];
-	run.from_child = from_child[1];
-	pid = fork_as(1004, authorized_work, &run);
+	pid = fork_talking(1004, authorized_work, &run, &run.to_child, &run.from_child, &to, &from);
 	ASSERT_GE(pid, 0);
-	/* Only the child writes to from_child and reads to_child: a dead child is EOF. */
-	close(from_child[1]);
-	close(to_child[0]);
-	EXPECT_EQ(0, revoke_for_child(pid, from_child[0], to_child[1], "device_code", "revoke"));
+	EXPECT_EQ(0, revoke_for_child(pid, from, to, "device_code", "revoke"));
 	ASSERT_EQ(0, cfs_read("device_code", hex, sizeof(hex)));
 	EXPECT_STREQ("revoked\n", hex);
 	/* Root needs no code. */
@@ -569,7 +561,7 @@ static int tile_coded_work(void *arg)
 
 TEST_F(projects, tile_codes)
 {
-	int to_child[2], from_child[2], n;
+	int to, from, n;
 	char buf[256] = "";
 	struct vg_tiles rec[16];
 	struct tile_run run;
@@ -594,22 +586,15 @@ TEST_F(projects, tile_codes)
 	ASSERT_EQ(2 * 35, strlen(buf)) TH_LOG("'%s'", buf);
 	ASSERT_EQ(0, strncmp(buf, "0 ", 2));
 	ASSERT_EQ(0, strncmp(buf + 35, "2 ", 2));
-	for (int i = 0; i < DRM_VGSCHED_CODE_BYTES; i++)
-		ASSERT_EQ(1, sscanf(buf + 2 + 2 * i, "%2hhx", &run.code0[i]));
+	ASSERT_EQ(0, parse_code(buf + 2, run.code0));
 	/* Shown once. */
 	ASSERT_EQ(0, cfs_read("tile_codes", buf, sizeof(buf)));
 	EXPECT_STREQ("0 required\n2 required\n", buf);
 
-	ASSERT_EQ(0, pipe(to_child));
-	ASSERT_EQ(0, pipe(from_child));
-	run.to_child = to_child[0];
-	run.from_child = from_child[1];
-	pid = fork_as(1004, tile_coded_work, &run);
+	pid = fork_talking(1004, tile_coded_work, &run, &run.to_child, &run.from_child, &to, &from);
 	ASSERT_GE(pid, 0);
-	close(from_child[1]);
-	close(to_child[0]);
-	ASSERT_EQ(sizeof(ids), read(from_child[0], ids, sizeof(ids)));
-	EXPECT_EQ(0, revoke_for_child(pid, from_child[0], to_child[1], "tile_codes", "revoke 0"));
+	ASSERT_EQ(sizeof(ids), read(from, ids, sizeof(ids)));
+	EXPECT_EQ(0, revoke_for_child(pid, from, to, "tile_codes", "revoke 0"));
 	ASSERT_EQ(0, cfs_read("tile_codes", buf, sizeof(buf)));
 	EXPECT_STREQ("0 revoked\n2 required\n", buf);
 	/* Where its jobs ran: never on a coded tile without the code. */

@@ -136,6 +136,39 @@ static inline int as_uid(uid_t uid, int (*fn)(void *), void *arg)
 }
 
 /*
+ * Forks @fn(@arg) as @uid (fork_as()) with a pipe each way: the child's
+ * ends go to *@child_in (it reads) and *@child_out (it writes) before the
+ * fork, the parent's to *@to and *@from. Only the child holds its ends, so
+ * a dead child reads as EOF. The pid, or -1.
+ */
+static inline pid_t fork_talking(uid_t uid, int (*fn)(void *), void *arg, int *child_in,
+				 int *child_out, int *to, int *from)
+{
+	int down[2], up[2];
+	pid_t pid;
+
+	if (pipe(down) || pipe(up))
+		return -1;
+	*child_in = down[0];
+	*child_out = up[1];
+	pid = fork_as(uid, fn, arg);
+	close(down[0]);
+	close(up[1]);
+	*to = down[1];
+	*from = up[0];
+	return pid;
+}
+
+/* The code configfs shows as 32 hex digits at @hex, into @code; 0 or -1. */
+static inline int parse_code(const char *hex, __u8 *code)
+{
+	for (int i = 0; i < DRM_VGSCHED_CODE_BYTES; i++)
+		if (sscanf(hex + 2 * i, "%2hhx", &code[i]) != 1)
+			return -1;
+	return 0;
+}
+
+/*
  * Waits for child @pid to say (a byte on @from) that it is ready for a
  * revocation, writes @cmd to configfs attribute @attr, lets it go on (a
  * byte on @to) and reaps it: its exit status, or -1.
