@@ -493,6 +493,8 @@ TEST_F(projects, authorization_codes)
 
 struct tile_run {
 	__u8 code0[DRM_VGSCHED_CODE_BYTES];	/* tile 0's code */
+	__u8 code2[DRM_VGSCHED_CODE_BYTES];	/* tile 2's code */
+	__u8 device[DRM_VGSCHED_CODE_BYTES];	/* the device's code */
 	int to_child, from_child;
 };
 
@@ -559,6 +561,41 @@ static int tile_coded_work(void *arg)
 	return 0;
 }
 
+/*
+ * With a device code too: nothing without a code; the device's code
+ * reaches every tile, coded ones included; once it is revoked, tile 2's
+ * own code still reaches tile 2, and only it.
+ */
+static int device_and_tile_codes(void *arg)
+{
+	struct tile_run *r = arg;
+	int fd = vgsched_open_render_node();
+	__u64 ids[2], seqno = 0;
+	__u32 ctx;
+	char c;
+
+	if (fd < 0 || !(ctx = vgsched_ctx_create(fd, 8)))
+		return 101;
+	ids[0] = vgsched_client_id(fd, ctx);
+	ids[1] = ctx;
+	if (write(r->from_child, ids, sizeof(ids)) != sizeof(ids))
+		return 102;
+	if (tile_job_done(fd, ctx, 1, &seqno) != -EACCES)
+		return 103;
+	if (authorize(fd, r->device, 0) || tile_job_done(fd, ctx, 2, &seqno) || seqno != 1)
+		return 104;
+	/* The administrator revokes the device's code. */
+	if (write(r->from_child, "s", 1) != 1 || read(r->to_child, &c, 1) != 1)
+		return 105;
+	if (tile_job_done(fd, ctx, 1, &seqno) != -EACCES)
+		return 106;
+	if (authorize(fd, r->code2, 3) || tile_job_done(fd, ctx, 1, &seqno) || seqno != 2 ||
+	    tile_job_done(fd, ctx, 2, &seqno) != -EACCES)
+		return 107;
+	close(fd);
+	return 0;
+}
+
 TEST_F(projects, tile_codes)
 {
 	int to, from, n;
@@ -587,6 +624,7 @@ TEST_F(projects, tile_codes)
 	ASSERT_EQ(0, strncmp(buf, "0 ", 2));
 	ASSERT_EQ(0, strncmp(buf + 35, "2 ", 2));
 	ASSERT_EQ(0, parse_code(buf + 2, run.code0));
+	ASSERT_EQ(0, parse_code(buf + 37, run.code2));
 	/* Shown once. */
 	ASSERT_EQ(0, cfs_read("tile_codes", buf, sizeof(buf)));
 	EXPECT_STREQ("0 required\n2 required\n", buf);
@@ -607,6 +645,19 @@ TEST_F(projects, tile_codes)
 			EXPECT_EQ(0, rec[i].mask & 0x5) TH_LOG("job %llu on 0x%x", rec[i].job, rec[i].mask);
 		}
 	}
+
+	ASSERT_EQ(0, cfs_write("device_code", "generate"));
+	ASSERT_EQ(0, cfs_read("device_code", buf, sizeof(buf)));
+	ASSERT_EQ(0, parse_code(buf, run.device));
+	pid = fork_talking(1004, device_and_tile_codes, &run, &run.to_child, &run.from_child, &to,
+			   &from);
+	ASSERT_GE(pid, 0);
+	ASSERT_EQ(sizeof(ids), read(from, ids, sizeof(ids)));
+	EXPECT_EQ(0, revoke_for_child(pid, from, to, "device_code", "revoke"));
+	n = tile_records(ids[0], ids[1], rec, 16);
+	ASSERT_EQ(2, n);
+	EXPECT_EQ(0x4, rec[1].mask) TH_LOG("with tile 2's code alone");
+
 	ASSERT_EQ(0, cfs_write("tile_codes", "open 0"));
 	ASSERT_EQ(0, cfs_write("tile_codes", "open 2"));
 	ASSERT_EQ(0, cfs_read("tile_codes", buf, sizeof(buf)));
