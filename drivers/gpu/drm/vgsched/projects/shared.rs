@@ -223,7 +223,7 @@ pub(crate) fn open(
     let object = book.with_named(&project, |p| {
         p.check(uid, &place, op)?;
         let i = p.find(&place).ok_or(ENOENT)?;
-        Ok(p.names[i].object.clone())
+        p.names.get(i).map(|n| n.object.clone()).ok_or(ENOENT)
     })?;
     object.grant(file, write)?;
     let handle = match object.create_handle(file) {
