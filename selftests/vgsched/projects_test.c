@@ -412,7 +412,6 @@ static int authorized_work(void *arg)
 	int fd = vgsched_open_render_node();
 	struct busy_job j, k;
 	__u32 ctx;
-	char c;
 
 	if (fd < 0 || !(ctx = vgsched_ctx_create(fd, 8)))
 		return 101;
@@ -438,7 +437,7 @@ static int authorized_work(void *arg)
 	if (busy_submit(fd, &j))
 		return 107;
 	/* The administrator revokes the code while the job runs. */
-	if (write(r->from_child, "s", 1) != 1 || read(r->to_child, &c, 1) != 1)
+	if (await_revocation(r->from_child, r->to_child))
 		return 108;
 	if (busy_submit(fd, &k) != -EACCES)
 		return 109;
@@ -518,6 +517,22 @@ static int tile_job_done(int fd, __u32 ctx, __u32 k, __u64 *seqno)
 }
 
 /*
+ * The start of a tile_run child: its file and a context, whose client id
+ * and number it tells the parent (for the placement log); 0 or -1.
+ */
+static int tile_child_start(const struct tile_run *r, int *fd, __u32 *ctx)
+{
+	__u64 ids[2];
+
+	*fd = vgsched_open_render_node();
+	if (*fd < 0 || !(*ctx = vgsched_ctx_create(*fd, 8)))
+		return -1;
+	ids[0] = vgsched_client_id(*fd, *ctx);
+	ids[1] = *ctx;
+	return write(r->from_child, ids, sizeof(ids)) == sizeof(ids) ? 0 : -1;
+}
+
+/*
  * Tiles 0 and 2 (the first of each node of two, where placement would
  * put a one-tile job) have codes of their own: a file without them gets
  * tiles 1 and 3 only; with tile 0's code a job of two tiles fits on node
@@ -527,17 +542,12 @@ static int tile_coded_work(void *arg)
 {
 	struct tile_run *r = arg;
 	__u8 wrong[DRM_VGSCHED_CODE_BYTES];
-	int fd = vgsched_open_render_node();
-	__u64 ids[2], seqno = 0;
+	__u64 seqno = 0;
 	__u32 ctx;
-	char c;
+	int fd;
 
-	if (fd < 0 || !(ctx = vgsched_ctx_create(fd, 8)))
+	if (tile_child_start(r, &fd, &ctx))
 		return 101;
-	ids[0] = vgsched_client_id(fd, ctx);
-	ids[1] = ctx;
-	if (write(r->from_child, ids, sizeof(ids)) != sizeof(ids))
-		return 102;
 	if (tile_job_done(fd, ctx, 2, &seqno) != -EACCES)
 		return 103;
 	for (int i = 0; i < 4; i++)
@@ -551,7 +561,7 @@ static int tile_coded_work(void *arg)
 	if (tile_job_done(fd, ctx, 2, &seqno) || seqno != 5)
 		return 106;
 	/* The administrator revokes tile 0's code. */
-	if (write(r->from_child, "s", 1) != 1 || read(r->to_child, &c, 1) != 1)
+	if (await_revocation(r->from_child, r->to_child))
 		return 107;
 	if (tile_job_done(fd, ctx, 2, &seqno) != -EACCES)
 		return 108;
@@ -569,23 +579,18 @@ static int tile_coded_work(void *arg)
 static int device_and_tile_codes(void *arg)
 {
 	struct tile_run *r = arg;
-	int fd = vgsched_open_render_node();
-	__u64 ids[2], seqno = 0;
+	__u64 seqno = 0;
 	__u32 ctx;
-	char c;
+	int fd;
 
-	if (fd < 0 || !(ctx = vgsched_ctx_create(fd, 8)))
+	if (tile_child_start(r, &fd, &ctx))
 		return 101;
-	ids[0] = vgsched_client_id(fd, ctx);
-	ids[1] = ctx;
-	if (write(r->from_child, ids, sizeof(ids)) != sizeof(ids))
-		return 102;
 	if (tile_job_done(fd, ctx, 1, &seqno) != -EACCES)
 		return 103;
 	if (authorize(fd, r->device, 0) || tile_job_done(fd, ctx, 2, &seqno) || seqno != 1)
 		return 104;
 	/* The administrator revokes the device's code. */
-	if (write(r->from_child, "s", 1) != 1 || read(r->to_child, &c, 1) != 1)
+	if (await_revocation(r->from_child, r->to_child))
 		return 105;
 	if (tile_job_done(fd, ctx, 1, &seqno) != -EACCES)
 		return 106;

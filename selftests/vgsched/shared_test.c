@@ -127,7 +127,7 @@ static int holds_pattern(int fd, const struct drm_vgsched_shared_path *path, int
 	ret = vg_shared_open(fd, path, 0, &o);
 	if (ret)
 		return ret;
-	words = vg_map_prot(fd, o.handle, OBJ_SIZE, PROT_READ);
+	words = vgsched_bo_mmap(fd, o.handle, OBJ_SIZE, PROT_READ, MAP_SHARED);
 	ret = words == MAP_FAILED ? -errno : 0;
 	for (int i = 0; !ret && i < OBJ_WORDS; i++)
 		if (words[i] != pattern(f, i))
@@ -169,7 +169,7 @@ static int op_mmap_write(int fd, int f)
 	ret = open_best(fd, &data, &o);
 	if (ret)
 		return ret;
-	map = vg_map_prot(fd, o.handle, OBJ_SIZE, PROT_READ | PROT_WRITE);
+	map = vgsched_bo_mmap(fd, o.handle, OBJ_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED);
 	if (map != MAP_FAILED) {
 		munmap(map, OBJ_SIZE);
 		return o.writable ? 0 : BAD_WRITABLE;
@@ -177,7 +177,7 @@ static int op_mmap_write(int fd, int f)
 	ret = -errno;
 	if (o.writable)
 		return BAD_WRITABLE;
-	map = vg_map_prot(fd, o.handle, OBJ_SIZE, PROT_READ);
+	map = vgsched_bo_mmap(fd, o.handle, OBJ_SIZE, PROT_READ, MAP_SHARED);
 	if (map == MAP_FAILED)
 		return BAD_CONTENT;
 	if (!mprotect(map, OBJ_SIZE, PROT_READ | PROT_WRITE) || errno != EACCES)
@@ -230,7 +230,7 @@ static int op_bind_write(int fd, int f)
 
 		if (vgsched_wait(fd, ctx, s.seqno, 10 * VG_SECOND_NS, &status) || status)
 			return BAD_SETUP;
-		words = vg_map_prot(fd, o.handle, OBJ_SIZE, PROT_READ);
+		words = vgsched_bo_mmap(fd, o.handle, OBJ_SIZE, PROT_READ, MAP_SHARED);
 		if (words == MAP_FAILED)
 			return BAD_SETUP;
 		inverted = words[0] == ~pattern(f, 0);
@@ -472,7 +472,7 @@ static int member_writes(void *arg)
 	(void)arg;
 	if (fd < 0 || vg_shared_open(fd, &path, DRM_VGSCHED_SHARED_OPEN_WRITE, &o))
 		return 101;
-	words = vg_map_prot(fd, o.handle, OBJ_SIZE, PROT_READ | PROT_WRITE);
+	words = vgsched_bo_mmap(fd, o.handle, OBJ_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED);
 	if (words == MAP_FAILED)
 		return 102;
 	words[7] = 0x5eed;
@@ -494,7 +494,7 @@ static int reader_tries_around(void *arg)
 	(void)arg;
 	if (fd < 0 || vg_shared_open(fd, &path, 0, &o) || o.writable)
 		return 101;
-	words = vg_map_prot(fd, o.handle, OBJ_SIZE, PROT_READ);
+	words = vgsched_bo_mmap(fd, o.handle, OBJ_SIZE, PROT_READ, MAP_SHARED);
 	if (words == MAP_FAILED || words[7] != 0x5eed)
 		return 102;
 	/* Republishing what one may only read would launder the access. */
@@ -513,11 +513,7 @@ static int reader_tries_around(void *arg)
 	if (vg_shared_open(fd, &path, DRM_VGSCHED_SHARED_OPEN_WRITE, &rw) != -EACCES)
 		return 106;
 	/* A private mapping is refused, though no longer writable. */
-	struct drm_vgsched_bo_mmap_offset m = { .handle = o.handle };
-
-	if (ioctl(fd, DRM_IOCTL_VGSCHED_BO_MMAP_OFFSET, &m))
-		return 107;
-	if (mmap(NULL, OBJ_SIZE, PROT_READ, MAP_PRIVATE, fd, m.offset) != MAP_FAILED ||
+	if (vgsched_bo_mmap(fd, o.handle, OBJ_SIZE, PROT_READ, MAP_PRIVATE) != MAP_FAILED ||
 	    errno != EINVAL)
 		return 108;
 	close(fd);
@@ -584,8 +580,8 @@ static int owner_copies(void *arg)
 	if (fd < 0 || vg_shared_open(fd, &from, 0, &src) ||
 	    vg_shared_open(fd, &to, DRM_VGSCHED_SHARED_OPEN_WRITE, &dst))
 		return 101;
-	a = vg_map_prot(fd, src.handle, OBJ_SIZE, PROT_READ);
-	b = vg_map_prot(fd, dst.handle, OBJ_SIZE, PROT_READ | PROT_WRITE);
+	a = vgsched_bo_mmap(fd, src.handle, OBJ_SIZE, PROT_READ, MAP_SHARED);
+	b = vgsched_bo_mmap(fd, dst.handle, OBJ_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED);
 	if (a == MAP_FAILED || b == MAP_FAILED)
 		return 102;
 	memcpy(b, a, OBJ_SIZE);
@@ -616,7 +612,7 @@ TEST_F(shared, read_only_holds_and_read_write_reaches)
 	const __u32 *words;
 
 	ASSERT_EQ(0, vg_shared_open(self->fd, &path, 0, &o));
-	words = vg_map_prot(self->fd, o.handle, OBJ_SIZE, PROT_READ);
+	words = vgsched_bo_mmap(self->fd, o.handle, OBJ_SIZE, PROT_READ, MAP_SHARED);
 	ASSERT_NE(MAP_FAILED, words);
 	for (int i = 0; i < OBJ_WORDS; i++) {
 		ASSERT_EQ(i == 7 ? 0x5eedu : pattern(F_PROJECT, i), words[i]) TH_LOG("word %d", i);

@@ -114,9 +114,13 @@ static inline pid_t fork_as(uid_t uid, int (*fn)(void *), void *arg)
 	pid_t pid = fork();
 
 	if (!pid) {
-		if (setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
-			_exit(100);
-		_exit(fn(arg));
+		int ret = 100;
+
+		if (!setresgid(uid, uid, uid) && !setresuid(uid, uid, uid))
+			ret = fn(arg);
+		/* _exit() does not flush what the child printed. */
+		fflush(stdout);
+		_exit(ret);
 	}
 	return pid;
 }
@@ -166,6 +170,14 @@ static inline int parse_code(const char *hex, __u8 *code)
 		if (sscanf(hex + 2 * i, "%2hhx", &code[i]) != 1)
 			return -1;
 	return 0;
+}
+
+/* In a child of fork_talking(): says it is ready (on @out) and waits to go on (on @in); 0 or -1. */
+static inline int await_revocation(int out, int in)
+{
+	char c;
+
+	return write(out, "s", 1) == 1 && read(in, &c, 1) == 1 ? 0 : -1;
 }
 
 /*
@@ -227,16 +239,6 @@ static inline int vg_unpublish(int fd, const struct drm_vgsched_shared_path *pat
 	struct drm_vgsched_shared_unpublish a = { .path = *path };
 
 	return ioctl(fd, DRM_IOCTL_VGSCHED_SHARED_UNPUBLISH, &a) ? -errno : 0;
-}
-
-/* Maps @size bytes of @handle with @prot; MAP_FAILED with errno set on failure. */
-static inline void *vg_map_prot(int fd, __u32 handle, size_t size, int prot)
-{
-	struct drm_vgsched_bo_mmap_offset m = { .handle = handle };
-
-	if (ioctl(fd, DRM_IOCTL_VGSCHED_BO_MMAP_OFFSET, &m))
-		return MAP_FAILED;
-	return mmap(NULL, size, prot, MAP_SHARED, fd, m.offset);
 }
 
 #endif /* VGSCHED_PROJECTS_H */

@@ -85,14 +85,20 @@ static inline __u32 vgsched_bo_create(int fd, __u64 size)
 	return ioctl(fd, DRM_IOCTL_VGSCHED_BO_CREATE, &c) ? 0 : c.handle;
 }
 
-/* Maps a buffer object read-write; MAP_FAILED with errno set on failure. */
-static inline void *vgsched_bo_map(int fd, __u32 handle, size_t size)
+/* Maps @size bytes of @handle with @prot and @flags; MAP_FAILED with errno set on failure. */
+static inline void *vgsched_bo_mmap(int fd, __u32 handle, size_t size, int prot, int flags)
 {
 	struct drm_vgsched_bo_mmap_offset m = { .handle = handle };
 
 	if (ioctl(fd, DRM_IOCTL_VGSCHED_BO_MMAP_OFFSET, &m))
 		return MAP_FAILED;
-	return mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, m.offset);
+	return mmap(NULL, size, prot, flags, fd, m.offset);
+}
+
+/* Maps @size bytes of @handle shared for reading and writing; MAP_FAILED on error. */
+static inline void *vgsched_bo_map(int fd, __u32 handle, size_t size)
+{
+	return vgsched_bo_mmap(fd, handle, size, PROT_READ | PROT_WRITE, MAP_SHARED);
 }
 
 /* DRM_IOCTL_GEM_CLOSE; returns 0 or -errno. */

@@ -687,13 +687,14 @@ static void cfs_print(const char *path)
 #define MODEL_WORDS 1024
 
 /* uid 1001, the owner, publishes a model in its own folder. */
-static int owner_publishes_model(void)
+static int owner_publishes_model(void *arg)
 {
 	struct drm_vgsched_shared_path path = vg_path("vision", DRM_VGSCHED_FOLDER_MEMBER, "1001",
 						      "model");
 	struct vg_buf model;
 	int fd = vgsched_open_render_node(), ret;
 
+	(void)arg;
 	if (fd < 0 || vg_buf_create(fd, MODEL_WORDS * 4, &model))
 		return 1;
 	for (int i = 0; i < MODEL_WORDS; i++)
@@ -707,7 +708,7 @@ static int owner_publishes_model(void)
 }
 
 /* uid 1002 uses the owner's model read-only. */
-static int member_reads_model(void)
+static int member_reads_model(void *arg)
 {
 	struct drm_vgsched_shared_path path = vg_path("vision", DRM_VGSCHED_FOLDER_MEMBER, "1001",
 						      "model");
@@ -725,6 +726,7 @@ static int member_reads_model(void)
 	const __u32 *words;
 	void *map;
 
+	(void)arg;
 	if (fd < 0)
 		return 1;
 	ret = vg_shared_open(fd, &path, DRM_VGSCHED_SHARED_OPEN_WRITE, &o);
@@ -733,12 +735,12 @@ static int member_reads_model(void)
 		return 1;
 	printf("    uid 1002: SHARED_OPEN read-only: handle %u, %llu bytes, writable %u\n", o.handle,
 	       (unsigned long long)o.size, o.writable);
-	words = vg_map_prot(fd, o.handle, o.size, PROT_READ);
+	words = vgsched_bo_mmap(fd, o.handle, o.size, PROT_READ, MAP_SHARED);
 	if (words == MAP_FAILED)
 		return 1;
 	printf("    uid 1002: mmap(PROT_READ): words 0..3 = %u %u %u %u\n", words[0], words[1],
 	       words[2], words[3]);
-	map = vg_map_prot(fd, o.handle, o.size, PROT_READ | PROT_WRITE);
+	map = vgsched_bo_mmap(fd, o.handle, o.size, PROT_READ | PROT_WRITE, MAP_SHARED);
 	printf("    uid 1002: mmap(PROT_READ | PROT_WRITE): %s\n",
 	       map == MAP_FAILED ? strerror(errno) : "mapped?!");
 	ctx = vgsched_ctx_create(fd, 8);
@@ -763,24 +765,28 @@ static int member_reads_model(void)
 	return ret || status || ((__u32 *)out.map)[0] != 1005;
 }
 
-/* Runs @fn as @uid in a child; its exit status. */
-static int demo_as(uid_t uid, int (*fn)(void))
+/* The pipe ends of a member process the parent talks to. */
+struct hold {
+	int in, out;
+};
+
+/* uid 1002 creates until its quota stops it, then holds it all until told to go. */
+static int member_holds(void *arg)
 {
-	int status;
-	pid_t pid;
+	struct hold *h = arg;
+	int f = vgsched_open_render_node(), n = 0;
+	char c;
 
+	while (f >= 0 && n < 4 && vgsched_ctx_create(f, 8))
+		n++;
+	printf("    contexts created: %d, the next: %s\n", n, strerror(errno));
+	n = 0;
+	while (f >= 0 && n < 8 && vgsched_bo_create(f, 512 << 10))
+		n++;
+	printf("    512 KiB objects created: %d, the next: %s\n", n, strerror(errno));
 	fflush(stdout);
-	pid = fork();
-	if (!pid) {
-		int ret = 1;
-
-		if (!setresgid(uid, uid, uid) && !setresuid(uid, uid, uid))
-			ret = fn();
-		fflush(stdout);
-		_exit(ret);
-	}
-	return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) ?
-		WEXITSTATUS(status) : -1;
+	/* Held until the parent has shown the usage. */
+	return write(h->out, "r", 1) == 1 && read(h->in, &c, 1) == 1 ? 0 : 1;
 }
 
 /* Two members of project @p share a model read-only. */
@@ -790,8 +796,8 @@ static void shared_model(const char *p)
 
 	printf("  shared storage: the owner publishes a model in its member folder (read-write\n"
 	       "  for it, read-only for the other members); uid 1002 uses it read-only:\n");
-	CHECK(!demo_as(1001, owner_publishes_model), "owner could not publish");
-	CHECK(!demo_as(1002, member_reads_model), "member could not use the model");
+	CHECK(!as_uid(1001, owner_publishes_model, NULL), "owner could not publish");
+	CHECK(!as_uid(1002, member_reads_model, NULL), "member could not use the model");
 	printf("    cat shared (name, bytes, publisher):\n");
 	snprintf(path, sizeof(path), "%s/shared", p);
 	cfs_print(path);
@@ -804,7 +810,8 @@ static void projects(void)
 {
 	const char *p = "/sys/kernel/config/vgsched/vision";
 	char path[128], rnode[64], c;
-	int ret, status, fd, ready[2], go[2];
+	int ret, status, fd, ready, go;
+	struct hold hold;
 	pid_t pid;
 
 	printf("\nprojects (configfs, /sys/kernel/config/vgsched): project 'vision' with a budget\n"
@@ -841,32 +848,13 @@ static void projects(void)
 	close(fd);
 	printf("  uid 1002 opens the render node: two contexts, then EDQUOT; 1 MiB of objects,\n"
 	       "  then EDQUOT:\n");
-	CHECK(!pipe(ready) && !pipe(go), "pipe");
-	pid = fork();
+	pid = fork_talking(1002, member_holds, &hold, &hold.in, &hold.out, &go, &ready);
 	CHECK(pid >= 0, "fork");
-	if (!pid) {
-		int f, n = 0;
-
-		if (setresgid(1002, 1002, 1002) || setresuid(1002, 1002, 1002))
-			_exit(1);
-		f = vgsched_open_render_node();
-		while (f >= 0 && n < 4 && vgsched_ctx_create(f, 8))
-			n++;
-		printf("    contexts created: %d, the next: %s\n", n, strerror(errno));
-		n = 0;
-		while (f >= 0 && n < 8 && vgsched_bo_create(f, 512 << 10))
-			n++;
-		printf("    512 KiB objects created: %d, the next: %s\n", n, strerror(errno));
-		/* Held until the parent has shown the usage. */
-		if (write(ready[1], "r", 1) != 1 || read(go[0], &c, 1) != 1)
-			_exit(1);
-		_exit(0);
-	}
-	CHECK(read(ready[0], &c, 1) == 1, "member process failed");
+	CHECK(read(ready, &c, 1) == 1, "member process failed");
 	printf("  its usage while it holds them (cat 1002/usage):\n");
 	snprintf(path, sizeof(path), "%s/1002/usage", p);
 	cfs_print(path);
-	CHECK(write(go[1], "q", 1) == 1, "pipe");
+	CHECK(write(go, "q", 1) == 1, "pipe");
 	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status),
 	      "member process failed");
 	printf("  after it exited:\n");

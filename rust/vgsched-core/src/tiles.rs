@@ -210,26 +210,28 @@ impl TileTopology {
 
     /// The mask of every tile of the device.
     pub fn all_tiles(&self) -> u32 {
-        match self.tiles() {
-            0 => 0,
-            t => u32::MAX >> 32u32.saturating_sub(t),
-        }
+        low_bits(self.tiles())
     }
 
     /// Whether a job of `k` tiles may ever be placed on the tiles of
     /// `allowed`: some node has `k` of them.
     pub fn fits_within(&self, k: u32, allowed: u32) -> bool {
         let per = self.tiles_per_node;
-        let node_mask = match per {
-            0 => 0,
-            p => u32::MAX >> 32u32.saturating_sub(p),
-        };
+        let node_mask = low_bits(per);
         self.fits(k)
             && (0..self.nodes).any(|n| {
                 let shift = n.saturating_mul(per);
                 let mine = node_mask.checked_shl(shift).unwrap_or(0) & allowed;
                 mine.count_ones() >= k
             })
+    }
+}
+
+/// A mask of the `n` lowest bits (all 32 from 32 on).
+fn low_bits(n: u32) -> u32 {
+    match n {
+        0 => 0,
+        n => u32::MAX >> 32u32.saturating_sub(n),
     }
 }
 

@@ -122,16 +122,8 @@ impl gem::DriverObject for VgObject {
     }
 
     fn close(obj: &Bo, file: &DrmFile) {
-        let client = file.client_id();
-        let mut holders = obj.holders.lock();
-        let Some(i) = holders.iter().position(|h| h.client == client) else {
-            // Every handle was counted when it was made.
-            kernel::warn_on!(true);
-            return;
-        };
-        if holders.get_mut(i).is_some_and(|h| h.holding.closed()) {
-            let _ = holders.remove(i);
-        }
+        // Every handle was counted when it was made.
+        kernel::warn_on!(!obj.release(file, Holding::closed));
     }
 
     /// A new mapping: writable only through a file that may write the
@@ -209,13 +201,21 @@ impl VgObject {
 
     /// The handle a [`VgObject::grant`] announced was not made.
     pub(crate) fn ungrant(&self, file: &DrmFile) {
+        self.release(file, Holding::ungrant);
+    }
+
+    /// Applies `step` to `file`'s holding, forgetting the holding when the
+    /// step says nothing is left; `false` if the file held nothing.
+    fn release(&self, file: &DrmFile, step: fn(&mut Holding) -> bool) -> bool {
         let client = file.client_id();
         let mut holders = self.holders.lock();
-        if let Some(i) = holders.iter().position(|h| h.client == client) {
-            if holders.get_mut(i).is_some_and(|h| h.holding.ungrant()) {
-                let _ = holders.remove(i);
-            }
+        let Some(i) = holders.iter().position(|h| h.client == client) else {
+            return false;
+        };
+        if holders.get_mut(i).is_some_and(|h| step(&mut h.holding)) {
+            let _ = holders.remove(i);
         }
+        true
     }
 }
 

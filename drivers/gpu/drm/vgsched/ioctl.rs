@@ -429,8 +429,8 @@ impl Ioctl for Submit {
             return Err(EACCES);
         }
         let ctx = inner.contexts.lock().get(args.ctx_id)?;
-        let Submission { mut spec, writes } = Submission::from_args(args, &dev.topology, file)?;
-        spec.allowed_tiles = allowed;
+        let Submission { mut spec, writes } =
+            Submission::from_args(args, &dev.topology, file, allowed)?;
         // The tiles it asks for count against its project member's request
         // until the job is dropped, after its fence has signalled.
         spec.charge = dev.book.charge(

@@ -85,6 +85,11 @@ struct ProjectEntry {
 }
 
 impl ProjectEntry {
+    /// The role of `uid` in the project, if it is a member.
+    fn role_of(&self, uid: u32) -> Option<Role> {
+        self.members.iter().find(|m| m.uid == uid).map(|m| m.role)
+    }
+
     /// The requests of every member but the one of serial `serial`, summed.
     fn requests_except(&self, serial: Option<u64>) -> Amounts {
         self.members

@@ -64,11 +64,13 @@ pub(crate) struct Submission {
 }
 
 impl Submission {
-    /// Checks a submission and gathers what the job needs.
+    /// Checks a submission and gathers what the job needs; `allowed_tiles`
+    /// are the tiles its file may use.
     pub(crate) fn from_args(
         args: &uapi::drm_vgsched_submit,
         topo: &Topology,
         file: &DrmFile,
+        allowed_tiles: u32,
     ) -> Result<Self> {
         if args.flags & !KNOWN_FLAGS != 0 || args.group_priority >= BANDS as u32 || args.pad != 0 {
             return Err(EINVAL);
@@ -127,7 +129,7 @@ impl Submission {
             want_out_fence: args.flags & uapi::DRM_VGSCHED_SUBMIT_OUT_FENCE != 0,
             scratch: args.scratch_bytes,
             tiles: args.tiles.max(1),
-            allowed_tiles: u32::MAX,
+            allowed_tiles,
             charge: None,
         };
         Ok(Self { spec, writes })

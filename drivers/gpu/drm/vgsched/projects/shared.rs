@@ -110,7 +110,7 @@ impl ProjectEntry {
     /// it may not know what the folder holds, `EACCES` where it may look
     /// but not do this.
     fn check(&self, uid: u32, place: &Place, op: Op) -> Result {
-        let role = self.members.iter().find(|m| m.uid == uid).map(|m| m.role);
+        let role = self.role_of(uid);
         let caller = Caller {
             admin: uid == 0,
             role,
@@ -163,7 +163,7 @@ pub(crate) fn publish(
     let uid = file.inner().uid;
     book.with_named(&project, |p| {
         p.check(uid, &place, Op::Publish)?;
-        if place.kind == Folder::Member && !p.members.iter().any(|m| m.uid == place.member_uid) {
+        if place.kind == Folder::Member && p.role_of(place.member_uid).is_none() {
             return Err(ENOENT);
         }
         match p.find(&place) {
