@@ -155,8 +155,9 @@ FIXTURE_VARIANT(vram) {
 };
 
 /*
- * 1 MiB of device memory, two slots: a job may have 1 MiB less two context
- * state areas of 64 KiB, 896 KiB; three objects of 256 KiB fit, six do not.
+ * 1 MiB of device memory, two slots: a job may have 1 MiB less its own
+ * context's state area of 64 KiB, 960 KiB; three objects of 256 KiB fit,
+ * six do not.
  */
 FIXTURE_VARIANT_ADD(vram, small) {
 	.params = "vram_mib=1 hw_slots=2",
@@ -227,8 +228,8 @@ TEST_F(vram, results_stay_exact_when_objects_are_evicted)
 
 /*
  * The same object runs through two jobs: the second sees what the CPU
- * wrote after CPU_PREP_WRITE; an input read-only in both and left alone is
- * not uploaded again.
+ * wrote after CPU_PREP_WRITE; only the pages the CPU wrote are uploaded
+ * again, and an input read-only in both and left alone not at all.
  */
 TEST_F(vram, the_next_job_sees_what_the_cpu_wrote)
 {
@@ -250,18 +251,21 @@ TEST_F(vram, the_next_job_sees_what_the_cpu_wrote)
 	for (int i = 0; i < N; i++) {
 		ASSERT_EQ(7 * i + 1000, ((uint32_t *)j.c.map)[i]) TH_LOG("word %d", i);
 	}
-	EXPECT_EQ(64 << 10, vram_number("uploaded") - uploaded)
+	EXPECT_LE(N * 4, vram_number("uploaded") - uploaded)
+		TH_LOG("a's pages the CPU wrote are uploaded again");
+	EXPECT_GE(64 << 10, vram_number("uploaded") - uploaded)
 		TH_LOG("only a, the object the CPU wrote, is uploaded again");
 	add_job_fini(self->fd, &j);
 }
 
 /*
- * At 100 MB/s a 1 MiB object the job writes takes 10.49 ms up and 10.49 ms
- * back before its fence signals; run again, resident, only the write-back.
+ * At 100 MB/s a 1 MiB object the job writes takes 10.49 ms up before it
+ * runs, and the one page it stores to 41 us back before its fence signals;
+ * run again, resident, only that write-back.
  */
 TEST_F(vram, copies_take_their_modeled_time)
 {
-	const __u64 copy_ns = (1ull << 20) * 1000 / 100;
+	const __u64 copy_ns = (1ull << 20) * 1000 / 100, page_ns = 4096ull * 1000 / 100;
 	struct busy_job w;
 	__u64 t0, first, second;
 
@@ -277,14 +281,15 @@ TEST_F(vram, copies_take_their_modeled_time)
 	ASSERT_EQ(0, wait_ok(self->fd, self->ctx[0], w.s.seqno));
 	first = vg_now_ns() - t0;
 	ASSERT_EQ(-1, busy_job_wrong(&w));
-	EXPECT_GE(first, 2 * copy_ns) TH_LOG("upload and write-back took %llu ns", first);
+	EXPECT_GE(first, copy_ns + page_ns) TH_LOG("upload and write-back took %llu ns", first);
 	t0 = vg_now_ns();
 	ASSERT_EQ(0, busy_submit(self->fd, &w));
 	ASSERT_EQ(0, wait_ok(self->fd, self->ctx[0], w.s.seqno));
 	second = vg_now_ns() - t0;
-	EXPECT_GE(second, copy_ns) TH_LOG("write-back took %llu ns", second);
+	EXPECT_GE(second, page_ns) TH_LOG("write-back took %llu ns", second);
 	EXPECT_EQ(1 << 20, vram_number("uploaded")) TH_LOG("the resident object was uploaded again");
-	EXPECT_EQ(2 << 20, vram_number("written_back"));
+	/* Each job wrote back the one page it stored to, not the object. */
+	EXPECT_EQ(2 * 4096, vram_number("written_back"));
 	busy_job_fini(self->fd, &w);
 }
 

@@ -6,9 +6,10 @@
 //! time of copies between system and device memory, and which idle object
 //! is evicted when room is needed.
 //!
-//! The memory itself is allocated by the module and managed by the kernel's
-//! GPU buddy allocator (`kernel::gpu::buddy`); this file holds the pure
-//! rules about it, tested on the host.
+//! The memory itself is allocated by the module; its chunks are handed out
+//! from a bitmap ([`ChunkMap`]) that taking and giving back never allocate
+//! for, so a job's preparation, which its fence waits for, can run them.
+//! This file holds the pure rules about it, tested on the host.
 
 use super::topology::{
     within,
@@ -22,7 +23,8 @@ pub const VRAM_MIB: (u32, u32) = (1, 1024);
 /// The default device memory, in MiB.
 pub const DEFAULT_VRAM_MIB: u32 = 64;
 
-/// The smallest block the buddy allocator hands out, in bytes.
+/// The unit device memory is handed out in, in bytes: one page of an
+/// object, mapped through the copy's page table.
 pub const CHUNK_BYTES: u64 = 4096;
 
 /// Bytes of device memory for `vram_mib`, or the parameter's range error.
@@ -41,6 +43,103 @@ pub const DEFAULT_BANDWIDTH_MBPS: u32 = 12_000;
 /// Checks `vram_bandwidth_mbps`.
 pub fn bandwidth_mbps(value: u32) -> Result<u32, ParamError> {
     within("vram_bandwidth_mbps", value, BANDWIDTH_MBPS)
+}
+
+/// The device memory's chunks, one bit each (set: taken), over storage the
+/// caller owns. Every chunk is a page of some copy through that copy's page
+/// table, so any free chunks do: taking is first fit over the bitmap,
+/// without looking for contiguous runs, and never fails while enough are
+/// free.
+///
+/// # Invariants
+///
+/// `free` is the number of clear bits among the first `chunks` of
+/// `words`; bits past `chunks` are set.
+pub struct ChunkMap<'a> {
+    words: &'a mut [u64],
+    chunks: u32,
+    free: &'a mut u32,
+}
+
+impl<'a> ChunkMap<'a> {
+    /// Words a map of `chunks` chunks needs.
+    pub const fn words_for(chunks: u32) -> usize {
+        (chunks as usize).div_ceil(64)
+    }
+
+    /// Marks every chunk free, for a map over `words` of `chunks` chunks
+    /// (`None` if `words` is too short); `free` receives the count.
+    pub fn init(words: &'a mut [u64], chunks: u32, free: &'a mut u32) -> Option<Self> {
+        if words.len() < Self::words_for(chunks) {
+            return None;
+        }
+        for (i, w) in words.iter_mut().enumerate() {
+            let first = i as u64 * 64;
+            let valid = u64::from(chunks).saturating_sub(first).min(64);
+            *w = if valid == 64 { 0 } else { !0u64 << valid };
+        }
+        *free = chunks;
+        Some(Self {
+            words,
+            chunks,
+            free,
+        })
+    }
+
+    /// A map over state [`ChunkMap::init`] made.
+    pub fn over(words: &'a mut [u64], chunks: u32, free: &'a mut u32) -> Self {
+        Self {
+            words,
+            chunks,
+            free,
+        }
+    }
+
+    /// Free chunks.
+    pub fn free(&self) -> u32 {
+        *self.free
+    }
+
+    /// Takes `count` chunks, lowest first, calling `put(i, chunk)` for the
+    /// `i`-th; all or nothing: `false` (and nothing taken) if fewer are
+    /// free.
+    pub fn take(&mut self, count: usize, mut put: impl FnMut(usize, u32)) -> bool {
+        if count > *self.free as usize {
+            return false;
+        }
+        let mut i = 0;
+        for (w, word) in self.words.iter_mut().enumerate() {
+            while i < count && *word != !0 {
+                let bit = (!*word).trailing_zeros();
+                *word |= 1 << bit;
+                put(i, w as u32 * 64 + bit);
+                i += 1;
+            }
+            if i == count {
+                break;
+            }
+        }
+        *self.free -= i as u32;
+        i == count
+    }
+
+    /// Gives chunk `chunk` back; `false` if it was not taken (a chunk is
+    /// never counted free twice).
+    pub fn give(&mut self, chunk: u32) -> bool {
+        if chunk >= self.chunks {
+            return false;
+        }
+        let Some(word) = self.words.get_mut(chunk as usize / 64) else {
+            return false;
+        };
+        let mask = 1u64 << (chunk % 64);
+        if *word & mask == 0 {
+            return false;
+        }
+        *word &= !mask;
+        *self.free += 1;
+        true
+    }
 }
 
 /// Bytes of device memory an object of `bytes` takes: whole chunks.
@@ -167,6 +266,38 @@ pub fn first_failing(cases: &[(&'static str, bool)]) -> Result<(), &'static str>
 
 #[cfg(test)]
 mod tests {
+    use super::ChunkMap;
+
+    #[test]
+    fn chunk_map_takes_all_or_nothing_and_gives_back() {
+        let mut words = [0u64; 3];
+        let mut free = 0;
+        let mut map = ChunkMap::init(&mut words, 130, &mut free).unwrap();
+        assert_eq!(map.free(), 130);
+        let mut got = [0u32; 130];
+        assert!(map.take(70, |i, c| got[i] = c));
+        assert_eq!(&got[..3], &[0, 1, 2]);
+        assert_eq!(got[69], 69);
+        assert_eq!(map.free(), 60);
+        // Too many: nothing taken.
+        assert!(!map.take(61, |_, _| panic!("nothing may be taken")));
+        assert_eq!(map.free(), 60);
+        // Holes are filled first, in any order.
+        assert!(map.give(5) && map.give(64));
+        assert!(!map.give(5), "a free chunk is not given twice");
+        assert!(!map.give(130), "past the end");
+        let mut two = [0u32; 2];
+        assert!(map.take(2, |i, c| two[i] = c));
+        assert_eq!(two, [5, 64]);
+        // The rest, up to the last chunk, never past it.
+        let mut rest = [0u32; 60];
+        assert!(map.take(60, |i, c| rest[i] = c));
+        assert_eq!(rest[59], 129);
+        assert_eq!(map.free(), 0);
+        assert!(!map.take(1, |_, _| ()));
+        assert!(ChunkMap::init(&mut [0u64; 2], 130, &mut free).is_none());
+    }
+
     use super::*;
 
     #[test]

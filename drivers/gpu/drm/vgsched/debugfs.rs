@@ -228,6 +228,7 @@ unsafe extern "C" fn show(m: *mut bindings::seq_file, data: *mut c_void) -> c_in
                 m,
                 "size {} bytes\nfree {} bytes\nchunk {} bytes\nbandwidth {} MB/s\n\
                  uploaded {} bytes\nwritten_back {} bytes\nevictions {}\n\
+                 reclaims {}\nreclaimed {} bytes\nreclaim_ns {}\n\
                  resident {} objects {} bytes\nobject bytes pins last_use\n",
                 vram.size(),
                 vram.avail(),
@@ -236,6 +237,9 @@ unsafe extern "C" fn show(m: *mut bindings::seq_file, data: *mut c_void) -> c_in
                 stats.uploaded_bytes,
                 stats.written_back_bytes,
                 stats.evictions,
+                stats.reclaims,
+                stats.reclaimed_bytes,
+                stats.reclaim_ns,
                 stats.resident_objects,
                 stats.resident_bytes
             );

@@ -75,7 +75,6 @@ use kernel::{
     },
     warn_on,
     workqueue::{
-        self,
         Work,
         WorkItem, //
     }, //
@@ -181,6 +180,11 @@ pub(crate) use tiles::Quantity;
 /// waits for the lock behind the interpreter, whatever the programs do.
 const INTERPRET_BUDGET: u64 = 4096;
 
+/// Room of a context's `done` list: its signalled jobs and its unfinished
+/// ones together never exceed it ([`Engine::make_room`] and the check at
+/// submission), so signalling never waits for the clean-up work item.
+const DONE_CAPACITY: usize = 2 * MAX_JOBS_IN_FLIGHT as usize;
+
 /// A waiter on a job's in-fence that queues the engine's work item when the
 /// fence signals. It holds a reference to the engine, so the callback can
 /// never see the engine go away; the waiter is disarmed (and a callback in
@@ -217,11 +221,22 @@ struct Job {
     seqno: u64,
     /// Signalled when the job finishes.
     fence: Fence,
+    /// Its hold on the device copies of its bound objects, by binding
+    /// slot, and its scratch area, from its phase 2 to its clean-up; the
+    /// interpreter works on these copies.
+    /// Declared before `spec`: dropped (let go) before the objects' last
+    /// references, so a freed object finds its copy idle.
+    device: Option<Prepared>,
+    /// The same handles while not held (made at submission; the memory
+    /// work item takes them out while it prepares or reclaims the job).
+    spare: Option<Prepared>,
     /// What to run.
     spec: JobSpec,
-    /// Armed on the in-fence at submission; dropped with the job.
-    _waiter: Option<JobWaiter>,
-    /// The in-fence (if any) has signalled without error.
+    /// Armed on the in-fence and on the dependencies at submission;
+    /// dropped with the job.
+    _waiters: [Option<JobWaiter>; 2],
+    /// The in-fence (if any) has signalled without error and the
+    /// dependencies (if any) have signalled.
     in_fence_done: bool,
     /// How far its grid has got: units (work-groups or pieces of split
     /// ones) placed, running and saved, and its first error (`-ETIME`
@@ -239,10 +254,6 @@ struct Job {
     saved_waves: KVec<SavedWave>,
     /// Where it stands with device memory ([`memory`]).
     stage: Stage,
-    /// Its hold on the device copies of its bound objects, by binding
-    /// slot, and its scratch area, from its phase 2 to its clean-up; the
-    /// interpreter works on these copies.
-    device: Option<Prepared>,
     /// Device memory it needs at once: its distinct objects and scratch.
     footprint: u64,
     /// When it passed its stages.
@@ -263,7 +274,7 @@ impl Job {
         seqno: u64,
         fence: Fence,
         spec: JobSpec,
-        waiter: Option<JobWaiter>,
+        waiters: [Option<JobWaiter>; 2],
         topology: &Topology,
     ) -> Result<Self> {
         let grid = &spec.grid;
@@ -284,7 +295,7 @@ impl Job {
             seqno,
             fence,
             spec,
-            _waiter: waiter,
+            _waiters: waiters,
             in_fence_done: false,
             progress,
             lanes,
@@ -292,6 +303,7 @@ impl Job {
             saved_waves: KVec::with_capacity(live, GFP_KERNEL)?,
             stage: Stage::Queued,
             device: None,
+            spare: None,
             footprint: 0,
             times: JobTimes {
                 seqno,
@@ -340,8 +352,9 @@ impl Job {
 /// # Invariants
 ///
 /// - `slot.is_some() == entry.resident`;
-/// - `jobs.len() <= MAX_JOBS_IN_FLIGHT` and `done.len() <= MAX_JOBS_IN_FLIGHT`,
-///   within the capacities reserved at creation;
+/// - `jobs.len() <= MAX_JOBS_IN_FLIGHT` and
+///   `jobs.len() + done.len() <= DONE_CAPACITY`, within the capacities
+///   reserved at creation: every job can move to `done` when it signals;
 /// - `runtime_ns` is the context's runtime: the union of the modeled
 ///   intervals its waves executed; slot selection's weight basis
 ///   (`entry.cand`) is charged the same time.
@@ -374,8 +387,9 @@ struct ContextQueue {
     switch_ns: u64,
     /// Its phase 1 ([`memory`]).
     phase1: PhaseOne,
-    /// Its state area in device memory, from phase 1 to the clean-up of
-    /// its task.
+    /// Its state area in device memory (none if `ctx_state_kib` is 0),
+    /// placed from phase 1 to the clean-up of its task; the memory work
+    /// item takes it out while it places it.
     state_area: Option<DeviceArea>,
     /// When its last phase 1 started and ended.
     phase1_times: (u64, u64),
@@ -400,8 +414,9 @@ impl AsMut<SlotEntry> for ContextQueue {
 }
 
 impl ContextQueue {
-    /// The engine's record of a new context; allocates its job lists.
-    fn new(ctx: &Arc<Context>) -> Result<Self> {
+    /// The engine's record of a new context; allocates its job lists and
+    /// its state area (`state_bytes` of `memory`, placed by phase 1).
+    fn new(ctx: &Arc<Context>, memory: &Arc<DeviceMemory>, state_bytes: u64) -> Result<Self> {
         let entry = SlotEntry::new(pool::Candidate {
             id: ctx.timeline as u32,
             priority: ctx.priority as u8,
@@ -412,7 +427,7 @@ impl ContextQueue {
         Ok(Self {
             ctx: ctx.clone(),
             jobs: KVec::with_capacity(MAX_JOBS_IN_FLIGHT as usize, GFP_KERNEL)?,
-            done: KVec::with_capacity(MAX_JOBS_IN_FLIGHT as usize, GFP_KERNEL)?,
+            done: KVec::with_capacity(DONE_CAPACITY, GFP_KERNEL_ACCOUNT)?,
             selected: [false; BANDS],
             entry,
             slot: None,
@@ -424,7 +439,7 @@ impl ContextQueue {
             preemptions: 0,
             switch_ns: 0,
             phase1: PhaseOne::Idle,
-            state_area: None,
+            state_area: DeviceArea::new(memory, state_bytes)?,
             phase1_times: (0, 0),
             task_started: false,
             last_job: JobTimes::default(),
@@ -702,9 +717,10 @@ struct EngineState {
     budget: u64,
     /// Signalled jobs wait in some context's `done` list.
     cleanup_due: bool,
-    /// The oldest job to prepare did not fit in device memory: nothing is
-    /// prepared until some comes back.
-    memory_blocked: bool,
+    /// A job (or phase 1) did not fit in device memory: what cannot run
+    /// now is reclaimed for it, and only a strictly higher level is
+    /// prepared until some memory comes back.
+    memory_blocked: Option<memory::Blocked>,
     /// The last stage starts and ends, for debugfs.
     stages: StageLog,
     /// The last phase 2 did not fit: no context is initialised ahead of
@@ -785,6 +801,8 @@ pub(crate) struct Engine {
     power_weights: PowerWeights,
     /// The engine's own ordered queue, where its work item runs.
     wq: OwnedQueue,
+    /// The queue of the memory and clean-up work items.
+    memory_wq: OwnedQueue,
     /// The longest hold of `state`.
     hold: HoldMeter,
     /// Time spent in [`Engine::submit`].
@@ -920,7 +938,7 @@ impl Engine {
             timer: None,
             budget: INTERPRET_BUDGET,
             cleanup_due: false,
-            memory_blocked: false,
+            memory_blocked: None,
             stages: StageLog::new()?,
             phase1_ahead_paused: false,
             releases: 0,
@@ -946,7 +964,8 @@ impl Engine {
                 rotation: Rotation::new(topology.cycles_to_ns(params.rotation_period_cycles)),
                 costs: CycleCosts::DEFAULT,
                 power_weights: PowerWeights::DEFAULT,
-                wq: OwnedQueue::new()?,
+                wq: OwnedQueue::engine()?,
+                memory_wq: OwnedQueue::memory()?,
                 hold: HoldMeter::new(),
                 submits: SubmitMeter::new(),
                 state <- new_mutex!(st),
@@ -1010,13 +1029,13 @@ impl Engine {
     /// Queues the clean-up work item (a no-op if it is already queued).
     fn queue_cleanup(this: ArcBorrow<'_, Self>) {
         // Already queued: it will find the new jobs too.
-        let _already_queued = workqueue::system_unbound().enqueue::<_, 1>(Arc::from(this));
+        let _already_queued = this.memory_wq.queue().enqueue::<_, 1>(Arc::from(this));
     }
 
     /// Makes a new context known to the engine. Allocates, so it never runs
     /// under the engine lock: room is made first, then the record goes in.
     pub(crate) fn register_context(&self, ctx: &Arc<Context>) -> Result {
-        let queue = ContextQueue::new(ctx)?;
+        let queue = ContextQueue::new(ctx, &self.memory, self.phase_one.state_bytes)?;
         let mut queue = Some(queue);
         loop {
             let want = {
@@ -1114,12 +1133,16 @@ impl Engine {
         } else {
             None
         };
-        let waiter = match &spec.in_fence {
-            Some(in_fence) => Some(JobWaiter::new(this, in_fence)?),
-            None => None,
-        };
-        let mut job = Job::new(seqno, fence.clone(), spec, waiter, &this.topology)?;
+        let mut waiters = [None, None];
+        for (waiter, fence) in waiters.iter_mut().zip([&spec.in_fence, &spec.deps]) {
+            if let Some(fence) = fence {
+                *waiter = Some(JobWaiter::new(this, fence)?);
+            }
+        }
+        let prepared = Prepared::new(&this.memory, &spec.bindings, spec.scratch)?;
+        let mut job = Job::new(seqno, fence.clone(), spec, waiters, &this.topology)?;
         job.footprint = footprint;
+        job.spare = Some(prepared);
         let mut rejected = None;
         {
             let mut st = this.lock();
@@ -1131,7 +1154,11 @@ impl Engine {
             if q.guilty {
                 return Err(ECANCELED);
             }
-            if q.jobs.len() >= MAX_JOBS_IN_FLIGHT as usize {
+            // Unfinished jobs, or signalled ones the clean-up work item
+            // has not dropped yet ([`Engine::make_room`] makes that rare).
+            if q.jobs.len() >= MAX_JOBS_IN_FLIGHT as usize
+                || q.jobs.len() + q.done.len() >= DONE_CAPACITY
+            {
                 return Err(EBUSY);
             }
             job.id = id;
@@ -1153,6 +1180,29 @@ impl Engine {
         drop(sub);
         Self::kick(this);
         Ok((seqno, fence, out_fd))
+    }
+
+    /// Before a submission on `ctx` takes any reservation lock: if its
+    /// signalled jobs wait in numbers for the clean-up work item, waits for
+    /// it, so the job about to be queued has room in `done` when it signals
+    /// (the clean-up takes reservation locks: never called holding one).
+    pub(crate) fn make_room(this: ArcBorrow<'_, Self>, ctx: &Context) {
+        let full = this
+            .lock()
+            .queue(ctx)
+            .is_some_and(|q| q.done.len() >= MAX_JOBS_IN_FLIGHT as usize);
+        if full {
+            Self::queue_cleanup(this);
+            // SAFETY: `this.cleanup` is a live, initialised work item.
+            unsafe { bindings::flush_work(Work::raw_get(&this.cleanup)) };
+        }
+    }
+
+    /// Drops the signalled jobs now (`BO_CPU_PREP`: they let their device
+    /// copies go, so an object the CPU is about to write can leave device
+    /// memory). Process context, no reservation lock held.
+    pub(crate) fn drop_signalled(this: ArcBorrow<'_, Self>) {
+        Self::clean_up(this);
     }
 
     /// What the engine knows of `ctx`, for `CTX_QUERY`; `ENOENT` if it is
@@ -1390,7 +1440,7 @@ impl Engine {
     fn clean_up(this: ArcBorrow<'_, Self>) {
         loop {
             // The replacement list is allocated before the lock is taken.
-            let Ok(spare) = KVec::with_capacity(MAX_JOBS_IN_FLIGHT as usize, GFP_KERNEL) else {
+            let Ok(spare) = KVec::with_capacity(DONE_CAPACITY, GFP_KERNEL_ACCOUNT) else {
                 // Retried on the next completion.
                 break;
             };
@@ -1405,7 +1455,7 @@ impl Engine {
         }
         // Dropped jobs gave their device memory back.
         Self::memory_released(this);
-        // A full `done` list may have held completions back.
+        // Room for more submissions; the engine may have more to do.
         Self::kick(this);
     }
 
@@ -1499,8 +1549,9 @@ impl Engine {
     ///
     /// A context's finished jobs are all signalled in one pass, so a WAIT
     /// that saw the first (a hang, say) also sees the jobs the hang
-    /// cancelled. A full `done` list holds completions back until the
-    /// clean-up work item has emptied it.
+    /// cancelled. The `done` list always has room (see
+    /// [`ContextQueue`]'s invariants): signalling never waits for the
+    /// clean-up work item.
     fn collect_finished(&self, st: &mut EngineState, now: u64) -> usize {
         let EngineState {
             queues,
@@ -1549,6 +1600,8 @@ impl Engine {
                     | Stage::CleanedUp(_) => {}
                 }
                 if q.done.len() >= q.done.capacity() {
+                    // Cannot happen: submission keeps room for every job.
+                    warn_on!(true);
                     *cleanup_due = true;
                     break;
                 }
@@ -1596,22 +1649,27 @@ impl Engine {
         Self::in_fence_ready(job) && job.stage.on_device(now)
     }
 
-    /// Whether a job's in-fence (if any) has signalled; a failed one fails
-    /// the job with `-ECANCELED`.
+    /// Whether a job's in-fence and dependencies (if any) have signalled;
+    /// a failed in-fence fails the job with `-ECANCELED`, a failed
+    /// dependency does not (it only orders the job after it).
     fn in_fence_ready(job: &mut Job) -> bool {
         if !job.in_fence_done {
             if let Some(in_fence) = &job.spec.in_fence {
                 match in_fence.status() {
                     0 => return false,
-                    // The fence and its waiter are dropped with the job,
-                    // by the clean-up work item: not on this path.
-                    1 => job.in_fence_done = true,
+                    1 => {}
                     _ => {
                         job.progress.fail(ECANCELED.to_errno());
                         return false;
                     }
                 }
             }
+            if job.spec.deps.as_ref().is_some_and(|d| d.status() == 0) {
+                return false;
+            }
+            // The fences and their waiters are dropped with the job, by
+            // the clean-up work item: not on this path.
+            job.in_fence_done = true;
         }
         true
     }

@@ -16,6 +16,14 @@
  *    for it; its workers run at high priority so other work on the CPU
  *    delays it less.
  *
+ *  - vgsched_memory_wq_alloc() gives the engine a second queue, for its
+ *    memory work item (phase 1, phase 2, write-backs, reclaims) and its
+ *    clean-up work item. A job's fence waits for its phase 2 and its
+ *    write-back, so this queue has WQ_MEM_RECLAIM as well (a rescuer keeps
+ *    it going when no worker can be created); unbound, since copies are
+ *    long and need no particular CPU; WQ_HIGHPRI like the engine's queue,
+ *    since a preempting job's preparation is on its way to the device.
+ *
  *  - vgsched_fence_begin_signalling() / vgsched_fence_end_signalling()
  *    mark the engine's signalling critical sections
  *    (dma_fence_begin_signalling() in drivers/dma-buf/dma-fence.c): with
@@ -31,6 +39,11 @@
 struct workqueue_struct *vgsched_engine_wq_alloc(void)
 {
 	return alloc_ordered_workqueue("vgsched-engine", WQ_MEM_RECLAIM | WQ_HIGHPRI);
+}
+
+struct workqueue_struct *vgsched_memory_wq_alloc(void)
+{
+	return alloc_workqueue("vgsched-memory", WQ_MEM_RECLAIM | WQ_UNBOUND | WQ_HIGHPRI, 0);
 }
 
 void vgsched_engine_wq_destroy(struct workqueue_struct *wq)

@@ -27,7 +27,6 @@ use kernel::{
     },
     ffi::c_void,
     prelude::*,
-    sync::atomic::ordering, //
 };
 
 use crate::{
@@ -76,7 +75,7 @@ unsafe extern "C" fn count_object(data: *mut c_void, obj: *mut bindings::drm_gem
     let region = unsafe { &mut *data.cast::<DeviceRegion>() };
     let size = bo.size() as u64;
     region.total = region.total.saturating_add(size);
-    if bo.resident.load(ordering::Relaxed) {
+    if bo.copy.is_placed() {
         region.resident = region.resident.saturating_add(size);
     }
 }

@@ -31,7 +31,7 @@ void vgsched_fence_waiter_free(struct vgsched_fence_waiter *waiter);
 
 /* Implicit synchronisation of a submission (resv.c). */
 struct vgsched_resv_set *vgsched_resv_lock(struct drm_gem_object **objs, const bool *writes,
-					   unsigned int count, struct dma_fence *in_fence,
+					   unsigned int count, u64 own_context,
 					   struct dma_fence **wait);
 void vgsched_resv_publish(struct vgsched_resv_set *set, struct dma_fence *fence);
 void vgsched_resv_unlock(struct vgsched_resv_set *set);

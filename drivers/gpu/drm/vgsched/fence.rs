@@ -83,7 +83,7 @@ extern "C" {
         objs: *mut *mut RawGemObject,
         writes: *const bool,
         count: c_uint,
-        in_fence: *mut bindings::dma_fence,
+        own_context: u64,
         wait: *mut *mut bindings::dma_fence,
     ) -> *mut RawResvSet;
     fn vgsched_resv_publish(set: *mut RawResvSet, fence: *mut bindings::dma_fence);
@@ -339,16 +339,16 @@ impl<'a> ResvLock<'a> {
     /// the job stores to `maps[i]`), reserves a fence slot in each and
     /// returns the lock with the one fence the job must wait for: the
     /// fences already there (all of them for an object it writes, the
-    /// writers' for one it only reads) together with `in_fence`. `None`
-    /// when there is nothing to wait for. May be interrupted (`EINTR`,
-    /// `ERESTARTSYS`).
+    /// writers' for one it only reads) but those of fence context
+    /// `own_context` (its own context's). `None` when there is nothing to
+    /// wait for. May be interrupted (`EINTR`, `ERESTARTSYS`).
     ///
     /// No reservation lock of these objects may be taken on this thread
     /// (a vmap, a vunmap) until the lock is released.
     pub(crate) fn lock(
         maps: &'a [VMapOwned<VgObject>],
         writes: &[bool],
-        in_fence: Option<&Fence>,
+        own_context: u64,
     ) -> Result<(Self, Option<Fence>)> {
         let count = maps.len();
         if count > isa::MAX_BINDINGS || writes.len() != count {
@@ -358,17 +358,16 @@ impl<'a> ResvLock<'a> {
         for (obj, map) in objs.iter_mut().zip(maps) {
             *obj = map.owner().as_raw().cast();
         }
-        let in_fence = in_fence.map_or(core::ptr::null_mut(), |f| f.ptr.as_ptr());
         let mut wait = core::ptr::null_mut();
         // SAFETY: `objs` holds `count` live GEM objects (referenced by
-        // `maps` for `'a`), `writes` as many flags, `in_fence` is null or
-        // live, and `wait` is a valid place for the result.
+        // `maps` for `'a`), `writes` as many flags, and `wait` is a valid
+        // place for the result.
         let raw = unsafe {
             vgsched_resv_lock(
                 objs.as_mut_ptr(),
                 writes.as_ptr(),
                 count as c_uint,
-                in_fence,
+                own_context,
                 &mut wait,
             )
         };

@@ -6,8 +6,16 @@
 //! file's handles to it and whether the file may write it. A file that
 //! holds an object only through read-only shared-storage opens
 //! (`shared.rs`) may not map it writable nor bind it writable in a job.
+//!
+//! Each object also knows which of its pages the CPU has written through a
+//! mapping since its device copy last took them
+//! ([`VgObject::take_cpu_written`]): its mappings report the first write to
+//! each page (`bo_mapping.c`), so a program that writes its inputs through
+//! `mmap()` between jobs has them in the next job without any call,
+//! whatever copy is resident.
 
 use kernel::{
+    bindings,
     drm::{
         self,
         gem,
@@ -18,6 +26,7 @@ use kernel::{
         VmaNew, //
     },
     new_mutex,
+    page::PAGE_SIZE,
     prelude::*,
     sync::{
         aref::ARef,
@@ -39,7 +48,11 @@ use crate::{
         Holding,
         Resource, //
     },
-    vram::DeviceMemory, //
+    vram::{
+        self,
+        DeviceCopy,
+        DeviceMemory, //
+    },
 };
 
 /// How one open file, by its DRM client id, holds an object.
@@ -61,9 +74,9 @@ pub(crate) struct VgObject {
     _charge: Option<Charge>,
     /// The device memory that may hold a copy of it.
     memory: Arc<DeviceMemory>,
-    /// It has a copy in device memory; kept by the residency table, read
-    /// without a lock (fdinfo).
-    pub(crate) resident: Arc<Atomic<bool>>,
+    /// Its device copy (placed while resident), made with it so that
+    /// making it resident never allocates.
+    pub(crate) copy: Arc<DeviceCopy>,
     /// It has been published in shared storage: from then on other files
     /// get handles to it only from shared-storage opens, and its dma-buf
     /// maps read-only. Never cleared.
@@ -71,14 +84,52 @@ pub(crate) struct VgObject {
     /// The open files that hold handles to it, and how.
     #[pin]
     holders: Mutex<KVec<Holder>>,
+    /// One bit per page: the CPU wrote the page through a mapping since a
+    /// device copy last took it ([`VgObject::take_cpu_written`]).
+    cpu_written: KVVec<Atomic<u64>>,
+}
+
+/// Opaque `struct vm_area_struct` (the generated binding is not FFI-safe
+/// by lint).
+#[repr(C)]
+struct RawVma {
+    _opaque: [u8; 0],
+}
+
+/// Opaque `struct drm_gem_object`, as [`RawVma`].
+#[repr(C)]
+struct RawGemObject {
+    _opaque: [u8; 0],
+}
+
+extern "C" {
+    fn vgsched_bo_track_writes(vma: *mut RawVma);
+    fn vgsched_bo_protect(obj: *mut RawGemObject);
+}
+
+/// Called by `bo_mapping.c` when the CPU is about to write page `page` of
+/// `obj` through a mapping for the first time since it was protected.
+///
+/// # Safety
+///
+/// `obj` is the GEM object of a live [`Bo`] (the mapping holds a reference
+/// to it): `bo_mapping.c`'s operations are installed only on mappings of
+/// this driver's objects, by [`gem::DriverObject::mmap`].
+#[no_mangle]
+unsafe extern "C" fn vgsched_bo_cpu_write(obj: *mut bindings::drm_gem_object, page: usize) {
+    // SAFETY: By the function's safety requirement `obj` is embedded in a
+    // live `Bo`, which the mapping keeps alive during this call.
+    let bo = unsafe { <Bo as gem::IntoGEMObject>::from_raw(obj) };
+    vram::set_bit(&bo.cpu_written, page);
 }
 
 #[pinned_drop]
 impl PinnedDrop for VgObject {
     fn drop(self: Pin<&mut Self>) {
-        // No job holds the object any more (jobs hold references): its
-        // device copy, if any, is idle and goes with it.
-        self.memory.forget(self.id);
+        // No job holds the object any more (jobs hold references and let
+        // their copies go first): its device copy, if any, is idle and goes
+        // with it.
+        self.memory.forget(&self.copy);
     }
 }
 
@@ -91,18 +142,21 @@ impl gem::DriverObject for VgObject {
 
     fn new(
         dev: &drm::Device<VgDriver>,
-        _size: usize,
+        size: usize,
         charge: Option<Charge>,
     ) -> impl PinInit<Self, Error> {
         let memory = dev.engine.device_memory().clone();
-        let resident = Arc::new(Atomic::new(false), GFP_KERNEL);
+        let id = memory.new_object_id();
+        let copy = DeviceCopy::new(size as u64, id);
+        let cpu_written = vram::bitmap(size.div_ceil(PAGE_SIZE));
         try_pin_init!(VgObject {
-            id: memory.new_object_id(),
+            id,
             _charge: charge,
             memory,
-            resident: resident?,
+            copy: copy?,
             shared: Atomic::new(false),
             holders <- new_mutex!(KVec::new()),
+            cpu_written: cpu_written?,
         })
     }
 
@@ -138,6 +192,9 @@ impl gem::DriverObject for VgObject {
         if vma.flags() & flags::MAYSHARE == 0 {
             return Err(EINVAL);
         }
+        // SAFETY: `vma` is being set up by this `mmap()`, for `obj`, whose
+        // reference the mapping holds from here on.
+        unsafe { vgsched_bo_track_writes(vma.as_ptr().cast()) };
         let writable = match file {
             Some(file) => obj.may_write(file),
             None => !obj.is_shared(),
@@ -162,6 +219,28 @@ impl gem::DriverObject for VgObject {
 }
 
 impl VgObject {
+    /// Before a job that binds the object is queued: moves the pages the
+    /// CPU wrote through its mappings since the last time into its device
+    /// copy's pages to upload again ([`DeviceCopy::cpu_wrote`]) and, if
+    /// there were any, takes away the CPU's page-table entries, so the next
+    /// write to any page is reported again. The job's preparation uploads
+    /// those pages after this (the order `bo_mapping.c` asks for). Takes
+    /// the mappings' locks: before any reservation lock.
+    pub(crate) fn take_cpu_written(bo: &Bo) {
+        let mut any = false;
+        for (w, word) in bo.cpu_written.iter().enumerate() {
+            let bits = word.xchg(0, ordering::Acquire);
+            if bits != 0 {
+                any = true;
+                bo.copy.cpu_wrote(w, bits);
+            }
+        }
+        if any {
+            // SAFETY: `bo` is a live object of this driver.
+            unsafe { vgsched_bo_protect(gem::IntoGEMObject::as_raw(bo).cast()) };
+        }
+    }
+
     /// It has been published in shared storage.
     pub(crate) fn is_shared(&self) -> bool {
         self.shared.load(ordering::Relaxed)

@@ -443,10 +443,10 @@ impl Ioctl for Submit {
         // the bound objects' reservations, they stay locked, so every other
         // submission on them orders itself before or after this one. The
         // mappings outlive the lock: an unmap takes the reservation lock.
+        Engine::make_room(dev.engine.as_arc_borrow(), &ctx);
         let bindings = spec.bindings.clone();
-        let (lock, wait) =
-            ResvLock::lock(&bindings, &writes[..bindings.len()], spec.in_fence.as_ref())?;
-        spec.in_fence = wait;
+        let (lock, deps) = ResvLock::lock(&bindings, &writes[..bindings.len()], ctx.timeline)?;
+        spec.deps = deps;
         let (seqno, fence, out_fd) = match Engine::submit(dev.engine.as_arc_borrow(), &ctx, spec) {
             Ok(queued) => queued,
             Err(e) => {
@@ -545,7 +545,8 @@ impl Ioctl for BoCpuPrep {
         };
         fence::wait_for_cpu(&bo, write, wait)?;
         if write {
-            dev.engine.device_memory().forget(bo.id);
+            Engine::drop_signalled(dev.engine.as_arc_borrow());
+            dev.engine.device_memory().forget(&bo.copy);
             Engine::memory_released(dev.engine.as_arc_borrow());
         }
         Ok(0)

@@ -44,9 +44,14 @@ pub(crate) struct JobSpec {
     pub(crate) independent: bool,
     /// Priority band of the work-groups in the dispatcher.
     pub(crate) band: u8,
-    /// Fence to wait for before starting: the caller's in-fence merged with
-    /// the fences of the bound objects' reservations.
+    /// The caller's explicit in-fence: the job starts once it has
+    /// signalled, and is cancelled (`-ECANCELED`) if it failed.
     pub(crate) in_fence: Option<Fence>,
+    /// Its implicit dependencies: the fences of the bound objects'
+    /// reservations (but its own context's), merged. The job starts once
+    /// they have signalled, whatever their errors: a reader's fault does
+    /// not cancel the next writer.
+    pub(crate) deps: Option<Fence>,
     /// Return a sync_file of the job's completion.
     pub(crate) want_out_fence: bool,
     /// Its scratch area in device memory, bytes.

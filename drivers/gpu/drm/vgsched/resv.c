@@ -12,9 +12,14 @@
  *     ww acquire context (drm_exec backs off and retries on contention),
  *     reserves one fence slot in each, and folds the fences the job must
  *     wait for into one: for an object the job writes, every fence there
- *     (readers and writers); for one it only reads, the writers'; plus
- *     the caller's in-fence.
- *  2. The caller queues the job with that fence as its in-fence.
+ *     (readers and writers); for one it only reads, the writers'. Fences of
+ *     the job's own context are left out: its jobs run in submission order
+ *     on the same device copies anyway, so waiting for them would only hold
+ *     its next job's preparation back (as drm_sched skips an entity's own
+ *     fences). These are dependencies for ordering only: their errors are
+ *     not the job's (uapi.rst), unlike the caller's explicit in-fence,
+ *     which the engine waits for on its own.
+ *  2. The caller queues the job with that fence as its dependency.
  *  3. vgsched_resv_publish() adds the job's fence to every object
  *     (DMA_RESV_USAGE_WRITE where it writes, DMA_RESV_USAGE_READ where it
  *     only reads) and unlocks; it cannot fail, the slots are reserved.
@@ -65,51 +70,50 @@ static void vgsched_resv_dedup(struct vgsched_resv_set *set, struct drm_gem_obje
 	}
 }
 
-/* Fences the job must wait for, as one fence (NULL: none), or an ERR_PTR. */
-static struct dma_fence *vgsched_resv_gather(struct vgsched_resv_set *set,
-					     struct dma_fence *in_fence)
+/*
+ * Fences the job must wait for, but those of fence context @own, as one
+ * fence (NULL: none), or an ERR_PTR. The reservations are locked, so their
+ * fences stay put while they are counted and gathered.
+ */
+static struct dma_fence *vgsched_resv_gather(struct vgsched_resv_set *set, u64 own)
 {
-	struct dma_fence *fences[VGSCHED_RESV_MAX_OBJECTS + 1];
-	struct dma_fence_unwrap cursors[VGSCHED_RESV_MAX_OBJECTS + 1];
+	struct dma_fence_unwrap *cursors = NULL;
+	struct dma_fence **fences = NULL;
 	struct dma_fence *merged = NULL;
-	unsigned int i, n = 0;
-	int ret = 0;
+	struct dma_resv_iter iter;
+	struct dma_fence *fence;
+	unsigned int i, n = 0, max = 0;
 
-	/*
-	 * A merge keeps only pending fences: an in-fence that already failed
-	 * would be dropped, yet it must cancel the job (uapi.rst). It alone
-	 * decides the job's fate, so it alone is waited for.
-	 */
-	if (in_fence && dma_fence_get_status(in_fence) < 0)
-		return dma_fence_get(in_fence);
-
-	for (i = 0; i < set->count; i++) {
-		struct dma_fence *fence;
-
-		/* A writer waits for readers and writers, a reader for the writers. */
-		ret = dma_resv_get_singleton(set->objs[i]->resv,
-					     dma_resv_usage_rw(set->writes[i]), &fence);
-		if (ret)
-			goto out;
-		if (fence)
-			fences[n++] = fence;
-	}
-	if (in_fence)
-		fences[n++] = dma_fence_get(in_fence);
-	if (n == 0)
+	for (i = 0; i < set->count; i++)
+		dma_resv_for_each_fence(&iter, set->objs[i]->resv,
+					dma_resv_usage_rw(set->writes[i]), fence)
+			max += fence->context != own;
+	if (!max)
+		return NULL;
+	fences = kmalloc_array(max, sizeof(*fences), GFP_KERNEL);
+	cursors = kmalloc_array(max, sizeof(*cursors), GFP_KERNEL);
+	if (!fences || !cursors) {
+		merged = ERR_PTR(-ENOMEM);
 		goto out;
-	/* Copies the fences it keeps; it takes its own references. */
+	}
+	for (i = 0; i < set->count; i++)
+		/* A writer waits for readers and writers, a reader for the writers. */
+		dma_resv_for_each_fence(&iter, set->objs[i]->resv,
+					dma_resv_usage_rw(set->writes[i]), fence)
+			if (fence->context != own && n < max)
+				fences[n++] = fence;
+	/* Takes its own references to the fences it keeps. */
 	merged = __dma_fence_unwrap_merge(n, fences, cursors);
 	if (!merged)
-		ret = -ENOMEM;
+		merged = ERR_PTR(-ENOMEM);
 out:
-	while (n--)
-		dma_fence_put(fences[n]);
-	return ret ? ERR_PTR(ret) : merged;
+	kfree(cursors);
+	kfree(fences);
+	return merged;
 }
 
 struct vgsched_resv_set *vgsched_resv_lock(struct drm_gem_object **objs, const bool *writes,
-					   unsigned int count, struct dma_fence *in_fence,
+					   unsigned int count, u64 own_context,
 					   struct dma_fence **wait)
 {
 	struct vgsched_resv_set *set;
@@ -136,7 +140,7 @@ struct vgsched_resv_set *vgsched_resv_lock(struct drm_gem_object **objs, const b
 		}
 	}
 
-	fence = vgsched_resv_gather(set, in_fence);
+	fence = vgsched_resv_gather(set, own_context);
 	if (IS_ERR(fence)) {
 		ret = PTR_ERR(fence);
 		goto fail;

@@ -126,6 +126,7 @@ impl Submission {
             independent,
             band: args.group_priority as u8,
             in_fence,
+            deps: None,
             want_out_fence: args.flags & uapi::DRM_VGSCHED_SUBMIT_OUT_FENCE != 0,
             scratch: args.scratch_bytes,
             tiles: args.tiles.max(1),
@@ -192,6 +193,9 @@ fn bind_buffers(
         if write && !bo.may_write(file) {
             return Err(EACCES);
         }
+        // What the CPU wrote through mmap() reaches this job (before any
+        // reservation lock is taken).
+        VgObject::take_cpu_written(&bo);
         maps.push(bo.owned_vmap::<0>()?, GFP_KERNEL)?;
     }
     Ok(maps)

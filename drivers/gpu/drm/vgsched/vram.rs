@@ -1,30 +1,40 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The virtual GPU's device memory: a region of `vram_mib` MiB that the
-//! module allocates, handed out by the kernel's GPU buddy allocator
-//! (`kernel::gpu::buddy`, the allocator of nova-core and the DRM VRAM
-//! managers) in chunks of [`CHUNK_BYTES`], and the residency of buffer
-//! objects in it.
+//! module allocates, handed out in chunks of [`CHUNK_BYTES`] (one page of
+//! an object) from the core crate's [`ChunkMap`], and the residency of
+//! buffer objects in it.
 //!
 //! A buffer object lives in system memory (shmem). A job runs on device
 //! copies of the objects it binds: preparing the job makes each of them
-//! resident ([`DeviceMemory::take`]: allocate, evicting idle objects least
-//! recently used first, and upload), and cleaning it up writes the objects
-//! it may have written back to system memory ([`DeviceMemory::write_back`])
-//! before its fence signals. A copy stays resident while the object is idle,
-//! so the next job that binds it finds it there, until room is needed, the
-//! CPU announces a write (`BO_CPU_PREP`) or the object is freed.
+//! resident ([`DeviceMemory::take`]: chunks taken, idle copies evicted least
+//! recently used first, and an upload), and cleaning it up writes back the
+//! pages it stored to ([`DeviceMemory::write_back`]) before its fence
+//! signals. A copy stays resident while the object is idle, so the next job
+//! that binds it finds it there, until room is needed or the object is
+//! freed.
+//!
+//! A job's fence waits for its preparation, so nothing here allocates once
+//! a job is queued: every [`DeviceCopy`] (the page table of an object, of a
+//! context's state area, of a job's scratch area) and every [`Pinned`]
+//! handle (with the job's dirty-page bitmap) is allocated when its object,
+//! context or job is made, charged to the caller's memory cgroup; taking
+//! and giving chunks only flips bits under a spinlock, and the residency
+//! table has room for one copy per chunk. The residency lock (a mutex, held
+//! across uploads) is never held around an allocation.
+//!
+//! CPU writes are never hidden by a resident copy: the object's mappings
+//! report each page the CPU writes (`gem.rs`, `bo_mapping.c`); a submission
+//! moves the reports into the object's copy ([`DeviceCopy::cpu_pages`]), and
+//! the job's preparation uploads those pages again into a resident copy. A
+//! write-back copies only the pages the job stored to (one dirty bit per
+//! page in its [`Pinned`]), so what the CPU wrote to other pages of the
+//! object while the job ran survives it.
 //!
 //! Copies take modeled time on one copy engine at `vram_bandwidth_mbps`;
-//! the bytes move for real, on the calling thread. Nothing here runs on the
-//! engine's fence-signalling path: it allocates, and the residency lock is
-//! held across allocation and copies. The signalling path only reads and
-//! writes device words through a [`Pinned`] copy the job holds.
-//!
-//! The sizes, the copy time and the choice of victim are the core crate's
+//! the bytes move for real, on the calling thread. The sizes, the copy
+//! time, the chunk map and the choice of victim are the core crate's
 //! ([`crate::vgsched_core::device_memory`]).
-
-use core::pin::Pin;
 
 use kernel::{
     bindings,
@@ -33,17 +43,9 @@ use kernel::{
         BaseObject, //
     },
     ffi::c_void,
-    gpu::buddy::{
-        AllocatedBlocks,
-        GpuBuddy,
-        GpuBuddyAllocFlags,
-        GpuBuddyAllocMode,
-        GpuBuddyParams, //
-    },
     io::IoBase,
     new_mutex,
     prelude::*,
-    ptr::Alignment,
     sync::{
         atomic::{
             ordering,
@@ -62,6 +64,7 @@ use crate::{
     vgsched_core::device_memory::{
         chunks_of,
         lru_victim,
+        ChunkMap,
         CopyEngine,
         ResidentView,
         CHUNK_BYTES, //
@@ -71,68 +74,154 @@ use crate::{
 /// Words per chunk of device memory.
 const CHUNK_WORDS: usize = (CHUNK_BYTES / 4) as usize;
 
-/// The device copy of one buffer object: the chunks the allocator gave it
-/// and, per 4 KiB page of the object, the chunk that holds it (the
-/// device's page table for the object).
+/// Sets bit `bit` of the bitmap `words`; nothing past its end.
+pub(crate) fn set_bit(words: &[Atomic<u64>], bit: usize) {
+    let Some(word) = words.get(bit / 64) else {
+        return;
+    };
+    let mask = 1u64 << (bit % 64);
+    let mut old = word.load(ordering::Relaxed);
+    while old & mask == 0 {
+        match word.cmpxchg(old, old | mask, ordering::Release) {
+            Ok(_) => break,
+            Err(now) => old = now,
+        }
+    }
+}
+
+/// A bitmap of `bits` bits, cleared, charged to the caller's memory cgroup.
+pub(crate) fn bitmap(bits: usize) -> Result<KVVec<Atomic<u64>>> {
+    let words = bits.div_ceil(64);
+    let mut v = KVVec::with_capacity(words, GFP_KERNEL_ACCOUNT)?;
+    for _ in 0..words {
+        v.push_within_capacity(Atomic::new(0)).map_err(|_| ENOMEM)?;
+    }
+    Ok(v)
+}
+
+/// Clears a bitmap.
+fn clear(words: &[Atomic<u64>]) {
+    words.iter().for_each(|w| w.store(0, ordering::Relaxed));
+}
+
+/// A region of device memory that may be placed (hold chunks) or not: the
+/// copy of one buffer object, a context's state area or a job's scratch
+/// area. Made with its owner, so placing it never allocates.
 ///
 /// # Invariants
 ///
-/// - `pages.len() * CHUNK_BYTES == bytes`, and every entry of `pages` is a
-///   chunk of `blocks`, each chunk named once;
-/// - `pins` counts the [`Pinned`] handles alive on this copy.
+/// - while `placed`, every entry of `pages` is a chunk taken from the
+///   device's chunk map for this copy alone, each named once;
+/// - `placed` and `pages` change only under the residency lock (an area's,
+///   only through `&mut` of its [`DeviceArea`]) while `pins` is 0;
+/// - `pins` counts the held [`Pinned`] handles on this copy.
 pub(crate) struct DeviceCopy {
-    /// Keeps the chunks allocated; freed when the copy goes.
-    _blocks: Pin<KBox<AllocatedBlocks>>,
-    pages: KVVec<u32>,
+    /// The object's number ([`VgObject::id`]); 0 for an area.
+    object: u64,
+    /// Per page of the copy, its chunk, while placed.
+    pages: KVVec<Atomic<u32>>,
     bytes: u64,
+    placed: Atomic<bool>,
     pins: Atomic<u32>,
-    /// A job stored to it and was cancelled before its write-back: the
-    /// copy may differ from system memory and is never taken again.
+    /// A job stored to it and was cancelled before its write-back: it may
+    /// differ from system memory and is uploaded again once no job holds
+    /// it.
     stale: Atomic<bool>,
     /// When its upload ends in modeled time: a job that finds it resident
     /// may not start before.
     ready_ns: Atomic<u64>,
+    /// When a job last took it (the residency table's clock).
+    last_use: Atomic<u64>,
+    /// For an object: the pages the CPU wrote since the copy last took
+    /// them, one bit per page (moved here from the object's mapping
+    /// reports at submission).
+    cpu_pages: KVVec<Atomic<u64>>,
 }
 
-/// One resident object in the residency table.
-struct Resident {
-    /// The object ([`VgObject::id`]).
-    object: u64,
-    copy: Arc<DeviceCopy>,
-    /// When a job last took it ([`Table::clock`]).
-    last_use: u64,
-    /// The object's [`VgObject::resident`]: true while this entry is in
-    /// the table.
-    flag: Arc<Atomic<bool>>,
-}
+impl DeviceCopy {
+    /// An unplaced copy of `bytes` (whole chunks) for object `object` (0:
+    /// an area).
+    pub(crate) fn new(bytes: u64, object: u64) -> Result<Arc<Self>> {
+        let bytes = chunks_of(bytes).ok_or(E2BIG)?;
+        let count = usize::try_from(bytes / CHUNK_BYTES)?;
+        let mut pages = KVVec::with_capacity(count, GFP_KERNEL_ACCOUNT)?;
+        for _ in 0..count {
+            pages
+                .push_within_capacity(Atomic::new(0))
+                .map_err(|_| ENOMEM)?;
+        }
+        // INVARIANT: not placed, no handle.
+        Ok(Arc::new(
+            Self {
+                object,
+                pages,
+                bytes,
+                placed: Atomic::new(false),
+                pins: Atomic::new(0),
+                stale: Atomic::new(false),
+                ready_ns: Atomic::new(0),
+                last_use: Atomic::new(0),
+                cpu_pages: bitmap(count)?,
+            },
+            GFP_KERNEL_ACCOUNT,
+        )?)
+    }
 
-impl Drop for Resident {
-    fn drop(&mut self) {
-        self.flag.store(false, ordering::Relaxed);
+    /// It holds device memory now (read without a lock: fdinfo).
+    pub(crate) fn is_placed(&self) -> bool {
+        self.placed.load(ordering::Relaxed)
+    }
+
+    /// The CPU wrote the pages of bits `bits` of word `word` of the
+    /// object's page bitmap (page `64 * word + bit`).
+    pub(crate) fn cpu_wrote(&self, word: usize, bits: u64) {
+        if let Some(w) = self.cpu_pages.get(word) {
+            let mut old = w.load(ordering::Relaxed);
+            while old | bits != old {
+                match w.cmpxchg(old, old | bits, ordering::Release) {
+                    Ok(_) => break,
+                    Err(now) => old = now,
+                }
+            }
+        }
     }
 }
 
-/// The residency table.
+/// The residency table: the placed copies of objects. Room for one per
+/// chunk (a placed copy holds at least one), reserved at load.
 struct Table {
-    resident: KVec<Resident>,
+    resident: KVec<Arc<DeviceCopy>>,
     /// Counts takes, for least-recently-used order.
     clock: u64,
     evictions: u64,
 }
 
-/// The copy engine and what it moved. Under a spinlock of its own, never
-/// held across an allocation: a write-back, on the way to a fence, takes
-/// only this one.
+/// The chunk map's storage (see [`ChunkMap`]).
+struct Chunks {
+    words: KVVec<u64>,
+    count: u32,
+    free: u32,
+}
+
+/// The copy engine and what it moved. Under a spinlock of its own.
 struct Copies {
     engine: CopyEngine,
     uploaded_bytes: u64,
     written_back_bytes: u64,
+    /// Holds reclaimed from jobs that could not run, the bytes they held
+    /// and the modeled time their write-backs took.
+    reclaims: u64,
+    reclaimed_bytes: u64,
+    reclaim_ns: u64,
 }
 
 /// What debugfs shows of the device memory.
 pub(crate) struct MemoryStats {
     pub(crate) uploaded_bytes: u64,
     pub(crate) written_back_bytes: u64,
+    pub(crate) reclaims: u64,
+    pub(crate) reclaimed_bytes: u64,
+    pub(crate) reclaim_ns: u64,
     pub(crate) evictions: u64,
     pub(crate) resident_objects: usize,
     pub(crate) resident_bytes: u64,
@@ -142,40 +231,52 @@ pub(crate) struct MemoryStats {
 ///
 /// # Invariants
 ///
-/// `words` covers the whole range `buddy` manages, which starts at offset
-/// 0: every chunk the allocator hands out lies inside `words`.
+/// `words` holds `chunks.count` chunks: every chunk index the map hands out
+/// lies inside `words`.
 #[pin_data]
 pub(crate) struct DeviceMemory {
-    buddy: GpuBuddy,
     words: KVVec<Atomic<u32>>,
+    size: u64,
     bandwidth_mbps: u32,
     next_object: Atomic<u64>,
     #[pin]
     table: Mutex<Table>,
+    /// Taken inside the residency lock, or alone; never around anything
+    /// else.
+    #[pin]
+    chunks: SpinLock<Chunks>,
     #[pin]
     copies: SpinLock<Copies>,
 }
 
 /// Copies an object between its kernel mapping and its device copy:
-/// system to device (`upload`) or back, a chunk at a time.
+/// system to device (`upload`) or back, a chunk at a time; only the pages
+/// whose bit is set in `only`, if it is given. Returns the bytes moved.
 ///
-/// No job stores to the copy meanwhile: an upload fills a copy no job holds
-/// yet, and a write-back runs after the last job that may store to it
-/// finished (jobs that write an object wait for every earlier job using it,
-/// through its reservation). The object's pages may change under the copy
-/// (user space maps them): the bytes move with the kernel's `memcpy()`, as
-/// `SysMemBackend` copies system memory, not as Rust accesses.
+/// The copy is placed and held (by the caller's job, or under the
+/// residency lock for a fresh upload). The object's pages may change under
+/// it (user space maps them): the bytes move with the kernel's `memcpy()`,
+/// as `SysMemBackend` copies system memory, not as Rust accesses.
 fn copy_words(
     memory: &DeviceMemory,
     copy: &DeviceCopy,
     map: &VMapOwned<VgObject>,
     upload: bool,
-) -> Result {
+    only: Option<&[Atomic<u64>]>,
+) -> Result<u64> {
     let object_bytes = map.owner().size();
     let system = map.as_view().as_ptr().cast::<u8>();
     let chunk = CHUNK_BYTES as usize;
-    for (page, &index) in copy.pages.iter().enumerate() {
-        let device = memory.chunk(index).ok_or(EINVAL)?;
+    let mut moved = 0;
+    for (page, index) in copy.pages.iter().enumerate() {
+        let wanted = only.is_none_or(|bits| {
+            bits.get(page / 64)
+                .is_some_and(|w| w.load(ordering::Acquire) & (1u64 << (page % 64)) != 0)
+        });
+        if !wanted {
+            continue;
+        }
+        let device = memory.chunk(index.load(ordering::Relaxed)).ok_or(EINVAL)?;
         let offset = page.checked_mul(chunk).ok_or(EINVAL)?;
         if offset
             .checked_add(chunk)
@@ -190,8 +291,7 @@ fn copy_words(
         // `object_bytes` are mapped at `system` while `map` lives, and
         // `offset + chunk <= object_bytes` (checked above); `device` is a
         // chunk of `words`, `CHUNK_BYTES` long. The two do not overlap
-        // (one is the object's mapping, the other the module's memory),
-        // and no job stores to the chunk meanwhile (see above).
+        // (one is the object's mapping, the other the module's memory).
         unsafe {
             let system = system.add(offset).cast::<c_void>();
             if upload {
@@ -200,45 +300,51 @@ fn copy_words(
                 bindings::memcpy(system, device, chunk);
             }
         }
+        moved += CHUNK_BYTES;
     }
-    Ok(())
+    Ok(moved)
 }
 
 impl DeviceMemory {
-    /// Allocates `bytes` of device memory (zeroed) and its allocator.
+    /// Allocates `bytes` of device memory (zeroed), its chunk map and its
+    /// residency table.
     pub(crate) fn new(bytes: u64, bandwidth_mbps: u32) -> Result<Arc<Self>> {
         let words_len = usize::try_from(bytes / 4)?;
-        let chunk_size = usize::try_from(CHUNK_BYTES)
-            .ok()
-            .and_then(Alignment::new_checked)
-            .ok_or(EINVAL)?;
+        let count = u32::try_from(bytes / CHUNK_BYTES)?;
         let mut words = KVVec::with_capacity(words_len, GFP_KERNEL)?;
         for _ in 0..words_len {
             words
                 .push_within_capacity(Atomic::new(0))
                 .map_err(|_| ENOMEM)?;
         }
-        let buddy = GpuBuddy::new(GpuBuddyParams {
-            base_offset: 0,
-            size: bytes,
-            chunk_size,
-        })?;
-        // INVARIANT: `words` holds the `bytes` the allocator manages from 0.
+        let mut map = KVVec::from_elem(0u64, ChunkMap::words_for(count), GFP_KERNEL)?;
+        let mut free = 0;
+        ChunkMap::init(&mut map, count, &mut free).ok_or(EINVAL)?;
+        let resident = KVec::with_capacity(count as usize, GFP_KERNEL)?;
+        // INVARIANT: `words` holds the `count` chunks of the map.
         Arc::pin_init(
             try_pin_init!(Self {
-                buddy,
                 words,
+                size: u64::from(count) * CHUNK_BYTES,
                 bandwidth_mbps,
                 next_object: Atomic::new(1),
                 table <- new_mutex!(Table {
-                    resident: KVec::new(),
+                    resident,
                     clock: 0,
                     evictions: 0,
+                }),
+                chunks <- new_spinlock!(Chunks {
+                    words: map,
+                    count,
+                    free,
                 }),
                 copies <- new_spinlock!(Copies {
                     engine: CopyEngine::default(),
                     uploaded_bytes: 0,
                     written_back_bytes: 0,
+                    reclaims: 0,
+                    reclaimed_bytes: 0,
+                    reclaim_ns: 0,
                 }),
             }),
             GFP_KERNEL,
@@ -247,13 +353,12 @@ impl DeviceMemory {
 
     /// Bytes of device memory.
     pub(crate) fn size(&self) -> u64 {
-        self.buddy.size()
+        self.size
     }
 
-    /// Bytes not allocated. Takes the allocator's lock: not on the
-    /// fence-signalling path.
+    /// Bytes not taken.
     pub(crate) fn avail(&self) -> u64 {
-        self.buddy.avail()
+        u64::from(self.chunks.lock().free) * CHUNK_BYTES
     }
 
     /// The modeled copy bandwidth, MB/s.
@@ -268,177 +373,217 @@ impl DeviceMemory {
 
     /// Totals and the resident set, for debugfs.
     pub(crate) fn stats(&self) -> MemoryStats {
-        let (uploaded_bytes, written_back_bytes) = {
+        let (uploaded_bytes, written_back_bytes, reclaims, reclaimed_bytes, reclaim_ns) = {
             let c = self.copies.lock();
-            (c.uploaded_bytes, c.written_back_bytes)
+            (
+                c.uploaded_bytes,
+                c.written_back_bytes,
+                c.reclaims,
+                c.reclaimed_bytes,
+                c.reclaim_ns,
+            )
         };
         let t = self.table.lock();
         MemoryStats {
             uploaded_bytes,
             written_back_bytes,
+            reclaims,
+            reclaimed_bytes,
+            reclaim_ns,
             evictions: t.evictions,
             resident_objects: t.resident.len(),
-            resident_bytes: t.resident.iter().map(|r| r.copy.bytes).sum(),
+            resident_bytes: t.resident.iter().map(|c| c.bytes).sum(),
         }
     }
 
-    /// Calls `f` with each resident object: its number, bytes, pins and
-    /// last use. Holds the residency lock throughout.
+    /// Calls `f` with each resident copy: its object, bytes, pins and last
+    /// use. Holds the residency lock throughout.
     pub(crate) fn for_each_resident(&self, mut f: impl FnMut(u64, u64, u32, u64)) {
         let t = self.table.lock();
-        for r in t.resident.iter() {
+        for c in t.resident.iter() {
             f(
-                r.object,
-                r.copy.bytes,
-                r.copy.pins.load(ordering::Relaxed),
-                r.last_use,
+                c.object,
+                c.bytes,
+                c.pins.load(ordering::Relaxed),
+                c.last_use.load(ordering::Relaxed),
             );
         }
     }
 
-    /// Makes the object behind `map` resident for a job and pins it there
-    /// until the returned handle is dropped. An object already resident is taken as it is; otherwise room
-    /// is made (idle objects evicted, least recently used first) and the
-    /// object is uploaded. Returns the handle and when, in modeled time,
-    /// the object is on the device (`now_ns` if it already was).
+    /// Places `copy`: takes its chunks, evicting idle resident copies
+    /// (least recently used first) until they fit. `ENOSPC` if every chunk
+    /// that could be freed is held by jobs. Allocates nothing.
+    fn place(&self, t: &mut Table, copy: &DeviceCopy) -> Result {
+        loop {
+            let taken = {
+                let mut c = self.chunks.lock();
+                let Chunks { words, count, free } = &mut *c;
+                ChunkMap::over(words, *count, free).take(copy.pages.len(), |i, chunk| {
+                    if let Some(p) = copy.pages.get(i) {
+                        p.store(chunk, ordering::Relaxed);
+                    }
+                })
+            };
+            if taken {
+                copy.placed.store(true, ordering::Relaxed);
+                return Ok(());
+            }
+            let views = t.resident.iter().map(|c| ResidentView {
+                pins: c.pins.load(ordering::Relaxed),
+                last_use: c.last_use.load(ordering::Relaxed),
+            });
+            let victim = lru_victim(views).ok_or(ENOSPC)?;
+            // An idle copy equals system memory but for the pages the CPU
+            // wrote since, which are newer there: dropping it loses nothing.
+            let gone = t.resident.remove(victim)?;
+            self.unplace(&gone);
+            t.evictions += 1;
+        }
+    }
+
+    /// Gives the chunks of a placed, unheld `copy` back.
+    fn unplace(&self, copy: &DeviceCopy) {
+        if !copy.placed.load(ordering::Relaxed) {
+            return;
+        }
+        let mut c = self.chunks.lock();
+        let Chunks { words, count, free } = &mut *c;
+        let mut map = ChunkMap::over(words, *count, free);
+        for page in copy.pages.iter() {
+            warn_on!(!map.give(page.load(ordering::Relaxed)));
+        }
+        copy.placed.store(false, ordering::Relaxed);
+    }
+
+    /// Makes the object behind `map` (whose copy `pin` names) resident for
+    /// a job and holds it there until the handle is released. A resident
+    /// copy is taken as it is, but for the pages the CPU wrote since, which
+    /// are uploaded again; otherwise it is placed (idle copies evicted,
+    /// least recently used first) and the whole object is uploaded. Returns
+    /// when, in modeled time, the object is on the device (`now_ns` if it
+    /// already was and the CPU wrote nothing).
     ///
-    /// `ENOSPC` if every byte that could be freed is held by jobs: the
-    /// caller waits for one to finish.
+    /// `ENOSPC` if every chunk that could be freed is held by jobs, `EBUSY`
+    /// if the copy is stale and still held: the caller waits for a job to
+    /// finish. Allocates nothing.
     pub(crate) fn take(
-        this: &Arc<Self>,
+        &self,
+        pin: &mut Pinned,
         map: &VMapOwned<VgObject>,
         now_ns: u64,
-    ) -> Result<(Pinned, u64)> {
-        let object = map.owner().id;
-        let bytes = chunks_of(map.owner().size() as u64).ok_or(E2BIG)?;
-        let mut t = this.table.lock();
-        t.clock += 1;
-        let clock = t.clock;
-        let mut ready_ns = now_ns;
-        let found = t.resident.iter().position(|r| r.object == object);
-        let index = match found {
-            Some(i) if !t.resident[i].copy.stale.load(ordering::Relaxed) => i,
-            stale => {
-                if let Some(i) = stale {
-                    // Never taken again; holders keep their handles.
-                    t.resident.remove(i)?;
-                }
-                let copy = this.allocate(&mut t, bytes)?;
-                copy_words(this, &copy, map, true)?;
-                ready_ns = this.copy_time(bytes, now_ns);
-                copy.ready_ns.store(ready_ns, ordering::Relaxed);
-                let flag = map.owner().resident.clone();
-                t.resident.push(
-                    Resident {
-                        object,
-                        copy,
-                        last_use: clock,
-                        flag: flag.clone(),
-                    },
-                    GFP_KERNEL,
-                )?;
-                flag.store(true, ordering::Relaxed);
-                t.resident.len() - 1
-            }
-        };
-        let r = t.resident.get_mut(index).ok_or(EINVAL)?;
-        r.last_use = clock;
-        ready_ns = ready_ns.max(r.copy.ready_ns.load(ordering::Relaxed));
-        r.copy.pins.fetch_add(1, ordering::Relaxed);
-        let pinned = Pinned {
-            memory: this.clone(),
-            copy: r.copy.clone(),
-            stored: Atomic::new(false),
-            written_back: false,
-        };
-        Ok((pinned, ready_ns))
-    }
-
-    /// Allocates a copy of `bytes`, evicting idle objects until it fits.
-    fn allocate(&self, t: &mut Table, bytes: u64) -> Result<Arc<DeviceCopy>> {
-        let chunk = Alignment::new_checked(CHUNK_BYTES as usize).ok_or(EINVAL)?;
-        let blocks = loop {
-            let attempt = KBox::pin_init(
-                self.buddy.alloc_blocks(
-                    GpuBuddyAllocMode::Simple,
-                    bytes,
-                    chunk,
-                    GpuBuddyAllocFlags::default(),
-                ),
-                GFP_KERNEL,
-            );
-            match attempt {
-                Ok(blocks) => break blocks,
-                Err(e) if e != ENOSPC => return Err(e),
-                Err(_) => {
-                    let views = t.resident.iter().map(|r| ResidentView {
-                        pins: r.copy.pins.load(ordering::Relaxed),
-                        last_use: r.last_use,
-                    });
-                    let victim = lru_victim(views).ok_or(ENOSPC)?;
-                    // Idle copies equal system memory (written back when
-                    // their last writer finished): dropping one is enough.
-                    drop(t.resident.remove(victim)?);
-                    t.evictions += 1;
-                }
-            }
-        };
-        let mut pages = KVVec::with_capacity((bytes / CHUNK_BYTES) as usize, GFP_KERNEL)?;
-        for block in blocks.iter() {
-            let first = block.offset() / CHUNK_BYTES;
-            for chunk in first..first + block.size() / CHUNK_BYTES {
-                pages.push(u32::try_from(chunk)?, GFP_KERNEL)?;
-            }
-        }
-        if pages.len() as u64 * CHUNK_BYTES != bytes {
-            warn_on!(true);
+    ) -> Result<u64> {
+        if pin.held {
             return Err(EINVAL);
         }
-        // INVARIANT: `pages` names each chunk of `blocks` once, in all
-        // `bytes`; no handle exists yet.
-        Ok(Arc::new(
-            DeviceCopy {
-                _blocks: blocks,
-                pages,
-                bytes,
-                pins: Atomic::new(0),
-                stale: Atomic::new(false),
-                ready_ns: Atomic::new(0),
-            },
-            GFP_KERNEL,
-        )?)
+        let copy = pin.copy.clone();
+        let mut t = self.table.lock();
+        t.clock += 1;
+        let clock = t.clock;
+        if copy.is_placed() && copy.stale.load(ordering::Relaxed) {
+            if copy.pins.load(ordering::Relaxed) > 0 {
+                return Err(EBUSY);
+            }
+            self.forget_locked(&mut t, &copy);
+        }
+        let ready_ns = if copy.is_placed() {
+            // What the CPU wrote since: those pages again. (Protection was
+            // restored when they were moved here, at submission.)
+            let mut moved = 0;
+            if copy
+                .cpu_pages
+                .iter()
+                .any(|w| w.load(ordering::Relaxed) != 0)
+            {
+                let pending = &copy.cpu_pages;
+                let bits = Some(&pending[..]);
+                moved = copy_words(self, &copy, map, true, bits)?;
+                clear(pending);
+            }
+            match moved {
+                0 => now_ns.max(copy.ready_ns.load(ordering::Relaxed)),
+                bytes => {
+                    let at = self.copy_time(bytes, now_ns);
+                    copy.ready_ns.store(at, ordering::Relaxed);
+                    at
+                }
+            }
+        } else {
+            self.place(&mut t, &copy)?;
+            if let Err(e) = t.resident.push_within_capacity(copy.clone()) {
+                // Cannot happen: room for one copy per chunk.
+                warn_on!(true);
+                self.unplace(&e.0);
+                return Err(ENOMEM);
+            }
+            // The whole object moves: what the CPU wrote is in it.
+            clear(&copy.cpu_pages);
+            copy_words(self, &copy, map, true, None)?;
+            let at = self.copy_time(copy.bytes, now_ns);
+            copy.ready_ns.store(at, ordering::Relaxed);
+            at
+        };
+        copy.last_use.store(clock, ordering::Relaxed);
+        copy.pins.fetch_add(1, ordering::Relaxed);
+        pin.held = true;
+        pin.written_back = false;
+        pin.stored.store(false, ordering::Relaxed);
+        clear(&pin.dirty);
+        Ok(ready_ns)
     }
 
-    /// Copies a pinned object back to system memory (through `map`, its
-    /// mapping) and marks the handle written back. Returns when, in
-    /// modeled time, the copy ends.
+    /// Copies the pages a job stored to back to system memory (through
+    /// `map`, the object's mapping) and marks the handle written back; the
+    /// object's other pages keep what the CPU wrote meanwhile. Returns
+    /// when, in modeled time, the copy ends. Allocates nothing and takes
+    /// only the copy engine's spinlock.
     pub(crate) fn write_back(
         &self,
         pinned: &mut Pinned,
         map: &VMapOwned<VgObject>,
         now_ns: u64,
     ) -> Result<u64> {
-        copy_words(self, &pinned.copy, map, false)?;
-        let bytes = pinned.copy.bytes;
+        if !pinned.held {
+            return Err(EINVAL);
+        }
+        let bytes = copy_words(self, &pinned.copy, map, false, Some(&pinned.dirty))?;
         pinned.written_back = true;
         let mut c = self.copies.lock();
         c.written_back_bytes = c.written_back_bytes.saturating_add(bytes);
         Ok(c.engine.issue(now_ns, bytes, self.bandwidth_mbps).1)
     }
 
-    /// Forgets the device copy of `object`: the CPU is about to write the
-    /// object, or it is being freed. Jobs holding the copy keep it until
-    /// they finish; the next job uploads the object again.
-    pub(crate) fn forget(&self, object: u64) {
-        let gone = {
-            let mut t = self.table.lock();
-            match t.resident.iter().position(|r| r.object == object) {
-                Some(i) => t.resident.remove(i).ok(),
-                None => None,
-            }
-        };
-        // The chunks go back outside the residency lock.
-        drop(gone);
+    /// Takes `copy` (an object's) out of device memory if it is resident
+    /// and idle: the object is being freed, or the CPU is about to write it
+    /// (`BO_CPU_PREP`). A held copy stays; the CPU's writes reach the next
+    /// job anyway.
+    pub(crate) fn forget(&self, copy: &DeviceCopy) {
+        let mut t = self.table.lock();
+        if copy.pins.load(ordering::Relaxed) == 0 {
+            self.forget_locked(&mut t, copy);
+        }
+    }
+
+    /// Takes the unheld `copy` out of the table and gives its chunks back.
+    fn forget_locked(&self, t: &mut Table, copy: &DeviceCopy) {
+        if let Some(i) = t
+            .resident
+            .iter()
+            .position(|c| core::ptr::eq::<DeviceCopy>(&**c, copy))
+        {
+            // Not the last reference: the caller holds one.
+            let _ = t.resident.remove(i);
+        }
+        self.unplace(copy);
+        copy.stale.store(false, ordering::Relaxed);
+    }
+
+    /// Counts a reclaimed hold of `bytes` whose write-back took `ns` of
+    /// modeled time.
+    pub(crate) fn count_reclaim(&self, bytes: u64, ns: u64) {
+        let mut c = self.copies.lock();
+        c.reclaims = c.reclaims.saturating_add(1);
+        c.reclaimed_bytes = c.reclaimed_bytes.saturating_add(bytes);
+        c.reclaim_ns = c.reclaim_ns.saturating_add(ns);
     }
 
     /// Issues a transfer of `bytes` at `now_ns` on the copy engine; returns
@@ -461,24 +606,49 @@ impl DeviceMemory {
     }
 }
 
-/// A job's hold on the device copy of one object: while it lives, the
-/// copy cannot be evicted. The interpreter reads and writes device words
-/// through it, without any lock.
+/// A job's handle on the device copy of one object, made at submission:
+/// while held ([`DeviceMemory::take`] to [`Pinned::release`]), the copy
+/// cannot be evicted. The interpreter reads and writes device words through
+/// it, without any lock.
 pub(crate) struct Pinned {
     memory: Arc<DeviceMemory>,
     copy: Arc<DeviceCopy>,
+    /// It counts in the copy's pins.
+    held: bool,
     /// The job has stored to the copy.
     stored: Atomic<bool>,
+    /// The pages it stored to, one bit per page: what its write-back
+    /// copies.
+    dirty: KVVec<Atomic<u64>>,
     /// The object was written back since the job took it.
     written_back: bool,
 }
 
 impl Pinned {
+    /// An unheld handle on `copy`, for a job about to be queued.
+    pub(crate) fn new(memory: &Arc<DeviceMemory>, copy: &Arc<DeviceCopy>) -> Result<Self> {
+        Ok(Self {
+            memory: memory.clone(),
+            copy: copy.clone(),
+            held: false,
+            stored: Atomic::new(false),
+            dirty: bitmap(copy.pages.len())?,
+            written_back: false,
+        })
+    }
+
     /// The device word of the object's 32-bit word `index`; `None` past
-    /// its end.
+    /// its end or while not held.
     fn word(&self, index: u64) -> Option<&Atomic<u32>> {
+        if !self.held {
+            return None;
+        }
         let index = usize::try_from(index).ok()?;
-        let chunk = *self.copy.pages.get(index / CHUNK_WORDS)?;
+        let chunk = self
+            .copy
+            .pages
+            .get(index / CHUNK_WORDS)?
+            .load(ordering::Relaxed);
         let base = (chunk as usize).checked_mul(CHUNK_WORDS)?;
         self.memory.word(base.checked_add(index % CHUNK_WORDS)?)
     }
@@ -494,6 +664,7 @@ impl Pinned {
         match self.word(index) {
             Some(w) => {
                 w.store(value, ordering::Relaxed);
+                set_bit(&self.dirty, index as usize / CHUNK_WORDS);
                 self.stored.store(true, ordering::Relaxed);
                 true
             }
@@ -503,43 +674,96 @@ impl Pinned {
 
     /// The job has stored to the object's copy: it must be written back.
     pub(crate) fn stored(&self) -> bool {
-        self.stored.load(ordering::Relaxed)
+        self.held && self.stored.load(ordering::Relaxed)
+    }
+
+    /// Bytes of device memory the copy holds.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.copy.bytes
+    }
+
+    /// Lets the copy go. Stores that were never written back make it stale:
+    /// it is uploaded again before any job takes it.
+    pub(crate) fn release(&mut self) {
+        if !self.held {
+            return;
+        }
+        if self.stored.load(ordering::Relaxed) && !self.written_back {
+            self.copy.stale.store(true, ordering::Relaxed);
+        }
+        self.copy.pins.fetch_sub(1, ordering::Relaxed);
+        self.held = false;
     }
 }
 
 impl Drop for Pinned {
     fn drop(&mut self) {
-        if self.stored.load(ordering::Relaxed) && !self.written_back {
-            // Its stores may never reach system memory: nobody takes this
-            // copy again.
-            self.copy.stale.store(true, ordering::Relaxed);
-        }
-        self.copy.pins.fetch_sub(1, ordering::Relaxed);
+        self.release();
     }
 }
 
 /// Device memory that belongs to no buffer object: a context's state area
-/// or a job's scratch area, zeroed, freed when dropped (outside the
-/// engine lock).
+/// or a job's scratch area, made with its owner and placed (zeroed) when
+/// needed; its chunks go back when it is unplaced or dropped.
 pub(crate) struct DeviceArea {
-    /// Keeps the chunks allocated.
-    _copy: Arc<DeviceCopy>,
+    memory: Arc<DeviceMemory>,
+    copy: Arc<DeviceCopy>,
 }
 
 impl DeviceArea {
-    /// Allocates `bytes` (in whole chunks; `None` for 0), evicting idle
-    /// objects if needed, and zeroes them. `ENOSPC` if jobs hold the rest.
+    /// An unplaced area of `bytes` (whole chunks); `None` for 0.
     pub(crate) fn new(memory: &Arc<DeviceMemory>, bytes: u64) -> Result<Option<Self>> {
         if bytes == 0 {
             return Ok(None);
         }
-        let mut t = memory.table.lock();
-        let copy = memory.allocate(&mut t, chunks_of(bytes).ok_or(E2BIG)?)?;
-        drop(t);
-        for &chunk in copy.pages.iter() {
-            let words = memory.chunk(chunk).ok_or(EINVAL)?;
-            words.iter().for_each(|w| w.store(0, ordering::Relaxed));
+        Ok(Some(Self {
+            memory: memory.clone(),
+            copy: DeviceCopy::new(bytes, 0)?,
+        }))
+    }
+
+    /// Bytes it takes when placed.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.copy.bytes
+    }
+
+    /// It holds its chunks.
+    pub(crate) fn is_placed(&self) -> bool {
+        self.copy.is_placed()
+    }
+
+    /// Takes its chunks (evicting idle copies) and zeroes them. `ENOSPC` if
+    /// jobs hold the rest. Allocates nothing.
+    pub(crate) fn place(&mut self) -> Result {
+        if self.copy.is_placed() {
+            return Ok(());
         }
-        Ok(Some(Self { _copy: copy }))
+        {
+            let mut t = self.memory.table.lock();
+            self.memory.place(&mut t, &self.copy)?;
+        }
+        for page in self.copy.pages.iter() {
+            let words = self
+                .memory
+                .chunk(page.load(ordering::Relaxed))
+                .ok_or(EINVAL)?;
+            let chunk = words.as_ptr().cast::<c_void>().cast_mut();
+            // SAFETY: `chunk` is a chunk of the device's words,
+            // `CHUNK_BYTES` long, taken for this area alone (no job can
+            // reach it before the area is placed).
+            unsafe { bindings::memset(chunk, 0, CHUNK_BYTES as usize) };
+        }
+        Ok(())
+    }
+
+    /// Gives its chunks back (a spinlock only: fine under the engine lock).
+    pub(crate) fn unplace(&mut self) {
+        self.memory.unplace(&self.copy);
+    }
+}
+
+impl Drop for DeviceArea {
+    fn drop(&mut self) {
+        self.unplace();
     }
 }

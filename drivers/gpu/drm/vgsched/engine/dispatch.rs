@@ -33,6 +33,7 @@ use super::{
     },
     Engine,
     EngineState,
+    Job,
     RunningGroup,
     RunningWave,
     WavePhase, //
@@ -166,10 +167,7 @@ impl Engine {
         st.splittable_waiting = false;
         let pipeline = params::pipeline();
         let policy = params::placement_policy();
-        let running = st
-            .queues
-            .iter()
-            .fold(0u64, |sum, q| sum.saturating_add(q.running_bytes()));
+        let running = memory::running_bytes(&st.queues);
         for (queue, q) in st.queues.iter_mut().enumerate() {
             // Side by side every resident is a channel; in turn only the
             // resident whose turn it is.
@@ -188,7 +186,13 @@ impl Engine {
                 continue;
             }
             // Its context initialised, and rule 4 for a task's first job.
-            let gate_open = q.initialised(now) && Self::may_execute(q, running, &pipeline);
+            // Behind a hung job (waiting for its clean-up and its fence),
+            // nothing of the context starts: its fence cancels the rest.
+            if q.jobs.iter().any(Job::hung) {
+                continue;
+            }
+            let initialised = q.initialised(now);
+            let gate_open = initialised && Self::may_execute(q, &running, &pipeline);
             let Some(job) = active_in(&mut q.jobs) else {
                 continue;
             };
@@ -209,8 +213,12 @@ impl Engine {
             // Saved work runs before anything new of the channel; a failed
             // job's saved groups never run again, it finishes once nothing
             // of it is on the device.
+            // Saved work is restored onto its objects' device copies: after
+            // a reclaim, only once they are resident again.
             let wants = match saved {
-                Some((complete, _)) => complete && job.progress.error() == 0,
+                Some((complete, _)) => {
+                    complete && job.progress.error() == 0 && job.stage.on_device(now) && initialised
+                }
                 None => job.has_groups_to_place() && Self::ready(job, now) && gate_open,
             };
             if !wants {

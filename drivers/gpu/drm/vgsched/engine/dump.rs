@@ -454,7 +454,7 @@ impl Engine {
                         error: job.progress.error(),
                         independent: job.spec.independent,
                         split: job.progress.split().is_some(),
-                        waits: job.spec.in_fence.is_some(),
+                        waits: job.spec.in_fence.is_some() || job.spec.deps.is_some(),
                     };
                     snap.jobs.push_within_capacity(js).map_err(|_| ENOMEM)?;
                 }

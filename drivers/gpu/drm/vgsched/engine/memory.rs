@@ -15,9 +15,10 @@
 //! thresholds of the run-time parameters (`params.rs`).
 //!
 //! Allocation and copies run in the engine's memory work item, on the
-//! system's unbound work queue, never on the engine's own queue: the
-//! fence-signalling path must not wait for them. The engine lock is taken
-//! only to pick the next task and to hand its result back.
+//! engine's memory queue (`WQ_MEM_RECLAIM`: a job's fence waits for its
+//! phase 2 and clean-up, so they must progress under memory pressure),
+//! never on the engine's own queue. The engine lock is taken only to pick
+//! the next task and to hand its result back.
 //!
 //! A job's stages ([`Stage`]): queued, preparing (the work item has it),
 //! uploading until its last copy ends in modeled time and then on the
@@ -27,10 +28,16 @@
 //! recorded in the stage log (debugfs `stages`) and the job's times reach
 //! `CTX_QUERY` when it signals.
 //!
-//! A job holding device memory can always run: its in-fence has passed and
-//! every job before it in its context holds memory too. Jobs are prepared
-//! in submission order over all contexts; when the oldest does not fit,
-//! nothing younger is prepared until memory comes back.
+//! Priority and device memory compose ([`reclaim_victim`]): memory
+//! held by a context that cannot run now (it holds no hardware slot, or it
+//! is of a lower priority level than the job that needs the memory, and
+//! nothing of it is on the device) is reclaimable: its stores are written
+//! back and its hold released, and its job is prepared again when it runs.
+//! Only the level in force is prepared ahead of its load, jobs are prepared
+//! by priority level first and age second, and the pipeline's gates
+//! ([`Engine::may_execute`]) never hold a strictly higher level back. So the memory a
+//! job waits for is held only by jobs that are executing at its level or
+//! above, which end within the job timeout.
 
 use kernel::{
     drm::gem::BaseObject,
@@ -38,9 +45,7 @@ use kernel::{
     sync::{
         Arc,
         ArcBorrow, //
-    },
-    warn_on,
-    workqueue, //
+    }, //
 };
 
 use super::{
@@ -55,7 +60,8 @@ use super::{
 use crate::{
     context::{
         monotonic_ns,
-        Context, //
+        Context,
+        PRIORITY_LEVELS, //
     },
     job::Bindings,
     params,
@@ -131,6 +137,11 @@ pub(crate) enum StageEvent {
     LastWave,
     CleanUpStart,
     CleanUpEnd,
+    /// Its device memory is being reclaimed for a job that outranks it.
+    Reclaim,
+    /// Reclaimed: its stores are written back (at this time) and its hold
+    /// released; it is queued for phase 2 again.
+    Reclaimed,
     /// The task is cleaned up: its state area is released.
     TaskCleanUp,
 }
@@ -147,6 +158,8 @@ impl StageEvent {
             Self::LastWave => "last_wave",
             Self::CleanUpStart => "cleanup_start",
             Self::CleanUpEnd => "cleanup_end",
+            Self::Reclaim => "reclaim",
+            Self::Reclaimed => "reclaimed",
             Self::TaskCleanUp => "task_cleanup",
         }
     }
@@ -191,28 +204,92 @@ pub(crate) struct JobTimes {
     pub(crate) cleanup_end: u64,
 }
 
-/// What a prepared job holds in device memory.
+/// A job's handles on device memory, made when it is submitted (so its
+/// preparation, which its fence waits for, allocates nothing) and held from
+/// its phase 2 to its clean-up.
 pub(super) struct Prepared {
-    /// Its bound objects, by binding slot.
+    /// Its bound objects' copies, by binding slot.
     pub(super) pins: KVec<Pinned>,
     /// Its scratch area.
-    _scratch: Option<DeviceArea>,
+    scratch: Option<DeviceArea>,
+}
+
+impl Prepared {
+    /// Unheld handles for a job binding `bindings` with `scratch` bytes of
+    /// scratch area.
+    pub(super) fn new(
+        memory: &Arc<DeviceMemory>,
+        bindings: &Bindings,
+        scratch: u64,
+    ) -> Result<Self> {
+        let mut pins = KVec::with_capacity(bindings.len(), GFP_KERNEL_ACCOUNT)?;
+        for map in bindings.iter() {
+            pins.push(Pinned::new(memory, &map.owner().copy)?, GFP_KERNEL_ACCOUNT)?;
+        }
+        Ok(Self {
+            pins,
+            scratch: DeviceArea::new(memory, scratch)?,
+        })
+    }
+
+    /// Holds every binding (in slot order) and places the scratch area;
+    /// all or nothing. Returns when the last upload ends. Allocates
+    /// nothing.
+    fn hold(&mut self, memory: &DeviceMemory, bindings: &Bindings, now: u64) -> Result<u64> {
+        let mut ready = now;
+        let held = self
+            .pins
+            .iter_mut()
+            .zip(bindings.iter())
+            .try_for_each(|(pin, map)| {
+                ready = ready.max(memory.take(pin, map, now)?);
+                Ok(())
+            })
+            .and_then(|()| match self.scratch.as_mut() {
+                Some(area) => {
+                    area.place()?;
+                    // Zeroed on the device: it moves like an upload.
+                    ready = ready.max(memory.copy_time(area.bytes(), now));
+                    Ok(())
+                }
+                None => Ok(()),
+            });
+        match held {
+            Ok(()) => Ok(ready),
+            Err(e) => {
+                self.release();
+                Err(e)
+            }
+        }
+    }
+
+    /// Lets everything go (a spinlock and atomics only).
+    fn release(&mut self) {
+        self.pins.iter_mut().for_each(Pinned::release);
+        if let Some(area) = self.scratch.as_mut() {
+            area.unplace();
+        }
+    }
 }
 
 /// A piece of work of the memory work item, taken under the engine lock.
 /// `releases` is [`EngineState::releases`] when it was taken: if it did
 /// not fit and nothing was released since, it waits for a release.
 enum MemoryTask {
+    /// A context's state area is placed: taken out of its record
+    /// (`None`: it has none) and given back.
     PhaseOne {
         ctx: Arc<Context>,
+        area: Option<DeviceArea>,
         releases: u64,
     },
+    /// A job's handles are held: taken out of it and given back.
     Prepare {
         ctx: Arc<Context>,
         job: u64,
         seqno: u64,
         bindings: Bindings,
-        scratch: u64,
+        prepared: Prepared,
         releases: u64,
     },
     CleanUp {
@@ -221,13 +298,34 @@ enum MemoryTask {
         bindings: Bindings,
         prepared: Prepared,
     },
-    /// A cleaned-up task's state area, to free outside the lock.
-    Release(DeviceArea),
+    /// A job that cannot run now gives its device memory back: its stores
+    /// are written back, then its hold goes; it is prepared again later.
+    Reclaim {
+        ctx: Arc<Context>,
+        job: u64,
+        bindings: Bindings,
+        prepared: Prepared,
+    },
 }
 
-/// The in-fence of a job has signalled without error (or it has none).
+/// The job (or phase 1) that found device memory full, waiting for a
+/// release: what may be reclaimed for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Blocked {
+    /// Its context's fence timeline (the context's identity).
+    timeline: u64,
+    /// Its priority level.
+    level: u32,
+    /// Its context holds a hardware slot (it is a current task).
+    loaded: bool,
+}
+
+/// The in-fence of a job has signalled without error and its dependencies
+/// have signalled (or it has none).
 fn in_fence_passed(job: &Job) -> bool {
-    job.in_fence_done || job.spec.in_fence.as_ref().is_none_or(|f| f.status() == 1)
+    job.in_fence_done
+        || (job.spec.in_fence.as_ref().is_none_or(|f| f.status() == 1)
+            && job.spec.deps.as_ref().is_none_or(|d| d.status() != 0))
 }
 
 impl ContextQueue {
@@ -254,11 +352,34 @@ impl ContextQueue {
             })
     }
 
-    /// Device memory of its job executing now (0 if none).
+    /// Device memory of its job executing now (0 if none): its task holds
+    /// a hardware slot and its active job has started. An evicted context
+    /// does not execute, whatever it holds.
     pub(super) fn running_bytes(&self) -> u64 {
+        if self.slot.is_none() {
+            return 0;
+        }
         self.active()
             .filter(|j| j.times.first_wave != 0)
             .map_or(0, |j| j.footprint)
+    }
+
+    /// Nothing of its active job is on the device: no wave runs or is
+    /// being saved.
+    fn off_device(&self) -> bool {
+        self.active()
+            .is_none_or(|j| j.progress.running() == 0 && j.saved.iter().all(|s| s.complete))
+    }
+
+    /// Its task is cleaned up, or its state area given back for a job that
+    /// outranks it: it is initialised again before it runs. A spinlock
+    /// only: fine under the engine lock.
+    fn release_state(&mut self, stages: &mut StageLog, now: u64) {
+        self.phase1 = PhaseOne::Idle;
+        record(stages, &self.ctx, 0, StageEvent::TaskCleanUp, now);
+        if let Some(area) = self.state_area.as_mut() {
+            area.unplace();
+        }
     }
 
     /// Its task is over: initialised, no work and no slot (rule 6).
@@ -268,15 +389,33 @@ impl ContextQueue {
 }
 
 /// Something of a job or a context is in preparation, execution or
-/// clean-up (sequential mode does one thing at a time).
+/// clean-up (sequential mode does one thing at a time). A prepared job of
+/// a context that lost its slot does not count: it does not run, and its
+/// memory is reclaimed if the one that runs needs it.
 fn device_busy(st: &EngineState) -> bool {
+    st.queues.iter().any(|q| {
+        q.phase1 == PhaseOne::Allocating
+            || q.jobs.iter().any(|j| match j.stage {
+                Stage::Queued => false,
+                Stage::Uploading(_) => q.slot.is_some(),
+                _ => true,
+            })
+    })
+}
+
+/// The highest priority level (lowest number) with work, if any.
+fn level_in_force(st: &EngineState) -> Option<u32> {
     st.queues
         .iter()
-        .any(|q| q.phase1 == PhaseOne::Allocating || q.jobs.iter().any(|j| j.stage.busy()))
+        .filter(|q| q.has_work())
+        .map(|q| q.ctx.priority)
+        .min()
 }
 
 /// The next task: the waiting context (with work, holding no slot) that
-/// slot selection ranks first, by priority level and then weight.
+/// slot selection ranks first, by priority level and then weight. It may be
+/// of a lower level than a current task: what it holds is reclaimed if a
+/// job of a higher level needs the memory ([`reclaim_victim`]).
 fn next_waiting(st: &EngineState, now: u64) -> Option<usize> {
     st.queues
         .iter()
@@ -294,6 +433,8 @@ struct Gate {
     busy: bool,
     next: Option<usize>,
     progress: bool,
+    /// A job waiting for memory, if any ([`Blocked::lets_prepare`]).
+    blocked: Option<Blocked>,
 }
 
 impl Gate {
@@ -308,6 +449,7 @@ impl Gate {
             busy: p.mode == Mode::Sequential && device_busy(st),
             next: next_waiting(st, now),
             progress,
+            blocked: st.memory_blocked,
             p,
         }
     }
@@ -315,6 +457,9 @@ impl Gate {
     /// The job of context `index` whose phase 2 may start now, if any.
     fn preparable<'a>(&self, index: usize, q: &'a ContextQueue, now: u64) -> Option<&'a Job> {
         if q.cancelling || !q.initialised(now) {
+            return None;
+        }
+        if self.blocked.is_some_and(|b| !b.lets_prepare(q)) {
             return None;
         }
         let job = q
@@ -339,8 +484,13 @@ impl Gate {
     }
 }
 
-/// The context whose phase 1 may start now, oldest work first.
-fn phase_one_due(st: &EngineState, p: &PipelineParams, state_bytes: u64) -> Option<usize> {
+/// The context whose phase 1 may start now, among those `among` accepts.
+fn phase_one_due(
+    st: &EngineState,
+    p: &PipelineParams,
+    state_bytes: u64,
+    among: impl Fn(&ContextQueue) -> bool,
+) -> Option<usize> {
     let held = st
         .queues
         .iter()
@@ -351,18 +501,24 @@ fn phase_one_due(st: &EngineState, p: &PipelineParams, state_bytes: u64) -> Opti
     st.queues
         .iter()
         .enumerate()
-        .filter(|(_, q)| q.phase1 == PhaseOne::Idle && q.has_work() && !q.cancelling)
+        .filter(|(_, q)| q.phase1 == PhaseOne::Idle && q.has_work() && !q.cancelling && among(q))
+        .filter(|(_, q)| st.memory_blocked.is_none_or(|b| b.lets_prepare(q)))
         // None ahead of its load while a job waits for memory.
         .filter(|(_, q)| q.slot.is_some() || !st.phase1_ahead_paused)
         .filter(|(_, q)| pipeline::may_start_phase1(p, held, q.slot.is_some(), busy))
-        .min_by_key(|(_, q)| q.jobs.first().map_or(u64::MAX, |j| j.id))
+        // The highest level first, a loaded context before others, then
+        // the oldest work.
+        .min_by_key(|(_, q)| {
+            let oldest = q.jobs.first().map_or(u64::MAX, |j| j.id);
+            (q.ctx.priority, q.slot.is_none(), oldest)
+        })
         .map(|(i, _)| i)
 }
 
 impl Engine {
     /// Queues the memory work item (a no-op if it is already queued).
     pub(super) fn queue_memory(this: ArcBorrow<'_, Self>) {
-        let _already_queued = workqueue::system_unbound().enqueue::<_, 2>(Arc::from(this));
+        let _already_queued = this.memory_wq.queue().enqueue::<_, 2>(Arc::from(this));
     }
 
     /// Whether the memory work item has something to do at `now`; under
@@ -375,11 +531,13 @@ impl Engine {
         if cleanup {
             return true;
         }
-        if st.memory_blocked {
-            return false;
+        if let Some(blocked) = st.memory_blocked {
+            if reclaim_victim(st, &blocked).is_some() || state_area_victim(st, &blocked).is_some() {
+                return true;
+            }
         }
         let p = params::pipeline();
-        if phase_one_due(st, &p, self.phase_one.state_bytes).is_some() {
+        if phase_one_due(st, &p, self.phase_one.state_bytes, |_| true).is_some() {
             return true;
         }
         let gate = Gate::new(st, now);
@@ -390,10 +548,25 @@ impl Engine {
     }
 
     /// The next piece of work: a clean-up if one is due (it gives memory
-    /// back), a phase 1, else the oldest job whose phase 2 may start.
+    /// back), a reclaim or a state area released if memory is blocked, a
+    /// phase 1, else the job whose phase 2 may start, highest priority
+    /// level first, a current task's first, then oldest first.
     fn next_task(&self, st: &mut EngineState, now: u64) -> Option<MemoryTask> {
         let p = params::pipeline();
         let releases = st.releases;
+        let mut released = false;
+        // The loaded contexts of the level in force go before everything
+        // else: a preempting job's phase 1 and phase 2 do not wait behind
+        // lower levels' clean-ups.
+        if let Some(lead) = level_in_force(st) {
+            let leading = |q: &ContextQueue| q.ctx.priority == lead && q.slot.is_some();
+            let task = self
+                .phase_one_task(st, &p, releases, leading)
+                .or_else(|| self.prepare_task(st, now, releases, leading));
+            if task.is_some() {
+                return task;
+            }
+        }
         let EngineState { queues, stages, .. } = st;
         for q in queues.iter_mut().filter(|q| !q.cancelling) {
             if let Some(job) = q.jobs.first_mut().filter(|j| j.stage == Stage::CleanUpDue) {
@@ -410,61 +583,103 @@ impl Engine {
             }
             if q.task_over() {
                 // Rule 6: the task is cleaned up.
-                q.phase1 = PhaseOne::Idle;
-                record(stages, &q.ctx, 0, StageEvent::TaskCleanUp, now);
-                if let Some(area) = q.state_area.take() {
-                    return Some(MemoryTask::Release(area));
-                }
+                q.release_state(stages, now);
+                released = true;
             }
         }
-        if st.memory_blocked {
-            // The oldest job does not fit: contexts initialised ahead of
-            // their load, with nothing prepared yet, give their state
-            // areas back first (they are initialised again once it fits).
-            let EngineState { queues, stages, .. } = st;
-            let ahead = queues.iter_mut().find(|q| {
-                q.slot.is_none()
-                    && q.state_area.is_some()
-                    && matches!(q.phase1, PhaseOne::Done(_))
-                    && !q.jobs.iter().any(|j| j.stage.busy())
-            })?;
-            ahead.phase1 = PhaseOne::Idle;
-            record(stages, &ahead.ctx, 0, StageEvent::TaskCleanUp, now);
-            return ahead.state_area.take().map(MemoryTask::Release);
+        if released {
+            st.released();
         }
-        if let Some(i) = phase_one_due(st, &p, self.phase_one.state_bytes) {
-            let q = st.queues.get_mut(i)?;
-            q.phase1 = PhaseOne::Allocating;
-            return Some(MemoryTask::PhaseOne {
-                ctx: q.ctx.clone(),
-                releases,
-            });
+        if let Some(blocked) = st.memory_blocked {
+            // What cannot run now gives its memory back: a prepared job
+            // first, then a state area of a context with nothing prepared
+            // (initialised again once the blocked job fits).
+            if let Some((qi, id)) = reclaim_victim(st, &blocked) {
+                let EngineState { queues, stages, .. } = st;
+                let q = queues.get_mut(qi)?;
+                let job = find_job_of(&mut q.jobs, id)?;
+                let prepared = job.device.take()?;
+                job.stage = Stage::Preparing;
+                record(stages, &q.ctx, job.seqno, StageEvent::Reclaim, now);
+                return Some(MemoryTask::Reclaim {
+                    ctx: q.ctx.clone(),
+                    job: id,
+                    bindings: job.spec.bindings.clone(),
+                    prepared,
+                });
+            }
+            if let Some(qi) = state_area_victim(st, &blocked) {
+                let EngineState { queues, stages, .. } = st;
+                queues.get_mut(qi)?.release_state(stages, now);
+                // The blocked one is tried again (below).
+                st.released();
+            }
+            // Otherwise only a strictly higher level may try (below).
         }
-        // The oldest preparable job over all contexts: (context, job).
+        self.phase_one_task(st, &p, releases, |_| true)
+            .or_else(|| self.prepare_task(st, now, releases, |_| true))
+    }
+
+    /// The phase 1 due now of a context `among` accepts, if any.
+    fn phase_one_task(
+        &self,
+        st: &mut EngineState,
+        p: &PipelineParams,
+        releases: u64,
+        among: impl Fn(&ContextQueue) -> bool,
+    ) -> Option<MemoryTask> {
+        let i = phase_one_due(st, p, self.phase_one.state_bytes, among)?;
+        let q = st.queues.get_mut(i)?;
+        q.phase1 = PhaseOne::Allocating;
+        Some(MemoryTask::PhaseOne {
+            ctx: q.ctx.clone(),
+            area: q.state_area.take(),
+            releases,
+        })
+    }
+
+    /// The phase 2 that may start now of a context `among` accepts: the
+    /// preparable job of the highest level, a current task's before the
+    /// next task's, oldest first.
+    fn prepare_task(
+        &self,
+        st: &mut EngineState,
+        now: u64,
+        releases: u64,
+        among: impl Fn(&ContextQueue) -> bool,
+    ) -> Option<MemoryTask> {
         let gate = Gate::new(st, now);
-        let oldest = st
+        let first = st
             .queues
             .iter()
             .enumerate()
-            .filter_map(|(qi, q)| Some((qi, gate.preparable(qi, q, now)?.id)))
-            .min_by_key(|&(_, id)| id);
-        let (qi, id) = oldest?;
+            .filter(|(_, q)| among(q))
+            .filter_map(|(qi, q)| {
+                let key = (q.ctx.priority, q.slot.is_none());
+                Some((qi, key, gate.preparable(qi, q, now)?.id))
+            })
+            .min_by_key(|&(_, key, id)| (key, id));
+        let (qi, _, id) = first?;
         let q = st.queues.get_mut(qi)?;
         let ctx = q.ctx.clone();
         let job = find_job_of(&mut q.jobs, id)?;
+        let prepared = job.spare.take()?;
         job.stage = Stage::Preparing;
         Some(MemoryTask::Prepare {
             ctx,
             job: job.id,
             seqno: job.seqno,
             bindings: job.spec.bindings.clone(),
-            scratch: job.spec.scratch,
+            prepared,
             releases,
         })
     }
 
     /// The memory work item: runs its work until none is left.
     pub(super) fn memory_work(this: ArcBorrow<'_, Self>) {
+        // A phase 1 is usually followed at once by its context's phase 2:
+        // the engine is kicked after that, or when the work runs out.
+        let mut kick = false;
         loop {
             let task = {
                 let mut st = this.lock();
@@ -474,89 +689,108 @@ impl Engine {
                 this.next_task(&mut st, monotonic_ns())
             };
             let Some(task) = task else {
+                if kick {
+                    Self::kick(this);
+                }
                 return;
             };
+            kick = matches!(task, MemoryTask::PhaseOne { .. });
             match task {
-                MemoryTask::PhaseOne { ctx, releases } => Self::phase_one(this, &ctx, releases),
+                MemoryTask::PhaseOne {
+                    ctx,
+                    area,
+                    releases,
+                } => Self::phase_one(this, &ctx, area, releases),
                 MemoryTask::Prepare {
                     ctx,
                     job,
                     seqno,
                     bindings,
-                    scratch,
+                    prepared,
                     releases,
-                } => Self::prepare(this, &ctx, job, seqno, &bindings, scratch, releases),
+                } => Self::prepare(this, &ctx, job, seqno, &bindings, prepared, releases),
                 MemoryTask::CleanUp {
                     ctx,
                     job,
                     bindings,
                     prepared,
                 } => Self::clean_up_job(this, &ctx, job, &bindings, prepared),
-                MemoryTask::Release(area) => {
-                    drop(area);
-                    this.lock().released();
-                }
+                MemoryTask::Reclaim {
+                    ctx,
+                    job,
+                    bindings,
+                    prepared,
+                } => Self::reclaim(this, &ctx, job, &bindings, prepared),
             }
-            Self::kick(this);
+            if !kick {
+                Self::kick(this);
+            }
         }
     }
 
-    /// Phase 1 of `ctx`: its state area, then its init time.
-    fn phase_one(this: ArcBorrow<'_, Self>, ctx: &Arc<Context>, releases: u64) {
+    /// Phase 1 of `ctx`: its state area placed, then its init time.
+    /// Allocates nothing: a job's fence waits for it.
+    fn phase_one(
+        this: ArcBorrow<'_, Self>,
+        ctx: &Arc<Context>,
+        mut area: Option<DeviceArea>,
+        releases: u64,
+    ) {
+        let _signalling = Signalling::begin();
         let start = monotonic_ns();
-        let area = DeviceArea::new(&this.memory, this.phase_one.state_bytes);
-        let mut unused = None;
-        {
-            let mut st = this.lock();
-            let full = matches!(area, Err(e) if e == ENOSPC);
-            st.wait_for_release(full, releases);
-            let EngineState { queues, stages, .. } = &mut *st;
-            match queue_in(queues, ctx) {
-                Some(q) => match area {
-                    Ok(area) => {
-                        let end = start.saturating_add(this.phase_one.init_ns);
-                        // An area is released before phase 1 can start
-                        // again: there is none to replace.
-                        unused = core::mem::replace(&mut q.state_area, area);
-                        warn_on!(unused.is_some());
-                        q.phase1 = PhaseOne::Done(end);
-                        q.phase1_times = (start, end);
-                        record(stages, ctx, 0, StageEvent::Phase1Start, start);
-                        record(stages, ctx, 0, StageEvent::Phase1End, end);
-                    }
-                    // Tried again when memory comes back.
-                    Err(_) => q.phase1 = PhaseOne::Idle,
-                },
-                None => unused = area.ok().flatten(),
+        let placed = area.as_mut().map_or(Ok(()), DeviceArea::place);
+        let mut st = this.lock();
+        let full = matches!(placed, Err(e) if e == ENOSPC);
+        let loaded = st.queue(ctx).is_some_and(|q| q.slot.is_some());
+        st.wait_for_release(full, releases, Blocked::of(ctx, loaded));
+        let EngineState { queues, stages, .. } = &mut *st;
+        // Gone meanwhile: the area goes once the lock is released (below).
+        if let Some(q) = queue_in(queues, ctx) {
+            q.state_area = area.take();
+            if placed.is_ok() {
+                let end = start.saturating_add(this.phase_one.init_ns);
+                q.phase1 = PhaseOne::Done(end);
+                q.phase1_times = (start, end);
+                record(stages, ctx, 0, StageEvent::Phase1Start, start);
+                record(stages, ctx, 0, StageEvent::Phase1End, end);
+            } else {
+                // Tried again when memory comes back.
+                q.phase1 = PhaseOne::Idle;
             }
         }
-        drop(unused);
+        drop(st);
+        drop(area);
     }
 
     /// Phase 2 of a job: its objects made resident and its scratch area
-    /// allocated. On `ENOSPC` the job waits, queued, and nothing younger
-    /// is prepared until memory is given back.
+    /// placed, through the handles made at its submission. On `ENOSPC`
+    /// (or `EBUSY`: a stale copy still held) the job waits, queued: what
+    /// cannot run now is reclaimed for it, and nothing else is prepared
+    /// until memory is given back. Allocates nothing: its fence waits for
+    /// it.
     fn prepare(
         this: ArcBorrow<'_, Self>,
         ctx: &Arc<Context>,
         id: u64,
         seqno: u64,
         bindings: &Bindings,
-        scratch: u64,
+        mut prepared: Prepared,
         releases: u64,
     ) {
+        let _signalling = Signalling::begin();
         let start = monotonic_ns();
-        let taken = Self::take_all(&this.memory, bindings, scratch, start);
+        let held = prepared.hold(&this.memory, bindings, start);
         let mut unused = None;
         {
             let mut st = this.lock();
-            let full = matches!(taken, Err(e) if e == ENOSPC);
-            st.wait_for_release(full, releases);
+            let full = matches!(held, Err(e) if e == ENOSPC || e == EBUSY);
+            let loaded = st.queue(ctx).is_some_and(|q| q.slot.is_some());
+            st.wait_for_release(full, releases, Blocked::of(ctx, loaded));
             st.phase1_ahead_paused = full;
             let EngineState { queues, stages, .. } = &mut *st;
             match queue_in(queues, ctx).and_then(|q| find_job_of(&mut q.jobs, id)) {
-                Some(job) => match taken {
-                    Ok((prepared, ready)) => {
+                Some(job) => match held {
+                    Ok(ready) => {
                         job.device = Some(prepared);
                         job.stage = Stage::Uploading(ready);
                         job.times.phase2_start = start;
@@ -564,52 +798,22 @@ impl Engine {
                         record(stages, ctx, seqno, StageEvent::Phase2Start, start);
                         record(stages, ctx, seqno, StageEvent::Phase2End, ready);
                     }
-                    Err(_) if full => job.stage = Stage::Queued,
                     Err(e) => {
-                        // Out of kernel memory: it fails, as a submission
-                        // that could not be allocated would.
+                        job.spare = Some(prepared);
                         job.stage = Stage::Queued;
-                        job.progress.fail(e.to_errno());
+                        if !full {
+                            // A page table that does not match its object:
+                            // it fails, as a submission that could not be
+                            // mapped would.
+                            job.progress.fail(e.to_errno());
+                        }
                     }
                 },
                 // Cancelled meanwhile: its hold goes, outside the lock.
-                None => unused = taken.ok(),
+                None => unused = Some(prepared),
             }
         }
         drop(unused);
-    }
-
-    /// Takes every binding of a job (in slot order) and its scratch area;
-    /// all or nothing. Returns them and when the last upload ends.
-    fn take_all(
-        memory: &Arc<DeviceMemory>,
-        bindings: &Bindings,
-        scratch: u64,
-        now: u64,
-    ) -> Result<(Prepared, u64)> {
-        let mut pins = KVec::with_capacity(bindings.len(), GFP_KERNEL)?;
-        let mut ready = now;
-        for map in bindings.iter() {
-            let (pin, at) = DeviceMemory::take(memory, map, now)?;
-            pins.push(pin, GFP_KERNEL)?;
-            ready = ready.max(at);
-        }
-        let scratch = match scratch {
-            0 => None,
-            bytes => {
-                let area = DeviceArea::new(memory, bytes)?;
-                // Zeroed on the device: it moves like an upload.
-                ready = ready.max(memory.copy_time(bytes, now));
-                area
-            }
-        };
-        Ok((
-            Prepared {
-                pins,
-                _scratch: scratch,
-            },
-            ready,
-        ))
     }
 
     /// Writes back the objects a finished job stored to and lets its fence
@@ -626,16 +830,7 @@ impl Engine {
     ) {
         let _signalling = Signalling::begin();
         let now = monotonic_ns();
-        let mut done = now;
-        let mut error = 0;
-        for (pin, map) in prepared.pins.iter_mut().zip(bindings.iter()) {
-            if pin.stored() {
-                match this.memory.write_back(pin, map, now) {
-                    Ok(at) => done = done.max(at),
-                    Err(e) => error = e.to_errno(),
-                }
-            }
-        }
+        let (done, error) = this.write_back_all(&mut prepared, bindings, now);
         let mut unused = None;
         {
             let mut st = this.lock();
@@ -657,6 +852,63 @@ impl Engine {
         drop(unused);
     }
 
+    /// Reclaims the device memory of a job that cannot run now: writes
+    /// back what it stored (so its partial results are in system memory,
+    /// which no one else reads before its fence), releases its hold, and
+    /// leaves it queued, to be prepared again when it may run.
+    fn reclaim(
+        this: ArcBorrow<'_, Self>,
+        ctx: &Arc<Context>,
+        id: u64,
+        bindings: &Bindings,
+        mut prepared: Prepared,
+    ) {
+        let _signalling = Signalling::begin();
+        let now = monotonic_ns();
+        let (done, error) = this.write_back_all(&mut prepared, bindings, now);
+        let bytes = prepared.pins.iter().map(Pinned::bytes).sum::<u64>();
+        this.memory.count_reclaim(bytes, done.saturating_sub(now));
+        prepared.release();
+        let mut unused = None;
+        {
+            let mut st = this.lock();
+            let EngineState { queues, stages, .. } = &mut *st;
+            match queue_in(queues, ctx).and_then(|q| find_job_of(&mut q.jobs, id)) {
+                Some(job) => {
+                    if error != 0 {
+                        job.progress.fail(error);
+                    }
+                    job.spare = Some(prepared);
+                    job.stage = Stage::Queued;
+                    job.times.phase2_start = 0;
+                    job.times.phase2_end = 0;
+                    record(stages, ctx, job.seqno, StageEvent::Reclaimed, done);
+                }
+                None => unused = Some(prepared),
+            }
+            // The blocked job is tried again.
+            st.released();
+        }
+        drop(unused);
+    }
+
+    /// Writes back every pinned object of `prepared` the job stored to;
+    /// returns when the last copy ends in modeled time and the first error
+    /// (0 if none).
+    fn write_back_all(&self, prepared: &mut Prepared, bindings: &Bindings, now: u64) -> (u64, i32) {
+        let mut done = now;
+        let mut error = 0;
+        for (pin, map) in prepared.pins.iter_mut().zip(bindings.iter()) {
+            if pin.stored() {
+                match self.memory.write_back(pin, map, now) {
+                    Ok(at) => done = done.max(at),
+                    Err(e) => error = e.to_errno(),
+                }
+            }
+        }
+        (done, error)
+    }
+
     /// Memory came back outside the memory work item (a job dropped, an
     /// object forgotten): prepare again what waited for it.
     pub(crate) fn memory_released(this: ArcBorrow<'_, Self>) {
@@ -671,53 +923,150 @@ impl Engine {
     }
 
     /// Device memory a job needs at once: its distinct objects and its
-    /// scratch area; `E2BIG` if it can never have it beside the state
-    /// areas of the contexts in every hardware slot.
+    /// scratch area; `E2BIG` if it can never have it beside its own
+    /// context's state area. Every other context's state area and every
+    /// other job's hold can be given back for it ([`reclaim_victim`],
+    /// [`state_area_victim`]), so that is the only limit.
     pub(super) fn footprint(&self, bindings: &Bindings, scratch: u64) -> Result<u64> {
         let distinct = bindings.iter().enumerate().filter_map(|(i, map)| {
             let id = map.owner().id;
             let first = !bindings.iter().take(i).any(|m| m.owner().id == id);
             first.then(|| map.owner().size() as u64)
         });
-        let slots = u64::from(self.topology.hw_slots);
-        let states = self.phase_one.state_bytes.saturating_mul(slots);
-        let room = self.memory.size().saturating_sub(states);
+        let room = self
+            .memory
+            .size()
+            .saturating_sub(self.phase_one.state_bytes);
         match footprint(Iterator::chain(distinct, core::iter::once(scratch))) {
             Some(bytes) if bytes <= room => Ok(bytes),
             _ => Err(E2BIG),
         }
     }
 
-    /// Rule 4 for `q`: its first job of the task, prepared, may start
-    /// executing now, while the contexts' running jobs hold `all_running`
-    /// bytes. Sequential mode runs one job at a time already.
-    pub(super) fn may_execute(q: &ContextQueue, all_running: u64, p: &PipelineParams) -> bool {
+    /// The pipeline's gate before a task's first job executes, for `q`:
+    /// its first job of the task, prepared, may start executing now, while
+    /// the running jobs of the loaded contexts of each priority level hold
+    /// `running[level]` bytes. Only the running jobs of its own level and
+    /// higher ones count: the gate orders tasks of equal standing and never
+    /// holds a strictly higher level back, which preempts as slot selection
+    /// says. Sequential mode runs one job at a time already.
+    pub(super) fn may_execute(
+        q: &ContextQueue,
+        running: &RunningBytes,
+        p: &PipelineParams,
+    ) -> bool {
         if p.mode == Mode::Sequential || q.task_started {
             return true;
         }
         let Some(job) = q.active() else {
             return true;
         };
-        let others = all_running.saturating_sub(q.running_bytes());
+        let up_to = running
+            .iter()
+            .take(q.ctx.priority as usize + 1)
+            .fold(0u64, |sum, &b| sum.saturating_add(b));
+        let others = up_to.saturating_sub(q.running_bytes());
         pipeline::next_may_execute(p, others, job.footprint)
     }
+}
+
+/// Device memory of the running jobs of loaded contexts, per priority
+/// level.
+pub(super) type RunningBytes = [u64; PRIORITY_LEVELS as usize];
+
+/// [`RunningBytes`] of `queues`.
+pub(super) fn running_bytes(queues: &[ContextQueue]) -> RunningBytes {
+    let mut running = [0u64; PRIORITY_LEVELS as usize];
+    for q in queues {
+        if let Some(level) = running.get_mut(q.ctx.priority as usize) {
+            *level = level.saturating_add(q.running_bytes());
+        }
+    }
+    running
 }
 
 impl EngineState {
     /// Device memory came back: whatever waited for it is tried again.
     fn released(&mut self) {
         self.releases = self.releases.wrapping_add(1);
-        self.memory_blocked = false;
+        self.memory_blocked = None;
     }
 
     /// A phase 1 or phase 2 taken when [`EngineState::releases`] was
     /// `releases` found the memory `full`: it waits for a release, unless
     /// one came meanwhile (then it is simply tried again).
-    fn wait_for_release(&mut self, full: bool, releases: u64) {
+    fn wait_for_release(&mut self, full: bool, releases: u64, blocked: Blocked) {
         if full && self.releases == releases {
-            self.memory_blocked = true;
+            self.memory_blocked = Some(blocked);
         }
     }
+}
+
+impl Blocked {
+    /// `ctx` found device memory full; `loaded`: it holds a slot.
+    fn of(ctx: &Context, loaded: bool) -> Self {
+        Self {
+            timeline: ctx.timeline,
+            level: ctx.priority,
+            loaded,
+        }
+    }
+
+    /// `q` may be prepared (or initialised) while the blocked job waits: it
+    /// is of a strictly higher level (it may reclaim what the blocked one
+    /// may not), or of the same level and loaded while the blocked one is
+    /// not (a current task goes before the next one).
+    fn lets_prepare(&self, q: &ContextQueue) -> bool {
+        q.ctx.priority < self.level
+            || (q.ctx.priority == self.level && q.slot.is_some() && !self.loaded)
+    }
+
+    /// `q` cannot run while the blocked job waits: it is of a lower level,
+    /// or of the same level without a slot while the blocked job's context
+    /// holds one. A higher level is never reclaimed for a lower one.
+    fn outranks(&self, q: &ContextQueue) -> bool {
+        q.ctx.timeline != self.timeline
+            && !q.cancelling
+            && (q.ctx.priority > self.level
+                || (q.ctx.priority == self.level && q.slot.is_none() && self.loaded))
+    }
+}
+
+/// A prepared job whose memory may be reclaimed for `blocked`: (context,
+/// job). Its context cannot run now ([`Blocked::outranks`]), and the job
+/// has nothing on the device (it is not the active job, or its context's
+/// active job is off the device).
+fn reclaim_victim(st: &EngineState, blocked: &Blocked) -> Option<(usize, u64)> {
+    st.queues
+        .iter()
+        .enumerate()
+        .filter(|(_, q)| blocked.outranks(q))
+        .find_map(|(qi, q)| {
+            let active = q.active().map(|j| j.id);
+            q.jobs
+                .iter()
+                .filter(|j| matches!(j.stage, Stage::Uploading(_)) && !j.is_finished())
+                .find(|j| Some(j.id) != active || q.off_device())
+                .map(|j| (qi, j.id))
+        })
+}
+
+/// A context whose state area may be released for `blocked`: initialised,
+/// nothing of it prepared or on the device, and it cannot run now or, if
+/// it holds a slot at the blocked job's level, it cannot run either until
+/// memory comes back.
+fn state_area_victim(st: &EngineState, blocked: &Blocked) -> Option<usize> {
+    st.queues.iter().position(|q| {
+        q.ctx.timeline != blocked.timeline
+            && !q.cancelling
+            && q.state_area.as_ref().is_some_and(DeviceArea::is_placed)
+            && matches!(q.phase1, PhaseOne::Done(_))
+            && !q.jobs.iter().any(|j| j.stage.busy())
+            && q.off_device()
+            && (q.slot.is_none()
+                || q.ctx.priority > blocked.level
+                || (q.ctx.priority == blocked.level && blocked.loaded))
+    })
 }
 
 /// The job numbered `id` in one context's list.

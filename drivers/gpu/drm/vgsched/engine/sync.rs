@@ -30,6 +30,7 @@ use kernel::{
 
 extern "C" {
     fn vgsched_engine_wq_alloc() -> *mut bindings::workqueue_struct;
+    fn vgsched_memory_wq_alloc() -> *mut bindings::workqueue_struct;
     fn vgsched_engine_wq_destroy(wq: *mut bindings::workqueue_struct);
     fn vgsched_fence_begin_signalling() -> bool;
     fn vgsched_fence_end_signalling(cookie: bool);
@@ -51,9 +52,19 @@ unsafe impl Sync for OwnedQueue {}
 
 impl OwnedQueue {
     /// Allocates the engine's queue.
-    pub(super) fn new() -> Result<Self> {
+    pub(super) fn engine() -> Result<Self> {
         // SAFETY: No preconditions; the name is a string literal in C.
-        let ptr = unsafe { vgsched_engine_wq_alloc() };
+        Self::adopt(unsafe { vgsched_engine_wq_alloc() })
+    }
+
+    /// Allocates the queue of the memory and clean-up work items.
+    pub(super) fn memory() -> Result<Self> {
+        // SAFETY: No preconditions; the name is a string literal in C.
+        Self::adopt(unsafe { vgsched_memory_wq_alloc() })
+    }
+
+    /// Owns `ptr`, a queue just allocated (null if that failed).
+    fn adopt(ptr: *mut bindings::workqueue_struct) -> Result<Self> {
         // INVARIANT: a non-null result is a live queue, now ours.
         Ok(Self {
             ptr: NonNull::new(ptr).ok_or(ENOMEM)?,

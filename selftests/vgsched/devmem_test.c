@@ -1,0 +1,1069 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Device memory as a program relies on it: what the CPU writes through
+ * mmap() and what jobs compute stay exact, and no combination of device
+ * memory, the preparation pipeline and priority levels leaves a job
+ * unfinished.
+ *  - old_program_rewrites_inputs_through_mmap: a uAPI 1.3 program, which
+ *    never calls BO_CPU_PREP, writes new inputs into its objects through
+ *    mmap() before each job (integer and float vector adds in turn, the
+ *    output poisoned and a word no thread touches changed each round) and
+ *    finds every word of each result exact: a device copy left resident
+ *    by the previous job is never used once the CPU has written the
+ *    object, and the write-back keeps what the CPU wrote where the job
+ *    did not store;
+ *  - ..._while_evicted: the same on 4 MiB of device memory while another
+ *    file's jobs evict the objects between rounds (before and after the
+ *    CPU's writes), and in the rounds that follow an upload again;
+ *  - cpu_write_beside_running_job_survives: what the CPU writes through
+ *    mmap() into a page of an object that a running job does not store
+ *    to is still there once the job's fence has signalled, beside the
+ *    job's results in the page it stored to (the write-back does not
+ *    bring back the page's older device copy);
+ *  - big_low_job_preempted_by_high, swapped_levels_all_finish,
+ *    low_prepared_ahead_does_not_block_high: a job over a 40 MiB object
+ *    (above the 32 MiB sub-task threshold, so it holds the next task's
+ *    phase 2 back) and small jobs of other priority levels, in every order
+ *    of arrival, one slot or eight, pipelined or sequential: slot
+ *    selection's preemption of a lower level never leaves a job waiting
+ *    for memory or a pipeline stage that only the preempted job could give
+ *    back, nor does a lower level's job prepared ahead as the next task
+ *    while a higher level's job over 24 MiB (which does not fit beside it)
+ *    arrives; every job ends with status 0 within 15 s, results exact;
+ *  - two_17mib_jobs: a level-9 job over 17 MiB preempted by a level-8 job
+ *    over another 17 MiB object (34 MiB together, above the threshold
+ *    that lets two contexts' jobs execute side by side): both finish;
+ *  - reader_fault_does_not_cancel_writer: a job of another file that only
+ *    reads an object and faults (-EFAULT) does not cancel the job that
+ *    writes the object after it through implicit synchronisation: the
+ *    writer waits for the reader, then runs and stores its results;
+ *  - same_objects_overlap_preparation: three jobs of one context on the
+ *    same model and output objects are pipelined like jobs on distinct
+ *    objects: each next job's phase 2 starts before the previous job's
+ *    last wave;
+ *  - context_keeps_its_slot_between_its_jobs: on one slot, a context with
+ *    three queued jobs on the same model and output objects (its own
+ *    earlier jobs' fences on them do not hold its next job back) keeps
+ *    its slot from its first job to the end of its third (no eviction
+ *    while its next job is prepared), and a context of a lower level is
+ *    loaded only after that;
+ *  - job_at_memory_limit_runs: a job whose objects take device memory
+ *    less exactly one context state area is accepted and runs, one page
+ *    more is refused with E2BIG, whatever the number of slots.
+ * Each test that needs parameters reloads the module with them (the
+ * default module again afterwards); the others use the default module.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "vgsched_programs.h"
+
+#define THREADS 64
+#define KIB 1024ull
+#define MIB (1024ull * 1024)
+/* How long a job may take to finish, once it can run, before a test calls it wedged. */
+#define WAIT_NS (15 * VG_SECOND_NS)
+/* finish(): the job did not end within WAIT_NS. */
+#define NOT_DONE 1000
+#define FILES 3
+/* What a long job runs for: long enough to be seen running under TCG. */
+#define LONG_MS 400
+
+#define I(op, rd, ra, rb, imm) vg_instr(DRM_VGSCHED_OP_##op, rd, ra, rb, imm)
+
+/*
+ * Every thread spins @loops times (four loads of word 0 of binding 1 and
+ * the loop: VG_SLOW_LOOP_CYCLES each), then stores word (global id x
+ * @stride) of binding 1 to word (global id) of binding 0. Bindings: out
+ * (read-write), big (read-only).
+ */
+static unsigned int prog_slow_sample(__u64 *p, int loops, int stride)
+{
+	unsigned int n = 0;
+
+	p[n++] = I(MOVI, 0, 0, 0, loops);
+	for (int i = 0; i < 4; i++)
+		p[n++] = I(LD, 2, 3, 1, 0);			/* 1-4: loop */
+	p[n++] = I(ADDI, 0, 0, 0, -1);
+	p[n++] = I(BRNZ, 0, 0, 0, 1);
+	p[n++] = I(SREG, 1, 0, 0, DRM_VGSCHED_SREG_GLOBAL_ID);
+	p[n++] = I(MOVI, 4, 0, 0, stride);
+	p[n++] = I(MUL, 5, 1, 4, 0);
+	p[n++] = I(LD, 6, 5, 1, 0);
+	p[n++] = I(ST, 6, 1, 0, 0);
+	p[n++] = I(END, 0, 0, 0, 0);
+	return n;
+}
+
+/*
+ * Every thread spins @loops times loading word 0 of binding 0, then loads
+ * a word far past its end: the job ends with -EFAULT. It stores nothing.
+ */
+static unsigned int prog_slow_fault(__u64 *p, int loops)
+{
+	unsigned int n = 0;
+
+	p[n++] = I(MOVI, 0, 0, 0, loops);
+	for (int i = 0; i < 4; i++)
+		p[n++] = I(LD, 2, 3, 0, 0);			/* 1-4: loop */
+	p[n++] = I(ADDI, 0, 0, 0, -1);
+	p[n++] = I(BRNZ, 0, 0, 0, 1);
+	p[n++] = I(MOVI, 4, 0, 0, 0x7fffffff);
+	p[n++] = I(LD, 5, 4, 0, 0);
+	p[n++] = I(END, 0, 0, 0, 0);
+	return n;
+}
+
+#undef I
+
+/* The status of job @seqno once it ends, or NOT_DONE if it has not within WAIT_NS. */
+static int finish(int fd, __u32 ctx, __u64 seqno)
+{
+	int status = NOT_DONE;
+
+	if (vgsched_wait(fd, ctx, seqno, WAIT_NS, &status))
+		return NOT_DONE;
+	return status;
+}
+
+/* A number of debugfs vram, by key ("free", "evictions", ...); -1 if absent. */
+static long long vram_number(const char *key)
+{
+	char line_key[32];
+
+	snprintf(line_key, sizeof(line_key), "%s ", key);
+	return vgsched_debugfs_number("vram", line_key);
+}
+
+/* The KiB of fdinfo key @key of @fd; -1 if absent. */
+static long long fdinfo_kib(int fd, const char *key)
+{
+	__u64 kib;
+
+	return vg_fdinfo_u64(fd, key, &kib) ? -1 : (long long)kib;
+}
+
+/*
+ * The time of the first stage record of job @job (0: the context's own) of
+ * context @ctx of client @client named @event at or after @after; 0 if
+ * there is none.
+ */
+static __u64 stage_at(__u64 client, unsigned int ctx, __u64 job, const char *event, __u64 after)
+{
+	static struct vg_stage log[512];
+	int n = vgsched_stages(log, 512);
+
+	for (int i = 0; i < n; i++) {
+		const struct vg_stage *e = &log[i];
+
+		if (e->client == client && e->ctx == ctx && e->job == job &&
+		    !strcmp(e->event, event) && e->t >= after)
+			return e->t;
+	}
+	return 0;
+}
+
+/* Waits up to 10 s for a stage record (as stage_at()); 0 if none came. */
+static __u64 wait_stage(__u64 client, unsigned int ctx, __u64 job, const char *event, __u64 after)
+{
+	__u64 t = 0;
+
+	for (int i = 0; i < 1000 && !(t = stage_at(client, ctx, job, event, after)); i++)
+		usleep(10000);
+	return t;
+}
+
+/* A slot event of the placement log ("load", "leave", "preempt", "turn"). */
+struct slot_event {
+	char kind[16];
+	__u64 t, client;
+	unsigned int ctx;
+};
+
+/* The slot events of the placement log, in order; how many, or -errno. */
+static int slot_events(struct slot_event *out, int max)
+{
+	char *buf = NULL, *line, *save = NULL;
+	int n = 0, ret = vgsched_placement_log(&buf);
+
+	if (ret)
+		return ret;
+	for (line = strtok_r(buf, "\n", &save); line && n < max; line = strtok_r(NULL, "\n", &save)) {
+		struct slot_event *e = &out[n];
+
+		memset(e, 0, sizeof(*e));
+		if (sscanf(line, "#%*u t=%llu %15[a-z] client=%llu ctx=%u", &e->t, e->kind, &e->client,
+			   &e->ctx) == 4)
+			n++;
+	}
+	free(buf);
+	return n;
+}
+
+/*
+ * A job of one wave of THREADS threads that spins for its modeled time,
+ * then stores into its own 4 KiB out object: with @big, word (id x
+ * stride) of @big, which it binds read-only (so its footprint is @big's
+ * bytes); without, its global id (vg_prog_slow_store).
+ */
+struct job {
+	int fd;
+	__u32 ctx;
+	__u64 client, submitted_ns;
+	struct vg_buf prog, out;
+	__u32 bind[2];
+	const struct vg_buf *big;
+	struct drm_vgsched_submit s;
+};
+
+/* Word @i of a big object's sample: what thread @i of a job over it stores. */
+#define SAMPLE(i) (0xb1600000u + (uint32_t)(i))
+
+/* Words between two samples of @big: the samples spread over the whole object. */
+static int sample_stride(const struct vg_buf *big)
+{
+	return (int)(big->size / 4 / THREADS);
+}
+
+/* Creates a big object and writes its THREADS samples; 0 or -errno. */
+static int big_create(int fd, size_t bytes, struct vg_buf *big)
+{
+	int ret = vg_buf_create(fd, bytes, big);
+
+	for (int i = 0; !ret && i < THREADS; i++)
+		((uint32_t *)big->map)[(size_t)i * sample_stride(big)] = SAMPLE(i);
+	return ret;
+}
+
+static int job_init(int fd, struct job *j, __u32 ctx, int ms, const struct vg_buf *big)
+{
+	__u64 words[16];
+	unsigned int len;
+	int ret;
+
+	memset(j, 0, sizeof(*j));
+	j->fd = fd;
+	j->ctx = ctx;
+	j->client = vgsched_client_id(fd, ctx);
+	j->big = big;
+	len = big ? prog_slow_sample(words, LOOPS_FOR_MS(ms), sample_stride(big)) :
+		    vg_prog_slow_store(words, LOOPS_FOR_MS(ms));
+	ret = vg_program(fd, words, len, &j->prog) ?: vg_buf_create(fd, 4096, &j->out);
+	if (ret)
+		return ret;
+	memset(j->out.map, 0xff, 4096);
+	j->bind[0] = j->out.handle;
+	j->bind[1] = big ? big->handle : 0;
+	j->s = vg_job(ctx, &j->prog, len, j->bind, big ? 2 : 1, 1, 1, THREADS);
+	j->s.vgpr_blocks = 1;
+	j->s.sgpr_blocks = 1;
+	j->s.shared_mem_blocks = 0;
+	j->s.binding_access[0] = DRM_VGSCHED_BINDING_READ | DRM_VGSCHED_BINDING_WRITE;
+	if (big)
+		j->s.binding_access[1] = DRM_VGSCHED_BINDING_READ;
+	return 0;
+}
+
+static int job_submit(struct job *j)
+{
+	j->s.seqno = 0;
+	j->submitted_ns = vg_now_ns();
+	return vgsched_submit(j->fd, &j->s);
+}
+
+static int job_finish(const struct job *j)
+{
+	return finish(j->fd, j->ctx, j->s.seqno);
+}
+
+static int job_running(const struct job *j)
+{
+	return still_running(j->fd, j->ctx, j->s.seqno);
+}
+
+/* When @event of @j was recorded (0 if not yet). */
+static __u64 job_stage(const struct job *j, const char *event)
+{
+	return stage_at(j->client, j->ctx, j->s.seqno, event, j->submitted_ns);
+}
+
+/* Index of the first wrong word of @j's results, or -1. */
+static int job_wrong(const struct job *j)
+{
+	const uint32_t *out = j->out.map;
+
+	for (int i = 0; i < THREADS; i++)
+		if (out[i] != (j->big ? SAMPLE(i) : (uint32_t)i))
+			return i;
+	for (int i = THREADS; i < 1024; i++)
+		if (out[i] != 0xffffffffu)
+			return i;
+	return -1;
+}
+
+static void job_fini(struct job *j)
+{
+	vg_buf_destroy(j->fd, &j->prog);
+	vg_buf_destroy(j->fd, &j->out);
+}
+
+FIXTURE(devmem) {
+	int fd[FILES];
+	int reloaded;
+	char config[64];
+};
+
+FIXTURE_SETUP(devmem)
+{
+	for (int i = 0; i < FILES; i++)
+		self->fd[i] = -1;
+	self->reloaded = 0;
+	strcpy(self->config, "default module");
+}
+
+/* Unloads the module, retrying while a file of an exited process is still being released. */
+static int unload_module(void)
+{
+	int ret = vgsched_module_unload();
+
+	for (int i = 0; i < 300 && (ret == -EBUSY || ret == -EAGAIN); i++) {
+		usleep(10000);
+		ret = vgsched_module_unload();
+	}
+	return ret;
+}
+
+/*
+ * In the parent, once the test's process (its files, mappings and jobs)
+ * is gone, even after a failed assertion: the default module again.
+ */
+FIXTURE_TEARDOWN_PARENT(devmem)
+{
+	if (!self->reloaded)
+		return;
+	EXPECT_EQ(0, unload_module());
+	EXPECT_EQ(0, vgsched_module_load(""));
+}
+
+static void close_files(FIXTURE_DATA(devmem) *self)
+{
+	for (int i = 0; i < FILES; i++) {
+		if (self->fd[i] >= 0)
+			close(self->fd[i]);
+		self->fd[i] = -1;
+	}
+}
+
+/*
+ * Reloads the module with @params (NULL: keeps the loaded default module)
+ * and opens FILES files on it. Every object of the files must be unmapped.
+ */
+static void open_device(struct __test_metadata *_metadata, FIXTURE_DATA(devmem) *self,
+			const char *params)
+{
+	close_files(self);
+	if (params) {
+		self->reloaded = 1;
+		ASSERT_EQ(0, unload_module());
+		ASSERT_EQ(0, vgsched_module_load(params)) TH_LOG("%s", params);
+		snprintf(self->config, sizeof(self->config), "%s", params);
+	}
+	for (int i = 0; i < FILES; i++) {
+		self->fd[i] = vgsched_open_render_node();
+		ASSERT_GE(self->fd[i], 0);
+	}
+}
+
+/* c = a + b over N threads (vg_prog_vector_add), as a uAPI 1.3 program writes it. */
+#define ADD_GROUPS 16
+#define N (ADD_GROUPS * THREADS)
+
+struct add_job {
+	struct vg_buf prog[2], a, b, c;	/* prog[fadd] */
+	unsigned int len[2];
+	__u32 bind[3];
+	struct drm_vgsched_submit s;
+};
+
+static int add_job_init(int fd, struct add_job *j, size_t bytes)
+{
+	__u64 words[16];
+	int ret = 0;
+
+	memset(j, 0, sizeof(*j));
+	for (int f = 0; !ret && f < 2; f++) {
+		j->len[f] = vg_prog_vector_add(words, f);
+		ret = vg_program(fd, words, j->len[f], &j->prog[f]);
+	}
+	ret = ret ?: vg_buf_create(fd, bytes, &j->a);
+	ret = ret ?: vg_buf_create(fd, bytes, &j->b);
+	ret = ret ?: vg_buf_create(fd, bytes, &j->c);
+	if (ret)
+		return ret;
+	j->bind[0] = j->a.handle;
+	j->bind[1] = j->b.handle;
+	j->bind[2] = j->c.handle;
+	return 0;
+}
+
+static void add_job_fini(int fd, struct add_job *j)
+{
+	for (int f = 0; f < 2; f++)
+		vg_buf_destroy(fd, &j->prog[f]);
+	vg_buf_destroy(fd, &j->a);
+	vg_buf_destroy(fd, &j->b);
+	vg_buf_destroy(fd, &j->c);
+}
+
+/* Round @r's inputs: a float round when @fadd, an integer one otherwise. */
+static float add_a(int i, uint32_t r)
+{
+	return (float)(i * 3 + (int)r) * 0.5f;
+}
+
+static float add_b(int i, uint32_t r)
+{
+	return (float)(r * 7) * 0.25f - (float)i * 0.125f;
+}
+
+static uint32_t word_a(int i, uint32_t r, int fadd)
+{
+	float f = add_a(i, r);
+	uint32_t w;
+
+	memcpy(&w, &f, 4);
+	return fadd ? w : (uint32_t)i * 3 + r * 17;
+}
+
+static uint32_t word_b(int i, uint32_t r, int fadd)
+{
+	float f = add_b(i, r);
+	uint32_t w;
+
+	memcpy(&w, &f, 4);
+	return fadd ? w : r * 1000 - (uint32_t)i;
+}
+
+static uint32_t word_c(int i, uint32_t r, int fadd)
+{
+	float f = add_a(i, r) + add_b(i, r);
+	uint32_t w;
+
+	memcpy(&w, &f, 4);
+	return fadd ? w : word_a(i, r, 0) + word_b(i, r, 0);
+}
+
+/* The sentinel the CPU writes into c's last word in round @r (no thread stores there). */
+#define SENTINEL(r) (0x5eed0000u + (r))
+
+/* Writes round @r's inputs, poisons the output and changes its sentinel, through mmap() only. */
+static void add_job_write(struct add_job *j, uint32_t r, int fadd)
+{
+	uint32_t *a = j->a.map, *b = j->b.map, *c = j->c.map;
+
+	for (int i = 0; i < N; i++) {
+		a[i] = word_a(i, r, fadd);
+		b[i] = word_b(i, r, fadd);
+		c[i] = 0xdeadbeef;
+	}
+	c[j->c.size / 4 - 1] = SENTINEL(r);
+}
+
+/* Index of the first wrong word of round @r's output, or -1. */
+static int add_job_wrong(const struct add_job *j, uint32_t r, int fadd)
+{
+	const uint32_t *c = j->c.map;
+
+	for (int i = 0; i < N; i++)
+		if (c[i] != word_c(i, r, fadd))
+			return i;
+	if (c[j->c.size / 4 - 1] != SENTINEL(r))
+		return (int)(j->c.size / 4 - 1);
+	return -1;
+}
+
+static int add_job_submit(int fd, struct add_job *j, __u32 ctx, int fadd)
+{
+	j->s = vg_job(ctx, &j->prog[fadd], j->len[fadd], j->bind, 3, ADD_GROUPS, 1, THREADS);
+	j->s.binding_access[0] = DRM_VGSCHED_BINDING_READ;
+	j->s.binding_access[1] = DRM_VGSCHED_BINDING_READ;
+	j->s.binding_access[2] = DRM_VGSCHED_BINDING_READ | DRM_VGSCHED_BINDING_WRITE;
+	return vgsched_submit(fd, &j->s);
+}
+
+/* The objects of the old program: 256 KiB each, so that evicting them takes room. */
+#define ADD_BYTES (256 * KIB)
+/*
+ * Another file's job over a fresh 3580 KiB object and its 4 KiB output:
+ * 3.5 MiB. On 4 MiB of device memory, beside at most two 64 KiB state
+ * areas, at most one of the three 256 KiB objects can stay.
+ */
+#define PRESSURE_BYTES ((3584 - 4) * KIB)
+
+static void pressure(struct __test_metadata *_metadata, int fd, __u32 ctx)
+{
+	struct busy_job p;
+	struct vg_buf big;
+	__u32 bind[2];
+
+	ASSERT_EQ(0, busy_job_init(fd, &p, ctx, 1, 1, 1, THREADS, 1));
+	ASSERT_EQ(0, vg_buf_create(fd, PRESSURE_BYTES, &big));
+	bind[0] = p.out.handle;
+	bind[1] = big.handle;
+	p.s.bindings = (__u64)(unsigned long)bind;
+	p.s.binding_count = 2;
+	p.s.binding_access[0] = DRM_VGSCHED_BINDING_READ | DRM_VGSCHED_BINDING_WRITE;
+	p.s.binding_access[1] = DRM_VGSCHED_BINDING_READ;
+	ASSERT_EQ(0, busy_submit(fd, &p));
+	ASSERT_EQ(0, finish(fd, ctx, p.s.seqno));
+	ASSERT_EQ(-1, busy_job_wrong(&p));
+	busy_job_fini(fd, &p);
+	/* Freed: its device copy goes with it, so the next pressure uploads anew. */
+	vg_buf_destroy(fd, &big);
+}
+
+/*
+ * @rounds rounds of the old program, integer in odd rounds, float in even
+ * ones. With @evict, another file's job evicts the objects before rounds 3
+ * (after the CPU's writes) and 5 (before them); rounds 4 and 6 run on the
+ * copies rounds 3 and 5 uploaded again.
+ */
+static void old_program(struct __test_metadata *_metadata, FIXTURE_DATA(devmem) *self,
+			uint32_t rounds, int evict)
+{
+	__u32 ctx = vgsched_ctx_create(self->fd[0], 8);
+	__u32 other = vgsched_ctx_create(self->fd[1], 8);
+	long long evictions = vram_number("evictions");
+	struct add_job j;
+
+	ASSERT_NE(0, ctx);
+	ASSERT_NE(0, other);
+	ASSERT_EQ(0, add_job_init(self->fd[0], &j, ADD_BYTES));
+	for (uint32_t r = 1; r <= rounds; r++) {
+		int fadd = !(r & 1);
+
+		if (evict && r == 5)
+			pressure(_metadata, self->fd[1], other);
+		add_job_write(&j, r, fadd);
+		if (evict && r == 3)
+			pressure(_metadata, self->fd[1], other);
+		if (evict && (r == 3 || r == 5)) {
+			long long resident = fdinfo_kib(self->fd[0], "drm-resident-vram");
+
+			ASSERT_GE(resident, 0);
+			ASSERT_LE(resident, ADD_BYTES / KIB)
+				TH_LOG("round %u: %lld KiB of a, b, c still resident: nothing to prove", r,
+				       resident);
+		}
+		ASSERT_EQ(0, add_job_submit(self->fd[0], &j, ctx, fadd));
+		ASSERT_EQ(0, finish(self->fd[0], ctx, j.s.seqno)) TH_LOG("round %u", r);
+		ASSERT_EQ(-1, add_job_wrong(&j, r, fadd))
+			TH_LOG("round %u (%s): a stale device copy, or a write-back over the CPU's words",
+			       r, fadd ? "float" : "integer");
+		if (r == 1)
+			TH_LOG("after round 1: %lld KiB of a, b, c resident",
+			       fdinfo_kib(self->fd[0], "drm-resident-vram"));
+	}
+	TH_LOG("evictions: %lld", vram_number("evictions") - evictions);
+	add_job_fini(self->fd[0], &j);
+}
+
+TEST_F_TIMEOUT(devmem, old_program_rewrites_inputs_through_mmap, 90)
+{
+	open_device(_metadata, self, NULL);
+	old_program(_metadata, self, 4, 0);
+}
+
+TEST_F_TIMEOUT(devmem, old_program_rewrites_inputs_through_mmap_while_evicted, 120)
+{
+	open_device(_metadata, self, "vram_mib=4 hw_slots=2");
+	old_program(_metadata, self, 6, 1);
+}
+
+/*
+ * A job stores for 400 ms into the first words of a two-page object; the
+ * CPU writes the second page meanwhile.
+ */
+TEST_F_TIMEOUT(devmem, cpu_write_beside_running_job_survives, 60)
+{
+	const size_t bytes = 8 * KIB, words = bytes / 4, page = 4 * KIB / 4;
+	__u32 ctx;
+	struct job j;
+	uint32_t *x;
+
+	open_device(_metadata, self, NULL);
+	ctx = vgsched_ctx_create(self->fd[0], 8);
+	ASSERT_NE(0, ctx);
+	ASSERT_EQ(0, job_init(self->fd[0], &j, ctx, LONG_MS, NULL));
+	vg_buf_destroy(self->fd[0], &j.out);
+	ASSERT_EQ(0, vg_buf_create(self->fd[0], bytes, &j.out));
+	j.bind[0] = j.out.handle;
+	x = j.out.map;
+	for (size_t i = 0; i < words; i++)
+		x[i] = i < page ? 0xffffffffu : 0x22222222u;
+	ASSERT_EQ(0, job_submit(&j));
+	/* Its first wave placed: the object was uploaded, second page and all. */
+	ASSERT_NE(0, wait_stage(j.client, ctx, j.s.seqno, "first_wave", j.submitted_ns));
+	ASSERT_TRUE(job_running(&j)) TH_LOG("the job ended before the CPU could write");
+	for (size_t i = page; i < words; i++)
+		x[i] = 0xc0ff0000u + (uint32_t)i;
+	ASSERT_TRUE(job_running(&j)) TH_LOG("the CPU's write did not happen while the job ran");
+	ASSERT_EQ(0, job_finish(&j));
+	for (size_t i = 0; i < THREADS; i++) {
+		ASSERT_EQ((uint32_t)i, x[i]) TH_LOG("the job's result, word %zu", i);
+	}
+	for (size_t i = THREADS; i < page; i++) {
+		ASSERT_EQ(0xffffffffu, x[i]) TH_LOG("word %zu, which nobody wrote", i);
+	}
+	for (size_t i = page; i < words; i++) {
+		ASSERT_EQ(0xc0ff0000u + (uint32_t)i, x[i])
+			TH_LOG("word %zu: the write-back brought the older copy of the page back", i);
+	}
+	job_fini(&j);
+}
+
+/* The object of the big jobs: above the default 32 MiB sub-task threshold. */
+#define BIG_BYTES (40 * MIB)
+
+/* A job of one scenario: its file, priority level, modeled time and big object (or none). */
+struct spec {
+	int file, prio, ms;
+	const struct vg_buf *big;
+};
+
+/*
+ * @first starts (its first wave is placed), then @second is submitted;
+ * both must end with status 0, each WAIT within 15 s, results exact.
+ */
+static void first_then_second(struct __test_metadata *_metadata, FIXTURE_DATA(devmem) *self,
+			      const char *what, struct spec first, struct spec second)
+{
+	const struct spec *spec[2] = { &first, &second };
+	struct job j[2];
+	__u32 ctx[2];
+
+	for (int k = 0; k < 2; k++) {
+		int fd = self->fd[spec[k]->file];
+
+		ctx[k] = vgsched_ctx_create(fd, spec[k]->prio);
+		ASSERT_NE(0, ctx[k]);
+		ASSERT_EQ(0, job_init(fd, &j[k], ctx[k], spec[k]->ms, spec[k]->big));
+	}
+	ASSERT_EQ(0, job_submit(&j[0]));
+	ASSERT_NE(0, wait_stage(j[0].client, ctx[0], j[0].s.seqno, "first_wave", j[0].submitted_ns))
+		TH_LOG("%s, %s: the first job never started", self->config, what);
+	ASSERT_TRUE(job_running(&j[0])) TH_LOG("%s, %s: the first job ended too soon", self->config, what);
+	ASSERT_EQ(0, job_submit(&j[1]));
+	for (int k = 1; k >= 0; k--) {
+		ASSERT_EQ(0, job_finish(&j[k]))
+			TH_LOG("%s, %s: the %s job (priority %d%s) did not finish (%d: not in 15 s)",
+			       self->config, what, k ? "second" : "first", spec[k]->prio,
+			       spec[k]->big ? ", big" : "", NOT_DONE);
+		ASSERT_EQ(-1, job_wrong(&j[k])) TH_LOG("%s, %s: job %d", self->config, what, k);
+	}
+	for (int k = 0; k < 2; k++) {
+		job_fini(&j[k]);
+		EXPECT_EQ(0, vgsched_ctx_destroy(self->fd[spec[k]->file], ctx[k]));
+	}
+}
+
+typedef void (*scenario_fn)(struct __test_metadata *_metadata, FIXTURE_DATA(devmem) *self,
+			    const struct vg_buf *big);
+
+/*
+ * Runs @fn on one slot and on eight (the default), each pipelined and
+ * sequential, with a 40 MiB object of file 0 (sampled by the big jobs).
+ */
+static void every_config(struct __test_metadata *_metadata, FIXTURE_DATA(devmem) *self,
+			 scenario_fn fn)
+{
+	static const char *const slots[] = { "hw_slots=1", "hw_slots=8" };
+
+	for (int s = 0; s < 2; s++) {
+		struct vg_buf big;
+
+		open_device(_metadata, self, slots[s]);
+		ASSERT_EQ(0, big_create(self->fd[0], BIG_BYTES, &big));
+		for (int mode = 0; mode < 2; mode++) {
+			ASSERT_EQ(0, vgsched_param_write("pipeline_mode", mode ? "1" : "0"));
+			snprintf(self->config, sizeof(self->config), "%s pipeline_mode=%d", slots[s], mode);
+			fn(_metadata, self, &big);
+		}
+		vg_buf_destroy(self->fd[0], &big);
+	}
+}
+
+static void big_low_then_high(struct __test_metadata *_metadata, FIXTURE_DATA(devmem) *self,
+			      const struct vg_buf *big)
+{
+	first_then_second(_metadata, self, "a big priority-12 job, then a small priority-8 one",
+			  (struct spec){ 0, 12, LONG_MS, big }, (struct spec){ 1, 8, 10, NULL });
+}
+
+/*
+ * A priority-12 context's job over 40 MiB has started when a priority-8
+ * context of another file submits a 4 KiB job: the lower level is
+ * preempted, and neither job is left waiting on the other.
+ */
+TEST_F_TIMEOUT(devmem, big_low_job_preempted_by_high, 150)
+{
+	every_config(_metadata, self, big_low_then_high);
+}
+
+static void swapped_levels(struct __test_metadata *_metadata, FIXTURE_DATA(devmem) *self,
+			   const struct vg_buf *big)
+{
+	first_then_second(_metadata, self, "a small priority-12 job, then a big priority-8 one",
+			  (struct spec){ 1, 12, LONG_MS, NULL }, (struct spec){ 0, 8, 20, big });
+	first_then_second(_metadata, self, "a big priority-8 job, then a small priority-12 one",
+			  (struct spec){ 0, 8, LONG_MS, big }, (struct spec){ 1, 12, 10, NULL });
+}
+
+/*
+ * The levels the other way round: the 40 MiB job, at priority 8, preempts
+ * a running small priority-12 job; and, running first at priority 8, it
+ * holds a small priority-12 job back until it ends.
+ */
+TEST_F_TIMEOUT(devmem, swapped_levels_all_finish, 180)
+{
+	every_config(_metadata, self, swapped_levels);
+}
+
+/* The high context's second job's object: with the 40 MiB one, more than the 64 MiB device. */
+#define SECOND_BYTES (24 * MIB)
+/* How long the low job is given to start its phase 2 ahead of its load, if it may. */
+#define AHEAD_MS 500
+
+static void low_prepared_ahead(struct __test_metadata *_metadata, FIXTURE_DATA(devmem) *self,
+			       const struct vg_buf *big)
+{
+	/* The high context's two jobs, the low one's big job, the bystander's. */
+	enum { H1, L, H2, B, JOBS };
+	static const int file[JOBS] = { 1, 0, 1, 2 }, ms[JOBS] = { 4 * LONG_MS, 20, 50, 10 };
+	static const char *const name[JOBS] = { "high first", "low big", "high second", "bystander" };
+	/* Finished in the order the levels run them: 8, 8, 10, 12. */
+	static const int order[JOBS] = { H1, H2, B, L };
+	const struct vg_buf *obj[JOBS];
+	struct vg_buf second;
+	struct job j[JOBS];
+	__u32 high = vgsched_ctx_create(self->fd[1], 8), low = vgsched_ctx_create(self->fd[0], 12);
+	__u32 by = vgsched_ctx_create(self->fd[2], 10);
+	const __u32 ctx[JOBS] = { high, low, high, by };
+	__u64 ahead = 0;
+
+	ASSERT_NE(0, high);
+	ASSERT_NE(0, low);
+	ASSERT_NE(0, by);
+	ASSERT_EQ(0, big_create(self->fd[1], SECOND_BYTES, &second));
+	obj[H1] = NULL;
+	obj[L] = big;
+	obj[H2] = &second;
+	obj[B] = NULL;
+	for (int k = 0; k < JOBS; k++) {
+		ASSERT_EQ(0, job_init(self->fd[file[k]], &j[k], ctx[k], ms[k], obj[k]));
+	}
+	ASSERT_EQ(0, job_submit(&j[H1]));
+	ASSERT_NE(0, wait_stage(j[H1].client, high, j[H1].s.seqno, "first_wave", j[H1].submitted_ns))
+		TH_LOG("%s: the high context's first job never started", self->config);
+	/*
+	 * The low context alone waits: it is the next task, and the high task
+	 * is at its progress point (no job left unrun). It may be prepared
+	 * ahead (it must not be, or must give the memory back): given the
+	 * time to, before the rest arrives.
+	 */
+	ASSERT_EQ(0, job_submit(&j[L]));
+	for (int i = 0; i < AHEAD_MS / 10 && !(ahead = job_stage(&j[L], "phase2_start")); i++)
+		usleep(10000);
+	TH_LOG("%s: the low job %s prepared ahead", self->config, ahead ? "was" : "was not");
+	for (int k = H2; k < JOBS; k++) {
+		ASSERT_EQ(0, job_submit(&j[k]));
+	}
+	ASSERT_TRUE(job_running(&j[H1])) TH_LOG("%s: the first job ended too soon", self->config);
+	for (int i = 0; i < JOBS; i++) {
+		int k = order[i];
+
+		ASSERT_EQ(0, job_finish(&j[k]))
+			TH_LOG("%s: the %s job did not finish (%d: not in 15 s)", self->config, name[k],
+			       NOT_DONE);
+		ASSERT_EQ(-1, job_wrong(&j[k])) TH_LOG("%s: the %s job", self->config, name[k]);
+	}
+	for (int k = 0; k < JOBS; k++)
+		job_fini(&j[k]);
+	vg_buf_destroy(self->fd[1], &second);
+	EXPECT_EQ(0, vgsched_ctx_destroy(self->fd[1], high));
+	EXPECT_EQ(0, vgsched_ctx_destroy(self->fd[0], low));
+	EXPECT_EQ(0, vgsched_ctx_destroy(self->fd[2], by));
+}
+
+/*
+ * A priority-8 context runs a long job; while it runs, a priority-12
+ * context of another file queues a job over 40 MiB, alone waiting (the
+ * next task, which may be prepared ahead: it is given AHEAD_MS to). Then
+ * the high context queues its second job, over a 24 MiB object (the two
+ * big objects do not fit in device memory together), and a bystander of
+ * priority 10 a 4 KiB job: every job finishes, in the levels' order.
+ */
+TEST_F_TIMEOUT(devmem, low_prepared_ahead_does_not_block_high, 150)
+{
+	every_config(_metadata, self, low_prepared_ahead);
+}
+
+/*
+ * Default parameters: a level-9 job over one 17 MiB object has started
+ * when a level-8 job over another 17 MiB object of another file arrives.
+ */
+TEST_F_TIMEOUT(devmem, two_17mib_jobs, 60)
+{
+	struct vg_buf a, b;
+
+	open_device(_metadata, self, NULL);
+	ASSERT_EQ(0, big_create(self->fd[0], 17 * MIB, &a));
+	ASSERT_EQ(0, big_create(self->fd[1], 17 * MIB, &b));
+	first_then_second(_metadata, self, "17 MiB at level 9, then 17 MiB at level 8",
+			  (struct spec){ 0, 9, LONG_MS, &a }, (struct spec){ 1, 8, 20, &b });
+	vg_buf_destroy(self->fd[0], &a);
+	vg_buf_destroy(self->fd[1], &b);
+}
+
+/*
+ * File A's object O, imported by file B through PRIME. B's job binds O
+ * read-only and faults after 300 ms; while it runs, A submits a job that
+ * writes O, which waits for B's (a reader) through O's reservation.
+ */
+TEST_F_TIMEOUT(devmem, reader_fault_does_not_cancel_writer, 60)
+{
+	__u64 words[16];
+	struct vg_buf o, prog;
+	struct drm_vgsched_submit r;
+	__u32 actx, bctx, o_in_b;
+	struct job w;
+	int dmabuf, status = NOT_DONE;
+	unsigned int len = prog_slow_fault(words, LOOPS_FOR_MS(300));
+
+	open_device(_metadata, self, NULL);
+	actx = vgsched_ctx_create(self->fd[0], 8);
+	bctx = vgsched_ctx_create(self->fd[1], 8);
+	ASSERT_NE(0, actx);
+	ASSERT_NE(0, bctx);
+	ASSERT_EQ(0, vg_buf_create(self->fd[0], 4096, &o));
+	memset(o.map, 0xff, 4096);
+	dmabuf = vg_prime_export(self->fd[0], o.handle);
+	ASSERT_GE(dmabuf, 0);
+	o_in_b = vg_prime_import(self->fd[1], dmabuf);
+	ASSERT_NE(0, o_in_b);
+	ASSERT_EQ(0, vg_program(self->fd[1], words, len, &prog));
+	r = vg_job(bctx, &prog, len, &o_in_b, 1, 1, 1, THREADS);
+	r.vgpr_blocks = 1;
+	r.sgpr_blocks = 1;
+	r.shared_mem_blocks = 0;
+	r.binding_access[0] = DRM_VGSCHED_BINDING_READ;
+	__u64 t0 = vg_now_ns();
+
+	ASSERT_EQ(0, vgsched_submit(self->fd[1], &r));
+	ASSERT_NE(0, wait_stage(vgsched_client_id(self->fd[1], bctx), bctx, r.seqno, "first_wave", t0));
+
+	/* A's writer: x[i] = i after 10 ms, over O itself. */
+	ASSERT_EQ(0, job_init(self->fd[0], &w, actx, 10, NULL));
+	w.bind[0] = o.handle;
+	ASSERT_EQ(0, job_submit(&w));
+	ASSERT_TRUE(still_running(self->fd[1], bctx, r.seqno))
+		TH_LOG("the reader ended before the writer was submitted: its fence did not count");
+
+	ASSERT_EQ(0, job_finish(&w)) TH_LOG("the writer (%d: not in 15 s, %d: cancelled)", NOT_DONE,
+					    -ECANCELED);
+	EXPECT_EQ(0, vgsched_wait(self->fd[1], bctx, r.seqno, 0, &status))
+		TH_LOG("the writer finished before the reader");
+	ASSERT_EQ(0, vgsched_wait(self->fd[1], bctx, r.seqno, WAIT_NS, &status));
+	ASSERT_EQ(-EFAULT, status) TH_LOG("the reader did not fault: the test proves nothing");
+	for (int i = 0; i < THREADS; i++) {
+		ASSERT_EQ((uint32_t)i, ((uint32_t *)o.map)[i]) TH_LOG("word %d of O", i);
+	}
+	close(dmabuf);
+	vg_buf_destroy(self->fd[1], &prog);
+	vgsched_bo_close(self->fd[1], o_in_b);
+	vg_buf_destroy(self->fd[0], &o);
+	job_fini(&w);
+}
+
+/*
+ * Three jobs of 60 ms queued at once on one context, each reading the same
+ * 256 KiB model and storing to the same output (vg_prog_slow_copy).
+ */
+TEST_F_TIMEOUT(devmem, same_objects_overlap_preparation, 60)
+{
+	enum { JOBS = 3 };
+	__u64 words[16], seqno[JOBS], t0;
+	unsigned int len = vg_prog_slow_copy(words, LOOPS_FOR_MS(60));
+	struct vg_buf prog, model, out;
+	struct drm_vgsched_submit s;
+	__u32 ctx, bind[2];
+	__u64 client;
+
+	open_device(_metadata, self, NULL);
+	ASSERT_EQ(0, vgsched_param_write("pipeline_mode", "0")) TH_LOG("pipelined, as by default");
+	ctx = vgsched_ctx_create(self->fd[0], 8);
+	ASSERT_NE(0, ctx);
+	client = vgsched_client_id(self->fd[0], ctx);
+	ASSERT_EQ(0, vg_program(self->fd[0], words, len, &prog));
+	ASSERT_EQ(0, vg_buf_create(self->fd[0], 256 * KIB, &model));
+	ASSERT_EQ(0, vg_buf_create(self->fd[0], 4096, &out));
+	for (int i = 0; i < THREADS; i++)
+		((uint32_t *)model.map)[i] = 0x30de0000u + i;
+	memset(out.map, 0xff, 4096);
+	bind[0] = model.handle;
+	bind[1] = out.handle;
+	s = vg_job(ctx, &prog, len, bind, 2, 1, 1, THREADS);
+	s.vgpr_blocks = 1;
+	s.sgpr_blocks = 1;
+	s.shared_mem_blocks = 0;
+	s.binding_access[0] = DRM_VGSCHED_BINDING_READ;
+	s.binding_access[1] = DRM_VGSCHED_BINDING_READ | DRM_VGSCHED_BINDING_WRITE;
+	t0 = vg_now_ns();
+	for (int k = 0; k < JOBS; k++) {
+		s.seqno = 0;
+		ASSERT_EQ(0, vgsched_submit(self->fd[0], &s));
+		seqno[k] = s.seqno;
+	}
+	for (int k = 0; k < JOBS; k++) {
+		ASSERT_EQ(0, finish(self->fd[0], ctx, seqno[k])) TH_LOG("job %d", k + 1);
+	}
+	for (int i = 0; i < THREADS; i++) {
+		ASSERT_EQ(0x30de0000u + i, ((uint32_t *)out.map)[i]) TH_LOG("word %d", i);
+	}
+	for (int k = 0; k + 1 < JOBS; k++) {
+		__u64 next_p2 = stage_at(client, ctx, seqno[k + 1], "phase2_start", t0);
+		__u64 last = stage_at(client, ctx, seqno[k], "last_wave", t0);
+
+		ASSERT_NE(0, next_p2);
+		ASSERT_NE(0, last);
+		EXPECT_LT(next_p2, last)
+			TH_LOG("job %d's phase 2 began %lld us after job %d's last wave",
+			       k + 2, ((long long)next_p2 - (long long)last) / 1000, k + 1);
+	}
+	vg_buf_destroy(self->fd[0], &prog);
+	vg_buf_destroy(self->fd[0], &model);
+	vg_buf_destroy(self->fd[0], &out);
+}
+
+/*
+ * One slot, one-second slices: a priority-8 context queues three jobs of
+ * 40 ms, each reading the same 256 KiB model and storing to the same
+ * output (so each next job's implicit dependencies are its own context's
+ * earlier jobs), a priority-9 context of another file one job. From the
+ * placement log's slot events and the stage log.
+ */
+TEST_F_TIMEOUT(devmem, context_keeps_its_slot_between_its_jobs, 60)
+{
+	enum { JOBS = 3, EVENTS = 2048 };
+	struct slot_event *ev = calloc(EVENTS, sizeof(*ev));
+	struct job high[JOBS], low;
+	struct vg_buf model;
+	__u32 hctx, lctx;
+	__u64 last, low_load = 0, low_first;
+	int n, loads = 0;
+
+	ASSERT_NE(NULL, ev);
+	open_device(_metadata, self, "hw_slots=1 time_slice_us=1000000");
+	hctx = vgsched_ctx_create(self->fd[0], 8);
+	lctx = vgsched_ctx_create(self->fd[1], 9);
+	ASSERT_NE(0, hctx);
+	ASSERT_NE(0, lctx);
+	ASSERT_EQ(0, big_create(self->fd[0], 256 * KIB, &model));
+	for (int k = 0; k < JOBS; k++) {
+		ASSERT_EQ(0, job_init(self->fd[0], &high[k], hctx, 40, &model));
+	}
+	/* One output for the three: the first job's (each stores the same samples). */
+	for (int k = 1; k < JOBS; k++) {
+		vg_buf_destroy(self->fd[0], &high[k].out);
+		high[k].out = high[0].out;
+		high[k].bind[0] = high[0].out.handle;
+	}
+	ASSERT_EQ(0, job_init(self->fd[1], &low, lctx, 10, NULL));
+	for (int k = 0; k < JOBS; k++) {
+		ASSERT_EQ(0, job_submit(&high[k]));
+	}
+	ASSERT_EQ(0, job_submit(&low));
+	for (int k = 0; k < JOBS; k++) {
+		ASSERT_EQ(0, job_finish(&high[k])) TH_LOG("priority-8 job %d", k + 1);
+		ASSERT_EQ(-1, job_wrong(&high[k]));
+	}
+	ASSERT_EQ(0, job_finish(&low));
+	ASSERT_EQ(-1, job_wrong(&low));
+
+	last = job_stage(&high[JOBS - 1], "last_wave");
+	ASSERT_NE(0, last);
+	n = slot_events(ev, EVENTS);
+	ASSERT_GT(n, 0);
+	for (int i = 0; i < n; i++) {
+		const struct slot_event *e = &ev[i];
+
+		if (e->client == high[0].client && e->ctx == hctx && e->t < last) {
+			loads += !strcmp(e->kind, "load");
+			EXPECT_TRUE(strcmp(e->kind, "leave") && strcmp(e->kind, "preempt"))
+				TH_LOG("priority 8: %s %lld us before its third job's last wave",
+				       e->kind, (long long)(last - e->t) / 1000);
+		}
+		if (e->client == low.client && e->ctx == lctx && !strcmp(e->kind, "load") && !low_load)
+			low_load = e->t;
+	}
+	EXPECT_EQ(1, loads) TH_LOG("the priority-8 context was loaded %d times during its jobs", loads);
+	ASSERT_NE(0, low_load) TH_LOG("the priority-9 context was never loaded");
+	EXPECT_GE(low_load, last)
+		TH_LOG("priority 9 loaded %lld us before priority 8's last wave",
+		       (long long)(last - low_load) / 1000);
+	low_first = job_stage(&low, "first_wave");
+	ASSERT_NE(0, low_first);
+	EXPECT_GE(low_first, last);
+	job_fini(&high[0]);
+	for (int k = 1; k < JOBS; k++)
+		vg_buf_destroy(self->fd[0], &high[k].prog);
+	vg_buf_destroy(self->fd[0], &model);
+	job_fini(&low);
+	free(ev);
+}
+
+/*
+ * 8 MiB of device memory, 64 KiB state areas, four slots: a job binding
+ * one object of 8 MiB - 64 KiB fits beside its own context's state area
+ * and runs; one page more can never fit (E2BIG, nothing queued).
+ */
+TEST_F_TIMEOUT(devmem, job_at_memory_limit_runs, 60)
+{
+	struct drm_vgsched_ctx_query q;
+	struct busy_job w;
+	struct vg_buf over;
+	__u32 ctx;
+	uint32_t *x;
+	size_t words;
+
+	open_device(_metadata, self, "vram_mib=8 ctx_state_kib=64 hw_slots=4");
+	ctx = vgsched_ctx_create(self->fd[0], 8);
+	ASSERT_NE(0, ctx);
+	ASSERT_EQ(0, busy_job_init(self->fd[0], &w, ctx, 1, 1, 1, THREADS, 1));
+	vg_buf_destroy(self->fd[0], &w.out);
+	ASSERT_EQ(0, vg_buf_create(self->fd[0], 8 * MIB - 64 * KIB, &w.out));
+	w.binding = w.out.handle;
+	x = w.out.map;
+	words = w.out.size / 4;
+	memset(x, 0xff, THREADS * 4);
+	x[words - 1] = 0x5eed;
+	ASSERT_EQ(0, busy_submit(self->fd[0], &w)) TH_LOG("8 MiB - 64 KiB refused");
+	ASSERT_EQ(0, finish(self->fd[0], ctx, w.s.seqno));
+	ASSERT_EQ(-1, busy_job_wrong(&w));
+	ASSERT_EQ(0x5eed, x[words - 1]) TH_LOG("the write-back changed a word the job did not store");
+
+	ASSERT_EQ(0, vg_buf_create(self->fd[0], 8 * MIB - 60 * KIB, &over));
+	w.binding = over.handle;
+	ASSERT_EQ(-E2BIG, busy_submit(self->fd[0], &w)) TH_LOG("8 MiB - 60 KiB accepted");
+	ASSERT_EQ(0, vgsched_ctx_query(self->fd[0], ctx, &q));
+	EXPECT_EQ(1, q.jobs_submitted);
+	vg_buf_destroy(self->fd[0], &over);
+	busy_job_fini(self->fd[0], &w);
+}
+
+TEST_HARNESS_MAIN
