@@ -49,7 +49,7 @@ struct RawResvSet {
 /// Opaque `struct drm_gem_object` (the generated binding is not FFI-safe
 /// by lint).
 #[repr(C)]
-struct RawGemObject {
+pub(crate) struct RawGemObject {
     _opaque: [u8; 0],
 }
 

@@ -41,6 +41,7 @@ use kernel::{
 
 use crate::{
     driver::VgDriver,
+    fence::RawGemObject,
     file::DrmFile,
     projects::Charge,
     uapi,
@@ -93,12 +94,6 @@ pub(crate) struct VgObject {
 /// by lint).
 #[repr(C)]
 struct RawVma {
-    _opaque: [u8; 0],
-}
-
-/// Opaque `struct drm_gem_object`, as [`RawVma`].
-#[repr(C)]
-struct RawGemObject {
     _opaque: [u8; 0],
 }
 

@@ -74,19 +74,23 @@ use crate::{
 /// Words per chunk of device memory.
 const CHUNK_WORDS: usize = (CHUNK_BYTES / 4) as usize;
 
-/// Sets bit `bit` of the bitmap `words`; nothing past its end.
-pub(crate) fn set_bit(words: &[Atomic<u64>], bit: usize) {
-    let Some(word) = words.get(bit / 64) else {
+/// Sets `bits` in word `index` of the bitmap `words`; nothing past its end.
+fn or_bits(words: &[Atomic<u64>], index: usize, bits: u64) {
+    let Some(word) = words.get(index) else {
         return;
     };
-    let mask = 1u64 << (bit % 64);
     let mut old = word.load(ordering::Relaxed);
-    while old & mask == 0 {
-        match word.cmpxchg(old, old | mask, ordering::Release) {
+    while old | bits != old {
+        match word.cmpxchg(old, old | bits, ordering::Release) {
             Ok(_) => break,
             Err(now) => old = now,
         }
     }
+}
+
+/// Sets bit `bit` of the bitmap `words`; nothing past its end.
+pub(crate) fn set_bit(words: &[Atomic<u64>], bit: usize) {
+    or_bits(words, bit / 64, 1u64 << (bit % 64));
 }
 
 /// A bitmap of `bits` bits, cleared, charged to the caller's memory cgroup.
@@ -175,15 +179,7 @@ impl DeviceCopy {
     /// The CPU wrote the pages of bits `bits` of word `word` of the
     /// object's page bitmap (page `64 * word + bit`).
     pub(crate) fn cpu_wrote(&self, word: usize, bits: u64) {
-        if let Some(w) = self.cpu_pages.get(word) {
-            let mut old = w.load(ordering::Relaxed);
-            while old | bits != old {
-                match w.cmpxchg(old, old | bits, ordering::Release) {
-                    Ok(_) => break,
-                    Err(now) => old = now,
-                }
-            }
-        }
+        or_bits(&self.cpu_pages, word, bits);
     }
 }
 

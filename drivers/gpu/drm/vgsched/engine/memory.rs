@@ -831,23 +831,12 @@ impl Engine {
         let _signalling = Signalling::begin();
         let now = monotonic_ns();
         let (done, error) = this.write_back_all(&mut prepared, bindings, now);
-        let mut unused = None;
-        {
-            let mut st = this.lock();
-            let EngineState { queues, stages, .. } = &mut *st;
-            match queue_in(queues, ctx).and_then(|q| find_job_of(&mut q.jobs, id)) {
-                Some(job) => {
-                    if error != 0 {
-                        job.progress.fail(error);
-                    }
-                    job.device = Some(prepared);
-                    job.stage = Stage::CleanedUp(done);
-                    job.times.cleanup_end = done;
-                    record(stages, ctx, job.seqno, StageEvent::CleanUpEnd, done);
-                }
-                None => unused = Some(prepared),
-            }
-        }
+        let unused = this.hand_back(ctx, id, error, prepared, |job, prepared, stages| {
+            job.device = Some(prepared);
+            job.stage = Stage::CleanedUp(done);
+            job.times.cleanup_end = done;
+            record(stages, ctx, job.seqno, StageEvent::CleanUpEnd, done);
+        });
         drop(_signalling);
         drop(unused);
     }
@@ -869,27 +858,42 @@ impl Engine {
         let bytes = prepared.pins.iter().map(Pinned::bytes).sum::<u64>();
         this.memory.count_reclaim(bytes, done.saturating_sub(now));
         prepared.release();
-        let mut unused = None;
-        {
-            let mut st = this.lock();
-            let EngineState { queues, stages, .. } = &mut *st;
-            match queue_in(queues, ctx).and_then(|q| find_job_of(&mut q.jobs, id)) {
-                Some(job) => {
-                    if error != 0 {
-                        job.progress.fail(error);
-                    }
-                    job.spare = Some(prepared);
-                    job.stage = Stage::Queued;
-                    job.times.phase2_start = 0;
-                    job.times.phase2_end = 0;
-                    record(stages, ctx, job.seqno, StageEvent::Reclaimed, done);
-                }
-                None => unused = Some(prepared),
-            }
-            // The blocked job is tried again.
-            st.released();
-        }
+        let unused = this.hand_back(ctx, id, error, prepared, |job, prepared, stages| {
+            job.spare = Some(prepared);
+            job.stage = Stage::Queued;
+            job.times.phase2_start = 0;
+            job.times.phase2_end = 0;
+            record(stages, ctx, job.seqno, StageEvent::Reclaimed, done);
+        });
+        // The blocked job is tried again.
+        this.lock().released();
         drop(unused);
+    }
+
+    /// Under the engine lock, fails job `id` of `ctx` with `error` (if not
+    /// 0) and gives it `prepared` back through `f`; returns `prepared` if
+    /// the job is gone (cancelled meanwhile), to drop once the lock is
+    /// released.
+    fn hand_back(
+        &self,
+        ctx: &Arc<Context>,
+        id: u64,
+        error: i32,
+        prepared: Prepared,
+        f: impl FnOnce(&mut Job, Prepared, &mut StageLog),
+    ) -> Option<Prepared> {
+        let mut st = self.lock();
+        let EngineState { queues, stages, .. } = &mut *st;
+        match queue_in(queues, ctx).and_then(|q| find_job_of(&mut q.jobs, id)) {
+            Some(job) => {
+                if error != 0 {
+                    job.progress.fail(error);
+                }
+                f(job, prepared, stages);
+                None
+            }
+            None => Some(prepared),
+        }
     }
 
     /// Writes back every pinned object of `prepared` the job stored to;
