@@ -47,6 +47,10 @@
  *    its slot from its first job to the end of its third (no eviction
  *    while its next job is prepared), and a context of a lower level is
  *    loaded only after that;
+ *  - phase1_threshold_holds_under_preemption: at a phase-1 threshold of
+ *    two state areas, a higher level's context loaded by preemption is
+ *    initialised only after a context initialised ahead of its load gave
+ *    its area back: never more than two areas are held at once;
  *  - job_at_memory_limit_runs: a job whose objects take device memory
  *    less exactly one context state area is accepted and runs, one page
  *    more is refused with E2BIG, whatever the number of slots.
@@ -1025,6 +1029,101 @@ TEST_F_TIMEOUT(devmem, context_keeps_its_slot_between_its_jobs, 60)
 	vg_buf_destroy(self->fd[0], &model);
 	job_fini(&low);
 	free(ev);
+}
+
+/*
+ * Most state areas held at once over the stage log, in the order it was
+ * recorded: a context holds one from its phase1_start to its
+ * task_cleanup (printed with @verbose). -1 if the log cannot be read.
+ */
+static int most_state_areas_held(int verbose)
+{
+	static struct vg_stage log[1024];
+	struct {
+		__u64 client;
+		unsigned int ctx;
+		int held;
+	} holder[16] = { 0 };
+	int n = vgsched_stages(log, 1024), held = 0, most = 0, known = 0;
+
+	if (n < 0)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		const struct vg_stage *e = &log[i];
+		int up = !strcmp(e->event, "phase1_start"), k;
+
+		if (e->job || (!up && strcmp(e->event, "task_cleanup")))
+			continue;
+		for (k = 0; k < known && (holder[k].client != e->client || holder[k].ctx != e->ctx); k++)
+			;
+		if (k == known) {
+			if (known == 16)
+				return -1;
+			holder[known++] = (typeof(holder[0])){ e->client, e->ctx, 0 };
+		}
+		held += up - holder[k].held;
+		holder[k].held = up;
+		most = held > most ? held : most;
+		if (verbose)
+			printf("# %llu client %llu ctx %u %s: %d held\n", e->t, e->client, e->ctx,
+			       e->event, held);
+	}
+	return most;
+}
+
+/*
+ * The phase-1 threshold at two 64 KiB state areas, one slot. A priority-8
+ * job over 256 KiB runs (above the 64 KiB sub-task threshold, so the next
+ * task's phase 2 waits for it); another priority-8 context is initialised
+ * ahead of its load (the threshold reached); then a priority-4 job
+ * preempts the first. Its context, loaded, is initialised only once the
+ * context initialised ahead has given its area back: never more than two
+ * areas are held, and every job ends exact.
+ */
+TEST_F_TIMEOUT(devmem, phase1_threshold_holds_under_preemption, 60)
+{
+	struct job a, b, d;
+	struct vg_buf model;
+	__u32 actx, bctx, dctx;
+	__u64 b_p1, d_p1;
+
+	open_device(_metadata, self,
+		    "hw_slots=1 time_slice_us=1000000 ctx_state_kib=64 phase1_threshold_kib=128 subtask_threshold_kib=64 ctx_init_us=5000");
+	actx = vgsched_ctx_create(self->fd[0], 8);
+	bctx = vgsched_ctx_create(self->fd[1], 8);
+	dctx = vgsched_ctx_create(self->fd[2], 4);
+	ASSERT_NE(0, actx);
+	ASSERT_NE(0, bctx);
+	ASSERT_NE(0, dctx);
+	ASSERT_EQ(0, big_create(self->fd[0], 256 * KIB, &model));
+	ASSERT_EQ(0, job_init(self->fd[0], &a, actx, LONG_MS, &model));
+	ASSERT_EQ(0, job_init(self->fd[1], &b, bctx, 10, NULL));
+	ASSERT_EQ(0, job_init(self->fd[2], &d, dctx, 10, NULL));
+	ASSERT_EQ(0, job_submit(&a));
+	ASSERT_NE(0, wait_stage(a.client, actx, a.s.seqno, "first_wave", a.submitted_ns));
+	ASSERT_EQ(0, job_submit(&b));
+	b_p1 = wait_stage(b.client, bctx, 0, "phase1_start", b.submitted_ns);
+	ASSERT_NE(0, b_p1) TH_LOG("the second context was not initialised ahead of its load");
+	ASSERT_TRUE(job_running(&a)) TH_LOG("the first job ended too soon for the test");
+	ASSERT_EQ(0, job_submit(&d));
+	ASSERT_EQ(0, job_finish(&d)) TH_LOG("the priority-4 job");
+	ASSERT_EQ(0, job_finish(&a)) TH_LOG("the preempted job");
+	ASSERT_EQ(0, job_finish(&b)) TH_LOG("the job initialised ahead");
+	EXPECT_EQ(-1, job_wrong(&a));
+	EXPECT_EQ(-1, job_wrong(&b));
+	EXPECT_EQ(-1, job_wrong(&d));
+	d_p1 = stage_at(d.client, dctx, 0, "phase1_start", d.submitted_ns);
+	ASSERT_NE(0, d_p1);
+	EXPECT_NE(0, stage_at(b.client, bctx, 0, "task_cleanup", b_p1))
+		TH_LOG("the area initialised ahead was never given back");
+	EXPECT_EQ(2, most_state_areas_held(0)) {
+		TH_LOG("state areas held at once, threshold two:");
+		most_state_areas_held(1);
+	}
+	job_fini(&a);
+	job_fini(&b);
+	job_fini(&d);
+	vg_buf_destroy(self->fd[0], &model);
 }
 
 /*

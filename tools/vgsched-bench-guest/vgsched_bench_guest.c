@@ -63,6 +63,26 @@
  *   pipeline.switch_gap_us.MODE.max
  *   pipeline.jobs_per_s.MODE            jobs over the wall time of the run
  *
+ *   vgsched-bench-guest hiprio_memory small|big
+ *
+ * A high-priority job's wait while a lower level's job holds device
+ * memory, on one hardware slot and 64 MiB of device memory (the default
+ * 32 MiB sub-task threshold). A level-12 context runs a long job
+ * (HM_LOW_MS) over its object L: 8 MiB ("small", under the threshold) or
+ * 60 MiB ("big", over it, and leaving no room for the high job's object
+ * beside it, so what it holds must be reclaimed). The low job first
+ * stores one word into each of the first 64 pages of L, then loops. Once
+ * it runs, a level-4 context submits a short job over its own 4 MiB
+ * object H, whose every page the CPU rewrote through mmap() just before
+ * (so H is uploaded in full in both modes). HM_ROUNDS rounds, each waiting
+ * for both jobs. Prints (MODE: small or big):
+ *
+ *   pipeline.hiprio_wait_us.MODE_low  mean, the high job's SUBMIT to its
+ *                                     first placement (placement log)
+ *   pipeline.reclaim_us.MODE_low      mean per round of the modeled
+ *                                     write-back time of what was
+ *                                     reclaimed (debugfs vram reclaim_ns)
+ *
  *   vgsched-bench-guest power
  *
  * Power-aware placement against spreading, on a module loaded with 4
@@ -584,6 +604,148 @@ static int power_bench(int fd)
 	return 0;
 }
 
+#define HM_ROUNDS 8
+#define HM_LOW_MS 300
+#define HM_HIGH_MIB 4
+
+/*
+ * The low job of hiprio_memory: every thread stores its global id into
+ * word (global id x 1024) of binding 0 (one word in each of 64 pages),
+ * then loops @loops times loading word 0 (VG_SLOW_LOOP_CYCLES each).
+ */
+static unsigned int hm_low_program(__u64 *p, int loops)
+{
+	unsigned int n = 0;
+
+	p[n++] = I(SREG, 1, 0, 0, DRM_VGSCHED_SREG_GLOBAL_ID);
+	p[n++] = I(MOVI, 4, 0, 0, 1024);
+	p[n++] = I(MUL, 5, 1, 4, 0);
+	p[n++] = I(ST, 1, 5, 0, 0);
+	p[n++] = I(MOVI, 0, 0, 0, loops);
+	for (int i = 0; i < 4; i++)
+		p[n++] = I(LD, 2, 3, 0, 0);			/* 5-8: loop */
+	p[n++] = I(ADDI, 0, 0, 0, -1);
+	p[n++] = I(BRNZ, 0, 0, 0, 5);
+	p[n++] = I(END, 0, 0, 0, 0);
+	return n;
+}
+
+/*
+ * The last round's stages from the high job's SUBMIT at @t to its first
+ * placement at @at, as lines "+US  ctx N JOB EVENT" (informational).
+ */
+static void hm_timeline(__u64 client, __u64 t, __u64 at)
+{
+	static struct vg_stage log[1024];
+	int n = vgsched_stages(log, 1024);
+
+	printf("  last round, from the high job's SUBMIT to its placement (+%.0f us):\n",
+	       (at - t) / 1000.0);
+	for (int i = 0; i < n; i++)
+		if (log[i].client == client && log[i].t >= t && log[i].t <= at)
+			printf("  +%8.0f us  ctx %u job %llu %s\n", (log[i].t - t) / 1000.0,
+			       log[i].ctx, log[i].job, log[i].event);
+}
+
+static int hiprio_memory_bench(int fd, const char *mode)
+{
+	static struct vg_placement log[512];
+	int big = !strcmp(mode, "big");
+	size_t low_bytes = (big ? 60ull : 8ull) << 20, high_bytes = (size_t)HM_HIGH_MIB << 20;
+	struct vg_buf low_prog, high_prog, low_obj, high_obj, high_out;
+	__u32 low = vgsched_ctx_create(fd, 12), high = vgsched_ctx_create(fd, 4);
+	__u32 low_bind, high_bind[2];
+	struct drm_vgsched_submit ls, hs;
+	__u64 words[32], waited = 0, client;
+	long long reclaim_before, reclaim_after;
+	unsigned int low_len, high_len;
+	double submit_us = 0;
+
+	if (strcmp(mode, "big") && strcmp(mode, "small"))
+		DIE("hiprio_memory: small or big");
+	low_len = hm_low_program(words, LOOPS_FOR_MS(HM_LOW_MS));
+	if (!low || !high || vg_program(fd, words, low_len, &low_prog))
+		DIE("hiprio_memory: setup");
+	high_len = vg_prog_slow_copy(words, 1);
+	if (vg_program(fd, words, high_len, &high_prog) ||
+	    vg_buf_create(fd, low_bytes, &low_obj) || vg_buf_create(fd, high_bytes, &high_obj) ||
+	    vg_buf_create(fd, 4096, &high_out))
+		DIE("hiprio_memory: buffers");
+	low_bind = low_obj.handle;
+	high_bind[0] = high_obj.handle;
+	high_bind[1] = high_out.handle;
+	ls = vg_job(low, &low_prog, low_len, &low_bind, 1, 1, 1, LANES);
+	hs = vg_job(high, &high_prog, high_len, high_bind, 2, 1, 1, LANES);
+	hs.binding_access[0] = DRM_VGSCHED_BINDING_READ;
+	hs.binding_access[1] = DRM_VGSCHED_BINDING_READ | DRM_VGSCHED_BINDING_WRITE;
+	client = vgsched_client_id(fd, high);
+	reclaim_before = vgsched_debugfs_number("vram", "reclaim_ns ");
+	for (int r = 0; r < HM_ROUNDS; r++) {
+		struct drm_vgsched_ctx_query q;
+		__u64 t, deadline = vg_now_ns() + 60 * VG_SECOND_NS, at = 0;
+		int n;
+
+		for (size_t off = 0; off < high_bytes; off += 4096)
+			((uint32_t *)high_obj.map)[off / 4] = r * 1000 + off / 4096;
+		for (int w = 1; w < LANES; w++)
+			((uint32_t *)high_obj.map)[w] = r * 1000 + w;
+		memset(high_out.map, 0, 4096);
+		ls.seqno = 0;
+		if (vgsched_submit(fd, &ls))
+			DIE("hiprio_memory: low SUBMIT");
+		/* Until the low job has run for a while. */
+		do {
+			usleep(2000);
+			if (vgsched_ctx_query(fd, low, &q) || vg_now_ns() > deadline)
+				DIE("hiprio_memory: the low job never ran");
+		} while (q.runtime_ns < 20000000ull);
+		usleep(rand() % 3000);
+		t = vg_now_ns();
+		hs.seqno = 0;
+		if (vgsched_submit(fd, &hs))
+			DIE("hiprio_memory: high SUBMIT");
+		submit_us += (vg_now_ns() - t) / 1000.0;
+		if (wait_ok(fd, high, hs.seqno))
+			DIE("hiprio_memory: high job failed");
+		for (int w = 0; w < LANES; w++)
+			if (((uint32_t *)high_out.map)[w] != ((uint32_t *)high_obj.map)[w])
+				DIE("hiprio_memory: wrong result, round %d", r);
+		n = vgsched_placements(client, high, log, 512);
+		for (int i = 0; i < n && !at; i++)
+			if (log[i].time_ns >= t)
+				at = log[i].time_ns;
+		if (!at)
+			DIE("hiprio_memory: no placement of the high job");
+		waited += at - t;
+		if (r == HM_ROUNDS - 1)
+			hm_timeline(client, t, at);
+		if (wait_ok(fd, low, ls.seqno))
+			DIE("hiprio_memory: low job failed");
+		for (int i = 0; i < LANES; i++)
+			if (((uint32_t *)low_obj.map)[i * 1024] != (uint32_t)i)
+				DIE("hiprio_memory: low job's stores lost, round %d", r);
+	}
+	reclaim_after = vgsched_debugfs_number("vram", "reclaim_ns ");
+	if (reclaim_before < 0 || reclaim_after < reclaim_before)
+		DIE("hiprio_memory: no reclaim_ns in debugfs vram");
+	printf("workload hiprio_memory (%s): low job over %zu MiB, high job over %d MiB, %d rounds, %lld reclaims\n",
+	       mode, low_bytes >> 20, HM_HIGH_MIB, HM_ROUNDS,
+	       vgsched_debugfs_number("vram", "reclaims "));
+	printf("  the high job's SUBMIT ioctl took %.0f us on average\n", submit_us / HM_ROUNDS);
+	printf("pipeline.hiprio_wait_us.%s_low = %.1f\n", mode, waited / 1000.0 / HM_ROUNDS);
+	printf("pipeline.reclaim_us.%s_low = %.1f\n", mode,
+	       (reclaim_after - reclaim_before) / 1000.0 / HM_ROUNDS);
+	vg_buf_destroy(fd, &low_prog);
+	vg_buf_destroy(fd, &high_prog);
+	vg_buf_destroy(fd, &low_obj);
+	vg_buf_destroy(fd, &high_obj);
+	vg_buf_destroy(fd, &high_out);
+	vgsched_ctx_destroy(fd, low);
+	vgsched_ctx_destroy(fd, high);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *w = argc >= 2 ? argv[1] : "";
@@ -607,10 +769,12 @@ int main(int argc, char **argv)
 		return preempt_bench(fd, &info, argv[2]);
 	if (!strcmp(w, "pipeline") && argc == 3)
 		return pipeline_bench(fd, argv[2]);
+	if (!strcmp(w, "hiprio_memory") && argc == 3)
+		return hiprio_memory_bench(fd, argv[2]);
 	if (!strcmp(w, "power"))
 		return power_bench(fd);
 	if (!body)
-		DIE("usage: vgsched-bench-guest short|long|preempt at_once|at_point|pipeline MODE|power");
+		DIE("usage: vgsched-bench-guest short|long|preempt at_once|at_point|pipeline MODE|hiprio_memory small|big|power");
 	timeout_cycles = (__u64)info.job_timeout_ms * info.clock_khz;
 	len = fault_program(words, body, timeout_cycles, &info);
 	if (!len)

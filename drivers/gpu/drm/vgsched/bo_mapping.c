@@ -24,14 +24,23 @@
  *    write to any page goes through pfn_mkwrite again. Reads fault the
  *    pages back in read-only and report nothing.
  *
- * Contract with the Rust side (vram.rs): a page's write is reported before
- * the write can land, and after vgsched_bo_protect() returns no write
- * lands without a new report. So reading and clearing the reported pages,
- * then protecting, then copying the pages read gives a copy that misses
- * no write it was not told about later. Nothing here allocates or runs on
- * a fence-signalling path; vgsched_bo_protect() takes the mappings'
- * i_mmap locks (allowed under a reservation lock, see dma_resv_lockdep())
- * and the device's object_name_lock, which guards the object's dma-buf.
+ * The page reported is the one the shmem helpers map at the faulting
+ * address: its offset in the mapping (vmf->pgoff - vma->vm_pgoff, as in
+ * drm_gem_shmem_record_mkwrite()).
+ *
+ * Contract with the Rust side (gem.rs, vram.rs): a page's write is
+ * reported before the write can land, and after vgsched_bo_protect()
+ * returns no write lands without a new report. So taking and clearing the
+ * reported pages, then protecting, then handing the pages taken to the
+ * device copy (which uploads them later) gives a copy that misses no write
+ * it was not told about later; the Rust side serialises the three steps
+ * per object. A dma-buf's mappings are zapped only through the object's
+ * current dma-buf; one mapped through an older dma-buf is not, so the Rust
+ * side counts every page of an object ever mapped through a dma-buf as
+ * written. Nothing here allocates or runs on a fence-signalling path;
+ * vgsched_bo_protect() takes the mappings' i_mmap locks (allowed under a
+ * reservation lock, see dma_resv_lockdep()) and the device's
+ * object_name_lock, which guards the object's dma-buf.
  */
 
 #include <drm/drm_device.h>
@@ -63,8 +72,8 @@ static vm_fault_t vgsched_bo_pfn_mkwrite(struct vm_fault *vmf)
 {
 	struct drm_gem_object *obj = vmf->vma->vm_private_data;
 
-	/* Both kinds of mapping address the object at its fake offset. */
-	vgsched_bo_cpu_write(obj, vmf->pgoff - drm_vma_node_start(&obj->vma_node));
+	/* The page the shmem helpers map here: its offset in the mapping. */
+	vgsched_bo_cpu_write(obj, vmf->pgoff - vmf->vma->vm_pgoff);
 	return drm_gem_shmem_vm_ops.pfn_mkwrite(vmf);
 }
 

@@ -53,12 +53,14 @@ use kernel::{
     impl_has_hr_timer,
     impl_has_work,
     new_mutex,
+    new_spinlock_irq,
     new_work,
     prelude::*,
     sync::{
         Arc,
         ArcBorrow,
-        Mutex, //
+        Mutex,
+        SpinLockIrq, //
     },
     time::{
         hrtimer::{
@@ -75,6 +77,7 @@ use kernel::{
     },
     warn_on,
     workqueue::{
+        self,
         Work,
         WorkItem, //
     }, //
@@ -801,7 +804,10 @@ pub(crate) struct Engine {
     power_weights: PowerWeights,
     /// The engine's own ordered queue, where its work item runs.
     wq: OwnedQueue,
-    /// The queue of the memory and clean-up work items.
+    /// The queue of the memory work item (`WQ_MEM_RECLAIM`: fences wait
+    /// for it). The clean-up work item, which fences never wait for and
+    /// which allocates and takes reservation locks, runs on the system's
+    /// unbound queue.
     memory_wq: OwnedQueue,
     /// The longest hold of `state`.
     hold: HoldMeter,
@@ -818,6 +824,12 @@ pub(crate) struct Engine {
     power_model: PowerModel,
     #[pin]
     state: Mutex<EngineState>,
+    /// Set by [`Engine::shut_down`]: from then on nothing queues the work
+    /// items. Checked and set under the lock (interrupts off: fence
+    /// callbacks and the timer queue the step), so no item is queued after
+    /// the flushes that follow.
+    #[pin]
+    stopped: SpinLockIrq<bool>,
     /// The engine's step: the signalling path.
     #[pin]
     work: Work<Engine, 0>,
@@ -969,6 +981,7 @@ impl Engine {
                 hold: HoldMeter::new(),
                 submits: SubmitMeter::new(),
                 state <- new_mutex!(st),
+                stopped <- new_spinlock_irq!(false),
                 work <- new_work!("vgsched::Engine::work"),
                 cleanup <- new_work!("vgsched::Engine::cleanup"),
                 memory_work <- new_work!("vgsched::Engine::memory_work"),
@@ -1020,16 +1033,24 @@ impl Engine {
         &self.costs
     }
 
-    /// Queues the engine's work item (a no-op if it is already queued).
+    /// Queues the engine's work item (a no-op if it is already queued, or
+    /// once shut down).
     fn kick(this: ArcBorrow<'_, Self>) {
-        // Already queued: the queued run will see whatever changed.
-        let _already_queued = this.wq.queue().enqueue::<_, 0>(Arc::from(this));
+        let stopped = this.stopped.lock();
+        if !*stopped {
+            // Already queued: the queued run will see whatever changed.
+            let _already_queued = this.wq.queue().enqueue::<_, 0>(Arc::from(this));
+        }
     }
 
-    /// Queues the clean-up work item (a no-op if it is already queued).
+    /// Queues the clean-up work item (a no-op if it is already queued, or
+    /// once shut down).
     fn queue_cleanup(this: ArcBorrow<'_, Self>) {
-        // Already queued: it will find the new jobs too.
-        let _already_queued = this.memory_wq.queue().enqueue::<_, 1>(Arc::from(this));
+        let stopped = this.stopped.lock();
+        if !*stopped {
+            // Already queued: it will find the new jobs too.
+            let _already_queued = workqueue::system_unbound().enqueue::<_, 1>(Arc::from(this));
+        }
     }
 
     /// Makes a new context known to the engine. Allocates, so it never runs
@@ -1343,6 +1364,11 @@ impl Engine {
         drop(queues);
         // Cancels the timer and waits for a callback in progress.
         drop(timer);
+        // Nothing queues a work item from here on (a fence callback or a
+        // work item still running finds the engine stopped): once flushed,
+        // none runs again, and none holds the last reference to the engine
+        // on its own queue.
+        *self.stopped.lock() = true;
         // SAFETY: `self.work`, `self.cleanup` and `self.memory_work` are
         // live, initialised work items.
         unsafe {
@@ -1590,14 +1616,15 @@ impl Engine {
                         break;
                     }
                     Stage::CleanUpDue | Stage::CleaningUp => break,
+                    // The memory work item has its hold and a reference to
+                    // its objects: it hands them back first, so the last
+                    // reference (whose unmap takes a reservation lock) is
+                    // never dropped there.
+                    Stage::Preparing => break,
                     Stage::CleanedUp(at) if at > now => break,
-                    // Never prepared, cancelled while being prepared,
-                    // stored nothing (its hold goes with it, dropped by the
-                    // clean-up work item), or cleaned up.
-                    Stage::Queued
-                    | Stage::Preparing
-                    | Stage::Uploading(_)
-                    | Stage::CleanedUp(_) => {}
+                    // Never prepared, stored nothing (its hold goes with
+                    // it, dropped by the clean-up work item), or cleaned up.
+                    Stage::Queued | Stage::Uploading(_) | Stage::CleanedUp(_) => {}
                 }
                 if q.done.len() >= q.done.capacity() {
                     // Cannot happen: submission keeps room for every job.

@@ -88,6 +88,22 @@ pub(crate) struct VgObject {
     /// One bit per page: the CPU wrote the page through a mapping since a
     /// device copy last took it ([`VgObject::take_cpu_written`]).
     cpu_written: KVVec<Atomic<u64>>,
+    /// It was mapped through a dma-buf. Such a mapping can outlive the
+    /// object's current dma-buf (the core forgets it when the last handle
+    /// goes, and a later export makes another), so it cannot always be
+    /// write-protected: from then on every page counts as written at each
+    /// submission. Never cleared.
+    dmabuf_mapped: Atomic<bool>,
+    /// Serialises [`VgObject::take_cpu_written`]: the page bits taken from
+    /// `cpu_written`, held while the CPU's mappings are write-protected
+    /// and then handed to the device copy.
+    #[pin]
+    cpu_taking: Mutex<KVVec<u64>>,
+    /// A kernel mapping kept while a file holds a handle to it
+    /// ([`VgObject::keep_mapped`]). It holds a reference to the object,
+    /// so it is dropped when the last handle goes. Taken after `holders`.
+    #[pin]
+    kmap: Mutex<Option<shmem::VMapOwned<VgObject>>>,
 }
 
 /// Opaque `struct vm_area_struct` (the generated binding is not FFI-safe
@@ -143,15 +159,20 @@ impl gem::DriverObject for VgObject {
         let memory = dev.engine.device_memory().clone();
         let id = memory.new_object_id();
         let copy = DeviceCopy::new(size as u64, id);
-        let cpu_written = vram::bitmap(size.div_ceil(PAGE_SIZE));
+        let pages = size.div_ceil(PAGE_SIZE);
+        let cpu_written = vram::bitmap(pages);
+        let cpu_taking = KVVec::from_elem(0u64, pages.div_ceil(64), GFP_KERNEL_ACCOUNT);
         try_pin_init!(VgObject {
             id,
             _charge: charge,
             memory,
             copy: copy?,
             shared: Atomic::new(false),
+            dmabuf_mapped: Atomic::new(false),
             holders <- new_mutex!(KVec::new()),
             cpu_written: cpu_written?,
+            cpu_taking <- new_mutex!(cpu_taking?),
+            kmap <- new_mutex!(None),
         })
     }
 
@@ -195,6 +216,9 @@ impl gem::DriverObject for VgObject {
             None => !obj.is_shared(),
         };
         if writable {
+            if file.is_none() {
+                obj.dmabuf_mapped.store(true, ordering::Relaxed);
+            }
             return Ok(());
         }
         if vma.writable() {
@@ -216,23 +240,32 @@ impl gem::DriverObject for VgObject {
 impl VgObject {
     /// Before a job that binds the object is queued: moves the pages the
     /// CPU wrote through its mappings since the last time into its device
-    /// copy's pages to upload again ([`DeviceCopy::cpu_wrote`]) and, if
-    /// there were any, takes away the CPU's page-table entries, so the next
-    /// write to any page is reported again. The job's preparation uploads
-    /// those pages after this (the order `bo_mapping.c` asks for). Takes
-    /// the mappings' locks: before any reservation lock.
+    /// copy's pages to upload again ([`DeviceCopy::cpu_wrote`]), taking
+    /// away the CPU's page-table entries first, so the next write to any
+    /// page is reported again. In that order (`bo_mapping.c`): a write
+    /// before the protection is in memory before the pages are handed
+    /// over, so before any upload of them; one after it is reported anew.
+    /// Serialised per object, so a submission that finds nothing to take
+    /// knows an earlier one has handed its pages over. Takes the mappings'
+    /// locks: before any reservation lock.
     pub(crate) fn take_cpu_written(bo: &Bo) {
+        let mut taking = bo.cpu_taking.lock();
+        let every = match bo.dmabuf_mapped.load(ordering::Relaxed) {
+            true => u64::MAX,
+            false => 0,
+        };
         let mut any = false;
-        for (w, word) in bo.cpu_written.iter().enumerate() {
-            let bits = word.xchg(0, ordering::Acquire);
-            if bits != 0 {
-                any = true;
-                bo.copy.cpu_wrote(w, bits);
-            }
+        for (taken, word) in taking.iter_mut().zip(bo.cpu_written.iter()) {
+            *taken = word.xchg(0, ordering::Acquire) | every;
+            any |= *taken != 0;
         }
-        if any {
-            // SAFETY: `bo` is a live object of this driver.
-            unsafe { vgsched_bo_protect(gem::IntoGEMObject::as_raw(bo).cast()) };
+        if !any {
+            return;
+        }
+        // SAFETY: `bo` is a live object of this driver.
+        unsafe { vgsched_bo_protect(gem::IntoGEMObject::as_raw(bo).cast()) };
+        for (w, &bits) in taking.iter().enumerate().filter(|(_, b)| **b != 0) {
+            bo.copy.cpu_wrote(w, bits);
         }
     }
 
@@ -279,17 +312,49 @@ impl VgObject {
     }
 
     /// Applies `step` to `file`'s holding, forgetting the holding when the
-    /// step says nothing is left; `false` if the file held nothing.
+    /// step says nothing is left; `false` if the file held nothing. When no
+    /// file holds the object any more, its kept kernel mapping goes (once
+    /// the locks are released: an unmap takes the reservation lock).
     fn release(&self, file: &DrmFile, step: fn(&mut Holding) -> bool) -> bool {
         let client = file.client_id();
-        let mut holders = self.holders.lock();
-        let Some(i) = holders.iter().position(|h| h.client == client) else {
-            return false;
+        let unused = {
+            let mut holders = self.holders.lock();
+            let Some(i) = holders.iter().position(|h| h.client == client) else {
+                return false;
+            };
+            if holders.get_mut(i).is_some_and(|h| step(&mut h.holding)) {
+                let _ = holders.remove(i);
+            }
+            match holders.is_empty() {
+                true => self.kmap.lock().take(),
+                false => None,
+            }
         };
-        if holders.get_mut(i).is_some_and(|h| step(&mut h.holding)) {
-            let _ = holders.remove(i);
-        }
+        drop(unused);
         true
+    }
+
+    /// Keeps a kernel mapping of the object while a file holds a handle to
+    /// it, so that a job's mapping made at `SUBMIT` only counts one more
+    /// user of it instead of gathering its pages and mapping them again
+    /// (milliseconds for an object of a few MiB). The pages stay pinned
+    /// meanwhile, as those of a mapped object do. Called with a reference
+    /// from a handle; a mapping made while the last handle went is dropped.
+    pub(crate) fn keep_mapped(bo: &Bo) -> Result {
+        if bo.kmap.lock().is_some() {
+            return Ok(());
+        }
+        let map = bo.owned_vmap::<0>()?;
+        let unused = {
+            let holders = bo.holders.lock();
+            let mut kmap = bo.kmap.lock();
+            match holders.is_empty() || kmap.is_some() {
+                true => Some(map),
+                false => kmap.replace(map),
+            }
+        };
+        drop(unused);
+        Ok(())
     }
 }
 

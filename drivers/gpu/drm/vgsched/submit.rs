@@ -196,6 +196,7 @@ fn bind_buffers(
         // What the CPU wrote through mmap() reaches this job (before any
         // reservation lock is taken).
         VgObject::take_cpu_written(&bo);
+        VgObject::keep_mapped(&bo)?;
         maps.push(bo.owned_vmap::<0>()?, GFP_KERNEL)?;
     }
     Ok(maps)
@@ -209,6 +210,7 @@ fn load_program(file: &DrmFile, handle: u32, instrs: u32, bindings: usize) -> Re
     if len == 0 || len > isa::MAX_INSTRS || len * isa::INSTR_BYTES > bo.size() {
         return Err(EINVAL);
     }
+    VgObject::keep_mapped(&bo)?;
     let map = bo.owned_vmap::<0>()?;
     let mut words = KVec::with_capacity(len, GFP_KERNEL)?;
     for i in 0..len {

@@ -185,7 +185,7 @@ module! {
         },
         vram_mib: u32 {
             default: 64,
-            description: "Device memory, MiB (1-1024), managed by the kernel's GPU buddy allocator",
+            description: "Device memory, MiB (1-1024), handed out in 4 KiB chunks",
         },
         ctx_state_kib: u32 {
             default: 64,

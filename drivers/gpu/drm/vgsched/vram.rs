@@ -74,6 +74,10 @@ use crate::{
 /// Words per chunk of device memory.
 const CHUNK_WORDS: usize = (CHUNK_BYTES / 4) as usize;
 
+// A chunk is a page: a copy's page table and the CPU's per-page write
+// reports (`gem.rs`) index the same pages.
+const _: () = assert!(CHUNK_BYTES as usize == kernel::page::PAGE_SIZE);
+
 /// Sets `bits` in word `index` of the bitmap `words`; nothing past its end.
 fn or_bits(words: &[Atomic<u64>], index: usize, bits: u64) {
     let Some(word) = words.get(index) else {
@@ -449,6 +453,9 @@ impl DeviceMemory {
             warn_on!(!map.give(page.load(ordering::Relaxed)));
         }
         copy.placed.store(false, ordering::Relaxed);
+        // A stale copy's chunks are gone with it: placed again, it is
+        // uploaded whole.
+        copy.stale.store(false, ordering::Relaxed);
     }
 
     /// Makes the object behind `map` (whose copy `pin` names) resident for
@@ -483,17 +490,28 @@ impl DeviceMemory {
         }
         let ready_ns = if copy.is_placed() {
             // What the CPU wrote since: those pages again. (Protection was
-            // restored when they were moved here, at submission.)
+            // restored when they were moved here, at submission.) Each word
+            // is taken whole, into the handle's dirty bitmap (cleared below
+            // for the job): a page a submission reports meanwhile stays for
+            // the next take, never cleared unseen.
+            let mut pending = false;
+            for (taken, word) in pin.dirty.iter().zip(copy.cpu_pages.iter()) {
+                let bits = word.xchg(0, ordering::Acquire);
+                taken.store(bits, ordering::Relaxed);
+                pending |= bits != 0;
+            }
             let mut moved = 0;
-            if copy
-                .cpu_pages
-                .iter()
-                .any(|w| w.load(ordering::Relaxed) != 0)
-            {
-                let pending = &copy.cpu_pages;
-                let bits = Some(&pending[..]);
-                moved = copy_words(self, &copy, map, true, bits)?;
-                clear(pending);
+            if pending {
+                moved = match copy_words(self, &copy, map, true, Some(&pin.dirty)) {
+                    Ok(bytes) => bytes,
+                    Err(e) => {
+                        // Not uploaded: still to do.
+                        for (w, taken) in pin.dirty.iter().enumerate() {
+                            or_bits(&copy.cpu_pages, w, taken.load(ordering::Relaxed));
+                        }
+                        return Err(e);
+                    }
+                };
             }
             match moved {
                 0 => now_ns.max(copy.ready_ns.load(ordering::Relaxed)),

@@ -491,13 +491,16 @@ fn phase_one_due(
     state_bytes: u64,
     among: impl Fn(&ContextQueue) -> bool,
 ) -> Option<usize> {
-    let held = st
-        .queues
-        .iter()
-        .filter(|q| q.phase1 != PhaseOne::Idle)
-        .count() as u64;
-    let held = held.saturating_mul(state_bytes);
+    let held = phase1_held(&st.queues, state_bytes);
     let busy = device_busy(st);
+    // At the threshold, a loaded context waits for a task that is ending
+    // (no slot, every job finished, its clean-ups under way) to give its
+    // area back, rather than pass the threshold.
+    let ending = p.mode == Mode::Pipelined
+        && held >= p.phase1_threshold
+        && st.queues.iter().any(|q| {
+            q.slot.is_none() && q.phase1 != PhaseOne::Idle && q.jobs.iter().all(Job::is_finished)
+        });
     st.queues
         .iter()
         .enumerate()
@@ -505,7 +508,7 @@ fn phase_one_due(
         .filter(|(_, q)| st.memory_blocked.is_none_or(|b| b.lets_prepare(q)))
         // None ahead of its load while a job waits for memory.
         .filter(|(_, q)| q.slot.is_some() || !st.phase1_ahead_paused)
-        .filter(|(_, q)| pipeline::may_start_phase1(p, held, q.slot.is_some(), busy))
+        .filter(|(_, q)| pipeline::may_start_phase1(p, held, q.slot.is_some() && !ending, busy))
         // The highest level first, a loaded context before others, then
         // the oldest work.
         .min_by_key(|(_, q)| {
@@ -515,10 +518,59 @@ fn phase_one_due(
         .map(|(i, _)| i)
 }
 
+/// State areas held by initialised contexts (or contexts in phase 1).
+fn phase1_held(queues: &[ContextQueue], state_bytes: u64) -> u64 {
+    let held = queues.iter().filter(|q| q.phase1 != PhaseOne::Idle).count();
+    (held as u64).saturating_mul(state_bytes)
+}
+
+/// Before the phase 1 of context `index` (pipelined): if it holds a slot
+/// and the phase-1 threshold is reached, gives back the state areas of
+/// contexts initialised ahead of their load (no slot, nothing prepared or
+/// on the device, not of a higher level) until the areas held are under
+/// the threshold or none is left to give. A loaded context is initialised
+/// even so ([`pipeline::may_start_phase1`]): the threshold bounds
+/// initialisation ahead of a load.
+fn make_phase1_room(st: &mut EngineState, p: &PipelineParams, state_bytes: u64, index: usize) {
+    if p.mode != Mode::Pipelined {
+        return;
+    }
+    let Some(level) = st
+        .queues
+        .get(index)
+        .filter(|q| q.slot.is_some())
+        .map(|q| q.ctx.priority)
+    else {
+        return;
+    };
+    let mut released = false;
+    while phase1_held(&st.queues, state_bytes) >= p.phase1_threshold {
+        let EngineState { queues, stages, .. } = &mut *st;
+        let Some(q) = queues.iter_mut().find(|q| {
+            q.slot.is_none()
+                && !q.cancelling
+                && q.ctx.priority >= level
+                && matches!(q.phase1, PhaseOne::Done(_))
+                && !q.jobs.iter().any(|j| j.stage.busy())
+                && q.off_device()
+        }) else {
+            break;
+        };
+        q.release_state(stages, monotonic_ns());
+        released = true;
+    }
+    if released {
+        st.released();
+    }
+}
+
 impl Engine {
     /// Queues the memory work item (a no-op if it is already queued).
     pub(super) fn queue_memory(this: ArcBorrow<'_, Self>) {
-        let _already_queued = this.memory_wq.queue().enqueue::<_, 2>(Arc::from(this));
+        let stopped = this.stopped.lock();
+        if !*stopped {
+            let _already_queued = this.memory_wq.queue().enqueue::<_, 2>(Arc::from(this));
+        }
     }
 
     /// Whether the memory work item has something to do at `now`; under
@@ -547,14 +599,26 @@ impl Engine {
             .any(|(i, q)| gate.preparable(i, q, now).is_some())
     }
 
-    /// The next piece of work: a clean-up if one is due (it gives memory
+    /// The next piece of work, after the state areas of tasks that are
+    /// over are released: the phase 1 or phase 2 of a loaded context of
+    /// the level in force; else a clean-up if one is due (it gives memory
     /// back), a reclaim or a state area released if memory is blocked, a
     /// phase 1, else the job whose phase 2 may start, highest priority
     /// level first, a current task's first, then oldest first.
     fn next_task(&self, st: &mut EngineState, now: u64) -> Option<MemoryTask> {
         let p = params::pipeline();
-        let releases = st.releases;
+        // Rule 6 first: a task that is over gives its state area back (a
+        // spinlock only), so the phase-1 threshold sees it gone.
+        let EngineState { queues, stages, .. } = &mut *st;
         let mut released = false;
+        for q in queues.iter_mut().filter(|q| !q.cancelling && q.task_over()) {
+            q.release_state(stages, now);
+            released = true;
+        }
+        if released {
+            st.released();
+        }
+        let releases = st.releases;
         // The loaded contexts of the level in force go before everything
         // else: a preempting job's phase 1 and phase 2 do not wait behind
         // lower levels' clean-ups.
@@ -581,14 +645,6 @@ impl Engine {
                     prepared,
                 });
             }
-            if q.task_over() {
-                // Rule 6: the task is cleaned up.
-                q.release_state(stages, now);
-                released = true;
-            }
-        }
-        if released {
-            st.released();
         }
         if let Some(blocked) = st.memory_blocked {
             // What cannot run now gives its memory back: a prepared job
@@ -629,6 +685,7 @@ impl Engine {
         among: impl Fn(&ContextQueue) -> bool,
     ) -> Option<MemoryTask> {
         let i = phase_one_due(st, p, self.phase_one.state_bytes, among)?;
+        make_phase1_room(st, p, self.phase_one.state_bytes, i);
         let q = st.queues.get_mut(i)?;
         q.phase1 = PhaseOne::Allocating;
         Some(MemoryTask::PhaseOne {
@@ -828,7 +885,7 @@ impl Engine {
         bindings: &Bindings,
         mut prepared: Prepared,
     ) {
-        let _signalling = Signalling::begin();
+        let signalling = Signalling::begin();
         let now = monotonic_ns();
         let (done, error) = this.write_back_all(&mut prepared, bindings, now);
         let unused = this.hand_back(ctx, id, error, prepared, |job, prepared, stages| {
@@ -837,7 +894,8 @@ impl Engine {
             job.times.cleanup_end = done;
             record(stages, ctx, job.seqno, StageEvent::CleanUpEnd, done);
         });
-        drop(_signalling);
+        // A hold of a job gone meanwhile is let go outside the section.
+        drop(signalling);
         drop(unused);
     }
 
@@ -852,7 +910,7 @@ impl Engine {
         bindings: &Bindings,
         mut prepared: Prepared,
     ) {
-        let _signalling = Signalling::begin();
+        let signalling = Signalling::begin();
         let now = monotonic_ns();
         let (done, error) = this.write_back_all(&mut prepared, bindings, now);
         let bytes = prepared.pins.iter().map(Pinned::bytes).sum::<u64>();
@@ -867,6 +925,7 @@ impl Engine {
         });
         // The blocked job is tried again.
         this.lock().released();
+        drop(signalling);
         drop(unused);
     }
 
