@@ -51,6 +51,9 @@
  *    two state areas, a higher level's context loaded by preemption is
  *    initialised only after a context initialised ahead of its load gave
  *    its area back: never more than two areas are held at once;
+ *  - writes_through_any_mapping_reach_the_next_job: a write through a
+ *    second mapping split by munmap(), or through a mapping of the
+ *    object's dma-buf, reaches the next job over the resident copy;
  *  - job_at_memory_limit_runs: a job whose objects take device memory
  *    less exactly one context state area is accepted and runs, one page
  *    more is refused with E2BIG, whatever the number of slots.
@@ -62,6 +65,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -1124,6 +1128,73 @@ TEST_F_TIMEOUT(devmem, phase1_threshold_holds_under_preemption, 60)
 	job_fini(&b);
 	job_fini(&d);
 	vg_buf_destroy(self->fd[0], &model);
+}
+
+/*
+ * Runs a job over @obj (two pages, resident from the job before) that
+ * stores the words at THREADS evenly spaced offsets of @obj; returns the
+ * index of the first stored word that differs from what the CPU sees in
+ * @obj's own mapping, -1 if none does, JOB_FAILED if the job failed.
+ */
+#define JOB_FAILED (-2)
+static int sample_matches_cpu_view(int fd, __u32 ctx, const struct vg_buf *obj)
+{
+	const uint32_t *cpu = obj->map, *out;
+	struct job j;
+	int wrong = -1;
+
+	if (job_init(fd, &j, ctx, 1, obj) || job_submit(&j) || job_finish(&j))
+		return JOB_FAILED;
+	out = j.out.map;
+	for (int i = 0; i < THREADS && wrong < 0; i++)
+		if (out[i] != cpu[(size_t)i * sample_stride(obj)])
+			wrong = i;
+	job_fini(&j);
+	return wrong;
+}
+
+/*
+ * What the CPU writes through a second mapping of an object, split by
+ * munmap() of its first page, or through a mapping of the object's
+ * dma-buf, reaches the next job while the object's copy is resident:
+ * every word the job reads is what the object's own mapping shows.
+ */
+TEST_F_TIMEOUT(devmem, writes_through_any_mapping_reach_the_next_job, 60)
+{
+	int fd, buf_fd;
+	struct vg_buf obj;
+	uint32_t *second, *dmabuf;
+	__u32 ctx;
+
+	open_device(_metadata, self, NULL);
+	fd = self->fd[0];
+	ctx = vgsched_ctx_create(fd, 8);
+	ASSERT_NE(0, ctx);
+	ASSERT_EQ(0, big_create(fd, 2 * 4096, &obj));
+	ASSERT_EQ(-1, sample_matches_cpu_view(fd, ctx, &obj));
+
+	second = vgsched_bo_mmap(fd, obj.handle, 2 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED);
+	ASSERT_NE(MAP_FAILED, second);
+	ASSERT_EQ(0, munmap(second, 4096));
+	second[1024] = 0x5b117u;		/* the first word the split mapping shows */
+	EXPECT_EQ(-1, sample_matches_cpu_view(fd, ctx, &obj))
+		TH_LOG("a write through a split mapping did not reach the job");
+	munmap(second + 1024, 4096);
+
+	buf_fd = vg_prime_export(fd, obj.handle);
+	ASSERT_GE(buf_fd, 0);
+	dmabuf = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, buf_fd, 0);
+	ASSERT_NE(MAP_FAILED, dmabuf);
+	dmabuf[1024] = 0xd4abu;
+	dmabuf[32] = 0xd4ac;
+	EXPECT_EQ(-1, sample_matches_cpu_view(fd, ctx, &obj))
+		TH_LOG("a write through the dma-buf's mapping did not reach the job");
+	dmabuf[1024 + 32] = 0xd4adu;
+	EXPECT_EQ(-1, sample_matches_cpu_view(fd, ctx, &obj))
+		TH_LOG("a second write through the dma-buf's mapping did not reach the job");
+	munmap(dmabuf, 2 * 4096);
+	close(buf_fd);
+	vg_buf_destroy(fd, &obj);
 }
 
 /*
