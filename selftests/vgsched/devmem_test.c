@@ -139,43 +139,6 @@ static int finish(int fd, __u32 ctx, __u64 seqno)
 	return status;
 }
 
-/* A number of debugfs vram, by key ("free", "evictions", ...); -1 if absent. */
-static long long vram_number(const char *key)
-{
-	char line_key[32];
-
-	snprintf(line_key, sizeof(line_key), "%s ", key);
-	return vgsched_debugfs_number("vram", line_key);
-}
-
-/* The KiB of fdinfo key @key of @fd; -1 if absent. */
-static long long fdinfo_kib(int fd, const char *key)
-{
-	__u64 kib;
-
-	return vg_fdinfo_u64(fd, key, &kib) ? -1 : (long long)kib;
-}
-
-/*
- * The time of the first stage record of job @job (0: the context's own) of
- * context @ctx of client @client named @event at or after @after; 0 if
- * there is none.
- */
-static __u64 stage_at(__u64 client, unsigned int ctx, __u64 job, const char *event, __u64 after)
-{
-	static struct vg_stage log[512];
-	int n = vgsched_stages(log, 512);
-
-	for (int i = 0; i < n; i++) {
-		const struct vg_stage *e = &log[i];
-
-		if (e->client == client && e->ctx == ctx && e->job == job &&
-		    !strcmp(e->event, event) && e->t >= after)
-			return e->t;
-	}
-	return 0;
-}
-
 /* Waits up to 10 s for a stage record (as stage_at()); 0 if none came. */
 static __u64 wait_stage(__u64 client, unsigned int ctx, __u64 job, const char *event, __u64 after)
 {

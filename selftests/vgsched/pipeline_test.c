@@ -32,27 +32,6 @@
 #define INIT_NS (20 * MS)
 #define COMMON "time_slice_us=1000000 ctx_init_us=20000 ctx_state_kib=256 vram_mib=16"
 
-/*
- * The time of the first stage record of job @seqno (0: the context's own)
- * of context @ctx of client @client named @event at or after @after;
- * 0 if there is none.
- */
-static __u64 stage_at(__u64 client, unsigned int ctx, __u64 seqno, const char *event,
-		      __u64 after)
-{
-	static struct vg_stage log[512];
-	int n = vgsched_stages(log, 512);
-
-	for (int i = 0; i < n; i++) {
-		const struct vg_stage *e = &log[i];
-
-		if (e->client == client && e->ctx == ctx && e->job == seqno &&
-		    !strcmp(e->event, event) && e->t >= after)
-			return e->t;
-	}
-	return 0;
-}
-
 /* Waits up to 5 s for a stage record. */
 static __u64 wait_stage(__u64 client, unsigned int ctx, __u64 seqno, const char *event)
 {

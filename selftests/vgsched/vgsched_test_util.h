@@ -382,6 +382,44 @@ static inline int vgsched_stages(struct vg_stage *out, int max)
 	return n;
 }
 
+/*
+ * The time of the first stage record of job @job (0: the context's own) of
+ * context @ctx of client @client named @event at or after @after; 0 if
+ * there is none.
+ */
+static inline __u64 stage_at(__u64 client, unsigned int ctx, __u64 job, const char *event,
+			     __u64 after)
+{
+	static struct vg_stage log[512];
+	int n = vgsched_stages(log, 512);
+
+	for (int i = 0; i < n; i++) {
+		const struct vg_stage *e = &log[i];
+
+		if (e->client == client && e->ctx == ctx && e->job == job &&
+		    !strcmp(e->event, event) && e->t >= after)
+			return e->t;
+	}
+	return 0;
+}
+
+/* A number of debugfs vram, by key ("free", "evictions", ...); -1 if absent. */
+static inline long long vram_number(const char *key)
+{
+	char line_key[32];
+
+	snprintf(line_key, sizeof(line_key), "%s ", key);
+	return vgsched_debugfs_number("vram", line_key);
+}
+
+/* The KiB of fdinfo key @key of @fd; -1 if absent. */
+static inline long long fdinfo_kib(int fd, const char *key)
+{
+	__u64 kib;
+
+	return vg_fdinfo_u64(fd, key, &kib) ? -1 : (long long)kib;
+}
+
 static inline int vgsched_ctx_query(int fd, __u32 ctx, struct drm_vgsched_ctx_query *q)
 {
 	memset(q, 0, sizeof(*q));

@@ -34,23 +34,6 @@
 #define THREADS 64
 #define N (GROUPS * THREADS)
 
-/* A number of debugfs vram, by key ("free", "evictions", ...); -1 if absent. */
-static long long vram_number(const char *key)
-{
-	char line_key[32];
-
-	snprintf(line_key, sizeof(line_key), "%s ", key);
-	return vgsched_debugfs_number("vram", line_key);
-}
-
-/* The KiB of fdinfo key @key of @fd; -1 if absent. */
-static long long fdinfo_kib(int fd, const char *key)
-{
-	__u64 kib;
-
-	return vg_fdinfo_u64(fd, key, &kib) ? -1 : (long long)kib;
-}
-
 /* Waits up to 2 s for every byte of device memory to be free. */
 static int all_memory_free(void)
 {

@@ -658,11 +658,15 @@ impl Pinned {
             return None;
         }
         let index = usize::try_from(index).ok()?;
-        let chunk = self
-            .copy
-            .pages
-            .get(index / CHUNK_WORDS)?
-            .load(ordering::Relaxed);
+        let entry = self.copy.pages.get(index / CHUNK_WORDS)?;
+        // SAFETY: `entry` is a live, aligned `u32`. While this handle is
+        // held the copy is placed and counted in `pins`, so no one writes
+        // its page table (type invariant of `DeviceCopy`: only a placing or
+        // an unplacing does, under the residency lock, with no handle
+        // held); the take that made this handle held came after the last
+        // write, through the residency lock. A plain read: the
+        // interpreter's hottest path, where an atomic load is a call.
+        let chunk = unsafe { entry.as_ptr().read() };
         let base = (chunk as usize).checked_mul(CHUNK_WORDS)?;
         self.memory.word(base.checked_add(index % CHUNK_WORDS)?)
     }
