@@ -1098,7 +1098,8 @@ impl Blocked {
 /// A prepared job whose memory may be reclaimed for `blocked`: (context,
 /// job). Its context cannot run now ([`Blocked::outranks`]), and the job
 /// has nothing on the device (it is not the active job, or its context's
-/// active job is off the device).
+/// active job is off the device). A context's youngest prepared job goes
+/// first, so the one that runs next keeps its memory longest.
 fn reclaim_victim(st: &EngineState, blocked: &Blocked) -> Option<(usize, u64)> {
     st.queues
         .iter()
@@ -1108,6 +1109,7 @@ fn reclaim_victim(st: &EngineState, blocked: &Blocked) -> Option<(usize, u64)> {
             let active = q.active().map(|j| j.id);
             q.jobs
                 .iter()
+                .rev()
                 .filter(|j| matches!(j.stage, Stage::Uploading(_)) && !j.is_finished())
                 .find(|j| Some(j.id) != active || q.off_device())
                 .map(|j| (qi, j.id))
