@@ -1588,6 +1588,7 @@ impl Engine {
             ..
         } = st;
         let mut collected = 0;
+        let mut released = false;
         for q in queues.iter_mut() {
             while let Some(first) = q.jobs.first_mut().filter(|j| j.is_finished()) {
                 if first.times.first_wave != 0 && first.times.last_wave == 0 {
@@ -1632,9 +1633,17 @@ impl Engine {
                     *cleanup_due = true;
                     break;
                 }
-                let Ok(job) = q.jobs.remove(0) else {
+                let Ok(mut job) = q.jobs.remove(0) else {
                     break;
                 };
+                // Its device memory goes back now (written back if it was
+                // stored to), not when the clean-up work item drops it: a
+                // job waiting for memory never waits for that work item,
+                // which allocates and takes reservation locks.
+                if let Some(device) = job.device.as_mut() {
+                    device.release();
+                    released = true;
+                }
                 q.completed += 1;
                 q.last_job = job.times;
                 // Its tiles go idle as it ends.
@@ -1664,6 +1673,9 @@ impl Engine {
                 *cleanup_due = true;
                 collected += 1;
             }
+        }
+        if released {
+            st.released();
         }
         collected
     }

@@ -262,8 +262,12 @@ impl VgObject {
         if !any {
             return;
         }
-        // SAFETY: `bo` is a live object of this driver.
-        unsafe { vgsched_bo_protect(gem::IntoGEMObject::as_raw(bo).cast()) };
+        // Every page counts as written anyway: protecting would only make
+        // the CPU fault its pages back in.
+        if every == 0 {
+            // SAFETY: `bo` is a live object of this driver.
+            unsafe { vgsched_bo_protect(gem::IntoGEMObject::as_raw(bo).cast()) };
+        }
         for (w, &bits) in taking.iter().enumerate().filter(|(_, b)| **b != 0) {
             bo.copy.cpu_wrote(w, bits);
         }

@@ -482,8 +482,10 @@ impl DeviceMemory {
         let mut t = self.table.lock();
         t.clock += 1;
         let clock = t.clock;
+        // `pins` first: a release that dropped it has set `stale` before.
+        let pins = copy.pins.load(ordering::Acquire);
         if copy.is_placed() && copy.stale.load(ordering::Relaxed) {
-            if copy.pins.load(ordering::Relaxed) > 0 {
+            if pins > 0 {
                 return Err(EBUSY);
             }
             self.forget_locked(&mut t, &copy);
@@ -529,9 +531,17 @@ impl DeviceMemory {
                 self.unplace(&e.0);
                 return Err(ENOMEM);
             }
-            // The whole object moves: what the CPU wrote is in it.
-            clear(&copy.cpu_pages);
-            copy_words(self, &copy, map, true, None)?;
+            // The whole object moves: what the CPU wrote is in it. (Taken
+            // as the placed branch does: a report arriving after the clear
+            // stays for the next take.)
+            copy.cpu_pages.iter().for_each(|w| {
+                w.xchg(0, ordering::Acquire);
+            });
+            if let Err(e) = copy_words(self, &copy, map, true, None) {
+                // Partly uploaded: not a copy of the object.
+                self.forget_locked(&mut t, &copy);
+                return Err(e);
+            }
             let at = self.copy_time(copy.bytes, now_ns);
             copy.ready_ns.store(at, ordering::Relaxed);
             at
@@ -709,7 +719,8 @@ impl Pinned {
         if self.stored.load(ordering::Relaxed) && !self.written_back {
             self.copy.stale.store(true, ordering::Relaxed);
         }
-        self.copy.pins.fetch_sub(1, ordering::Relaxed);
+        // Release: a take that sees the count drop sees `stale` too.
+        self.copy.pins.fetch_sub(1, ordering::Release);
         self.held = false;
     }
 }

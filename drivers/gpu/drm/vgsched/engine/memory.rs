@@ -264,7 +264,7 @@ impl Prepared {
     }
 
     /// Lets everything go (a spinlock and atomics only).
-    fn release(&mut self) {
+    pub(super) fn release(&mut self) {
         self.pins.iter_mut().for_each(Pinned::release);
         if let Some(area) = self.scratch.as_mut() {
             area.unplace();
@@ -1050,7 +1050,7 @@ pub(super) fn running_bytes(queues: &[ContextQueue]) -> RunningBytes {
 
 impl EngineState {
     /// Device memory came back: whatever waited for it is tried again.
-    fn released(&mut self) {
+    pub(super) fn released(&mut self) {
         self.releases = self.releases.wrapping_add(1);
         self.memory_blocked = None;
     }
