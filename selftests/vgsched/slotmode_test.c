@@ -383,6 +383,9 @@ FIXTURE_TEARDOWN(preempt)
 	EXPECT_EQ(0, vgsched_module_load(""));
 }
 
+/* The preemption_us of both variants, in ns. */
+#define POINT_NS 20000000ULL
+
 TEST_F(preempt, a_higher_level_waits_for_the_save_not_the_point)
 {
 	const int loops = 300 * 1000 / VG_COUNT_LOOP_CYCLES;
@@ -391,7 +394,7 @@ TEST_F(preempt, a_higher_level_waits_for_the_save_not_the_point)
 	struct vg_buf prog, out;
 	struct busy_job high;
 	struct drm_vgsched_submit s;
-	__u64 words[32], submitted = 0, preempted = 0, placed = 0;
+	__u64 words[32], submitted = 0, preempted = 0, placed = 0, point;
 	__u32 lctx, hctx, binding;
 	unsigned int len;
 	int n;
@@ -434,12 +437,22 @@ TEST_F(preempt, a_higher_level_waits_for_the_save_not_the_point)
 	ASSERT_NE(0, placed);
 	TH_LOG("decision to the high job's placement: %llu us (stopped at once: %lld waves)",
 	       (placed - preempted) / 1000, vgsched_state_number("stopped at once "));
+	/*
+	 * Preemption points lie on multiples of preemption_us of the
+	 * engine's clock (CLOCK_MONOTONIC). At the point, the high job is
+	 * placed only once the low wave reached the first point after the
+	 * decision; at once, before that point (the save takes about 2 ms;
+	 * when the decision came later than 4 ms before the point, its
+	 * timing proves nothing and only the count below is checked).
+	 */
+	point = (preempted / POINT_NS + 1) * POINT_NS;
+	TH_LOG("decision %llu us before the next point", (point - preempted) / 1000);
 	if (variant->at_once) {
-		/* The save (about 2 ms) and the guest's wake-up, far from 17 ms. */
-		EXPECT_LT(placed - preempted, 12000000ULL);
+		if (point - preempted > 4000000ULL)
+			EXPECT_LT(placed, point);
 		EXPECT_EQ(1, vgsched_state_number("stopped at once "));
 	} else {
-		EXPECT_GE(placed - preempted, 12000000ULL);
+		EXPECT_GE(placed, point);
 		EXPECT_EQ(0, vgsched_state_number("stopped at once "));
 	}
 	ASSERT_EQ(0, vgsched_wait(self->fd, lctx, s.seqno, 60 * VG_SECOND_NS, NULL));
