@@ -382,6 +382,15 @@ impl ContextQueue {
         }
     }
 
+    /// Its state area could be given back now: initialised, not being
+    /// destroyed, nothing of it prepared or on the device.
+    fn area_idle(&self) -> bool {
+        !self.cancelling
+            && matches!(self.phase1, PhaseOne::Done(_))
+            && !self.jobs.iter().any(|j| j.stage.busy())
+            && self.off_device()
+    }
+
     /// Its task is over: initialised, no work and no slot (rule 6).
     fn task_over(&self) -> bool {
         matches!(self.phase1, PhaseOne::Done(_)) && self.jobs.is_empty() && self.slot.is_none()
@@ -546,14 +555,10 @@ fn make_phase1_room(st: &mut EngineState, p: &PipelineParams, state_bytes: u64, 
     let mut released = false;
     while phase1_held(&st.queues, state_bytes) >= p.phase1_threshold {
         let EngineState { queues, stages, .. } = &mut *st;
-        let Some(q) = queues.iter_mut().find(|q| {
-            q.slot.is_none()
-                && !q.cancelling
-                && q.ctx.priority >= level
-                && matches!(q.phase1, PhaseOne::Done(_))
-                && !q.jobs.iter().any(|j| j.stage.busy())
-                && q.off_device()
-        }) else {
+        let Some(q) = queues
+            .iter_mut()
+            .find(|q| q.slot.is_none() && q.ctx.priority >= level && q.area_idle())
+        else {
             break;
         };
         q.release_state(stages, monotonic_ns());
@@ -1123,11 +1128,8 @@ fn reclaim_victim(st: &EngineState, blocked: &Blocked) -> Option<(usize, u64)> {
 fn state_area_victim(st: &EngineState, blocked: &Blocked) -> Option<usize> {
     st.queues.iter().position(|q| {
         q.ctx.timeline != blocked.timeline
-            && !q.cancelling
             && q.state_area.as_ref().is_some_and(DeviceArea::is_placed)
-            && matches!(q.phase1, PhaseOne::Done(_))
-            && !q.jobs.iter().any(|j| j.stage.busy())
-            && q.off_device()
+            && q.area_idle()
             && (q.slot.is_none()
                 || q.ctx.priority > blocked.level
                 || (q.ctx.priority == blocked.level && blocked.loaded))
