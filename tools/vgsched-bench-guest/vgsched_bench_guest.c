@@ -98,6 +98,21 @@
  *   power.energy_mj.power       power.energy_mj.spread
  *   power.energy_mj.bound       power.makespan_ms.power
  *   power.makespan_ms.spread    power.energy_saving_pct
+ *
+ *   vgsched-bench-guest memory
+ *
+ * Kernel memory the driver holds for what user space queues, from the
+ * slab and vmalloc counters of /proc/meminfo (Slab + VmallocUsed), on a
+ * freshly loaded module. MEM_FILES files create MEM_CTXS contexts each,
+ * with no job; then MEM_QCTXS contexts each get a blocker job (one thread
+ * that loops for seconds) and MEM_QJOBS jobs of the lock-hold workload's
+ * shape (one wave of 64 threads, one 4 KiB binding, its program) queued
+ * behind it. Counters are read after each phase has settled; prints:
+ *
+ *   engine.context_kernel_bytes.idle  per idle context
+ *   engine.job_kernel_bytes.queued    per queued job (the blockers and
+ *                                     the first job of each context, which
+ *                                     sizes its wave store, excluded)
  */
 #include <signal.h>
 #include <stdint.h>
@@ -765,6 +780,98 @@ static int hiprio_memory_bench(int fd, const char *mode)
 	return 0;
 }
 
+#define MEM_FILES 4
+#define MEM_CTXS 60
+#define MEM_QCTXS 8
+#define MEM_QJOBS 56
+#define MEM_BLOCK_MS 20000
+
+/* Slab plus vmalloc'd kernel memory, in bytes (/proc/meminfo). */
+static long long kernel_bytes(void)
+{
+	char line[256];
+	long long kib, total = 0;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Slab: %lld kB", &kib) == 1 ||
+		    sscanf(line, "VmallocUsed: %lld kB", &kib) == 1)
+			total += kib * 1024;
+	fclose(f);
+	return total;
+}
+
+/* kernel_bytes() once freed objects and per-CPU caches have settled. */
+static long long settled_kernel_bytes(void)
+{
+	usleep(200000);
+	return kernel_bytes();
+}
+
+static int memory_bench(int fd, const struct drm_vgsched_gpu_info *info)
+{
+	int fds[MEM_FILES];
+	__u32 ctxs[MEM_FILES][MEM_CTXS], qctx[MEM_QCTXS];
+	struct busy_job blocker;
+	struct vg_buf prog, mem;
+	__u64 words[4096];
+	unsigned int len = fault_program(words, 2, (__u64)info->job_timeout_ms * info->clock_khz, info);
+	long long before, after, idle_bytes, job_bytes;
+
+	if (!len || vg_program(fd, words, len, &prog) || vg_buf_create(fd, 4096, &mem))
+		DIE("memory: setup");
+	for (int f = 0; f < MEM_FILES; f++)
+		if ((fds[f] = vgsched_open_render_node()) < 0)
+			DIE("memory: open");
+	before = settled_kernel_bytes();
+	for (int f = 0; f < MEM_FILES; f++)
+		for (int c = 0; c < MEM_CTXS; c++)
+			if (!(ctxs[f][c] = vgsched_ctx_create(fds[f], 8)))
+				DIE("memory: CTX_CREATE %d.%d", f, c);
+	after = settled_kernel_bytes();
+	idle_bytes = (after - before) / (MEM_FILES * MEM_CTXS);
+	for (int f = 0; f < MEM_FILES; f++) {
+		for (int c = 0; c < MEM_CTXS; c++)
+			vgsched_ctx_destroy(fds[f], ctxs[f][c]);
+		close(fds[f]);
+	}
+
+	__u32 binding = mem.handle;
+	struct drm_vgsched_submit s;
+
+	for (int c = 0; c < MEM_QCTXS; c++) {
+		if (!(qctx[c] = vgsched_ctx_create(fd, 8)))
+			DIE("memory: CTX_CREATE");
+		if (busy_job_init(fd, &blocker, qctx[c], MEM_BLOCK_MS, 1, 1, 1, 1) || busy_submit(fd, &blocker))
+			DIE("memory: blocker");
+		busy_job_fini(fd, &blocker);
+		s = vg_job(qctx[c], &prog, len, &binding, 1, 1, 1, LANES);
+		if (vgsched_submit(fd, &s))
+			DIE("memory: first job");
+	}
+	before = settled_kernel_bytes();
+	for (int c = 0; c < MEM_QCTXS; c++)
+		for (int j = 0; j < MEM_QJOBS; j++) {
+			s = vg_job(qctx[c], &prog, len, &binding, 1, 1, 1, LANES);
+			if (vgsched_submit(fd, &s))
+				DIE("memory: SUBMIT %d.%d", c, j);
+		}
+	after = settled_kernel_bytes();
+	job_bytes = (after - before) / (MEM_QCTXS * MEM_QJOBS);
+	for (int c = 0; c < MEM_QCTXS; c++)
+		vgsched_ctx_destroy(fd, qctx[c]);
+	vg_buf_destroy(fd, &prog);
+	vg_buf_destroy(fd, &mem);
+	printf("workload memory: %d idle contexts in %d files; %d jobs queued on %d contexts behind a blocker\n",
+	       MEM_FILES * MEM_CTXS, MEM_FILES, MEM_QCTXS * MEM_QJOBS, MEM_QCTXS);
+	printf("engine.context_kernel_bytes.idle = %lld\n", idle_bytes);
+	printf("engine.job_kernel_bytes.queued = %lld\n", job_bytes);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *w = argc >= 2 ? argv[1] : "";
@@ -792,8 +899,10 @@ int main(int argc, char **argv)
 		return hiprio_memory_bench(fd, argv[2]);
 	if (!strcmp(w, "power"))
 		return power_bench(fd);
+	if (!strcmp(w, "memory"))
+		return memory_bench(fd, &info);
 	if (!body)
-		DIE("usage: vgsched-bench-guest short|long|preempt at_once|at_point|pipeline MODE|hiprio_memory small|big|power");
+		DIE("usage: vgsched-bench-guest short|long|preempt at_once|at_point|pipeline MODE|hiprio_memory small|big|power|memory");
 	timeout_cycles = (__u64)info.job_timeout_ms * info.clock_khz;
 	len = fault_program(words, body, timeout_cycles, &info);
 	if (!len)

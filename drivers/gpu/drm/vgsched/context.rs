@@ -130,7 +130,7 @@ impl Context {
                     recent: [const { None }; MAX_JOBS_IN_FLIGHT as usize],
                 }),
             }),
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )
     }
 }

@@ -42,6 +42,7 @@
 mod dispatch;
 mod dump;
 mod memory;
+mod save_area;
 mod slots;
 mod sync;
 mod tiles;
@@ -163,11 +164,11 @@ use memory::{
     StageEvent,
     StageLog, //
 };
-use slots::{
-    Rewind,
+use save_area::{
     SavedGroup,
-    SavedWave, //
+    WaveStore, //
 };
+use slots::Rewind;
 use sync::{
     Held,
     HoldMeter,
@@ -245,16 +246,6 @@ struct Job {
     /// ones) placed, running and saved, and its first error (`-ETIME`
     /// means it hung, and only a hang sets that).
     progress: JobProgress,
-    /// Thread state for the waves it can have on the device at once,
-    /// allocated at submission; a wave takes one and gives it back.
-    lanes: KVec<KVVec<Lane>>,
-    /// Its save area: work-groups stopped at a preemption point, in the
-    /// order they were placed; they run again before anything new. Room for
-    /// as many groups as it can have on the device.
-    saved: KVec<SavedGroup>,
-    /// The stopped waves of `saved`, in the order they stopped; room for
-    /// every wave it can have on the device.
-    saved_waves: KVec<SavedWave>,
     /// Where it stands with device memory ([`memory`]).
     stage: Stage,
     /// Device memory it needs at once: its distinct objects and scratch.
@@ -271,29 +262,16 @@ struct Job {
 }
 
 impl Job {
-    /// A job for `spec`, with everything it will need on a device of shape
-    /// `topology` allocated now.
+    /// A job for `spec`, boxed (a context's lists hold pointers, so an idle
+    /// context costs little); charged to the submitter's memory cgroup.
     fn new(
         seqno: u64,
         fence: Fence,
         spec: JobSpec,
         waiters: [Option<JobWaiter>; 2],
-        topology: &Topology,
-    ) -> Result<Self> {
-        let grid = &spec.grid;
-        let progress = JobProgress::for_grid(grid);
-        let all_waves = u64::from(grid.groups).saturating_mul(u64::from(grid.waves_per_group));
-        let wave_slots =
-            u64::from(topology.total_units()).saturating_mul(u64::from(topology.wave_slots));
-        // At most one wave per wave slot; never more than the grid has.
-        let live = usize::try_from(all_waves.min(wave_slots)).map_err(|_| E2BIG)?;
-        let mut lanes = KVec::with_capacity(live, GFP_KERNEL)?;
-        for _ in 0..live {
-            let fresh =
-                KVVec::from_elem(Lane::default(), grid.threads_per_wave as usize, GFP_KERNEL)?;
-            lanes.push_within_capacity(fresh).map_err(|_| ENOMEM)?;
-        }
-        Ok(Self {
+    ) -> Result<KBox<Self>> {
+        let progress = JobProgress::for_grid(&spec.grid);
+        let job = Self {
             id: 0,
             seqno,
             fence,
@@ -301,9 +279,6 @@ impl Job {
             _waiters: waiters,
             in_fence_done: false,
             progress,
-            lanes,
-            saved: KVec::with_capacity(live, GFP_KERNEL)?,
-            saved_waves: KVec::with_capacity(live, GFP_KERNEL)?,
             stage: Stage::Queued,
             device: None,
             spare: None,
@@ -315,7 +290,18 @@ impl Job {
             last_wave_end_ns: 0,
             tiles: 0,
             tiles_start_ns: 0,
-        })
+        };
+        Ok(KBox::new(job, GFP_KERNEL_ACCOUNT)?)
+    }
+
+    /// Waves it can have on the device at once: one per wave slot of a
+    /// device of shape `topology`, never more than its grid has.
+    fn live_waves(spec: &JobSpec, topology: &Topology) -> Result<usize> {
+        let grid = &spec.grid;
+        let all_waves = u64::from(grid.groups).saturating_mul(u64::from(grid.waves_per_group));
+        let wave_slots =
+            u64::from(topology.total_units()).saturating_mul(u64::from(topology.wave_slots));
+        usize::try_from(all_waves.min(wave_slots)).map_err(|_| E2BIG)
     }
 
     /// The job ran past the timeout: its context turns guilty.
@@ -339,13 +325,6 @@ impl Job {
             .as_ref()
             .is_some_and(|d| d.pins.iter().any(Pinned::stored))
     }
-
-    /// Gives a wave's thread state back for the next wave.
-    fn return_lanes(&mut self, lanes: KVVec<Lane>) {
-        // Room for every array it started with; if the books were wrong,
-        // the array is simply freed (a buddy of kfree, allowed here).
-        let _unexpected = self.lanes.push_within_capacity(lanes);
-    }
 }
 
 /// Everything the engine keeps about one live context, from its creation to
@@ -364,9 +343,11 @@ impl Job {
 struct ContextQueue {
     ctx: Arc<Context>,
     /// Unsignalled jobs, oldest first.
-    jobs: KVec<Job>,
+    jobs: KVec<KBox<Job>>,
     /// Signalled jobs, waiting for the clean-up work item to drop them.
-    done: KVec<Job>,
+    done: KVec<KBox<Job>>,
+    /// The thread state and save area of its waves ([`save_area`]).
+    store: WaveStore,
     /// The channel's "selected" mark of work-group dispatch, per band.
     selected: [bool; BANDS],
     /// The context as slot selection sees it: priority, age, runtime,
@@ -429,8 +410,9 @@ impl ContextQueue {
         });
         Ok(Self {
             ctx: ctx.clone(),
-            jobs: KVec::with_capacity(MAX_JOBS_IN_FLIGHT as usize, GFP_KERNEL)?,
+            jobs: KVec::with_capacity(MAX_JOBS_IN_FLIGHT as usize, GFP_KERNEL_ACCOUNT)?,
             done: KVec::with_capacity(DONE_CAPACITY, GFP_KERNEL_ACCOUNT)?,
+            store: WaveStore::new(),
             selected: [false; BANDS],
             entry,
             slot: None,
@@ -454,7 +436,7 @@ impl ContextQueue {
     /// finished and wait for their clean-up and fence; only the active job
     /// has work on the device.
     fn active(&self) -> Option<&Job> {
-        self.jobs.iter().find(|j| !j.is_finished())
+        self.jobs.iter().find(|j| !j.is_finished()).map(|j| &**j)
     }
 
     /// Its runtime, modeled nanoseconds.
@@ -483,6 +465,10 @@ impl ContextQueue {
 
 /// A placed work-group (or one-wave piece of a split one).
 struct RunningGroup {
+    /// Its context's index in [`EngineState::queues`] (kept up to date
+    /// when a context before it goes), so a retiring wave finds its job at
+    /// once.
+    queue: usize,
     /// Its job.
     job_id: u64,
     /// Its index in the job's grid.
@@ -491,7 +477,7 @@ struct RunningGroup {
     band: u8,
     /// A one-wave piece of a split group.
     piece: bool,
-    /// Waves of it saved to its job's save area.
+    /// Waves of it saved to its context's save area.
     saved_waves: u32,
     /// Its context (for accounting and cancelling).
     ctx: Arc<Context>,
@@ -602,7 +588,8 @@ struct Scratch {
 }
 
 impl Scratch {
-    /// Room for `contexts` contexts.
+    /// Room for `contexts` contexts; grown as contexts are created, so
+    /// charged to the memory cgroup of the process that creates one.
     fn with_capacity(contexts: usize) -> Result<Self> {
         let blank = pool::Candidate {
             id: 0,
@@ -614,21 +601,21 @@ impl Scratch {
         // The ordered decision's tournament: a power of two of leaves.
         let leaves = contexts.max(1).checked_next_power_of_two().ok_or(ENOMEM)?;
         Ok(Self {
-            heads: KVec::with_capacity(contexts, GFP_KERNEL)?,
-            candidates: KVec::with_capacity(contexts, GFP_KERNEL)?,
-            candidate_heads: KVec::with_capacity(contexts, GFP_KERNEL)?,
-            slot_cands: KVec::from_elem(blank, contexts, GFP_KERNEL)?,
+            heads: KVec::with_capacity(contexts, GFP_KERNEL_ACCOUNT)?,
+            candidates: KVec::with_capacity(contexts, GFP_KERNEL_ACCOUNT)?,
+            candidate_heads: KVec::with_capacity(contexts, GFP_KERNEL_ACCOUNT)?,
+            slot_cands: KVec::from_elem(blank, contexts, GFP_KERNEL_ACCOUNT)?,
             // Every resident leaves and every slot fills at most once, plus
             // a round and a turn.
             slot_changes: KVec::from_elem(
                 SlotChange::Round,
                 contexts.saturating_mul(2).saturating_add(2),
-                GFP_KERNEL,
+                GFP_KERNEL_ACCOUNT,
             )?,
-            slot_leaves: KVec::from_elem(None, leaves, GFP_KERNEL)?,
-            slot_nodes: KVec::from_elem(Node::EMPTY, leaves.saturating_mul(2), GFP_KERNEL)?,
-            slot_pending: KVec::from_elem(0, contexts, GFP_KERNEL)?,
-            slot_work: KVec::from_elem(Picked::blank(), contexts, GFP_KERNEL)?,
+            slot_leaves: KVec::from_elem(None, leaves, GFP_KERNEL_ACCOUNT)?,
+            slot_nodes: KVec::from_elem(Node::EMPTY, leaves.saturating_mul(2), GFP_KERNEL_ACCOUNT)?,
+            slot_pending: KVec::from_elem(0, contexts, GFP_KERNEL_ACCOUNT)?,
+            slot_work: KVec::from_elem(Picked::blank(), contexts, GFP_KERNEL_ACCOUNT)?,
         })
     }
 }
@@ -1076,7 +1063,7 @@ impl Engine {
                 }
                 st.queues.capacity().saturating_mul(2).max(8)
             };
-            let list = KVec::with_capacity(want, GFP_KERNEL)?;
+            let list = KVec::with_capacity(want, GFP_KERNEL_ACCOUNT)?;
             let scratch = Scratch::with_capacity(want)?;
             let mut st = self.lock();
             if st.queues.capacity() < want {
@@ -1160,41 +1147,55 @@ impl Engine {
                 *waiter = Some(JobWaiter::new(this, fence)?);
             }
         }
+        let live = Job::live_waves(&spec, &this.topology)?;
         let prepared = Prepared::new(&this.memory, &spec.bindings, spec.scratch)?;
-        let mut job = Job::new(seqno, fence.clone(), spec, waiters, &this.topology)?;
+        let mut job = Job::new(seqno, fence.clone(), spec, waiters)?;
         job.footprint = footprint;
         job.spare = Some(prepared);
-        let mut rejected = None;
-        {
-            let mut st = this.lock();
-            if st.shut_down {
-                return Err(ENODEV);
-            }
-            let id = st.next_job_id;
-            let q = st.queue_mut(ctx).ok_or(ENOENT)?;
-            if q.guilty {
-                return Err(ECANCELED);
-            }
-            // Unfinished jobs, or signalled ones the clean-up work item
-            // has not dropped yet ([`Engine::make_room`] makes that rare).
-            if q.jobs.len() >= MAX_JOBS_IN_FLIGHT as usize
-                || q.jobs.len() + q.done.len() >= DONE_CAPACITY
-            {
-                return Err(EBUSY);
-            }
-            job.id = id;
-            // Room for MAX_JOBS_IN_FLIGHT jobs was reserved with the context.
-            if let Err(PushError(job)) = q.jobs.push_within_capacity(job) {
-                // Dropped once the lock is released (its charges take the
-                // projects' ledger lock).
-                rejected = Some(job);
-            }
-            if rejected.is_none() {
-                st.next_job_id += 1;
-            }
-        }
-        if rejected.is_some() {
-            return Err(EBUSY);
+        // Room in the context's wave store for every wave the job can have
+        // at once: grown here, outside the lock, the first time a job of
+        // the context needs more (the submissions lock makes this the only
+        // caller that grows it).
+        let mut growth = None;
+        loop {
+            let (room, replaced) = {
+                let mut st = this.lock();
+                if st.shut_down {
+                    return Err(ENODEV);
+                }
+                let id = st.next_job_id;
+                let q = st.queue_mut(ctx).ok_or(ENOENT)?;
+                if q.guilty {
+                    return Err(ECANCELED);
+                }
+                // Unfinished jobs, or signalled ones the clean-up work item
+                // has not dropped yet ([`Engine::make_room`] makes that
+                // rare).
+                if q.jobs.len() >= MAX_JOBS_IN_FLIGHT as usize
+                    || q.jobs.len() + q.done.len() >= DONE_CAPACITY
+                {
+                    return Err(EBUSY);
+                }
+                let replaced = growth.take().map(|g| q.store.grow(g));
+                if q.store.room() >= live {
+                    job.id = id;
+                    // Room for MAX_JOBS_IN_FLIGHT jobs was reserved with
+                    // the context, and checked above.
+                    if let Err(PushError(job)) = q.jobs.push_within_capacity(job) {
+                        warn_on!(true);
+                        // Dropped once the lock is released (its charges
+                        // take the projects' ledger lock).
+                        drop(st);
+                        drop(job);
+                        return Err(EBUSY);
+                    }
+                    st.next_job_id += 1;
+                    break;
+                }
+                (q.store.room(), replaced)
+            };
+            drop(replaced);
+            growth = Some(WaveStore::growth(room, live, GFP_KERNEL_ACCOUNT)?);
         }
         sub.last_seqno = seqno;
         sub.recent[(seqno % MAX_JOBS_IN_FLIGHT) as usize] = Some(fence.clone());
@@ -1282,6 +1283,11 @@ impl Engine {
             // The contexts after it moved down one index.
             st.reorder();
             this.take_off_device(&mut st, ctx);
+            for g in st.groups.iter_mut().flatten() {
+                if g.queue > i {
+                    g.queue -= 1;
+                }
+            }
             let now = monotonic_ns();
             for job in queue.jobs.iter() {
                 st.tiles.release(job.tiles, now);
@@ -1430,7 +1436,7 @@ impl Engine {
                 changed += st
                     .queues
                     .iter()
-                    .filter(|q| q.jobs.first().is_some_and(Job::is_finished))
+                    .filter(|q| q.jobs.first().is_some_and(|j| j.is_finished()))
                     .count();
                 if changed == 0 || st.budget == 0 {
                     break;
@@ -1529,25 +1535,30 @@ impl Engine {
                     );
                 }
             }
-            let job = find_job(queues, g.job_id);
-            if let Some(job) = job {
+            if let Some(ContextQueue { jobs, store, .. }) = queue_of(queues, g) {
                 // A saved wave's threads moved to the save area already.
                 if w.phase == WavePhase::Ended {
-                    job.return_lanes(core::mem::take(&mut w.lanes));
-                    // When its last wave ended, in modeled time.
-                    job.last_wave_end_ns = job.last_wave_end_ns.max(w.end_ns);
+                    store.give_back(core::mem::take(&mut w.lanes));
                 }
-                if g.waves_left == 1 {
-                    // A group's last wave retires once: its job runs it.
-                    warn_on!(job.progress.retire().is_err());
-                    if g.saved_waves > 0 {
-                        // Its last wave left the device: it may be restored.
-                        let same = |s: &&mut SavedGroup| {
-                            s.group == g.group && s.piece == g.piece && !s.complete
-                        };
-                        if let Some(s) = job.saved.iter_mut().find(same) {
-                            s.complete = true;
-                        }
+                // Its job is the context's active one, the first of its
+                // jobs not finished, behind at most a few finished ones.
+                if let Some(job) = jobs.iter_mut().find(|j| j.id == g.job_id) {
+                    if w.phase == WavePhase::Ended {
+                        // When its last wave ended, in modeled time.
+                        job.last_wave_end_ns = job.last_wave_end_ns.max(w.end_ns);
+                    }
+                    if g.waves_left == 1 {
+                        // A group's last wave retires once: its job runs it.
+                        warn_on!(job.progress.retire().is_err());
+                    }
+                }
+                if g.waves_left == 1 && g.saved_waves > 0 {
+                    // Its last wave left the device: it may be restored.
+                    let same = |s: &&mut SavedGroup| {
+                        s.group == g.group && s.piece == g.piece && !s.complete
+                    };
+                    if let Some(s) = store.saved.iter_mut().find(same) {
+                        s.complete = true;
                     }
                 }
             }
@@ -1636,6 +1647,8 @@ impl Engine {
                 let Ok(mut job) = q.jobs.remove(0) else {
                     break;
                 };
+                // What it left in the save area never runs.
+                q.store.forget_saved();
                 // Its device memory goes back now (written back if it was
                 // stored to), not when the clean-up work item drops it: a
                 // job waiting for memory never waits for that work item,
@@ -1767,15 +1780,21 @@ fn queue_in<'a>(queues: &'a mut KVec<ContextQueue>, ctx: &Context) -> Option<&'a
 
 /// The active job among a context's `jobs` ([`ContextQueue::active`]), to
 /// change while other fields of the context are in use.
-fn active_in(jobs: &mut KVec<Job>) -> Option<&mut Job> {
-    jobs.iter_mut().find(|j| !j.is_finished())
+fn active_in(jobs: &mut KVec<KBox<Job>>) -> Option<&mut Job> {
+    jobs.iter_mut().find(|j| !j.is_finished()).map(|j| &mut **j)
 }
 
-fn find_job(queues: &mut KVec<ContextQueue>, id: u64) -> Option<&mut Job> {
-    queues
-        .iter_mut()
-        .flat_map(|q| q.jobs.iter_mut())
-        .find(|j| j.id == id)
+/// The record of the context of running group `g` among `queues`.
+fn queue_of<'a>(queues: &'a mut [ContextQueue], g: &RunningGroup) -> Option<&'a mut ContextQueue> {
+    let q = queues.get_mut(g.queue)?;
+    // The index follows removals ([`Engine::cancel_context`]).
+    match Arc::ptr_eq(&q.ctx, &g.ctx) {
+        true => Some(q),
+        false => {
+            warn_on!(true);
+            None
+        }
+    }
 }
 
 /// Called by a fence waiter when an in-fence signals.

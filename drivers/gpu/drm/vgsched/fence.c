@@ -46,7 +46,7 @@ u64 vgsched_fence_context_alloc(void)
 
 struct dma_fence *vgsched_fence_create(u64 context, u64 seqno)
 {
-	struct dma_fence *fence = kzalloc(sizeof(*fence), GFP_KERNEL);
+	struct dma_fence *fence = kzalloc(sizeof(*fence), GFP_KERNEL_ACCOUNT);
 
 	if (!fence)
 		return NULL;
@@ -159,7 +159,7 @@ static void vgsched_fence_waiter_fire(struct dma_fence *fence, struct dma_fence_
 struct vgsched_fence_waiter *vgsched_fence_waiter_add(struct dma_fence *fence,
 						      void (*func)(void *data), void *data)
 {
-	struct vgsched_fence_waiter *waiter = kzalloc(sizeof(*waiter), GFP_KERNEL);
+	struct vgsched_fence_waiter *waiter = kzalloc(sizeof(*waiter), GFP_KERNEL_ACCOUNT);
 
 	if (!waiter)
 		return NULL;

@@ -96,7 +96,7 @@ impl drm::file::DriverFile for VgFile {
                 contexts <- new_mutex!(ContextTable::new()),
                 retired_runtime_ns: Atomic::new(0),
             }),
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )
     }
 }

@@ -21,6 +21,7 @@ use kernel::{
         gem,
         gem::shmem, //
     },
+    io::Io,
     mm::virt::{
         flags,
         VmaNew, //
@@ -45,9 +46,16 @@ use crate::{
     file::DrmFile,
     projects::Charge,
     uapi,
-    vgsched_core::projects::{
-        Holding,
-        Resource, //
+    vgsched_core::{
+        isa::{
+            self,
+            Instr,
+            Op, //
+        },
+        projects::{
+            Holding,
+            Resource, //
+        }, //
     },
     vram::{
         self,
@@ -104,6 +112,27 @@ pub(crate) struct VgObject {
     /// so it is dropped when the last handle goes. Taken after `holders`.
     #[pin]
     kmap: Mutex<Option<shmem::VMapOwned<VgObject>>>,
+    /// Writes the CPU's mappings reported ([`vgsched_bo_cpu_write`]): the
+    /// first write to each page after the mappings were write-protected.
+    cpu_writes: Atomic<u64>,
+    /// The program last validated from the object ([`VgObject::program`]).
+    #[pin]
+    program: Mutex<Option<CachedProgram>>,
+}
+
+/// A validated program, shared by the jobs that run it.
+pub(crate) type Program = Arc<KVec<Instr>>;
+
+/// A program validated from an object, and what it was validated for.
+struct CachedProgram {
+    /// Instructions read, and binding slots it was validated against.
+    instrs: usize,
+    bindings: usize,
+    /// The object's reported CPU writes before its mappings were
+    /// write-protected for this read, and its device copy's write-backs.
+    cpu_writes: u64,
+    write_backs: u64,
+    program: Program,
 }
 
 /// Opaque `struct vm_area_struct` (the generated binding is not FFI-safe
@@ -132,6 +161,7 @@ unsafe extern "C" fn vgsched_bo_cpu_write(obj: *mut bindings::drm_gem_object, pa
     // live `Bo`, which the mapping keeps alive during this call.
     let bo = unsafe { <Bo as gem::IntoGEMObject>::from_raw(obj) };
     vram::set_bit(&bo.cpu_written, page);
+    bo.cpu_writes.fetch_add(1, ordering::Release);
 }
 
 #[pinned_drop]
@@ -173,6 +203,8 @@ impl gem::DriverObject for VgObject {
             cpu_written: cpu_written?,
             cpu_taking <- new_mutex!(cpu_taking?),
             kmap <- new_mutex!(None),
+            cpu_writes: Atomic::new(0),
+            program <- new_mutex!(None),
         })
     }
 
@@ -187,7 +219,7 @@ impl gem::DriverObject for VgObject {
             return Ok(());
         }
         let holding = Holding::first(obj.is_shared()).map_err(|_| EACCES)?;
-        holders.push(Holder { client, holding }, GFP_KERNEL)?;
+        holders.push(Holder { client, holding }, GFP_KERNEL_ACCOUNT)?;
         Ok(())
     }
 
@@ -304,7 +336,7 @@ impl VgObject {
             Some(h) => h.holding.grant(writable),
             None => {
                 let holding = Holding::granted(writable);
-                holders.push(Holder { client, holding }, GFP_KERNEL)?;
+                holders.push(Holder { client, holding }, GFP_KERNEL_ACCOUNT)?;
             }
         }
         Ok(())
@@ -359,6 +391,65 @@ impl VgObject {
         };
         drop(unused);
         Ok(())
+    }
+
+    /// The program of `instrs` instructions at the start of the object,
+    /// validated for `bindings` binding slots (`EINVAL` if it is not
+    /// valid). Validated once and shared until the object changes: the
+    /// cache holds while no CPU write was reported and no job's write-back
+    /// reached the object since it was read. Before reading, the count of
+    /// reported writes is taken and then the CPU's mappings are
+    /// write-protected, so a write that lands after the read is reported
+    /// after the count was taken. An object ever mapped through a dma-buf
+    /// (whose mappings cannot all be protected) is read every time. Takes
+    /// the mappings' locks: before any reservation lock.
+    pub(crate) fn program(bo: &Bo, instrs: usize, bindings: usize) -> Result<Program> {
+        let mut cache = bo.program.lock();
+        let cpu_writes = bo.cpu_writes.load(ordering::Acquire);
+        let write_backs = bo.copy.write_backs();
+        let trackable = !bo.dmabuf_mapped.load(ordering::Relaxed);
+        if let Some(c) = cache.as_ref() {
+            let current = c.cpu_writes == cpu_writes && c.write_backs == write_backs;
+            if trackable && current && c.instrs == instrs && c.bindings == bindings {
+                return Ok(c.program.clone());
+            }
+        }
+        if trackable {
+            // SAFETY: `bo` is a live object of this driver.
+            unsafe { vgsched_bo_protect(gem::IntoGEMObject::as_raw(bo).cast()) };
+        }
+        Self::keep_mapped(bo)?;
+        let mut words = KVec::with_capacity(instrs, GFP_KERNEL_ACCOUNT)?;
+        {
+            let kmap = bo.kmap.lock();
+            let map = kmap.as_ref().ok_or(ENOENT)?;
+            for i in 0..instrs {
+                let lo = map.try_read32(i * isa::INSTR_BYTES)?;
+                let hi = map.try_read32(i * isa::INSTR_BYTES + 4)?;
+                // Room for `instrs` words.
+                words
+                    .push_within_capacity(u64::from(lo) | (u64::from(hi) << 32))
+                    .map_err(|_| ENOMEM)?;
+            }
+        }
+        let filler = Instr {
+            op: Op::End,
+            rd: 0,
+            ra: 0,
+            rb: 0,
+            imm: 0,
+        };
+        let mut program = KVec::from_elem(filler, instrs, GFP_KERNEL_ACCOUNT)?;
+        isa::validate(&words, bindings, &mut program).map_err(|_| EINVAL)?;
+        let program = Arc::new(program, GFP_KERNEL_ACCOUNT)?;
+        *cache = Some(CachedProgram {
+            instrs,
+            bindings,
+            cpu_writes,
+            write_backs,
+            program: program.clone(),
+        });
+        Ok(program)
     }
 }
 

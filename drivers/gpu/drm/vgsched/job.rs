@@ -12,12 +12,14 @@ use kernel::{
 
 use crate::{
     fence::Fence,
-    gem::VgObject,
+    gem::{
+        Program,
+        VgObject, //
+    },
     projects::Charge,
     vgsched_core::{
         exec::Memory,
         grid::Grid,
-        isa::Instr,
         occupancy::GroupNeeds, //
     }, //
     vram::Pinned,
@@ -32,7 +34,7 @@ pub(crate) type Bindings = Arc<KVec<VMapOwned<VgObject>>>;
 /// A checked job, ready to queue.
 pub(crate) struct JobSpec {
     /// The validated program.
-    pub(crate) program: KVec<Instr>,
+    pub(crate) program: Program,
     /// The bound buffer objects, mapped.
     pub(crate) bindings: Bindings,
     /// The grid.

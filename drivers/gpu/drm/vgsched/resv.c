@@ -90,8 +90,8 @@ static struct dma_fence *vgsched_resv_gather(struct vgsched_resv_set *set, u64 o
 			max += fence->context != own;
 	if (!max)
 		return NULL;
-	fences = kmalloc_array(max, sizeof(*fences), GFP_KERNEL);
-	cursors = kmalloc_array(max, sizeof(*cursors), GFP_KERNEL);
+	fences = kmalloc_array(max, sizeof(*fences), GFP_KERNEL_ACCOUNT);
+	cursors = kmalloc_array(max, sizeof(*cursors), GFP_KERNEL_ACCOUNT);
 	if (!fences || !cursors) {
 		merged = ERR_PTR(-ENOMEM);
 		goto out;
@@ -124,7 +124,7 @@ struct vgsched_resv_set *vgsched_resv_lock(struct drm_gem_object **objs, const b
 
 	if (count > VGSCHED_RESV_MAX_OBJECTS)
 		return ERR_PTR(-EINVAL);
-	set = kzalloc(sizeof(*set), GFP_KERNEL);
+	set = kzalloc(sizeof(*set), GFP_KERNEL_ACCOUNT);
 	if (!set)
 		return ERR_PTR(-ENOMEM);
 	vgsched_resv_dedup(set, objs, writes, count);

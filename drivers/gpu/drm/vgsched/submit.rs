@@ -12,7 +12,6 @@ use kernel::{
         shmem::VMapOwned,
         BaseObject, //
     },
-    io::Io,
     prelude::*,
     sync::Arc,
     uaccess::{
@@ -26,6 +25,7 @@ use crate::{
     file::DrmFile,
     gem::{
         Bo,
+        Program,
         VgObject, //
     },
     job::JobSpec,
@@ -38,7 +38,6 @@ use crate::{
         },
         isa::{
             self,
-            Instr,
             Op, //
         },
         occupancy::{
@@ -120,7 +119,7 @@ impl Submission {
         };
         let spec = JobSpec {
             program,
-            bindings: Arc::new(bindings, GFP_KERNEL)?,
+            bindings: Arc::new(bindings, GFP_KERNEL_ACCOUNT)?,
             grid,
             needs,
             independent,
@@ -187,7 +186,7 @@ fn bind_buffers(
             *handle = reader.read::<u32>()?;
         }
     }
-    let mut maps = KVec::with_capacity(count, GFP_KERNEL)?;
+    let mut maps = KVec::with_capacity(count, GFP_KERNEL_ACCOUNT)?;
     for (&handle, &write) in handles[..count].iter().zip(writes) {
         let bo = Bo::lookup_handle(file, handle)?;
         if write && !bo.may_write(file) {
@@ -197,35 +196,18 @@ fn bind_buffers(
         // reservation lock is taken).
         VgObject::take_cpu_written(&bo);
         VgObject::keep_mapped(&bo)?;
-        maps.push(bo.owned_vmap::<0>()?, GFP_KERNEL)?;
+        maps.push(bo.owned_vmap::<0>()?, GFP_KERNEL_ACCOUNT)?;
     }
     Ok(maps)
 }
 
-/// Copies and validates the program: `instrs` words from the start of the
-/// buffer object `handle`.
-fn load_program(file: &DrmFile, handle: u32, instrs: u32, bindings: usize) -> Result<KVec<Instr>> {
+/// The validated program: `instrs` instructions from the start of the
+/// buffer object `handle` (cached by the object while it is unchanged).
+fn load_program(file: &DrmFile, handle: u32, instrs: u32, bindings: usize) -> Result<Program> {
     let bo = Bo::lookup_handle(file, handle)?;
     let len = instrs as usize;
     if len == 0 || len > isa::MAX_INSTRS || len * isa::INSTR_BYTES > bo.size() {
         return Err(EINVAL);
     }
-    VgObject::keep_mapped(&bo)?;
-    let map = bo.owned_vmap::<0>()?;
-    let mut words = KVec::with_capacity(len, GFP_KERNEL)?;
-    for i in 0..len {
-        let lo = (&map).try_read32(i * isa::INSTR_BYTES)?;
-        let hi = (&map).try_read32(i * isa::INSTR_BYTES + 4)?;
-        words.push(u64::from(lo) | (u64::from(hi) << 32), GFP_KERNEL)?;
-    }
-    let filler = Instr {
-        op: Op::End,
-        rd: 0,
-        ra: 0,
-        rb: 0,
-        imm: 0,
-    };
-    let mut program = KVec::from_elem(filler, len, GFP_KERNEL)?;
-    isa::validate(&words, bindings, &mut program).map_err(|_| EINVAL)?;
-    Ok(program)
+    VgObject::program(&bo, len, bindings)
 }

@@ -144,6 +144,9 @@ pub(crate) struct DeviceCopy {
     /// them, one bit per page (moved here from the object's mapping
     /// reports at submission).
     cpu_pages: KVVec<Atomic<u64>>,
+    /// Write-backs that changed system memory: a program validated from
+    /// the object before one is out of date ([`crate::gem::VgObject`]).
+    write_backs: Atomic<u64>,
 }
 
 impl DeviceCopy {
@@ -170,9 +173,16 @@ impl DeviceCopy {
                 ready_ns: Atomic::new(0),
                 last_use: Atomic::new(0),
                 cpu_pages: bitmap(count)?,
+                write_backs: Atomic::new(0),
             },
             GFP_KERNEL_ACCOUNT,
         )?)
+    }
+
+    /// Write-backs that changed the object's system memory so far; read
+    /// in acquire order, so what they wrote is seen after.
+    pub(crate) fn write_backs(&self) -> u64 {
+        self.write_backs.load(ordering::Acquire)
     }
 
     /// It holds device memory now (read without a lock: fdinfo).
@@ -571,6 +581,9 @@ impl DeviceMemory {
         }
         let bytes = copy_words(self, &pinned.copy, map, false, Some(&pinned.dirty))?;
         pinned.written_back = true;
+        if bytes != 0 {
+            pinned.copy.write_backs.fetch_add(1, ordering::Release);
+        }
         let mut c = self.copies.lock();
         c.written_back_bytes = c.written_back_bytes.saturating_add(bytes);
         Ok(c.engine.issue(now_ns, bytes, self.bandwidth_mbps).1)

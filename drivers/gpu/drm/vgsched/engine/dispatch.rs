@@ -33,7 +33,6 @@ use super::{
     },
     Engine,
     EngineState,
-    Job,
     RunningGroup,
     RunningWave,
     WavePhase, //
@@ -49,10 +48,7 @@ use crate::{
             BANDS,
             LOWEST_BAND, //
         },
-        grid::{
-            Lane,
-            MAX_WAVES_PER_GROUP, //
-        },
+        grid::MAX_WAVES_PER_GROUP,
         module_choice::{
             choose,
             free_score,
@@ -176,7 +172,7 @@ impl Engine {
                 // of it runs there: a context waiting for its slot must
                 // not keep another's job from its tiles.
                 if let Some(job) = active_in(&mut q.jobs) {
-                    let off = job.progress.running() == 0 && job.saved.iter().all(|s| s.complete);
+                    let off = job.progress.running() == 0 && q.store.all_saved_complete();
                     if job.tiles != 0 && off {
                         st.tiles.release(job.tiles, now);
                         job.tiles = 0;
@@ -188,7 +184,7 @@ impl Engine {
             // Its context initialised, and rule 4 for a task's first job.
             // Behind a hung job (waiting for its clean-up and its fence),
             // nothing of the context starts: its fence cancels the rest.
-            if q.jobs.iter().any(Job::hung) {
+            if q.jobs.iter().any(|j| j.hung()) {
                 continue;
             }
             let initialised = q.initialised(now);
@@ -198,7 +194,7 @@ impl Engine {
             };
             // The first saved group: whether all of it is off the device,
             // and the head that restores it.
-            let saved = job.saved.first().map(|sg| {
+            let saved = q.store.saved.first().map(|sg| {
                 let head = Head {
                     queue,
                     needs: sg.restore_needs(),
@@ -460,9 +456,9 @@ impl Engine {
         // waves take preallocated ones. Checked before anything is taken,
         // so a shortfall changes nothing.
         let waves_needed = needs.waves as usize;
-        let fresh_short = !head.restore && job.lanes.len() < waves_needed;
+        let fresh_short = !head.restore && !q.store.has_free(waves_needed);
         let saved_index = match head.restore {
-            true => match job.saved.first() {
+            true => match q.store.saved.first() {
                 Some(sg) if sg.complete && sg.waves as usize == waves_needed => Some(0),
                 _ => None,
             },
@@ -489,7 +485,7 @@ impl Engine {
 
         // Restoring copies the group's state back in before it executes.
         let (group, exec_from) = if head.restore {
-            let Ok(sg) = job.saved.remove(0) else {
+            let Ok(sg) = q.store.saved.remove(0) else {
                 return false;
             };
             let bytes = sg.state_bytes(job.spec.grid.threads_per_wave);
@@ -529,6 +525,7 @@ impl Engine {
         }
         q.task_started = true;
         let g = RunningGroup {
+            queue: head.queue,
             job_id: job.id,
             group,
             band: head.band,
@@ -543,11 +540,12 @@ impl Engine {
         for (i, place) in (0u32..).zip(placement.waves.iter().take(waves_needed)) {
             let (wave, cycles, lanes) = if head.restore {
                 // The group's stopped waves, lowest index first.
-                let at = job
+                let at = q
+                    .store
                     .saved_waves
                     .iter()
                     .position(|w| w.group == group && w.piece == head.piece);
-                match at.map(|at| job.saved_waves.remove(at)) {
+                match at.map(|at| q.store.saved_waves.remove(at)) {
                     Some(Ok(sw)) => (sw.wave, sw.cycles, sw.lanes),
                     _ => {
                         warn_on!(true);
@@ -555,9 +553,10 @@ impl Engine {
                     }
                 }
             } else {
-                let mut lanes = job.lanes.pop().unwrap_or_default();
-                // A wave starts from scratch.
-                lanes.iter_mut().for_each(|l| *l = Lane::default());
+                // A wave starts from scratch; checked above that arrays
+                // are free.
+                let threads = job.spec.grid.threads_per_wave;
+                let lanes = q.store.take_fresh(threads).unwrap_or_default();
                 (head.first_wave + i, 0, lanes)
             };
             let mut w = RunningWave {
@@ -587,7 +586,7 @@ impl Engine {
             // Capacity for every wave slot was reserved in `new`.
             if let Err(PushError(w)) = waves.push_within_capacity(w) {
                 warn_on!(true);
-                job.return_lanes(w.lanes);
+                q.store.give_back(w.lanes);
                 if let Some(r) = w.rewind {
                     let _unexpected = rewinds.push_within_capacity(r);
                 }

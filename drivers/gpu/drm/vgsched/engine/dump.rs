@@ -441,7 +441,7 @@ impl Engine {
                     jobs: q.jobs.len(),
                     slot: q.slot,
                     slice_end_ns: q.entry.slice_end_ns,
-                    saved: q.active().map_or(0, |j| j.saved.len()),
+                    saved: q.store.saved.len(),
                 };
                 snap.queues.push_within_capacity(qs).map_err(|_| ENOMEM)?;
                 for job in q.jobs.iter() {

@@ -368,7 +368,7 @@ impl ContextQueue {
     /// being saved.
     fn off_device(&self) -> bool {
         self.active()
-            .is_none_or(|j| j.progress.running() == 0 && j.saved.iter().all(|s| s.complete))
+            .is_none_or(|j| j.progress.running() == 0 && self.store.all_saved_complete())
     }
 
     /// Its task is cleaned up, or its state area given back for a job that
@@ -508,7 +508,7 @@ fn phase_one_due(
     let ending = p.mode == Mode::Pipelined
         && held >= p.phase1_threshold
         && st.queues.iter().any(|q| {
-            q.slot.is_none() && q.phase1 != PhaseOne::Idle && q.jobs.iter().all(Job::is_finished)
+            q.slot.is_none() && q.phase1 != PhaseOne::Idle && q.jobs.iter().all(|j| j.is_finished())
         });
     st.queues
         .iter()
@@ -1137,6 +1137,6 @@ fn state_area_victim(st: &EngineState, blocked: &Blocked) -> Option<usize> {
 }
 
 /// The job numbered `id` in one context's list.
-fn find_job_of(jobs: &mut KVec<Job>, id: u64) -> Option<&mut Job> {
-    jobs.iter_mut().find(|j| j.id == id)
+fn find_job_of(jobs: &mut KVec<KBox<Job>>, id: u64) -> Option<&mut Job> {
+    jobs.iter_mut().find(|j| j.id == id).map(|j| &mut **j)
 }

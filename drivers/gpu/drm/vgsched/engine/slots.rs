@@ -24,7 +24,6 @@
 //! it is complete, so how it was cut changes nothing the model shows.
 
 use kernel::{
-    alloc::kvec::PushError,
     prelude::*,
     sync::{
         Arc,
@@ -43,9 +42,7 @@ use super::{
     ContextQueue,
     Engine,
     EngineState,
-    Job,
     ModuleState,
-    RunningGroup,
     RunningWave,
     WavePhase, //
 };
@@ -69,7 +66,6 @@ use crate::{
             WaveEnd,
             MAX_THREADS_PER_WAVE, //
         },
-        occupancy::GroupNeeds,
         ordered_slots::Store,
         slots::{
             Scratch,
@@ -79,61 +75,6 @@ use crate::{
         }, //
     }, //
 };
-
-/// A stopped wave in its job's save area.
-pub(super) struct SavedWave {
-    /// Its work-group.
-    pub(super) group: u32,
-    /// It is a one-wave piece of a split group.
-    pub(super) piece: bool,
-    /// Its index in its work-group.
-    pub(super) wave: u32,
-    /// Its cycles when it stopped.
-    pub(super) cycles: u64,
-    /// Its threads.
-    pub(super) lanes: KVVec<Lane>,
-}
-
-/// A work-group with stopped waves, in its job's save area.
-pub(super) struct SavedGroup {
-    /// Its index in the job's grid.
-    pub(super) group: u32,
-    /// Its dispatch band.
-    pub(super) band: u8,
-    /// A one-wave piece of a split group (never merged with another).
-    pub(super) piece: bool,
-    /// What it needs per wave and in shared memory.
-    pub(super) needs: GroupNeeds,
-    /// Every wave still on the device has been saved: it may be restored.
-    pub(super) complete: bool,
-    /// Its state stays in its context's hardware slot (saved at the end of
-    /// a turn, in turn): stopping and resuming cost the in-slot switch
-    /// time. Cleared, and the copy to memory charged, when the context
-    /// leaves its slot.
-    pub(super) in_slot: bool,
-    /// Its waves in the save area.
-    pub(super) waves: u32,
-    /// The first of them (lowest index in the group).
-    pub(super) first_wave: u32,
-}
-
-impl SavedGroup {
-    /// Bytes of its saved state: its waves' of `threads` threads each and
-    /// the group's shared memory.
-    pub(super) fn state_bytes(&self, threads: u32) -> u64 {
-        u64::from(self.waves)
-            .saturating_mul(wave_state_bytes(&self.needs, threads))
-            .saturating_add(shared_state_bytes(&self.needs))
-    }
-
-    /// What restoring it takes: the group's needs for its saved waves.
-    pub(super) fn restore_needs(&self) -> GroupNeeds {
-        GroupNeeds {
-            waves: self.waves,
-            ..self.needs
-        }
-    }
-}
 
 /// Undo-log entries of one wave's chunk: a chunk that overwrites more words
 /// cannot be taken back, and its wave stops at its next point instead.
@@ -285,7 +226,7 @@ impl Engine {
                     // State kept in the slot goes to memory now.
                     let threads = q.active().map_or(0, |j| j.spec.grid.threads_per_wave);
                     let mut bytes = 0u64;
-                    for sg in q.jobs.iter_mut().flat_map(|j| j.saved.iter_mut()) {
+                    for sg in q.store.saved.iter_mut() {
                         if sg.in_slot {
                             sg.in_slot = false;
                             bytes = bytes.saturating_add(sg.state_bytes(threads));
@@ -459,7 +400,7 @@ impl Engine {
                 .get_mut(w.slot)
                 .and_then(Option::as_mut)
                 .and_then(|g| {
-                    let q = queues.iter_mut().find(|q| Arc::ptr_eq(&q.ctx, &g.ctx))?;
+                    let q = super::queue_of(queues, g)?;
                     q.active()
                         .is_some_and(|j| j.id == g.job_id)
                         .then_some((g, q))
@@ -496,7 +437,9 @@ impl Engine {
                 // time); after its slice or turn ended it is saved, in the
                 // slot if its context still holds one.
                 let in_slot = q.entry.resident;
-                if point >= q.entry.slice_end_ns && save_wave(w, g, job, in_slot) {
+                if point >= q.entry.slice_end_ns
+                    && q.store.save_wave(w, g, &mut job.progress, in_slot)
+                {
                     ms.power.stop(point_cycle, now_cycle, w.power_token);
                     w.power_token = 0;
                     let mut bytes = wave_state_bytes(&g.needs, job.spec.grid.threads_per_wave);
@@ -663,68 +606,5 @@ impl Engine {
         q.account(chunk.from_ns, end);
         w.end_ns = end;
         true
-    }
-}
-
-/// Moves the threads of wave `w` of group `g` into its job's save area.
-/// `false` (nothing changed) if the save area is full: the wave then runs
-/// on and is saved at a later point.
-/// `in_slot`: the state stays in the context's hardware slot.
-fn save_wave(w: &mut RunningWave, g: &RunningGroup, job: &mut Job, in_slot: bool) -> bool {
-    if job.saved_waves.len() >= job.saved_waves.capacity() {
-        return false;
-    }
-    let existing = if g.piece {
-        None
-    } else {
-        job.saved
-            .iter()
-            .position(|s| s.group == g.group && !s.piece && !s.complete)
-    };
-    let index = match existing {
-        Some(i) => i,
-        None => {
-            let group = SavedGroup {
-                group: g.group,
-                band: g.band,
-                piece: g.piece,
-                needs: g.needs,
-                complete: false,
-                in_slot,
-                waves: 0,
-                first_wave: w.wave,
-            };
-            // Room first, so the count and the list cannot disagree.
-            if job.saved.len() >= job.saved.capacity() || job.progress.start_saving().is_err() {
-                return false;
-            }
-            if job.saved.push_within_capacity(group).is_err() {
-                warn_on!(true);
-                return false;
-            }
-            job.saved.len() - 1
-        }
-    };
-    let wave = SavedWave {
-        group: g.group,
-        piece: g.piece,
-        wave: w.wave,
-        cycles: w.cycles,
-        lanes: core::mem::take(&mut w.lanes),
-    };
-    match job.saved_waves.push_within_capacity(wave) {
-        Ok(()) => {
-            if let Some(s) = job.saved.get_mut(index) {
-                s.waves += 1;
-                s.first_wave = s.first_wave.min(w.wave);
-                s.in_slot &= in_slot;
-            }
-            true
-        }
-        Err(PushError(wave)) => {
-            // Room was checked first; put the threads back.
-            w.lanes = wave.lanes;
-            false
-        }
     }
 }

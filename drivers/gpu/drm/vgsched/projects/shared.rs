@@ -195,7 +195,7 @@ pub(crate) fn publish(
         if p.names.len() >= MAX_NAMES {
             return Err(ENOSPC);
         }
-        p.names.reserve(1, GFP_KERNEL)?;
+        p.names.reserve(1, GFP_KERNEL_ACCOUNT)?;
         let n = name.take().ok_or(EINVAL)?;
         n.object.mark_shared();
         p.names.push_within_capacity(n).map_err(|e| {
