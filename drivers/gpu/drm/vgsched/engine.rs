@@ -323,7 +323,7 @@ impl Job {
     fn stored(&self) -> bool {
         self.device
             .as_ref()
-            .is_some_and(|d| d.pins.iter().any(Pinned::stored))
+            .is_some_and(|d| d.pins.iter().flatten().any(Pinned::stored))
     }
 }
 

@@ -29,10 +29,15 @@ struct vgsched_fence_waiter *vgsched_fence_waiter_add(struct dma_fence *fence,
 						      void (*func)(void *data), void *data);
 void vgsched_fence_waiter_free(struct vgsched_fence_waiter *waiter);
 
-/* Implicit synchronisation of a submission (resv.c). */
-struct vgsched_resv_set *vgsched_resv_lock(struct drm_gem_object **objs, const bool *writes,
-					   unsigned int count, u64 own_context,
-					   struct dma_fence **wait);
+/*
+ * Implicit synchronisation of a submission (resv.c). The caller provides
+ * the set's storage: VGSCHED_RESV_SET_BYTES, 8-byte aligned (fence.rs's
+ * RESV_SET_BYTES is the same number; resv.c checks the set fits).
+ */
+#define VGSCHED_RESV_SET_BYTES 512
+int vgsched_resv_lock(struct vgsched_resv_set *set, struct drm_gem_object **objs,
+		      const bool *writes, unsigned int count, u64 own_context,
+		      struct dma_fence **wait);
 void vgsched_resv_publish(struct vgsched_resv_set *set, struct dma_fence *fence);
 void vgsched_resv_unlock(struct vgsched_resv_set *set);
 long vgsched_resv_wait(struct drm_gem_object *obj, bool write, u64 timeout_ns);

@@ -5,32 +5,27 @@
 //! Linux 7.3 has no Rust abstraction for either, so the operations live in
 //! `fence.c`; this file gives them owning types: [`Fence`] holds one
 //! reference, [`OutFenceFd`] a reserved but not yet installed file
-//! descriptor, [`Waiter`] a callback armed on a fence, [`ResvLock`] the
-//! reservation locks of a job's bound objects during its submission
-//! (implicit synchronisation, `resv.c`).
+//! descriptor, [`Waiter`] a callback armed on a fence, and
+//! [`with_resv_locked`] holds the reservation locks of a job's bound
+//! objects during its submission (implicit synchronisation, `resv.c`).
 
 use core::{
-    marker::PhantomData,
+    mem::MaybeUninit,
     ptr::NonNull, //
 };
 
 use kernel::{
     bindings,
-    drm::gem::{
-        shmem::VMapOwned,
-        IntoGEMObject, //
-    },
-    error::from_err_ptr,
+    drm::gem::IntoGEMObject,
+    error::to_result,
     ffi::c_void,
     prelude::*, //
 };
 
 use crate::{
     context::monotonic_ns,
-    gem::{
-        Bo,
-        VgObject, //
-    },
+    gem::Bo,
+    job::Bindings,
     vgsched_core::isa, //
 };
 
@@ -40,10 +35,16 @@ struct RawWaiter {
     _opaque: [u8; 0],
 }
 
-/// Opaque C lock set (`struct vgsched_resv_set` of `resv.c`).
-#[repr(C)]
+/// Bytes of the storage of a `struct vgsched_resv_set` (`fence.h`'s
+/// `VGSCHED_RESV_SET_BYTES`, the same number; `resv.c` checks at build time
+/// that the set fits).
+const RESV_SET_BYTES: usize = 512;
+
+/// Storage of a C lock set (`struct vgsched_resv_set` of `resv.c`), on the
+/// submitting task's stack, so locking allocates nothing.
+#[repr(C, align(8))]
 struct RawResvSet {
-    _opaque: [u8; 0],
+    _storage: [MaybeUninit<u8>; RESV_SET_BYTES],
 }
 
 /// Opaque `struct drm_gem_object` (the generated binding is not FFI-safe
@@ -80,12 +81,13 @@ extern "C" {
     ) -> *mut RawWaiter;
     fn vgsched_fence_waiter_free(waiter: *mut RawWaiter);
     fn vgsched_resv_lock(
+        set: *mut RawResvSet,
         objs: *mut *mut RawGemObject,
         writes: *const bool,
         count: c_uint,
         own_context: u64,
         wait: *mut *mut bindings::dma_fence,
-    ) -> *mut RawResvSet;
+    ) -> c_int;
     fn vgsched_resv_publish(set: *mut RawResvSet, fence: *mut bindings::dma_fence);
     fn vgsched_resv_unlock(set: *mut RawResvSet);
     fn vgsched_resv_wait(obj: *mut RawGemObject, write: bool, timeout_ns: u64) -> c_long;
@@ -319,83 +321,66 @@ impl Drop for Waiter {
     }
 }
 
-/// The reservation locks of the objects a job binds, held while it is
-/// queued so that no other submission slips between the fences the job
-/// waits for and its own fence joining them (see `resv.c`).
+/// Locks the reservations of the objects of `objects` (`writes[i]`: the
+/// job stores to binding slot `i`), reserves a fence slot in each, and calls
+/// `queue` with the one fence the job must wait for: the fences already
+/// there (all of them for an object it writes, the writers' for one it only
+/// reads) but those of fence context `own_context` (its own context's);
+/// `None` when there is nothing to wait for. If `queue` queues the job and
+/// returns its fence, that fence joins every object (a writer where the
+/// job stores, a reader elsewhere) before the locks go, so no other
+/// submission slips between the fences the job waits for and its own; if
+/// `queue` fails, the locks just go. Locking may be interrupted (`EINTR`,
+/// `ERESTARTSYS`) and allocates nothing but, rarely, a larger fence list.
 ///
-/// # Invariants
-///
-/// `raw` was returned by `vgsched_resv_lock` for objects that `'a` keeps
-/// referenced, and is released exactly once: by [`ResvLock::publish`] or
-/// on drop. It is `!Send`: ww mutexes are unlocked by the task that took
-/// them.
-pub(crate) struct ResvLock<'a> {
-    raw: NonNull<RawResvSet>,
-    _objects: PhantomData<&'a [VMapOwned<VgObject>]>,
-}
-
-impl<'a> ResvLock<'a> {
-    /// Locks the reservations of the objects behind `maps` (`writes[i]`:
-    /// the job stores to `maps[i]`), reserves a fence slot in each and
-    /// returns the lock with the one fence the job must wait for: the
-    /// fences already there (all of them for an object it writes, the
-    /// writers' for one it only reads) but those of fence context
-    /// `own_context` (its own context's). `None` when there is nothing to
-    /// wait for. May be interrupted (`EINTR`, `ERESTARTSYS`).
-    ///
-    /// No reservation lock of these objects may be taken on this thread
-    /// (a vmap, a vunmap) until the lock is released.
-    pub(crate) fn lock(
-        maps: &'a [VMapOwned<VgObject>],
-        writes: &[bool],
-        own_context: u64,
-    ) -> Result<(Self, Option<Fence>)> {
-        let count = maps.len();
-        if count > isa::MAX_BINDINGS || writes.len() != count {
-            return Err(EINVAL);
-        }
-        let mut objs = [core::ptr::null_mut(); isa::MAX_BINDINGS];
-        for (obj, map) in objs.iter_mut().zip(maps) {
-            *obj = map.owner().as_raw().cast();
-        }
-        let mut wait = core::ptr::null_mut();
-        // SAFETY: `objs` holds `count` live GEM objects (referenced by
-        // `maps` for `'a`), `writes` as many flags, and `wait` is a valid
-        // place for the result.
-        let raw = unsafe {
-            vgsched_resv_lock(
-                objs.as_mut_ptr(),
-                writes.as_ptr(),
-                count as c_uint,
-                own_context,
-                &mut wait,
-            )
-        };
-        let raw = from_err_ptr(raw)?;
-        // INVARIANT: `raw` is a fresh lock set of objects `'a` keeps alive.
-        let lock = Self {
-            raw: NonNull::new(raw).ok_or(ENOMEM)?,
-            _objects: PhantomData,
-        };
-        // INVARIANT: On success `wait` is null or carries a reference for us.
-        let wait = NonNull::new(wait).map(|ptr| Fence { ptr });
-        Ok((lock, wait))
+/// `queue` must not take a reservation lock of these objects (a vmap, a
+/// vunmap): they are held by this task.
+pub(crate) fn with_resv_locked<T>(
+    objects: &Bindings,
+    writes: &[bool],
+    own_context: u64,
+    queue: impl FnOnce(Option<Fence>) -> Result<(T, Fence)>,
+) -> Result<T> {
+    let count = objects.len();
+    if count > isa::MAX_BINDINGS || writes.len() != count {
+        return Err(EINVAL);
     }
-
-    /// Adds `fence` (the queued job's) to every locked object, as a writer
-    /// where the job stores and a reader elsewhere, and unlocks. Cannot
-    /// fail: the fence slots were reserved by [`ResvLock::lock`].
-    pub(crate) fn publish(self, fence: &Fence) {
-        let this = core::mem::ManuallyDrop::new(self);
-        // SAFETY: By the type invariant the set is live and released here
-        // once (`this` is not dropped); the fence is live.
-        unsafe { vgsched_resv_publish(this.raw.as_ptr(), fence.ptr.as_ptr()) };
+    let mut objs = [core::ptr::null_mut(); isa::MAX_BINDINGS];
+    for (obj, map) in objs.iter_mut().zip(objects.iter()) {
+        *obj = map.owner().as_raw().cast();
     }
-}
-
-impl Drop for ResvLock<'_> {
-    fn drop(&mut self) {
-        // SAFETY: By the type invariant the set is live and released once.
-        unsafe { vgsched_resv_unlock(self.raw.as_ptr()) };
+    let mut set = RawResvSet {
+        _storage: [MaybeUninit::uninit(); RESV_SET_BYTES],
+    };
+    let mut wait = core::ptr::null_mut();
+    // SAFETY: `set` is storage of the size and alignment `resv.c` asks
+    // for, and stays in place until the set is ended below; `objs` holds
+    // `count` live GEM objects (referenced by `objects` for this whole
+    // call), `writes` as many flags, and `wait` is a valid place for the
+    // result.
+    to_result(unsafe {
+        vgsched_resv_lock(
+            &mut set,
+            objs.as_mut_ptr(),
+            writes.as_ptr(),
+            count as c_uint,
+            own_context,
+            &mut wait,
+        )
+    })?;
+    // On success `wait` is null or carries a reference for us.
+    let deps = NonNull::new(wait).map(|ptr| Fence { ptr });
+    match queue(deps) {
+        Ok((value, fence)) => {
+            // SAFETY: The set was locked above and is ended here, once;
+            // its fence slots were reserved, and `fence` is live.
+            unsafe { vgsched_resv_publish(&mut set, fence.ptr.as_ptr()) };
+            Ok(value)
+        }
+        Err(e) => {
+            // SAFETY: The set was locked above and is ended here, once.
+            unsafe { vgsched_resv_unlock(&mut set) };
+            Err(e)
+        }
     }
 }

@@ -44,6 +44,7 @@ use crate::{
     driver::VgDriver,
     fence::RawGemObject,
     file::DrmFile,
+    job::SharedMap,
     projects::Charge,
     uapi,
     vgsched_core::{
@@ -111,7 +112,7 @@ pub(crate) struct VgObject {
     /// ([`VgObject::keep_mapped`]). It holds a reference to the object,
     /// so it is dropped when the last handle goes. Taken after `holders`.
     #[pin]
-    kmap: Mutex<Option<shmem::VMapOwned<VgObject>>>,
+    kmap: Mutex<Option<SharedMap>>,
     /// Writes the CPU's mappings reported ([`vgsched_bo_cpu_write`]): the
     /// first write to each page after the mappings were write-protected.
     cpu_writes: Atomic<u64>,
@@ -376,21 +377,28 @@ impl VgObject {
     /// (milliseconds for an object of a few MiB). The pages stay pinned
     /// meanwhile, as those of a mapped object do. Called with a reference
     /// from a handle; a mapping made while the last handle went is dropped.
-    pub(crate) fn keep_mapped(bo: &Bo) -> Result {
-        if bo.kmap.lock().is_some() {
-            return Ok(());
+    pub(crate) fn keep_mapped(bo: &Bo) -> Result<SharedMap> {
+        if let Some(map) = bo.kmap.lock().as_ref() {
+            return Ok(map.clone());
         }
-        let map = bo.owned_vmap::<0>()?;
-        let unused = {
+        let fresh = Arc::new(bo.owned_vmap::<0>()?, GFP_KERNEL_ACCOUNT)?;
+        let (map, unused) = {
             let holders = bo.holders.lock();
             let mut kmap = bo.kmap.lock();
-            match holders.is_empty() || kmap.is_some() {
-                true => Some(map),
-                false => kmap.replace(map),
+            match kmap.as_ref() {
+                // Another caller kept one first: ours goes.
+                Some(kept) => (kept.clone(), Some(fresh)),
+                // The last handle went meanwhile: only the caller uses it.
+                None if holders.is_empty() => (fresh, None),
+                None => {
+                    *kmap = Some(fresh.clone());
+                    (fresh, None)
+                }
             }
         };
+        // Unmapped here, with no lock held.
         drop(unused);
-        Ok(())
+        Ok(map)
     }
 
     /// The program of `instrs` instructions at the start of the object,
@@ -418,20 +426,17 @@ impl VgObject {
             // SAFETY: `bo` is a live object of this driver.
             unsafe { vgsched_bo_protect(gem::IntoGEMObject::as_raw(bo).cast()) };
         }
-        Self::keep_mapped(bo)?;
+        let map = Self::keep_mapped(bo)?;
         let mut words = KVec::with_capacity(instrs, GFP_KERNEL_ACCOUNT)?;
-        {
-            let kmap = bo.kmap.lock();
-            let map = kmap.as_ref().ok_or(ENOENT)?;
-            for i in 0..instrs {
-                let lo = map.try_read32(i * isa::INSTR_BYTES)?;
-                let hi = map.try_read32(i * isa::INSTR_BYTES + 4)?;
-                // Room for `instrs` words.
-                words
-                    .push_within_capacity(u64::from(lo) | (u64::from(hi) << 32))
-                    .map_err(|_| ENOMEM)?;
-            }
+        for i in 0..instrs {
+            let lo = (&*map).try_read32(i * isa::INSTR_BYTES)?;
+            let hi = (&*map).try_read32(i * isa::INSTR_BYTES + 4)?;
+            // Room for `instrs` words.
+            words
+                .push_within_capacity(u64::from(lo) | (u64::from(hi) << 32))
+                .map_err(|_| ENOMEM)?;
         }
+        drop(map);
         let filler = Instr {
             op: Op::End,
             rd: 0,

@@ -33,7 +33,7 @@ use crate::{
     engine::Engine,
     fence::{
         self,
-        ResvLock,
+        with_resv_locked,
         WaitResult, //
     },
     file::DrmFile,
@@ -444,18 +444,20 @@ impl Ioctl for Submit {
         // submission on them orders itself before or after this one. The
         // mappings outlive the lock: an unmap takes the reservation lock.
         Engine::make_room(dev.engine.as_arc_borrow(), &ctx);
+        // The submission's own references to the mappings outlive the
+        // locks: dropping a last one unmaps, which takes the lock.
         let bindings = spec.bindings.clone();
-        let (lock, deps) = ResvLock::lock(&bindings, &writes[..bindings.len()], ctx.timeline)?;
-        spec.deps = deps;
-        let (seqno, fence, out_fd) = match Engine::submit(dev.engine.as_arc_borrow(), &ctx, spec) {
-            Ok(queued) => queued,
-            Err(e) => {
-                drop(lock);
-                drop(bindings);
-                return Err(e);
-            }
-        };
-        lock.publish(&fence);
+        let (seqno, out_fd) = with_resv_locked(
+            &bindings,
+            &writes[..bindings.len()],
+            ctx.timeline,
+            |deps| {
+                spec.deps = deps;
+                let (seqno, fence, out_fd) =
+                    Engine::submit(dev.engine.as_arc_borrow(), &ctx, spec)?;
+                Ok(((seqno, out_fd), fence))
+            },
+        )?;
         drop(bindings);
         // Nothing below can fail: the job is queued.
         args.seqno = seqno;

@@ -19,17 +19,49 @@ use crate::{
     projects::Charge,
     vgsched_core::{
         exec::Memory,
+        isa,
         grid::Grid,
         occupancy::GroupNeeds, //
     }, //
     vram::Pinned,
 };
 
-/// Kernel mappings of a job's bound buffer objects, by binding slot; they
-/// hold references, so the objects outlive the job. Shared so that the
-/// submission can keep them mapped until it has released the objects'
-/// reservation locks (an unmap takes that lock).
-pub(crate) type Bindings = Arc<KVec<VMapOwned<VgObject>>>;
+/// A kernel mapping of a buffer object, kept by the object while a file
+/// holds a handle to it ([`VgObject::keep_mapped`]) and shared by the jobs
+/// that bind it. The last reference unmaps, which takes the object's
+/// reservation lock: never dropped with that lock held, nor on a
+/// fence-signalling path (a job holds a reference until its clean-up).
+pub(crate) type SharedMap = Arc<VMapOwned<VgObject>>;
+
+/// The kernel mappings of a job's bound buffer objects, by binding slot.
+/// They hold references, so the objects outlive the job; a copy counts
+/// one more user of each mapping and allocates nothing.
+#[derive(Clone, Default)]
+pub(crate) struct Bindings {
+    maps: [Option<SharedMap>; isa::MAX_BINDINGS],
+    len: usize,
+}
+
+impl Bindings {
+    /// Adds the mapping of the next binding slot; `EINVAL` past
+    /// [`isa::MAX_BINDINGS`].
+    pub(crate) fn push(&mut self, map: SharedMap) -> Result {
+        let slot = self.maps.get_mut(self.len).ok_or(EINVAL)?;
+        *slot = Some(map);
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Binding slots in use.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The mappings, by binding slot.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &VMapOwned<VgObject>> {
+        self.maps.iter().take(self.len).flatten().map(|m| &**m)
+    }
+}
 
 /// A checked job, ready to queue.
 pub(crate) struct JobSpec {
@@ -70,16 +102,17 @@ pub(crate) struct JobSpec {
 
 /// [`Memory`] over the device copies of a job's bound buffer objects, by
 /// binding slot.
-pub(crate) struct BoMemory<'a>(pub(crate) &'a [Pinned]);
+pub(crate) struct BoMemory<'a>(pub(crate) &'a [Option<Pinned>]);
 
 impl Memory for BoMemory<'_> {
     fn load(&mut self, slot: u8, index: u64) -> Option<u32> {
-        self.0.get(slot as usize)?.load(index)
+        self.0.get(slot as usize)?.as_ref()?.load(index)
     }
 
     fn store(&mut self, slot: u8, index: u64, value: u32) -> bool {
         self.0
             .get(slot as usize)
+            .and_then(Option::as_ref)
             .is_some_and(|copy| copy.store(index, value))
     }
 }

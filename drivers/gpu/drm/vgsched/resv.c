@@ -5,12 +5,15 @@
  *
  * The Rust DRM abstractions of Linux 7.3 lock a reservation object only
  * one at a time, without a ww acquire context, so the few steps a
- * submission needs are here, on public API only (drm_exec, dma_resv,
- * dma_fence_unwrap), as the convention of panfrost and v3d asks:
+ * submission needs are here, on public API only (ww_mutex through
+ * dma_resv_lock(), dma_resv, dma_fence_unwrap), as the convention of
+ * panfrost and v3d asks:
  *
  *  1. vgsched_resv_lock() locks every bound object's reservation with one
- *     ww acquire context (drm_exec backs off and retries on contention),
- *     reserves one fence slot in each, and folds the fences the job must
+ *     ww acquire context (backing off and taking the contended lock first
+ *     on -EDEADLK, as drm_exec does, but without drm_exec's allocated
+ *     object array: a job binds at most VGSCHED_RESV_MAX_OBJECTS), reserves
+ *     one fence slot in each, and folds the fences the job must
  *     wait for into one: for an object the job writes, every fence there
  *     (readers and writers); for one it only reads, the writers'. Fences of
  *     the job's own context are left out: its jobs run in submission order
@@ -26,14 +29,16 @@
  *     vgsched_resv_unlock() unlocks without adding anything when queueing
  *     failed.
  *
- * Contract with the Rust side (fence.rs): the objects stay referenced by
- * the caller from step 1 to step 3, nothing else of the driver takes their
- * reservation locks in between on this thread (in particular no vmap or
- * vunmap), and the set is freed by exactly one of publish and unlock.
+ * Contract with the Rust side (fence.rs): the set lives in storage of
+ * VGSCHED_RESV_SET_BYTES the caller provides and does not move from step
+ * 1 to step 3 (the ww acquire context is linked to the locks it holds);
+ * the objects stay referenced by the caller meanwhile, nothing else of the
+ * driver takes their reservation locks in between on this thread (in
+ * particular no vmap or vunmap), and exactly one of publish and unlock
+ * ends a set that vgsched_resv_lock() returned 0 for.
  * Nothing here runs on a fence-signalling path.
  */
 
-#include <drm/drm_exec.h>
 #include <drm/drm_gem.h>
 #include <linux/dma-fence-unwrap.h>
 #include <linux/dma-resv.h>
@@ -45,11 +50,69 @@
 #define VGSCHED_RESV_MAX_OBJECTS	8
 
 struct vgsched_resv_set {
-	struct drm_exec exec;
+	struct ww_acquire_ctx ctx;
 	unsigned int count;
 	struct drm_gem_object *objs[VGSCHED_RESV_MAX_OBJECTS];
 	bool writes[VGSCHED_RESV_MAX_OBJECTS];
+	bool locked[VGSCHED_RESV_MAX_OBJECTS];
 };
+
+static_assert(sizeof(struct vgsched_resv_set) <= VGSCHED_RESV_SET_BYTES);
+static_assert(__alignof__(struct vgsched_resv_set) <= 8);
+
+static void vgsched_resv_unlock_all(struct vgsched_resv_set *set)
+{
+	unsigned int i;
+
+	for (i = 0; i < set->count; i++) {
+		if (set->locked[i])
+			dma_resv_unlock(set->objs[i]->resv);
+		set->locked[i] = false;
+	}
+}
+
+/*
+ * Locks every object of @set under one acquire context: on -EDEADLK it lets
+ * every lock go, sleeps on the contended one and starts over with that one
+ * held, so two submissions locking the same objects in different orders
+ * never deadlock. Then reserves one fence slot in each (may allocate).
+ */
+static int vgsched_resv_lock_all(struct vgsched_resv_set *set)
+{
+	unsigned int i;
+	int contended = -1, ret;
+
+	ww_acquire_init(&set->ctx, &reservation_ww_class);
+retry:
+	for (i = 0; i < set->count; i++) {
+		if ((int)i == contended)
+			continue;
+		ret = dma_resv_lock_interruptible(set->objs[i]->resv, &set->ctx);
+		if (ret == -EDEADLK) {
+			vgsched_resv_unlock_all(set);
+			contended = i;
+			ret = dma_resv_lock_slow_interruptible(set->objs[i]->resv, &set->ctx);
+			if (ret)
+				goto fail;
+			set->locked[i] = true;
+			goto retry;
+		}
+		if (ret)
+			goto fail;
+		set->locked[i] = true;
+	}
+	ww_acquire_done(&set->ctx);
+	for (i = 0; i < set->count; i++) {
+		ret = dma_resv_reserve_fences(set->objs[i]->resv, 1);
+		if (ret)
+			goto fail;
+	}
+	return 0;
+fail:
+	vgsched_resv_unlock_all(set);
+	ww_acquire_fini(&set->ctx);
+	return ret;
+}
 
 /* Takes each distinct object once; an object bound twice is written if either binding writes it. */
 static void vgsched_resv_dedup(struct vgsched_resv_set *set, struct drm_gem_object **objs,
@@ -112,46 +175,27 @@ out:
 	return merged;
 }
 
-struct vgsched_resv_set *vgsched_resv_lock(struct drm_gem_object **objs, const bool *writes,
-					   unsigned int count, u64 own_context,
-					   struct dma_fence **wait)
+int vgsched_resv_lock(struct vgsched_resv_set *set, struct drm_gem_object **objs,
+		      const bool *writes, unsigned int count, u64 own_context,
+		      struct dma_fence **wait)
 {
-	struct vgsched_resv_set *set;
-	struct drm_gem_object *obj;
 	struct dma_fence *fence;
-	unsigned int i;
-	int ret = 0;
+	int ret;
 
 	if (count > VGSCHED_RESV_MAX_OBJECTS)
-		return ERR_PTR(-EINVAL);
-	set = kzalloc(sizeof(*set), GFP_KERNEL_ACCOUNT);
-	if (!set)
-		return ERR_PTR(-ENOMEM);
+		return -EINVAL;
+	memset(set, 0, sizeof(*set));
 	vgsched_resv_dedup(set, objs, writes, count);
-
-	drm_exec_init(&set->exec, DRM_EXEC_INTERRUPTIBLE_WAIT, set->count);
-	drm_exec_until_all_locked(&set->exec) {
-		for (i = 0; i < set->count; i++) {
-			obj = set->objs[i];
-			ret = drm_exec_prepare_obj(&set->exec, obj, 1);
-			drm_exec_retry_on_contention(&set->exec);
-			if (ret)
-				goto fail;
-		}
-	}
-
+	ret = vgsched_resv_lock_all(set);
+	if (ret)
+		return ret;
 	fence = vgsched_resv_gather(set, own_context);
 	if (IS_ERR(fence)) {
-		ret = PTR_ERR(fence);
-		goto fail;
+		vgsched_resv_unlock(set);
+		return PTR_ERR(fence);
 	}
 	*wait = fence;
-	return set;
-
-fail:
-	drm_exec_fini(&set->exec);
-	kfree(set);
-	return ERR_PTR(ret);
+	return 0;
 }
 
 void vgsched_resv_publish(struct vgsched_resv_set *set, struct dma_fence *fence)
@@ -166,8 +210,8 @@ void vgsched_resv_publish(struct vgsched_resv_set *set, struct dma_fence *fence)
 
 void vgsched_resv_unlock(struct vgsched_resv_set *set)
 {
-	drm_exec_fini(&set->exec);
-	kfree(set);
+	vgsched_resv_unlock_all(set);
+	ww_acquire_fini(&set->ctx);
 }
 
 /*

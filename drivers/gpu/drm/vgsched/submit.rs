@@ -8,12 +8,8 @@
 //! sees the job, so a refused submission changes nothing.
 
 use kernel::{
-    drm::gem::{
-        shmem::VMapOwned,
-        BaseObject, //
-    },
+    drm::gem::BaseObject,
     prelude::*,
-    sync::Arc,
     uaccess::{
         UserPtr,
         UserSlice, //
@@ -28,7 +24,10 @@ use crate::{
         Program,
         VgObject, //
     },
-    job::JobSpec,
+    job::{
+        Bindings,
+        JobSpec, //
+    },
     uapi,
     vgsched_core::{
         dispatch::BANDS,
@@ -119,7 +118,7 @@ impl Submission {
         };
         let spec = JobSpec {
             program,
-            bindings: Arc::new(bindings, GFP_KERNEL_ACCOUNT)?,
+            bindings,
             grid,
             needs,
             independent,
@@ -173,7 +172,7 @@ fn bind_buffers(
     pointer: u64,
     count: u32,
     writes: &[bool; isa::MAX_BINDINGS],
-) -> Result<KVec<VMapOwned<VgObject>>> {
+) -> Result<Bindings> {
     let count = count as usize;
     if count > isa::MAX_BINDINGS {
         return Err(EINVAL);
@@ -186,7 +185,7 @@ fn bind_buffers(
             *handle = reader.read::<u32>()?;
         }
     }
-    let mut maps = KVec::with_capacity(count, GFP_KERNEL_ACCOUNT)?;
+    let mut maps = Bindings::default();
     for (&handle, &write) in handles[..count].iter().zip(writes) {
         let bo = Bo::lookup_handle(file, handle)?;
         if write && !bo.may_write(file) {
@@ -195,8 +194,7 @@ fn bind_buffers(
         // What the CPU wrote through mmap() reaches this job (before any
         // reservation lock is taken).
         VgObject::take_cpu_written(&bo);
-        VgObject::keep_mapped(&bo)?;
-        maps.push(bo.owned_vmap::<0>()?, GFP_KERNEL_ACCOUNT)?;
+        maps.push(VgObject::keep_mapped(&bo)?)?;
     }
     Ok(maps)
 }

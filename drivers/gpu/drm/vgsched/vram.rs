@@ -107,6 +107,35 @@ pub(crate) fn bitmap(bits: usize) -> Result<KVVec<Atomic<u64>>> {
     Ok(v)
 }
 
+/// A bitmap of a copy's pages: one word in place for an object of up to
+/// 64 pages (256 KiB), allocated (charged to the caller's memory cgroup)
+/// beyond, so a job over small objects allocates no bitmap.
+pub(crate) enum PageBits {
+    Inline(Atomic<u64>),
+    Heap(KVVec<Atomic<u64>>),
+}
+
+impl PageBits {
+    /// `bits` bits, cleared.
+    pub(crate) fn new(bits: usize) -> Result<Self> {
+        Ok(match bits <= 64 {
+            true => Self::Inline(Atomic::new(0)),
+            false => Self::Heap(bitmap(bits)?),
+        })
+    }
+}
+
+impl core::ops::Deref for PageBits {
+    type Target = [Atomic<u64>];
+
+    fn deref(&self) -> &[Atomic<u64>] {
+        match self {
+            Self::Inline(word) => core::slice::from_ref(word),
+            Self::Heap(words) => words,
+        }
+    }
+}
+
 /// Clears a bitmap.
 fn clear(words: &[Atomic<u64>]) {
     words.iter().for_each(|w| w.store(0, ordering::Relaxed));
@@ -514,7 +543,7 @@ impl DeviceMemory {
             }
             let mut moved = 0;
             if pending {
-                moved = match copy_words(self, &copy, map, true, Some(&pin.dirty)) {
+                moved = match copy_words(self, &copy, map, true, Some(&pin.dirty[..])) {
                     Ok(bytes) => bytes,
                     Err(e) => {
                         // Not uploaded: still to do.
@@ -579,7 +608,7 @@ impl DeviceMemory {
         if !pinned.held {
             return Err(EINVAL);
         }
-        let bytes = copy_words(self, &pinned.copy, map, false, Some(&pinned.dirty))?;
+        let bytes = copy_words(self, &pinned.copy, map, false, Some(&pinned.dirty[..]))?;
         pinned.written_back = true;
         if bytes != 0 {
             pinned.copy.write_backs.fetch_add(1, ordering::Release);
@@ -656,7 +685,7 @@ pub(crate) struct Pinned {
     stored: Atomic<bool>,
     /// The pages it stored to, one bit per page: what its write-back
     /// copies.
-    dirty: KVVec<Atomic<u64>>,
+    dirty: PageBits,
     /// The object was written back since the job took it.
     written_back: bool,
 }
@@ -669,7 +698,7 @@ impl Pinned {
             copy: copy.clone(),
             held: false,
             stored: Atomic::new(false),
-            dirty: bitmap(copy.pages.len())?,
+            dirty: PageBits::new(copy.pages.len())?,
             written_back: false,
         })
     }

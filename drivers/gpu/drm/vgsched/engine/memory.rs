@@ -67,6 +67,7 @@ use crate::{
     params,
     vgsched_core::{
         device_memory::footprint,
+        isa,
         pipeline::{
             self,
             Mode,
@@ -208,8 +209,9 @@ pub(crate) struct JobTimes {
 /// preparation, which its fence waits for, allocates nothing) and held from
 /// its phase 2 to its clean-up.
 pub(super) struct Prepared {
-    /// Its bound objects' copies, by binding slot.
-    pub(super) pins: KVec<Pinned>,
+    /// Its bound objects' copies, by binding slot (the first
+    /// `bindings.len()` slots).
+    pub(super) pins: [Option<Pinned>; isa::MAX_BINDINGS],
     /// Its scratch area.
     scratch: Option<DeviceArea>,
 }
@@ -222,9 +224,9 @@ impl Prepared {
         bindings: &Bindings,
         scratch: u64,
     ) -> Result<Self> {
-        let mut pins = KVec::with_capacity(bindings.len(), GFP_KERNEL_ACCOUNT)?;
-        for map in bindings.iter() {
-            pins.push(Pinned::new(memory, &map.owner().copy)?, GFP_KERNEL_ACCOUNT)?;
+        let mut pins = [const { None }; isa::MAX_BINDINGS];
+        for (pin, map) in pins.iter_mut().zip(bindings.iter()) {
+            *pin = Some(Pinned::new(memory, &map.owner().copy)?);
         }
         Ok(Self {
             pins,
@@ -240,6 +242,7 @@ impl Prepared {
         let held = self
             .pins
             .iter_mut()
+            .flatten()
             .zip(bindings.iter())
             .try_for_each(|(pin, map)| {
                 ready = ready.max(memory.take(pin, map, now)?);
@@ -265,7 +268,7 @@ impl Prepared {
 
     /// Lets everything go (a spinlock and atomics only).
     pub(super) fn release(&mut self) {
-        self.pins.iter_mut().for_each(Pinned::release);
+        self.pins.iter_mut().flatten().for_each(Pinned::release);
         if let Some(area) = self.scratch.as_mut() {
             area.unplace();
         }
@@ -918,7 +921,7 @@ impl Engine {
         let signalling = Signalling::begin();
         let now = monotonic_ns();
         let (done, error) = this.write_back_all(&mut prepared, bindings, now);
-        let bytes = prepared.pins.iter().map(Pinned::bytes).sum::<u64>();
+        let bytes = prepared.pins.iter().flatten().map(Pinned::bytes).sum::<u64>();
         this.memory.count_reclaim(bytes, done.saturating_sub(now));
         prepared.release();
         let unused = this.hand_back(ctx, id, error, prepared, |job, prepared, stages| {
@@ -966,7 +969,7 @@ impl Engine {
     fn write_back_all(&self, prepared: &mut Prepared, bindings: &Bindings, now: u64) -> (u64, i32) {
         let mut done = now;
         let mut error = 0;
-        for (pin, map) in prepared.pins.iter_mut().zip(bindings.iter()) {
+        for (pin, map) in prepared.pins.iter_mut().flatten().zip(bindings.iter()) {
             if pin.stored() {
                 match self.memory.write_back(pin, map, now) {
                     Ok(at) => done = done.max(at),
