@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What one open file can make the kernel hold, seen by the memory cgroup.
+ *
+ * Everything a client makes vgsched allocate is charged to its memory
+ * cgroup (GFP_KERNEL_ACCOUNT), and a queued job costs a few KiB whatever
+ * its grid: its threads' state belongs to its context's wave store, sized
+ * by what the context can have on the device (design.rst, "Prepare").
+ * A child process in a cgroup of its own, with a memory.max that the old
+ * cost (2 MiB of thread state per queued job) would pass a hundred times
+ * over, fills one file with contexts and every context with jobs until
+ * the driver refuses (EBUSY for the 65th job of a context, ENOSPC for the
+ * 65th context of a file). The jobs wait for an in-fence of vgem's that
+ * nobody signals (vgem signals it itself after 10 s), so they stay queued. It must be refused by those limits, not killed
+ * by the cgroup, stay within the documented bound, and give everything
+ * back when the file closes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/dma-buf.h>
+#include <drm/vgem_drm.h>
+
+#include "kselftest_harness.h"
+#include "vgsched_programs.h"
+
+#define CG_ROOT "/sys/fs/cgroup"
+#define CG "/sys/fs/cgroup/vgsched_memcg_test"
+/* The cgroup's limit: room for the documented bound and the process itself. */
+#define CG_MAX (48ll << 20)
+/*
+ * The documented bound for this shape (design.rst): per context its
+ * record, its job list and a one-wave store (under 16 KiB together); per
+ * queued job under 8 KiB (about 4 KiB measured, engine.job_kernel_bytes),
+ * for 64 contexts of 64 jobs: 64 x 16 KiB + 4096 x 8 KiB = 33 MiB.
+ */
+#define BOUND ((64ll << 14) + (4096ll << 13))
+
+static long long cg_read(const char *file, const char *key)
+{
+	char path[256], line[256];
+	long long v = -1, x;
+	FILE *f;
+
+	snprintf(path, sizeof(path), CG "/%s", file);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (!key && sscanf(line, "%lld", &x) == 1)
+			v = x;
+		else if (key && !strncmp(line, key, strlen(key)) &&
+			 sscanf(line + strlen(key), " %lld", &x) == 1)
+			v = x;
+	}
+	fclose(f);
+	return v;
+}
+
+static int cg_write(const char *path, const char *value)
+{
+	int fd = open(path, O_WRONLY), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, value, strlen(value)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* A sync_file of a new vgem fence nobody signals (vgem does after 10 s); -1 on error. */
+static int unsignalled_fence(int vgem)
+{
+	struct drm_vgem_fence_attach attach = { .flags = VGEM_FENCE_WRITE };
+	struct dma_buf_export_sync_file sync = { .flags = DMA_BUF_SYNC_WRITE };
+	int buf, ret;
+
+	attach.handle = vg_dumb_create(vgem);
+	if (!attach.handle || ioctl(vgem, DRM_IOCTL_VGEM_FENCE_ATTACH, &attach))
+		return -1;
+	buf = vg_prime_export(vgem, attach.handle);
+	if (buf < 0)
+		return -1;
+	ret = ioctl(buf, DMA_BUF_IOCTL_EXPORT_SYNC_FILE, &sync);
+	close(buf);
+	return ret ? -1 : sync.fd;
+}
+
+/* The child: fills one file, reports through @report, waits to be told to close. */
+static void fill_one_file(int report, int go)
+{
+	struct vg_buf prog, out;
+	__u64 words[1] = { vg_instr(DRM_VGSCHED_OP_END, 0, 0, 0, 0) }, counts[3] = { 0, 0, 0 };
+	int fd = vgsched_open_render_node(), vgem = vg_open_card_of_driver("vgem");
+	char c;
+
+	if (fd < 0 || vgem < 0 || vg_program(fd, words, 1, &prog) || vg_buf_create(fd, 4096, &out))
+		_exit(2);
+	for (;;) {
+		__u32 ctx = vgsched_ctx_create(fd, 8), binding = out.handle;
+		/* One fence per context: each has its 10 s ahead while it fills. */
+		int fence = unsignalled_fence(vgem);
+
+		if (fence < 0)
+			_exit(7);
+		if (!ctx) {
+			counts[2] = errno;
+			close(fence);
+			break;
+		}
+		counts[0]++;
+		for (int n = 0;; n++) {
+			struct drm_vgsched_submit s = vg_job(ctx, &prog, 1, &binding, 1, 1, 1, 64);
+
+			s.binding_access[0] = DRM_VGSCHED_BINDING_READ;
+			s.flags |= DRM_VGSCHED_SUBMIT_IN_FENCE;
+			s.in_fence_fd = fence;
+			if (vgsched_submit(fd, &s)) {
+				if (errno != EBUSY)
+					counts[2] = errno;
+				break;
+			}
+			counts[1]++;
+			/* The fence signalled early: the context never fills. */
+			if (n > 2 * DRM_VGSCHED_MAX_JOBS_IN_FLIGHT)
+				_exit(8);
+		}
+		close(fence);
+		if (counts[2])
+			break;
+	}
+	if (write(report, counts, sizeof(counts)) != sizeof(counts))
+		_exit(3);
+	if (read(go, &c, 1) != 1)
+		_exit(4);
+	vg_buf_destroy(fd, &prog);
+	vg_buf_destroy(fd, &out);
+	close(fd);
+	_exit(0);
+}
+
+TEST(one_file_stays_within_its_bound_and_gives_everything_back)
+{
+	int report[2], go[2], status;
+	long long before, peak, after;
+	__u64 counts[3];
+	char pid[32];
+	pid_t child;
+
+	/* cgroup2, with the memory controller for a child group. */
+	if (access(CG_ROOT "/cgroup.controllers", F_OK))
+		ASSERT_EQ(0, mount("none", CG_ROOT, "cgroup2", 0, NULL));
+	ASSERT_EQ(0, cg_write(CG_ROOT "/cgroup.subtree_control", "+memory"));
+	rmdir(CG);
+	ASSERT_EQ(0, mkdir(CG, 0755));
+	snprintf(pid, sizeof(pid), "%lld", CG_MAX);
+	ASSERT_EQ(0, cg_write(CG "/memory.max", pid));
+
+	ASSERT_EQ(0, pipe(report));
+	ASSERT_EQ(0, pipe(go));
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child) {
+		char self[32];
+		char c;
+
+		close(report[0]);
+		close(go[1]);
+		snprintf(self, sizeof(self), "%d", getpid());
+		if (cg_write(CG "/cgroup.procs", self))
+			_exit(5);
+		/* Wait until the parent has read the group's baseline. */
+		if (read(go[0], &c, 1) != 1)
+			_exit(6);
+		fill_one_file(report[1], go[0]);
+	}
+	close(report[1]);
+	close(go[0]);
+	usleep(100000);
+	before = cg_read("memory.current", NULL);
+	ASSERT_LE(0, before);
+	ASSERT_EQ(1, write(go[1], "g", 1));
+	ASSERT_EQ(sizeof(counts), read(report[0], counts, sizeof(counts)));
+	peak = cg_read("memory.peak", NULL);
+	TH_LOG("%llu contexts, %llu jobs queued until refused (errno %llu); memory.current %lld KiB before, peak %lld KiB",
+	       counts[0], counts[1], counts[2], before >> 10, peak >> 10);
+	/* Refused by the per-file limits, not by the cgroup. */
+	EXPECT_EQ(DRM_VGSCHED_MAX_CONTEXTS_PER_FILE, counts[0]);
+	EXPECT_EQ(ENOSPC, counts[2]);
+	EXPECT_LE(peak - before, BOUND);
+	ASSERT_EQ(1, write(go[1], "c", 1));
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status)) TH_LOG("the child was killed (signal %d)", WTERMSIG(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(0, cg_read("memory.events", "oom_kill"));
+	/* Closing the file cancels the jobs; the clean-up gives their memory back. */
+	for (int i = 0; i < 50; i++) {
+		after = cg_read("memory.current", NULL);
+		if (after <= before + (1 << 20))
+			break;
+		usleep(100000);
+	}
+	TH_LOG("memory.current %lld KiB after the file closed", after >> 10);
+	EXPECT_LE(after, before + (1 << 20));
+	close(report[0]);
+	close(go[1]);
+	rmdir(CG);
+}
+
+TEST_HARNESS_MAIN
