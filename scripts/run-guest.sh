@@ -3,7 +3,7 @@
 #
 # Boots the guest kernel with the initramfs in MODE (demo, test or bench) under
 # QEMU. TCG by default; VGSCHED_KVM=1 asks for KVM (it hangs on some nested
-# hosts). The kernel console goes to $VGSCHED_OUT/logs/MODE-console.log,
+# hosts); VGSCHED_APPEND adds to the kernel command line. The kernel console goes to $VGSCHED_OUT/logs/MODE-console.log,
 # framed program output to $VGSCHED_OUT/logs/MODE-results.log.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -23,7 +23,7 @@ step "booting guest ($mode, ${accel[1]}), console log: $console"
 rc=0
 timeout --foreground -k 10 "$timeout_s" qemu-system-x86_64 "${accel[@]}" -smp 2 -m 1024 \
 	-kernel "$kdir/arch/x86/boot/bzImage" -initrd "$VGSCHED_OUT/initramfs.cpio.gz" \
-	-append "console=ttyS0 panic=-1 vgsched_run=$mode${VGSCHED_TESTS:+ vgsched_tests=$VGSCHED_TESTS}" \
+	-append "console=ttyS0 panic=-1 vgsched_run=$mode${VGSCHED_TESTS:+ vgsched_tests=$VGSCHED_TESTS}${VGSCHED_APPEND:+ $VGSCHED_APPEND}" \
 	-display none -monitor none -no-reboot \
 	-serial "file:$console" -serial "file:$results" || rc=$?
 if [ $rc = 124 ]; then

@@ -113,6 +113,23 @@
  *   engine.job_kernel_bytes.queued    per queued job (the blockers and
  *                                     the first job of each context, which
  *                                     sizes its wave store, excluded)
+ *
+ *   vgsched-bench-guest queued 0|6144|close
+ *
+ * What other clients' queued work costs a client, on a module loaded with
+ * one hardware slot and a 60 s job timeout. A level-14 context runs a
+ * long one-thread blocker job, so contexts of level 15 get no slot and
+ * their jobs stay queued. "0": nothing else is queued; "6144": another
+ * process first queues 6144 one-wave jobs on 96 level-15 contexts (two
+ * files). Then a level-8 context submits QUEUED_ROUNDS one-wave jobs
+ * one at a time (it preempts the blocker), each timed from SUBMIT to
+ * WAIT's return. "close": 64 files of 64 level-15 contexts, each with
+ * one job queued, are closed one after the other. Prints:
+ *
+ *   engine.trivial_job_us.queued0|queued6144   median SUBMIT to fence
+ *   engine.lock_hold_max_us.queued0|queued6144 longest engine-lock hold
+ *                                              since load
+ *   engine.close_files_ms.64x64                closing the 64 files
  */
 #include <signal.h>
 #include <stdint.h>
@@ -872,6 +889,120 @@ static int memory_bench(int fd, const struct drm_vgsched_gpu_info *info)
 	return 0;
 }
 
+static int by_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+#define QUEUED_ROUNDS 21
+#define QUEUED_CTXS 96
+#define CLOSE_FILES 64
+
+/* A one-thread job of @ctx looping @ms modeled ms; its program and buffer in @j. */
+static void blocker_job(int fd, struct busy_job *j, __u32 ctx, int ms)
+{
+	if (busy_job_init(fd, j, ctx, ms, 1, 1, 1, 1) || busy_submit(fd, j))
+		DIE("queued: blocker");
+}
+
+/*
+ * Fills @n files with @per contexts of level 15, each with @jobs trivial
+ * jobs over a program and a buffer of the file's own (unmapped, so closing
+ * the file frees everything).
+ */
+static void queue_behind(int *fds, int n, int per, int jobs)
+{
+	__u64 end[1] = { vg_instr(DRM_VGSCHED_OP_END, 0, 0, 0, 0) };
+
+	for (int f = 0; f < n; f++) {
+		struct vg_buf prog, mem;
+
+		if (vg_program(fds[f], end, 1, &prog) || vg_buf_create(fds[f], 4096, &mem))
+			DIE("queued: objects");
+		munmap(prog.map, prog.size);
+		munmap(mem.map, mem.size);
+		for (int c = 0; c < per; c++) {
+			__u32 ctx = vgsched_ctx_create(fds[f], 15);
+			__u32 binding = mem.handle;
+
+			if (!ctx)
+				DIE("queued: CTX_CREATE %d.%d", f, c);
+			for (int j = 0; j < jobs; j++) {
+				struct drm_vgsched_submit s = vg_job(ctx, &prog, 1, &binding, 1, 1, 1, LANES);
+
+				s.binding_access[0] = DRM_VGSCHED_BINDING_READ;
+				if (vgsched_submit(fds[f], &s))
+					DIE("queued: SUBMIT %d.%d.%d: %s", f, c, j, strerror(errno));
+			}
+		}
+	}
+}
+
+static int queued_bench(int fd, const char *mode)
+{
+	__u64 end[1] = { vg_instr(DRM_VGSCHED_OP_END, 0, 0, 0, 0) };
+	double times[QUEUED_ROUNDS];
+	struct busy_job blocker;
+	struct vg_buf prog, mem;
+	__u32 low = vgsched_ctx_create(fd, 14), high = vgsched_ctx_create(fd, 8);
+
+	if (!low || !high || vg_program(fd, end, 1, &prog) || vg_buf_create(fd, 4096, &mem))
+		DIE("queued: setup");
+	blocker_job(fd, &blocker, low, 50000);
+	if (!strcmp(mode, "close")) {
+		int fds[CLOSE_FILES];
+		__u64 t;
+
+		for (int f = 0; f < CLOSE_FILES; f++) {
+			fds[f] = vgsched_open_render_node();
+			if (fds[f] < 0)
+				DIE("queued: open");
+		}
+		queue_behind(fds, CLOSE_FILES, 64, 1);
+		t = vg_now_ns();
+		for (int f = 0; f < CLOSE_FILES; f++)
+			close(fds[f]);
+		printf("workload queued (close): %d files of 64 contexts with a job each\n", CLOSE_FILES);
+		printf("engine.close_files_ms.64x64 = %.1f\n", (vg_now_ns() - t) / 1e6);
+	} else {
+		int n = atoi(mode), fds[2] = { -1, -1 };
+
+		if (n) {
+			if (n != 6144)
+				DIE("queued: 0, 6144 or close");
+			for (int f = 0; f < 2; f++)
+				if ((fds[f] = vgsched_open_render_node()) < 0)
+					DIE("queued: open");
+			queue_behind(fds, 2, QUEUED_CTXS / 2, n / QUEUED_CTXS);
+		}
+		for (int r = 0; r < QUEUED_ROUNDS; r++) {
+			__u32 binding = mem.handle;
+			struct drm_vgsched_submit s = vg_job(high, &prog, 1, &binding, 1, 1, 1, LANES);
+			__u64 t = vg_now_ns();
+
+			s.binding_access[0] = DRM_VGSCHED_BINDING_READ;
+			if (vgsched_submit(fd, &s) || wait_ok(fd, high, s.seqno))
+				DIE("queued: trivial job %d", r);
+			times[r] = (vg_now_ns() - t) / 1000.0;
+		}
+		qsort(times, QUEUED_ROUNDS, sizeof(times[0]), by_double);
+		printf("workload queued (%d): %d trivial jobs of a level-8 context, %d jobs of level 15 queued\n",
+		       n, QUEUED_ROUNDS, n);
+		printf("engine.trivial_job_us.queued%d = %.0f\n", n, times[QUEUED_ROUNDS / 2]);
+		printf("engine.lock_hold_max_us.queued%d = %lld\n", n, debugfs_number("lock_hold_max_us"));
+		for (int f = 0; f < 2; f++)
+			if (fds[f] >= 0)
+				close(fds[f]);
+	}
+	busy_job_fini(fd, &blocker);
+	vg_buf_destroy(fd, &prog);
+	vg_buf_destroy(fd, &mem);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *w = argc >= 2 ? argv[1] : "";
@@ -901,8 +1032,10 @@ int main(int argc, char **argv)
 		return power_bench(fd);
 	if (!strcmp(w, "memory"))
 		return memory_bench(fd, &info);
+	if (!strcmp(w, "queued") && argc == 3)
+		return queued_bench(fd, argv[2]);
 	if (!body)
-		DIE("usage: vgsched-bench-guest short|long|preempt at_once|at_point|pipeline MODE|hiprio_memory small|big|power|memory");
+		DIE("usage: vgsched-bench-guest short|long|preempt at_once|at_point|pipeline MODE|hiprio_memory small|big|power|memory|queued 0|6144|close");
 	timeout_cycles = (__u64)info.job_timeout_ms * info.clock_khz;
 	len = fault_program(words, body, timeout_cycles, &info);
 	if (!len)

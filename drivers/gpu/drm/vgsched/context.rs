@@ -167,8 +167,8 @@ impl ContextTable {
     }
 
     /// Removes every context, for the file's release.
-    pub(crate) fn take_all(&mut self) -> impl Iterator<Item = Arc<Context>> + '_ {
-        self.slots.iter_mut().filter_map(Option::take)
+    pub(crate) fn take_slots(&mut self) -> [Option<Arc<Context>>; MAX_PER_FILE] {
+        core::mem::replace(&mut self.slots, [const { None }; MAX_PER_FILE])
     }
 
     fn slot(&mut self, id: u32) -> Result<&mut Option<Arc<Context>>> {

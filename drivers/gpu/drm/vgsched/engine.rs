@@ -131,7 +131,11 @@ use crate::{
             Picked,
             Store, //
         },
-        pipeline::PhaseOneParams,
+        pipeline::{
+            self,
+            Mode,
+            PhaseOneParams, //
+        },
         pool,
         progress::JobProgress,
         rng::Rng,
@@ -439,6 +443,24 @@ impl ContextQueue {
         self.jobs.iter().find(|j| !j.is_finished()).map(|j| &**j)
     }
 
+    /// Its jobs that may be in a timed stage (an upload or a write-back
+    /// under way): the finished ones not collected yet, which come first,
+    /// and the first unfinished ones, which the memory work item may have
+    /// prepared ([`pipeline::prepare_ahead`]); every job behind them is
+    /// still queued. So a step looks at a few jobs per context, however
+    /// many are queued.
+    fn staged_jobs(&self) -> impl Iterator<Item = &Job> {
+        let ahead =
+            pipeline::prepare_ahead(Mode::Pipelined).max(pipeline::prepare_ahead(Mode::Sequential));
+        let mut unfinished = 0;
+        self.jobs.iter().map(|j| &**j).take_while(move |j| {
+            if !j.is_finished() {
+                unfinished += 1;
+            }
+            unfinished <= ahead
+        })
+    }
+
     /// Its runtime, modeled nanoseconds.
     fn runtime_ns(&self) -> u64 {
         self.runtime_ns
@@ -713,6 +735,10 @@ struct EngineState {
     memory_blocked: Option<memory::Blocked>,
     /// The last stage starts and ends, for debugfs.
     stages: StageLog,
+    /// Contexts were removed: the ordered slot decision must look at every
+    /// context again ([`EngineState::reorder`]) before its next use, which
+    /// is in the engine's step.
+    reorder_due: bool,
     /// The last phase 2 did not fit: no context is initialised ahead of
     /// its load until one does.
     phase1_ahead_paused: bool,
@@ -760,6 +786,7 @@ impl EngineState {
             work: &mut self.slot_work,
         };
         self.ordered.reset(&mut self.queues, &mut store);
+        self.reorder_due = false;
     }
 
     /// The record of `ctx`, if it is live.
@@ -939,6 +966,7 @@ impl Engine {
             cleanup_due: false,
             memory_blocked: None,
             stages: StageLog::new()?,
+            reorder_due: false,
             phase1_ahead_paused: false,
             releases: 0,
             tiles,
@@ -1260,46 +1288,66 @@ impl Engine {
     /// Cancels every unfinished job of `ctx` at once and forgets the
     /// context: queued jobs never run, running work-groups are taken off
     /// the device, and all their fences signal `-ECANCELED`. Used when a
-    /// context is destroyed or its file is closed, so nothing of it
-    /// outlives it. Returns the context's runtime.
+    /// context is destroyed, so nothing of it outlives it. Returns the
+    /// context's runtime.
     pub(crate) fn cancel_context(this: ArcBorrow<'_, Self>, ctx: &Arc<Context>) -> u64 {
-        // The memory work item takes nothing more of it, and finishes what
-        // it has (a write-back must end before the job's fence signals and
-        // the CPU may touch the object).
-        if let Some(q) = this.lock().queue_mut(ctx) {
-            q.cancelling = true;
+        Self::cancel_contexts(this, core::iter::once(ctx))
+    }
+
+    /// [`Engine::cancel_context`] for several contexts at once (a file's,
+    /// when it is closed): one wait for the memory work item and one engine
+    /// step for all of them. Returns their runtime.
+    pub(crate) fn cancel_contexts<'a>(
+        this: ArcBorrow<'_, Self>,
+        ctxs: impl Iterator<Item = &'a Arc<Context>> + Clone,
+    ) -> u64 {
+        // The memory work item takes nothing more of them, and finishes
+        // what it has (a write-back must end before the job's fence
+        // signals and the CPU may touch the object).
+        {
+            let mut st = this.lock();
+            for ctx in ctxs.clone() {
+                if let Some(q) = st.queue_mut(ctx) {
+                    q.cancelling = true;
+                }
+            }
         }
         // SAFETY: `this.memory_work` is a live, initialised work item.
         unsafe { bindings::flush_work(Work::raw_get(&this.memory_work)) };
-        let queue = {
-            let _signalling = Signalling::begin();
-            let mut st = this.lock();
-            let Some(i) = st.queues.iter().position(|q| Arc::ptr_eq(&q.ctx, ctx)) else {
-                return 0;
-            };
-            let Ok(queue) = st.queues.remove(i) else {
-                return 0;
-            };
-            // The contexts after it moved down one index.
-            st.reorder();
-            this.take_off_device(&mut st, ctx);
-            for g in st.groups.iter_mut().flatten() {
-                if g.queue > i {
-                    g.queue -= 1;
+        let mut runtime = 0u64;
+        for ctx in ctxs {
+            let queue = {
+                let _signalling = Signalling::begin();
+                let mut st = this.lock();
+                let Some(i) = st.queues.iter().position(|q| Arc::ptr_eq(&q.ctx, ctx)) else {
+                    continue;
+                };
+                let Ok(queue) = st.queues.remove(i) else {
+                    continue;
+                };
+                // The contexts after it moved down one index: the ordered
+                // slot decision looks at them again before its next use,
+                // once for the whole batch ([`EngineState::reorder_due`]).
+                st.reorder_due = true;
+                this.take_off_device(&mut st, ctx);
+                for g in st.groups.iter_mut().flatten() {
+                    if g.queue > i {
+                        g.queue -= 1;
+                    }
                 }
-            }
-            let now = monotonic_ns();
-            for job in queue.jobs.iter() {
-                st.tiles.release(job.tiles, now);
-                job.fence.signal(ECANCELED.to_errno());
-            }
-            st.totals.jobs_cancelled += queue.jobs.len() as u64;
-            queue
-        };
-        let runtime = queue.runtime_ns();
-        // Buffer mappings, waiters, fences and holds on device memory go
-        // here, outside the lock.
-        drop(queue);
+                let now = monotonic_ns();
+                for job in queue.jobs.iter() {
+                    st.tiles.release(job.tiles, now);
+                    job.fence.signal(ECANCELED.to_errno());
+                }
+                st.totals.jobs_cancelled += queue.jobs.len() as u64;
+                queue
+            };
+            runtime = runtime.saturating_add(queue.runtime_ns());
+            // Buffer mappings, waiters, fences and holds on device memory
+            // go here, outside the lock.
+            drop(queue);
+        }
         Self::memory_released(this);
         Self::kick(this);
         runtime
@@ -1420,6 +1468,9 @@ impl Engine {
             }
             let now = monotonic_ns();
             st.budget = INTERPRET_BUDGET;
+            if core::mem::take(&mut st.reorder_due) {
+                st.reorder();
+            }
             // Each of these can enable another (a finished job frees its
             // context's next one or its slot, a new slot holder places
             // work, placing can finish a job at once when its in-fence
@@ -1736,7 +1787,7 @@ impl Engine {
             .queues
             .iter()
             .flat_map(|q| {
-                let jobs = q.jobs.iter().filter_map(|j| match j.stage {
+                let jobs = q.staged_jobs().filter_map(|j| match j.stage {
                     Stage::Uploading(at) | Stage::CleanedUp(at) => Some(at),
                     _ => None,
                 });

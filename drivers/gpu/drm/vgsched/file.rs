@@ -49,11 +49,10 @@ impl PinnedDrop for VgFile {
     fn drop(self: Pin<&mut Self>) {
         // Closing the file (or the process dying) cancels all its work at
         // once, so no job outlives its file or holds its buffers.
-        let mut table = self.contexts.lock();
-        for ctx in table.take_all() {
-            // The file goes with them: their runtime need not be kept.
-            let _runtime = Engine::cancel_context(self.engine.as_arc_borrow(), &ctx);
-        }
+        let contexts = self.contexts.lock().take_slots();
+        // The file goes with them: their runtime need not be kept.
+        let _runtime =
+            Engine::cancel_contexts(self.engine.as_arc_borrow(), contexts.iter().flatten());
     }
 }
 

@@ -447,17 +447,13 @@ impl Ioctl for Submit {
         // The submission's own references to the mappings outlive the
         // locks: dropping a last one unmaps, which takes the lock.
         let bindings = spec.bindings.clone();
-        let (seqno, out_fd) = with_resv_locked(
-            &bindings,
-            &writes[..bindings.len()],
-            ctx.timeline,
-            |deps| {
+        let (seqno, out_fd) =
+            with_resv_locked(&bindings, &writes[..bindings.len()], ctx.timeline, |deps| {
                 spec.deps = deps;
                 let (seqno, fence, out_fd) =
                     Engine::submit(dev.engine.as_arc_borrow(), &ctx, spec)?;
                 Ok(((seqno, out_fd), fence))
-            },
-        )?;
+            })?;
         drop(bindings);
         // Nothing below can fail: the job is queued.
         args.seqno = seqno;

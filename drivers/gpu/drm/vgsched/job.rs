@@ -19,8 +19,8 @@ use crate::{
     projects::Charge,
     vgsched_core::{
         exec::Memory,
-        isa,
         grid::Grid,
+        isa,
         occupancy::GroupNeeds, //
     }, //
     vram::Pinned,

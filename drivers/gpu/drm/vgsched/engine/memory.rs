@@ -921,7 +921,12 @@ impl Engine {
         let signalling = Signalling::begin();
         let now = monotonic_ns();
         let (done, error) = this.write_back_all(&mut prepared, bindings, now);
-        let bytes = prepared.pins.iter().flatten().map(Pinned::bytes).sum::<u64>();
+        let bytes = prepared
+            .pins
+            .iter()
+            .flatten()
+            .map(Pinned::bytes)
+            .sum::<u64>();
         this.memory.count_reclaim(bytes, done.saturating_sub(now));
         prepared.release();
         let unused = this.hand_back(ctx, id, error, prepared, |job, prepared, stages| {
