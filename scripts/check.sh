@@ -7,7 +7,8 @@
 # layers. The gates (Sphinx build of Documentation/ with warnings as errors,
 # rustfmt with the kernel's settings, clippy on the core crate and on the
 # module with the kernel's CLIPPY=1) count as one test each; their output is
-# in $VGSCHED_OUT/logs/gate-NAME.log. Exits non-zero on any failure.
+# in $VGSCHED_OUT/logs/gate-NAME.log; the file-map gate checks that
+# design.rst names every driver source file. Exits non-zero on any failure.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -34,6 +35,7 @@ gate() { # name command...: one result line in gates.log, the output in gate-NAM
 stage setup "$TOP/scripts/setup.sh"
 step "gates: documentation, formatting, clippy"
 gate docs "$TOP/scripts/docs.sh"
+gate file-map "$TOP/scripts/file-map.sh"
 gate rustfmt "$TOP/scripts/rustfmt.sh"
 gate clippy-core "$TOP/scripts/clippy.sh" core
 step "host tests (cargo test)"

@@ -168,10 +168,7 @@ use memory::{
     StageEvent,
     StageLog, //
 };
-use save_area::{
-    SavedGroup,
-    WaveStore, //
-};
+use save_area::WaveStore;
 use slots::Rewind;
 use sync::{
     Held,
@@ -610,8 +607,9 @@ struct Scratch {
 }
 
 impl Scratch {
-    /// Room for `contexts` contexts; grown as contexts are created, so
-    /// charged to the memory cgroup of the process that creates one.
+    /// Room for `contexts` contexts. Engine-wide state every client uses,
+    /// so not charged to the one whose context made it grow (its cgroup
+    /// would be billed, and kept alive, for everyone's).
     fn with_capacity(contexts: usize) -> Result<Self> {
         let blank = pool::Candidate {
             id: 0,
@@ -623,21 +621,21 @@ impl Scratch {
         // The ordered decision's tournament: a power of two of leaves.
         let leaves = contexts.max(1).checked_next_power_of_two().ok_or(ENOMEM)?;
         Ok(Self {
-            heads: KVec::with_capacity(contexts, GFP_KERNEL_ACCOUNT)?,
-            candidates: KVec::with_capacity(contexts, GFP_KERNEL_ACCOUNT)?,
-            candidate_heads: KVec::with_capacity(contexts, GFP_KERNEL_ACCOUNT)?,
-            slot_cands: KVec::from_elem(blank, contexts, GFP_KERNEL_ACCOUNT)?,
+            heads: KVec::with_capacity(contexts, GFP_KERNEL)?,
+            candidates: KVec::with_capacity(contexts, GFP_KERNEL)?,
+            candidate_heads: KVec::with_capacity(contexts, GFP_KERNEL)?,
+            slot_cands: KVec::from_elem(blank, contexts, GFP_KERNEL)?,
             // Every resident leaves and every slot fills at most once, plus
             // a round and a turn.
             slot_changes: KVec::from_elem(
                 SlotChange::Round,
                 contexts.saturating_mul(2).saturating_add(2),
-                GFP_KERNEL_ACCOUNT,
+                GFP_KERNEL,
             )?,
-            slot_leaves: KVec::from_elem(None, leaves, GFP_KERNEL_ACCOUNT)?,
-            slot_nodes: KVec::from_elem(Node::EMPTY, leaves.saturating_mul(2), GFP_KERNEL_ACCOUNT)?,
-            slot_pending: KVec::from_elem(0, contexts, GFP_KERNEL_ACCOUNT)?,
-            slot_work: KVec::from_elem(Picked::blank(), contexts, GFP_KERNEL_ACCOUNT)?,
+            slot_leaves: KVec::from_elem(None, leaves, GFP_KERNEL)?,
+            slot_nodes: KVec::from_elem(Node::EMPTY, leaves.saturating_mul(2), GFP_KERNEL)?,
+            slot_pending: KVec::from_elem(0, contexts, GFP_KERNEL)?,
+            slot_work: KVec::from_elem(Picked::blank(), contexts, GFP_KERNEL)?,
         })
     }
 }
@@ -1091,7 +1089,8 @@ impl Engine {
                 }
                 st.queues.capacity().saturating_mul(2).max(8)
             };
-            let list = KVec::with_capacity(want, GFP_KERNEL_ACCOUNT)?;
+            // Engine-wide, like the scratch: not charged to one client.
+            let list = KVec::with_capacity(want, GFP_KERNEL)?;
             let scratch = Scratch::with_capacity(want)?;
             let mut st = self.lock();
             if st.queues.capacity() < want {
@@ -1605,12 +1604,7 @@ impl Engine {
                 }
                 if g.waves_left == 1 && g.saved_waves > 0 {
                     // Its last wave left the device: it may be restored.
-                    let same = |s: &&mut SavedGroup| {
-                        s.group == g.group && s.piece == g.piece && !s.complete
-                    };
-                    if let Some(s) = store.saved.iter_mut().find(same) {
-                        s.complete = true;
-                    }
+                    store.group_off_device(g.job_id, g.group, g.piece);
                 }
             }
             g.waves_left = g.waves_left.saturating_sub(1);
@@ -1699,7 +1693,7 @@ impl Engine {
                     break;
                 };
                 // What it left in the save area never runs.
-                q.store.forget_saved();
+                q.store.collected(job.id);
                 // Its device memory goes back now (written back if it was
                 // stored to), not when the clean-up work item drops it: a
                 // job waiting for memory never waits for that work item,

@@ -331,7 +331,9 @@ impl Drop for Waiter {
 /// job stores, a reader elsewhere) before the locks go, so no other
 /// submission slips between the fences the job waits for and its own; if
 /// `queue` fails, the locks just go. Locking may be interrupted (`EINTR`,
-/// `ERESTARTSYS`) and allocates nothing but, rarely, a larger fence list.
+/// `ERESTARTSYS`). It allocates no lock set (its storage is on this
+/// task's stack); a reservation may grow its fence list, and when there
+/// are fences to wait for, gathering them into one allocates.
 ///
 /// `queue` must not take a reservation lock of these objects (a vmap, a
 /// vunmap): they are held by this task.
@@ -368,7 +370,7 @@ pub(crate) fn with_resv_locked<T>(
             &mut wait,
         )
     })?;
-    // On success `wait` is null or carries a reference for us.
+    // INVARIANT: On success `wait` is null or carries a reference for us.
     let deps = NonNull::new(wait).map(|ptr| Fence { ptr });
     match queue(deps) {
         Ok((value, fence)) => {

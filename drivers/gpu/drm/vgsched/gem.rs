@@ -103,6 +103,10 @@ pub(crate) struct VgObject {
     /// write-protected: from then on every page counts as written at each
     /// submission. Never cleared.
     dmabuf_mapped: Atomic<bool>,
+    /// It was exported as a dma-buf: an importing device may write its
+    /// pages without any report, so no program read from it is cached.
+    /// Never cleared.
+    exported: Atomic<bool>,
     /// Serialises [`VgObject::take_cpu_written`]: the page bits taken from
     /// `cpu_written`, held while the CPU's mappings are write-protected
     /// and then handed to the device copy.
@@ -200,6 +204,7 @@ impl gem::DriverObject for VgObject {
             copy: copy?,
             shared: Atomic::new(false),
             dmabuf_mapped: Atomic::new(false),
+            exported: Atomic::new(false),
             holders <- new_mutex!(KVec::new()),
             cpu_written: cpu_written?,
             cpu_taking <- new_mutex!(cpu_taking?),
@@ -264,7 +269,10 @@ impl gem::DriverObject for VgObject {
     /// that may only read the object does not export it.
     fn export(obj: &Bo, file: &DrmFile) -> Result {
         match obj.may_write(file) {
-            true => Ok(()),
+            true => {
+                obj.exported.store(true, ordering::Relaxed);
+                Ok(())
+            }
             false => Err(EACCES),
         }
     }
@@ -408,14 +416,16 @@ impl VgObject {
     /// reached the object since it was read. Before reading, the count of
     /// reported writes is taken and then the CPU's mappings are
     /// write-protected, so a write that lands after the read is reported
-    /// after the count was taken. An object ever mapped through a dma-buf
+    /// after the count was taken. An object ever exported as a dma-buf
+    /// (an importer may write it without a report) or mapped through one
     /// (whose mappings cannot all be protected) is read every time. Takes
     /// the mappings' locks: before any reservation lock.
     pub(crate) fn program(bo: &Bo, instrs: usize, bindings: usize) -> Result<Program> {
         let mut cache = bo.program.lock();
         let cpu_writes = bo.cpu_writes.load(ordering::Acquire);
         let write_backs = bo.copy.write_backs();
-        let trackable = !bo.dmabuf_mapped.load(ordering::Relaxed);
+        let trackable =
+            !bo.dmabuf_mapped.load(ordering::Relaxed) && !bo.exported.load(ordering::Relaxed);
         if let Some(c) = cache.as_ref() {
             let current = c.cpu_writes == cpu_writes && c.write_backs == write_backs;
             if trackable && current && c.instrs == instrs && c.bindings == bindings {

@@ -608,11 +608,10 @@ impl DeviceMemory {
         if !pinned.held {
             return Err(EINVAL);
         }
+        // Counted first: a copy that fails half-way has changed some pages.
+        pinned.copy.write_backs.fetch_add(1, ordering::Release);
         let bytes = copy_words(self, &pinned.copy, map, false, Some(&pinned.dirty[..]))?;
         pinned.written_back = true;
-        if bytes != 0 {
-            pinned.copy.write_backs.fetch_add(1, ordering::Release);
-        }
         let mut c = self.copies.lock();
         c.written_back_bytes = c.written_back_bytes.saturating_add(bytes);
         Ok(c.engine.issue(now_ns, bytes, self.bandwidth_mbps).1)

@@ -172,7 +172,7 @@ impl Engine {
                 // of it runs there: a context waiting for its slot must
                 // not keep another's job from its tiles.
                 if let Some(job) = active_in(&mut q.jobs) {
-                    let off = job.progress.running() == 0 && q.store.all_saved_complete();
+                    let off = job.progress.running() == 0 && q.store.all_saved_complete(job.id);
                     if job.tiles != 0 && off {
                         st.tiles.release(job.tiles, now);
                         job.tiles = 0;
@@ -194,7 +194,9 @@ impl Engine {
             };
             // The first saved group: whether all of it is off the device,
             // and the head that restores it.
-            let saved = q.store.saved.first().map(|sg| {
+            // The save area is the active job's from here on.
+            q.store.claim(job.id);
+            let saved = q.store.saved_of(job.id).first().map(|sg| {
                 let head = Head {
                     queue,
                     needs: sg.restore_needs(),
@@ -458,7 +460,7 @@ impl Engine {
         let waves_needed = needs.waves as usize;
         let fresh_short = !head.restore && !q.store.has_free(waves_needed);
         let saved_index = match head.restore {
-            true => match q.store.saved.first() {
+            true => match q.store.saved_of(job.id).first() {
                 Some(sg) if sg.complete && sg.waves as usize == waves_needed => Some(0),
                 _ => None,
             },

@@ -371,7 +371,7 @@ impl ContextQueue {
     /// being saved.
     fn off_device(&self) -> bool {
         self.active()
-            .is_none_or(|j| j.progress.running() == 0 && self.store.all_saved_complete())
+            .is_none_or(|j| j.progress.running() == 0 && self.store.all_saved_complete(j.id))
     }
 
     /// Its task is cleaned up, or its state area given back for a job that

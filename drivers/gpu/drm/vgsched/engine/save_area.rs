@@ -2,12 +2,17 @@
 
 //! Thread state and the save area of a context's waves.
 //!
-//! Only a context's active job has waves on the device or stopped in the
-//! save area (its jobs run one after the other), so the thread state of
-//! its waves belongs to the context, not to each queued job: a
-//! [`WaveStore`] holds one array of threads for every wave the context's
-//! jobs can have at once (never more than the device's wave slots), the
-//! stopped work-groups and the stopped waves. It grows at `SUBMIT`, outside
+//! Only a context's active job (its first unfinished one) has waves on the
+//! device or runs again from the save area (its jobs run one after the
+//! other), so the thread state of its waves belongs to the context, not to
+//! each queued job: a [`WaveStore`] holds one array of threads for every
+//! wave the context's jobs can have at once (never more than the device's
+//! wave slots), the stopped work-groups and the stopped waves. The save
+//! area records which job it holds: a job that failed with groups saved is
+//! finished at once, but stays in its context's list until its write-back
+//! ends, while the next job already runs; what it left is forgotten when
+//! another job claims the save area ([`WaveStore::claim`]) or when it is
+//! collected, and never restored for another job. It grows at `SUBMIT`, outside
 //! the engine lock, to the largest job the context has queued, and goes
 //! with the context. A wave placed on the device takes an array and gives
 //! it back when it retires; a saved wave keeps it in the save area until
@@ -99,8 +104,9 @@ impl SavedGroup {
 ///   context: in `free`, held by a wave of its active job on the device,
 ///   or in `saved_waves`; `free`, `saved` and `saved_waves` have capacity
 ///   for `room`, so giving an array back or saving a wave never allocates;
-/// - `saved` and `saved_waves` belong to the context's active job (the
-///   first not finished); they are emptied when it finishes.
+/// - `saved` and `saved_waves` belong to the job numbered `owner`; only
+///   that job restores from them, and they are emptied before another job
+///   saves to them.
 pub(super) struct WaveStore {
     /// Thread arrays not in use.
     free: KVec<KVVec<Lane>>,
@@ -111,6 +117,8 @@ pub(super) struct WaveStore {
     pub(super) saved_waves: KVec<SavedWave>,
     /// Waves the context may have on the device and saved at once.
     room: usize,
+    /// The job whose waves `saved` and `saved_waves` hold.
+    owner: Option<u64>,
 }
 
 impl WaveStore {
@@ -121,6 +129,45 @@ impl WaveStore {
             saved: KVec::new(),
             saved_waves: KVec::new(),
             room: 0,
+            owner: None,
+        }
+    }
+
+    /// Makes job `job` (its context's active job) the owner of the save
+    /// area: what another job left there is forgotten, its threads free.
+    pub(super) fn claim(&mut self, job: u64) {
+        if self.owner != Some(job) {
+            self.forget_saved();
+            self.owner = Some(job);
+        }
+    }
+
+    /// The stopped work-groups of job `job`, in the order they were placed
+    /// (none if the save area holds another job's).
+    pub(super) fn saved_of(&self, job: u64) -> &[SavedGroup] {
+        match self.owner == Some(job) {
+            true => &self.saved,
+            false => &[],
+        }
+    }
+
+    /// Job `job` was collected: what it left in the save area never runs.
+    pub(super) fn collected(&mut self, job: u64) {
+        if self.owner == Some(job) {
+            self.forget_saved();
+            self.owner = None;
+        }
+    }
+
+    /// The last wave of group `group` (`piece`: a one-wave piece) of job
+    /// `job` left the device: the group may be restored.
+    pub(super) fn group_off_device(&mut self, job: u64, group: u32, piece: bool) {
+        if self.owner != Some(job) {
+            return;
+        }
+        let same = |s: &&mut SavedGroup| s.group == group && s.piece == piece && !s.complete;
+        if let Some(s) = self.saved.iter_mut().find(same) {
+            s.complete = true;
         }
     }
 
@@ -201,25 +248,24 @@ impl WaveStore {
         }
     }
 
-    /// The active job finished: whatever it left in the save area (a job
-    /// that failed with stopped groups) is forgotten, its threads free.
-    pub(super) fn forget_saved(&mut self) {
+    /// Forgets what the save area holds, its threads free.
+    fn forget_saved(&mut self) {
         self.saved.clear();
         while let Some(w) = self.saved_waves.pop() {
             self.give_back(w.lanes);
         }
     }
 
-    /// Nothing of the active job is on the device, as far as the save area
-    /// knows: every saved group has all its waves off the device.
-    pub(super) fn all_saved_complete(&self) -> bool {
-        self.saved.iter().all(|s| s.complete)
+    /// Nothing of job `job` is on the device, as far as the save area
+    /// knows: every group of it saved has all its waves off the device.
+    pub(super) fn all_saved_complete(&self, job: u64) -> bool {
+        self.saved_of(job).iter().all(|s| s.complete)
     }
 
-    /// Moves the threads of wave `w` of group `g` into the save area.
-    /// `false` (nothing changed) if it is full: the wave then runs on and
-    /// is saved at a later point. `in_slot`: the state stays in the
-    /// context's hardware slot.
+    /// Moves the threads of wave `w` of group `g` (of the context's active
+    /// job) into the save area. `false` (nothing changed) if it is full:
+    /// the wave then runs on and is saved at a later point. `in_slot`: the
+    /// state stays in the context's hardware slot.
     pub(super) fn save_wave(
         &mut self,
         w: &mut RunningWave,
@@ -227,6 +273,7 @@ impl WaveStore {
         progress: &mut JobProgress,
         in_slot: bool,
     ) -> bool {
+        self.claim(g.job_id);
         if self.saved_waves.len() >= self.saved_waves.capacity() {
             return false;
         }
