@@ -185,6 +185,12 @@ pub(crate) use tiles::Quantity;
 /// waits for the lock behind the interpreter, whatever the programs do.
 const INTERPRET_BUDGET: u64 = 4096;
 
+/// Contexts the device holds at once, over all files: `CTX_CREATE` is
+/// refused with `ENOSPC` past it. It bounds the engine-wide state that
+/// grows with the contexts (their records and the step's scratch space),
+/// which is not charged to any one client.
+pub(crate) const MAX_CONTEXTS: usize = 16384;
+
 /// Room of a context's `done` list: its signalled jobs and its unfinished
 /// ones together never exceed it ([`Engine::make_room`] and the check at
 /// submission), so signalling never waits for the clean-up work item.
@@ -595,15 +601,15 @@ struct Totals {
 
 /// Scratch vectors whose capacity follows the number of contexts.
 struct Scratch {
-    heads: KVec<dispatch::Head>,
-    candidates: KVec<Candidate>,
-    candidate_heads: KVec<usize>,
-    slot_cands: KVec<pool::Candidate>,
-    slot_changes: KVec<SlotChange>,
-    slot_leaves: KVec<Option<pool::Candidate>>,
-    slot_nodes: KVec<Node>,
-    slot_pending: KVec<u32>,
-    slot_work: KVec<Picked>,
+    heads: KVVec<dispatch::Head>,
+    candidates: KVVec<Candidate>,
+    candidate_heads: KVVec<usize>,
+    slot_cands: KVVec<pool::Candidate>,
+    slot_changes: KVVec<SlotChange>,
+    slot_leaves: KVVec<Option<pool::Candidate>>,
+    slot_nodes: KVVec<Node>,
+    slot_pending: KVVec<u32>,
+    slot_work: KVVec<Picked>,
 }
 
 impl Scratch {
@@ -621,21 +627,21 @@ impl Scratch {
         // The ordered decision's tournament: a power of two of leaves.
         let leaves = contexts.max(1).checked_next_power_of_two().ok_or(ENOMEM)?;
         Ok(Self {
-            heads: KVec::with_capacity(contexts, GFP_KERNEL)?,
-            candidates: KVec::with_capacity(contexts, GFP_KERNEL)?,
-            candidate_heads: KVec::with_capacity(contexts, GFP_KERNEL)?,
-            slot_cands: KVec::from_elem(blank, contexts, GFP_KERNEL)?,
+            heads: KVVec::with_capacity(contexts, GFP_KERNEL)?,
+            candidates: KVVec::with_capacity(contexts, GFP_KERNEL)?,
+            candidate_heads: KVVec::with_capacity(contexts, GFP_KERNEL)?,
+            slot_cands: KVVec::from_elem(blank, contexts, GFP_KERNEL)?,
             // Every resident leaves and every slot fills at most once, plus
             // a round and a turn.
-            slot_changes: KVec::from_elem(
+            slot_changes: KVVec::from_elem(
                 SlotChange::Round,
                 contexts.saturating_mul(2).saturating_add(2),
                 GFP_KERNEL,
             )?,
-            slot_leaves: KVec::from_elem(None, leaves, GFP_KERNEL)?,
-            slot_nodes: KVec::from_elem(Node::EMPTY, leaves.saturating_mul(2), GFP_KERNEL)?,
-            slot_pending: KVec::from_elem(0, contexts, GFP_KERNEL)?,
-            slot_work: KVec::from_elem(Picked::blank(), contexts, GFP_KERNEL)?,
+            slot_leaves: KVVec::from_elem(None, leaves, GFP_KERNEL)?,
+            slot_nodes: KVVec::from_elem(Node::EMPTY, leaves.saturating_mul(2), GFP_KERNEL)?,
+            slot_pending: KVVec::from_elem(0, contexts, GFP_KERNEL)?,
+            slot_work: KVVec::from_elem(Picked::blank(), contexts, GFP_KERNEL)?,
         })
     }
 }
@@ -661,7 +667,7 @@ struct EngineState {
     /// Next job id.
     next_job_id: u64,
     /// Every live context, with its jobs and scheduling state.
-    queues: KVec<ContextQueue>,
+    queues: KVVec<ContextQueue>,
     /// Work-groups on the device, by slot; at most one per wave slot.
     groups: KVVec<Option<RunningGroup>>,
     /// Waves on the device; capacity for every wave slot.
@@ -683,11 +689,11 @@ struct EngineState {
     /// Free rewinds, one per wave slot not in use.
     rewinds: KVec<Rewind>,
     /// Scratch of a dispatch round, sized with `queues`.
-    heads: KVec<dispatch::Head>,
+    heads: KVVec<dispatch::Head>,
     /// Scratch: the heads that fit somewhere, for [`dispatch::pick`].
-    candidates: KVec<Candidate>,
+    candidates: KVVec<Candidate>,
     /// Scratch: index into `heads` of each candidate.
-    candidate_heads: KVec<usize>,
+    candidate_heads: KVVec<usize>,
     /// Scratch: the modules a winner matches and their scores.
     scores: KVec<ModuleScore>,
     /// Random tie-break between channels.
@@ -705,22 +711,22 @@ struct EngineState {
     /// Numbers loads into slots.
     next_load_seq: u64,
     /// Scratch of the slot decision, sized with `queues`.
-    slot_cands: KVec<pool::Candidate>,
+    slot_cands: KVVec<pool::Candidate>,
     /// Scratch: its winners (one per slot).
     slot_chosen: KVec<usize>,
     /// Scratch: its changes (at most two per context, a round and a turn).
-    slot_changes: KVec<SlotChange>,
+    slot_changes: KVVec<SlotChange>,
     /// What the ordered decision keeps between decisions: the residents
     /// and the contexts to look at.
     ordered: OrderedSlots,
     /// Its tournament's leaves: the waiting contexts, ranked.
-    slot_leaves: KVec<Option<pool::Candidate>>,
+    slot_leaves: KVVec<Option<pool::Candidate>>,
     /// Its tournament's matches.
-    slot_nodes: KVec<Node>,
+    slot_nodes: KVVec<Node>,
     /// Its pending list.
-    slot_pending: KVec<u32>,
+    slot_pending: KVVec<u32>,
     /// The contexts of one decision.
-    slot_work: KVec<Picked>,
+    slot_work: KVVec<Picked>,
     /// The armed completion timer.
     timer: Option<ArcHrTimerHandle<Engine>>,
     /// Instructions the interpreter may still execute in this hold.
@@ -752,7 +758,7 @@ struct EngineState {
 impl EngineState {
     /// Takes `grown`, scratch room for `contexts` contexts, and moves the
     /// contexts into a list of that capacity.
-    fn adopt(&mut self, mut queues: KVec<ContextQueue>, grown: Scratch) {
+    fn adopt(&mut self, mut queues: KVVec<ContextQueue>, grown: Scratch) {
         for q in self.queues.drain_all() {
             // `queues` was allocated with room for more than these.
             if let Err(PushError(q)) = queues.push_within_capacity(q) {
@@ -921,7 +927,7 @@ impl Engine {
         let state = EngineState {
             shut_down: false,
             next_job_id: 1,
-            queues: KVec::new(),
+            queues: KVVec::new(),
             groups,
             // Placing never allocates: every wave holds a wave slot.
             waves: KVVec::with_capacity(wave_slots, GFP_KERNEL)?,
@@ -1077,6 +1083,9 @@ impl Engine {
                 if st.shut_down {
                     return Err(ENODEV);
                 }
+                if st.queues.len() >= MAX_CONTEXTS {
+                    return Err(ENOSPC);
+                }
                 if st.queues.len() < st.queues.capacity() {
                     if let Some(q) = queue.take() {
                         // Room checked just above.
@@ -1090,7 +1099,7 @@ impl Engine {
                 st.queues.capacity().saturating_mul(2).max(8)
             };
             // Engine-wide, like the scratch: not charged to one client.
-            let list = KVec::with_capacity(want, GFP_KERNEL)?;
+            let list = KVVec::with_capacity(want, GFP_KERNEL)?;
             let scratch = Scratch::with_capacity(want)?;
             let mut st = self.lock();
             if st.queues.capacity() < want {
@@ -1819,7 +1828,7 @@ impl Engine {
 
 /// The record of `ctx` among `queues`, if it is live (for callers that
 /// hold other parts of the engine state at the same time).
-fn queue_in<'a>(queues: &'a mut KVec<ContextQueue>, ctx: &Context) -> Option<&'a mut ContextQueue> {
+fn queue_in<'a>(queues: &'a mut [ContextQueue], ctx: &Context) -> Option<&'a mut ContextQueue> {
     queues.iter_mut().find(|q| core::ptr::eq(&*q.ctx, ctx))
 }
 

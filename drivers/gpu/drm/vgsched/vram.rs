@@ -608,9 +608,13 @@ impl DeviceMemory {
         if !pinned.held {
             return Err(EINVAL);
         }
-        // Counted first: a copy that fails half-way has changed some pages.
+        // Counted before and after, as a sequence count: a program read
+        // while the copy runs (maybe half of it) is never taken for
+        // current, and a copy that fails half-way counts too.
         pinned.copy.write_backs.fetch_add(1, ordering::Release);
-        let bytes = copy_words(self, &pinned.copy, map, false, Some(&pinned.dirty[..]))?;
+        let copied = copy_words(self, &pinned.copy, map, false, Some(&pinned.dirty[..]));
+        pinned.copy.write_backs.fetch_add(1, ordering::Release);
+        let bytes = copied?;
         pinned.written_back = true;
         let mut c = self.copies.lock();
         c.written_back_bytes = c.written_back_bytes.saturating_add(bytes);

@@ -18,6 +18,10 @@
 //!    now) are computed on the snapshot's copy.
 
 use kernel::{
+    alloc::{
+        kvec::Vec,
+        Allocator, //
+    },
     fmt,
     prelude::*, //
 };
@@ -221,7 +225,7 @@ fn copy_words<T: Copy>(dst: &mut [T], src: &[T]) {
 }
 
 /// Makes room for `needed` more items than `v` holds now (it is empty).
-fn make_room<T>(v: &mut KVec<T>, needed: usize) -> Result {
+fn make_room<T, A: Allocator>(v: &mut Vec<T, A>, needed: usize) -> Result {
     v.clear();
     v.reserve(needed, GFP_KERNEL)?;
     Ok(())
@@ -276,8 +280,8 @@ pub(crate) struct StateSnapshot<'a> {
     modules: KVec<ModuleSnapshot>,
     slots_held: u32,
     formula: &'static str,
-    queues: KVec<QueueSnapshot>,
-    jobs: KVec<JobSnapshot>,
+    queues: KVVec<QueueSnapshot>,
+    jobs: KVVec<JobSnapshot>,
     groups_on_device: usize,
     waves_on_device: usize,
     lock_hold_max_ns: u64,
@@ -310,7 +314,7 @@ struct ContextSnapshot {
 /// The `contexts` file.
 pub(crate) struct ContextsSnapshot {
     now: u64,
-    contexts: KVec<ContextSnapshot>,
+    contexts: KVVec<ContextSnapshot>,
 }
 
 /// The `occupancy` file: copies of the resource bitmaps.
@@ -391,8 +395,8 @@ impl Engine {
             modules: KVec::with_capacity(self.topology.modules as usize, GFP_KERNEL)?,
             slots_held: 0,
             formula: "",
-            queues: KVec::new(),
-            jobs: KVec::new(),
+            queues: KVVec::new(),
+            jobs: KVVec::new(),
             groups_on_device: 0,
             waves_on_device: 0,
             lock_hold_max_ns: self.lock_hold_max_ns(),
@@ -479,7 +483,7 @@ impl Engine {
     pub(crate) fn contexts_snapshot(&self) -> Result<ContextsSnapshot> {
         let mut snap = ContextsSnapshot {
             now: 0,
-            contexts: KVec::new(),
+            contexts: KVVec::new(),
         };
         let mut want = 16;
         for _ in 0..SNAPSHOT_TRIES {
