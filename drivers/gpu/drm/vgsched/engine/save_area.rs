@@ -151,6 +151,14 @@ impl WaveStore {
         }
     }
 
+    /// [`WaveStore::saved_of`], to change.
+    pub(super) fn saved_of_mut(&mut self, job: u64) -> &mut [SavedGroup] {
+        match self.owner == Some(job) {
+            true => &mut self.saved,
+            false => &mut [],
+        }
+    }
+
     /// Job `job` was collected: what it left in the save area never runs.
     pub(super) fn collected(&mut self, job: u64) {
         if self.owner == Some(job) {

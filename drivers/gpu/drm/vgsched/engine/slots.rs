@@ -224,9 +224,10 @@ impl Engine {
                     q.leave_slot();
                     q.preemptions += u64::from(preempted);
                     // State kept in the slot goes to memory now.
-                    let threads = q.active().map_or(0, |j| j.spec.grid.threads_per_wave);
+                    let (job, threads) =
+                        q.active().map_or((0, 0), |j| (j.id, j.spec.grid.threads_per_wave));
                     let mut bytes = 0u64;
-                    for sg in q.store.saved.iter_mut() {
+                    for sg in q.store.saved_of_mut(job) {
                         if sg.in_slot {
                             sg.in_slot = false;
                             bytes = bytes.saturating_add(sg.state_bytes(threads));
