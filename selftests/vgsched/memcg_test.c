@@ -66,18 +66,6 @@ static long long cg_read(const char *file, const char *key)
 	return v;
 }
 
-static int cg_write(const char *path, const char *value)
-{
-	int fd = open(path, O_WRONLY), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, value, strlen(value)) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
 /* A sync_file of a new vgem fence nobody signals (vgem does after 10 s); -1 on error. */
 static int unsignalled_fence(int vgem)
 {
@@ -160,11 +148,11 @@ TEST(one_file_stays_within_its_bound_and_gives_everything_back)
 	/* cgroup2, with the memory controller for a child group. */
 	if (access(CG_ROOT "/cgroup.controllers", F_OK))
 		ASSERT_EQ(0, mount("none", CG_ROOT, "cgroup2", 0, NULL));
-	ASSERT_EQ(0, cg_write(CG_ROOT "/cgroup.subtree_control", "+memory"));
+	ASSERT_EQ(0, vg_write_file(CG_ROOT "/cgroup.subtree_control", "+memory"));
 	rmdir(CG);
 	ASSERT_EQ(0, mkdir(CG, 0755));
 	snprintf(pid, sizeof(pid), "%lld", CG_MAX);
-	ASSERT_EQ(0, cg_write(CG "/memory.max", pid));
+	ASSERT_EQ(0, vg_write_file(CG "/memory.max", pid));
 
 	ASSERT_EQ(0, pipe(report));
 	ASSERT_EQ(0, pipe(go));
@@ -177,7 +165,7 @@ TEST(one_file_stays_within_its_bound_and_gives_everything_back)
 		close(report[0]);
 		close(go[1]);
 		snprintf(self, sizeof(self), "%d", getpid());
-		if (cg_write(CG "/cgroup.procs", self))
+		if (vg_write_file(CG "/cgroup.procs", self))
 			_exit(5);
 		/* Wait until the parent has read the group's baseline. */
 		if (read(go[0], &c, 1) != 1)
