@@ -224,8 +224,9 @@ impl Engine {
                     q.leave_slot();
                     q.preemptions += u64::from(preempted);
                     // State kept in the slot goes to memory now.
-                    let (job, threads) =
-                        q.active().map_or((0, 0), |j| (j.id, j.spec.grid.threads_per_wave));
+                    let (job, threads) = q
+                        .active()
+                        .map_or((0, 0), |j| (j.id, j.spec.grid.threads_per_wave));
                     let mut bytes = 0u64;
                     for sg in q.store.saved_of_mut(job) {
                         if sg.in_slot {
