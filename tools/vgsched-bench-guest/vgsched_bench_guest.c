@@ -889,13 +889,6 @@ static int memory_bench(int fd, const struct drm_vgsched_gpu_info *info)
 	return 0;
 }
 
-static int by_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 #define QUEUED_ROUNDS 21
 #define QUEUED_CTXS 96
 #define CLOSE_FILES 64
@@ -987,7 +980,7 @@ static int queued_bench(int fd, const char *mode)
 				DIE("queued: trivial job %d", r);
 			times[r] = (vg_now_ns() - t) / 1000.0;
 		}
-		qsort(times, QUEUED_ROUNDS, sizeof(times[0]), by_double);
+		qsort(times, QUEUED_ROUNDS, sizeof(times[0]), by_value);
 		printf("workload queued (%d): %d trivial jobs of a level-8 context, %d jobs of level 15 queued\n",
 		       n, QUEUED_ROUNDS, n);
 		printf("engine.trivial_job_us.queued%d = %.0f\n", n, times[QUEUED_ROUNDS / 2]);
