@@ -30,7 +30,8 @@ step "building guest kernel into $kdir (takes several minutes once)"
 rm -rf "$kdir" && mkdir -p "$kdir"
 jobs=$(nproc)
 make -s -C "$src" O="$kdir" LLVM= tinyconfig
-"$src/scripts/kconfig/merge_config.sh" -m -O "$kdir" "$kdir/.config" "$TOP/kernel/vgsched.config" >/dev/null
+kernel_config >"$kdir/vgsched.fragment"
+"$src/scripts/kconfig/merge_config.sh" -m -O "$kdir" "$kdir/.config" "$kdir/vgsched.fragment" >/dev/null
 make -s -C "$src" O="$kdir" olddefconfig
 make -s -C "$src" O="$kdir" rustavailable
 # Every line of the fragment must have survived olddefconfig; a silently
@@ -44,7 +45,7 @@ while IFS= read -r line; do
 	else
 		grep -qx "$line" "$kdir/.config" || { echo "config: $line did not stick" >&2; missing=1; }
 	fi
-done < "$TOP/kernel/vgsched.config"
+done <"$kdir/vgsched.fragment"
 [ $missing = 0 ] || die "the kernel config fragment does not apply cleanly (see above)"
 make -s -C "$src" O="$kdir" -j"$jobs" bzImage modules
 make -s -C "$src" O="$kdir" headers_install

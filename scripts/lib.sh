@@ -16,12 +16,22 @@ export RUST_LIB_SRC="$VGSCHED_CACHE/rust-src/usr/lib/rustlib/src/rust/library"
 step() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 die() { printf 'error: %s\n' "$@" >&2; exit 1; }
 
+# The guest kernel's config fragment: vgsched.config, plus profile.config
+# (the function-graph tracer) when VGSCHED_PROFILE=1.
+: "${VGSCHED_PROFILE:=0}"
+kernel_config() {
+	cat "$TOP/kernel/vgsched.config"
+	if [ "$VGSCHED_PROFILE" = 1 ]; then
+		cat "$TOP/kernel/profile.config"
+	fi
+}
+
 # The guest kernel's cache key: everything its build depends on (source
 # version, config fragment, the patches of kernel/patches/, rustc).
 kernel_key() {
 	{
 		echo 7.3.4
-		cat "$TOP/kernel/vgsched.config"
+		kernel_config
 		cat "$TOP"/kernel/patches/*.patch 2>/dev/null || true
 		rustc --version
 	} | sha256sum | cut -c1-16

@@ -11,7 +11,11 @@
  *  - what a member's files create (contexts, buffer-object bytes, the
  *    tiles of unfinished jobs) is charged to it, EDQUOT past its request, and given back when the
  *    context or object goes, when the file is closed and when the process
- *    is killed; a uid in no project and root are not limited;
+ *    is killed; root is not limited;
+ *  - a uid in no project holds at most the default bound (the module
+ *    parameters default_contexts and default_bo_mib), counted across all
+ *    its files, EDQUOT past it, given back as things go; the parameters
+ *    refuse 0 and values past their limits with EINVAL;
  *  - past the device's pool (pool_contexts), creation fails with ENOSPC
  *    even within the member's request, or with DRM_VGSCHED_CREATE_WAIT
  *    waits until another member gives something back;
@@ -202,6 +206,44 @@ static int unlimited_creates(void *arg)
 	return 0;
 }
 
+/*
+ * A uid in no project under a default bound of 3 contexts and 2 MiB: its
+ * two files share it; what one gives back, the other can take.
+ */
+static int bounded_creates(void *arg)
+{
+	int a = vgsched_open_render_node(), b = vgsched_open_render_node();
+	__u32 ctx[3], bo;
+
+	if (a < 0 || b < 0)
+		return 101;
+	ctx[0] = vgsched_ctx_create(a, 8);
+	ctx[1] = vgsched_ctx_create(a, 8);
+	ctx[2] = vgsched_ctx_create(b, 8);
+	if (!ctx[0] || !ctx[1] || !ctx[2])
+		return 102;
+	if (vgsched_ctx_create(b, 8) || errno != EDQUOT)
+		return 103;
+	if (vgsched_ctx_create(a, 8) || errno != EDQUOT)
+		return 104;
+	bo = vgsched_bo_create(a, 1 << 20);
+	if (!bo || !vgsched_bo_create(b, 1 << 20))
+		return 105;
+	if (vgsched_bo_create(b, 4096) || errno != EDQUOT)
+		return 106;
+	/* Given back by one file, taken by the other. */
+	if (vgsched_ctx_destroy(a, ctx[0]) || !vgsched_ctx_create(b, 8))
+		return 107;
+	if (vgsched_bo_close(a, bo) || !vgsched_bo_create(b, 1 << 20))
+		return 108;
+	/* Closing a file gives back all it held. */
+	close(b);
+	if (!vgsched_ctx_create(a, 8) || !vgsched_bo_create(a, 1 << 20))
+		return 109;
+	close(a);
+	return 0;
+}
+
 TEST_F(projects, files_are_charged_to_their_member)
 {
 	struct member_run run = { .contexts_ok = 2, .bo_ok = 2, .hold_fd = -1 };
@@ -242,8 +284,19 @@ TEST_F(projects, files_are_charged_to_their_member)
 	EXPECT_EQ(0, usage_settles("alpha/1001/usage", "contexts", 0));
 	EXPECT_EQ(0, usage_settles("alpha/1001/usage", "bo_bytes", 0));
 
-	/* A uid in no project, and root, are not limited. */
+	/* Root is not limited; a uid in no project is, by the default bound. */
+	EXPECT_EQ(0, unlimited_creates(NULL));
 	EXPECT_EQ(0, as_uid(1003, unlimited_creates, NULL));
+	EXPECT_EQ(-EINVAL, vgsched_param_write("default_contexts", "0"));
+	EXPECT_EQ(-EINVAL, vgsched_param_write("default_contexts", "16385"));
+	EXPECT_EQ(-EINVAL, vgsched_param_write("default_bo_mib", "0"));
+	EXPECT_EQ(1024, vgsched_param_read("default_contexts"));
+	EXPECT_EQ(1024, vgsched_param_read("default_bo_mib"));
+	ASSERT_EQ(0, vgsched_param_write("default_contexts", "3"));
+	ASSERT_EQ(0, vgsched_param_write("default_bo_mib", "2"));
+	EXPECT_EQ(0, as_uid(1003, bounded_creates, NULL));
+	/* Everything came back: the whole bound again, and root still unbounded. */
+	EXPECT_EQ(0, as_uid(1003, bounded_creates, NULL));
 	EXPECT_EQ(0, unlimited_creates(NULL));
 }
 

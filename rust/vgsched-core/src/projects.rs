@@ -183,6 +183,27 @@ pub fn charge(
     Ok(())
 }
 
+/// Default bound of a uid in no project (not root), module parameter
+/// `default_contexts`: contexts its files hold together on one device.
+pub const DEFAULT_CONTEXTS: u32 = 1024;
+/// Limits of `default_contexts` (the device holds at most 16 384).
+pub const DEFAULT_CONTEXTS_LIMITS: (u32, u32) = (1, 16_384);
+/// Default bound of a uid in no project, module parameter
+/// `default_bo_mib`: MiB of buffer objects its files hold together.
+pub const DEFAULT_BO_MIB: u32 = 1024;
+/// Limits of `default_bo_mib` (up to 1 TiB).
+pub const DEFAULT_BO_MIB_LIMITS: (u32, u32) = (1, 1 << 20);
+
+/// What a uid in no project may hold, as a request: `contexts` contexts
+/// and `bo_mib` MiB of buffer objects; tiles and shared storage are not
+/// bounded (a uid in no project has no project storage to publish to).
+pub fn default_bound(contexts: u32, bo_mib: u32) -> Amounts {
+    let mut a = Amounts([u64::MAX; RESOURCES]);
+    a.set(Resource::Contexts, u64::from(contexts));
+    a.set(Resource::BoBytes, u64::from(bo_mib) << 20);
+    a
+}
+
 /// A member's role in its project.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
@@ -985,5 +1006,40 @@ mod tests {
             l.failed(100 * s);
         }
         assert!(!l.may_try(100 * s));
+    }
+
+    #[test]
+    fn default_bound_limits_contexts_and_bytes_only() {
+        let bound = default_bound(2, 3);
+        let used = Amounts::ZERO;
+        assert_eq!(
+            charge(&bound, &used, Resource::Contexts, 2, u64::MAX),
+            Ok(())
+        );
+        assert_eq!(
+            charge(&bound, &used, Resource::Contexts, 3, u64::MAX),
+            Err(QuotaError::OverQuota(Resource::Contexts))
+        );
+        assert_eq!(
+            charge(&bound, &used, Resource::BoBytes, 3 << 20, u64::MAX),
+            Ok(())
+        );
+        assert_eq!(
+            charge(&bound, &used, Resource::BoBytes, (3 << 20) + 1, u64::MAX),
+            Err(QuotaError::OverQuota(Resource::BoBytes))
+        );
+        assert_eq!(
+            charge(&bound, &used, Resource::Tiles, 1 << 40, u64::MAX),
+            Ok(())
+        );
+        let defaults = default_bound(DEFAULT_CONTEXTS, DEFAULT_BO_MIB);
+        assert!(
+            DEFAULT_CONTEXTS_LIMITS.0 <= DEFAULT_CONTEXTS
+                && DEFAULT_CONTEXTS <= DEFAULT_CONTEXTS_LIMITS.1
+        );
+        assert!(
+            DEFAULT_BO_MIB_LIMITS.0 <= DEFAULT_BO_MIB && DEFAULT_BO_MIB <= DEFAULT_BO_MIB_LIMITS.1
+        );
+        assert_eq!(defaults.get(Resource::BoBytes), 1 << 30);
     }
 }

@@ -446,6 +446,18 @@ impl ContextQueue {
         self.jobs.iter().find(|j| !j.is_finished()).map(|j| &**j)
     }
 
+    /// Its jobs up to the active one: the finished ones not collected yet
+    /// and the active job. Only these can have hung or failed while
+    /// running; every job behind them waits its turn.
+    fn head_jobs(&self) -> impl Iterator<Item = &Job> {
+        let mut active_seen = false;
+        self.jobs.iter().map(|j| &**j).take_while(move |j| {
+            let take = !active_seen;
+            active_seen |= !j.is_finished();
+            take
+        })
+    }
+
     /// Its jobs that may be in a timed stage (an upload or a write-back
     /// under way): the finished ones not collected yet, which come first,
     /// and the first unfinished ones, which the memory work item may have
@@ -798,6 +810,17 @@ impl EngineState {
         queue_in(&mut self.queues, ctx)
     }
 
+    /// Signals `-ECANCELED` on every job of `q`, a record just taken out
+    /// of the context list: none of them runs any more.
+    fn cancel_jobs(&mut self, q: &ContextQueue) {
+        let now = monotonic_ns();
+        for job in q.jobs.iter() {
+            self.tiles.release(job.tiles, now);
+            job.fence.signal(ECANCELED.to_errno());
+        }
+        self.totals.jobs_cancelled += q.jobs.len() as u64;
+    }
+
     /// The record of `ctx`, if it is live.
     fn queue(&self, ctx: &Context) -> Option<&ContextQueue> {
         self.queues.iter().find(|q| core::ptr::eq(&*q.ctx, ctx))
@@ -1111,8 +1134,10 @@ impl Engine {
     }
 
     /// Queues a job on `ctx`. Returns its sequence number, its completion
-    /// fence and, if asked, the reserved sync_file descriptor of that fence
-    /// (to install once the ioctl cannot fail any more).
+    /// fence, if asked, the reserved sync_file descriptor of that fence
+    /// (to install once the ioctl cannot fail any more), and whether the
+    /// caller must call [`Engine::make_room`] once it holds no reservation
+    /// lock.
     ///
     /// `E2BIG` if the resource finder in use can never place a work-group
     /// of the job, `ENOENT` if the context is gone, `ECANCELED` if it is
@@ -1123,7 +1148,7 @@ impl Engine {
         this: ArcBorrow<'_, Self>,
         ctx: &Arc<Context>,
         spec: JobSpec,
-    ) -> Result<(u64, Fence, Option<OutFenceFd>)> {
+    ) -> Result<(u64, Fence, Option<OutFenceFd>, bool)> {
         let start = monotonic_ns();
         let queued = Self::queue_job(this, ctx, spec);
         if queued.is_ok() {
@@ -1144,7 +1169,7 @@ impl Engine {
         this: ArcBorrow<'_, Self>,
         ctx: &Arc<Context>,
         spec: JobSpec,
-    ) -> Result<(u64, Fence, Option<OutFenceFd>)> {
+    ) -> Result<(u64, Fence, Option<OutFenceFd>, bool)> {
         // The finder rounds needs up (to whole groups, to powers of two):
         // what it can never place would wait forever.
         Occupancy::check_placeable(
@@ -1193,7 +1218,7 @@ impl Engine {
         // the context needs more (the submissions lock makes this the only
         // caller that grows it).
         let mut growth = None;
-        loop {
+        let crowded = loop {
             let (room, replaced) = {
                 let mut st = this.lock();
                 if st.shut_down {
@@ -1206,7 +1231,7 @@ impl Engine {
                 }
                 // Unfinished jobs, or signalled ones the clean-up work item
                 // has not dropped yet ([`Engine::make_room`] makes that
-                // rare).
+                // never happen).
                 if q.jobs.len() >= MAX_JOBS_IN_FLIGHT as usize
                     || q.jobs.len() + q.done.len() >= DONE_CAPACITY
                 {
@@ -1225,35 +1250,34 @@ impl Engine {
                         drop(job);
                         return Err(EBUSY);
                     }
+                    let crowded = q.done.len() >= MAX_JOBS_IN_FLIGHT as usize;
                     st.next_job_id += 1;
-                    break;
+                    break crowded;
                 }
                 (q.store.room(), replaced)
             };
             drop(replaced);
             growth = Some(WaveStore::growth(room, live, GFP_KERNEL_ACCOUNT)?);
-        }
+        };
         sub.last_seqno = seqno;
         sub.recent[(seqno % MAX_JOBS_IN_FLIGHT) as usize] = Some(fence.clone());
         drop(sub);
         Self::kick(this);
-        Ok((seqno, fence, out_fd))
+        Ok((seqno, fence, out_fd, crowded))
     }
 
-    /// Before a submission on `ctx` takes any reservation lock: if its
-    /// signalled jobs wait in numbers for the clean-up work item, waits for
-    /// it, so the job about to be queued has room in `done` when it signals
-    /// (the clean-up takes reservation locks: never called holding one).
-    pub(crate) fn make_room(this: ArcBorrow<'_, Self>, ctx: &Context) {
-        let full = this
-            .lock()
-            .queue(ctx)
-            .is_some_and(|q| q.done.len() >= MAX_JOBS_IN_FLIGHT as usize);
-        if full {
-            Self::queue_cleanup(this);
-            // SAFETY: `this.cleanup` is a live, initialised work item.
-            unsafe { bindings::flush_work(Work::raw_get(&this.cleanup)) };
-        }
+    /// After a submission that found [`MAX_JOBS_IN_FLIGHT`] or more of
+    /// its context's signalled jobs waiting for the clean-up work item
+    /// ([`Engine::submit`] says so), once the submission holds no
+    /// reservation lock (the clean-up takes them): runs the clean-up and
+    /// waits for it. So every submission finds room in `done` for the job
+    /// it queues: when it was checked, at most [`MAX_JOBS_IN_FLIGHT`] − 1
+    /// jobs waited there, and at most [`MAX_JOBS_IN_FLIGHT`] unfinished
+    /// ones can join them (`DONE_CAPACITY` is twice that).
+    pub(crate) fn make_room(this: ArcBorrow<'_, Self>) {
+        Self::queue_cleanup(this);
+        // SAFETY: `this.cleanup` is a live, initialised work item.
+        unsafe { bindings::flush_work(Work::raw_get(&this.cleanup)) };
     }
 
     /// Drops the signalled jobs now (`BO_CPU_PREP`: they let their device
@@ -1303,67 +1327,135 @@ impl Engine {
     }
 
     /// [`Engine::cancel_context`] for several contexts at once (a file's,
-    /// when it is closed): one wait for the memory work item and one engine
-    /// step for all of them. Returns their runtime.
+    /// when it is closed): one wait for the memory work item, one hold of
+    /// the engine lock that takes all of them out of the context list in
+    /// one pass, and one engine step. Returns their runtime.
     pub(crate) fn cancel_contexts<'a>(
         this: ArcBorrow<'_, Self>,
         ctxs: impl Iterator<Item = &'a Arc<Context>> + Clone,
     ) -> u64 {
+        let wanted = ctxs.clone().count();
+        // Where the removed records and their indices go, allocated
+        // before the lock; without them, the records leave one at a time.
+        let (Ok(removed), Ok(indices)) = (
+            KVec::with_capacity(wanted, GFP_KERNEL),
+            KVec::with_capacity(wanted, GFP_KERNEL),
+        ) else {
+            return ctxs.fold(0u64, |r, ctx| {
+                r.saturating_add(Self::cancel_unbatched(this, ctx))
+            });
+        };
+        let batch = |ctx: &Arc<Context>| ctxs.clone().any(|c| Arc::ptr_eq(c, ctx));
         // The memory work item takes nothing more of them, and finishes
         // what it has (a write-back must end before the job's fence
         // signals and the CPU may touch the object).
         {
             let mut st = this.lock();
-            for ctx in ctxs.clone() {
-                if let Some(q) = st.queue_mut(ctx) {
-                    q.cancelling = true;
-                }
+            for q in st.queues.iter_mut().filter(|q| batch(&q.ctx)) {
+                q.cancelling = true;
             }
         }
         // SAFETY: `this.memory_work` is a live, initialised work item.
         unsafe { bindings::flush_work(Work::raw_get(&this.memory_work)) };
-        let mut runtime = 0u64;
-        for ctx in ctxs {
-            let queue = {
-                let _signalling = Signalling::begin();
-                let mut st = this.lock();
-                let Some(i) = st.queues.iter().position(|q| Arc::ptr_eq(&q.ctx, ctx)) else {
-                    continue;
-                };
-                let Ok(queue) = st.queues.remove(i) else {
-                    continue;
-                };
-                // The contexts after it moved down one index: the ordered
-                // slot decision looks at them again before its next use,
-                // once for the whole batch ([`EngineState::reorder_due`]).
-                st.reorder_due = true;
-                this.take_off_device(&mut st, ctx);
-                for g in st.groups.iter_mut().flatten() {
-                    if g.queue > i {
-                        g.queue -= 1;
-                    }
-                }
-                let now = monotonic_ns();
-                for job in queue.jobs.iter() {
-                    st.tiles.release(job.tiles, now);
-                    job.fence.signal(ECANCELED.to_errno());
-                }
-                st.totals.jobs_cancelled += queue.jobs.len() as u64;
-                queue
-            };
-            runtime = runtime.saturating_add(queue.runtime_ns());
-            // Buffer mappings, waiters, fences and holds on device memory
-            // go here, outside the lock.
-            drop(queue);
-        }
+        let removed = {
+            let _signalling = Signalling::begin();
+            let mut st = this.lock();
+            this.take_off_device(&mut st, batch);
+            let removed =
+                Self::remove_queues(&mut st, removed, indices, |q| q.cancelling && batch(&q.ctx));
+            removed.iter().for_each(|q| st.cancel_jobs(q));
+            removed
+        };
+        let runtime = removed
+            .iter()
+            .fold(0u64, |r, q| r.saturating_add(q.runtime_ns()));
+        // Buffer mappings, waiters, fences and holds on device memory go
+        // here, outside the lock.
+        drop(removed);
         Self::memory_released(this);
         Self::kick(this);
         runtime
     }
 
-    /// Takes every wave and work-group of `ctx` off the device, giving
-    /// their ranges back.
-    fn take_off_device(&self, st: &mut EngineState, ctx: &Arc<Context>) {
+    /// [`Engine::cancel_contexts`] for one context, with nothing allocated:
+    /// its record leaves the list on its own (moving every record behind
+    /// it), for when the batch's storage could not be had.
+    fn cancel_unbatched(this: ArcBorrow<'_, Self>, ctx: &Arc<Context>) -> u64 {
+        if let Some(q) = this.lock().queue_mut(ctx) {
+            q.cancelling = true;
+        }
+        // SAFETY: `this.memory_work` is a live, initialised work item.
+        unsafe { bindings::flush_work(Work::raw_get(&this.memory_work)) };
+        let queue = {
+            let _signalling = Signalling::begin();
+            let mut st = this.lock();
+            this.take_off_device(&mut st, |c| Arc::ptr_eq(c, ctx));
+            let Some(i) = st.queues.iter().position(|q| Arc::ptr_eq(&q.ctx, ctx)) else {
+                return 0;
+            };
+            let Ok(queue) = st.queues.remove(i) else {
+                return 0;
+            };
+            for g in st.groups.iter_mut().flatten().filter(|g| g.queue > i) {
+                g.queue -= 1;
+            }
+            st.reorder_due = true;
+            st.cancel_jobs(&queue);
+            queue
+        };
+        let runtime = queue.runtime_ns();
+        drop(queue);
+        Self::memory_released(this);
+        Self::kick(this);
+        runtime
+    }
+
+    /// Moves the records `remove` picks from the context list to
+    /// `removed` (as many as it has room for) in one pass that keeps the
+    /// others in order, and fixes up the running groups' indices: no group
+    /// of a removed record may be left. `indices` has as much room as
+    /// `removed`. The ordered slot decision looks at every context again
+    /// before its next use ([`EngineState::reorder_due`]).
+    fn remove_queues(
+        st: &mut EngineState,
+        mut removed: KVec<ContextQueue>,
+        mut indices: KVec<usize>,
+        remove: impl Fn(&ContextQueue) -> bool,
+    ) -> KVec<ContextQueue> {
+        // A stable partition: each kept record slides down over the
+        // removed ones before it, which gather at the end.
+        let mut kept = 0;
+        for i in 0..st.queues.len() {
+            let take =
+                st.queues.get(i).is_some_and(&remove) && indices.push_within_capacity(i).is_ok();
+            if take {
+                continue;
+            }
+            st.queues.swap(kept, i);
+            kept += 1;
+        }
+        // Taken from the end: room for each was checked above.
+        while st.queues.len() > kept {
+            match st.queues.pop().map(|q| removed.push_within_capacity(q)) {
+                Some(Ok(())) => {}
+                Some(Err(PushError(q))) => {
+                    warn_on!(true);
+                    drop(q);
+                }
+                None => break,
+            }
+        }
+        // A kept record moved down by the number removed before it.
+        for g in st.groups.iter_mut().flatten() {
+            g.queue -= indices.partition_point(|&i| i < g.queue);
+        }
+        st.reorder_due = true;
+        removed
+    }
+
+    /// Takes every wave and work-group of the contexts `of` picks off the
+    /// device, giving their ranges back.
+    fn take_off_device(&self, st: &mut EngineState, of: impl Fn(&Arc<Context>) -> bool) {
         let now_cycle = self.topology.ns_to_cycles(monotonic_ns());
         let EngineState {
             groups,
@@ -1379,13 +1471,12 @@ impl Engine {
         let Some(mut occ) = self.occupancy(maps, unit_waves, summaries, generations) else {
             return;
         };
-        let of_ctx =
-            |g: &Option<RunningGroup>| g.as_ref().is_some_and(|g| Arc::ptr_eq(&g.ctx, ctx));
+        let of_ctx = |g: &Option<RunningGroup>| g.as_ref().is_some_and(|g| of(&g.ctx));
         waves.retain(|w| {
             let Some(g) = groups.get(w.slot).and_then(Option::as_ref) else {
                 return true;
             };
-            if !Arc::ptr_eq(&g.ctx, ctx) {
+            if !of(&g.ctx) {
                 return true;
             }
             occ.release_wave(g.module, &w.place, &g.needs.wave);

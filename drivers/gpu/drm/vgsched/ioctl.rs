@@ -442,19 +442,20 @@ impl Ioctl for Submit {
         // Implicit synchronisation: from here until the job's fence is in
         // the bound objects' reservations, they stay locked, so every other
         // submission on them orders itself before or after this one. The
-        // mappings outlive the lock: an unmap takes the reservation lock.
-        Engine::make_room(dev.engine.as_arc_borrow(), &ctx);
-        // The submission's own references to the mappings outlive the
-        // locks: dropping a last one unmaps, which takes the lock.
+        // submission's own references to the mappings outlive the locks:
+        // dropping a last one unmaps, which takes the lock.
         let bindings = spec.bindings.clone();
-        let (seqno, out_fd) =
+        let (seqno, out_fd, crowded) =
             with_resv_locked(&bindings, &writes[..bindings.len()], ctx.timeline, |deps| {
                 spec.deps = deps;
-                let (seqno, fence, out_fd) =
+                let (seqno, fence, out_fd, crowded) =
                     Engine::submit(dev.engine.as_arc_borrow(), &ctx, spec)?;
-                Ok(((seqno, out_fd), fence))
+                Ok(((seqno, out_fd, crowded), fence))
             })?;
         drop(bindings);
+        if crowded {
+            Engine::make_room(dev.engine.as_arc_borrow());
+        }
         // Nothing below can fail: the job is queued.
         args.seqno = seqno;
         if let Some(fd) = out_fd {

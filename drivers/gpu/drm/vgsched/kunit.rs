@@ -731,6 +731,7 @@ mod pipeline {
     #[test]
     fn run_time_parameters_start_from_the_core_defaults() {
         assert_eq!(crate::params::defaults(), Ok(PipelineParams::DEFAULT));
+        assert!(crate::params::default_bound_starts_from_the_core());
     }
 
     #[test]

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * vgsched: the module parameters of the pipeline and of tile placement that
- * an administrator may change while the module is loaded, through
+ * vgsched: the module parameters of the pipeline, of tile placement and of
+ * the default bound of a uid in no project that an administrator may
+ * change while the module is loaded, through
  * /sys/module/vgsched/parameters/ (mode 0644), and the tile topology and
  * power model (mode 0444), whose lists the Rust module! macro cannot
  * declare.
@@ -29,6 +30,8 @@
 	[VGSCHED_SUBTASK_THRESHOLD_KIB] = 32 << 10,	\
 	[VGSCHED_PROGRESS_POINT] = 2,			\
 	[VGSCHED_PLACEMENT_POLICY] = 0,			\
+	[VGSCHED_DEFAULT_CONTEXTS] = 1024,		\
+	[VGSCHED_DEFAULT_BO_MIB] = 1024,		\
 }
 
 static const unsigned int vgsched_pipeline_defaults[VGSCHED_PIPELINE_PARAMS] =
@@ -76,6 +79,15 @@ module_param_cb(placement_policy, &vgsched_pipeline_ops,
 		&vgsched_pipeline_values[VGSCHED_PLACEMENT_POLICY], 0644);
 MODULE_PARM_DESC(placement_policy,
 		 "Where a job's tiles go: 0 power (nearly full nodes, lowest power first), 1 spread (least loaded node first)");
+
+module_param_cb(default_contexts, &vgsched_pipeline_ops,
+		&vgsched_pipeline_values[VGSCHED_DEFAULT_CONTEXTS], 0644);
+MODULE_PARM_DESC(default_contexts,
+		 "Contexts a uid in no project may hold on the device, all its files together (1-16384)");
+module_param_cb(default_bo_mib, &vgsched_pipeline_ops,
+		&vgsched_pipeline_values[VGSCHED_DEFAULT_BO_MIB], 0644);
+MODULE_PARM_DESC(default_bo_mib,
+		 "Buffer objects a uid in no project may hold on the device, all its files together, MiB (1-1048576)");
 
 unsigned int vgsched_pipeline_default(unsigned int index)
 {

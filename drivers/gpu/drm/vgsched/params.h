@@ -4,7 +4,8 @@
 
 /*
  * The run-time parameters (params.c), in this order (params.rs): the
- * pipeline's and the tile placement policy.
+ * pipeline's, the tile placement policy and the default bound of a uid in
+ * no project.
  */
 enum {
 	VGSCHED_PIPELINE_MODE,
@@ -12,6 +13,8 @@ enum {
 	VGSCHED_SUBTASK_THRESHOLD_KIB,
 	VGSCHED_PROGRESS_POINT,
 	VGSCHED_PLACEMENT_POLICY,
+	VGSCHED_DEFAULT_CONTEXTS,
+	VGSCHED_DEFAULT_BO_MIB,
 	VGSCHED_PIPELINE_PARAMS,
 };
 

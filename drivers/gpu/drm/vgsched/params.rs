@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The parameters `params.c` registers (the Rust `module!` macro of 7.3
-//! makes parameters sysfs cannot show): the pipeline's and the placement
-//! policy, changed at run time, checked here against the core crate's
-//! limits and read at every decision; the tile topology and power model,
-//! read once at load.
+//! makes parameters sysfs cannot show): the pipeline's, the placement
+//! policy and the default bound of a uid in no project, changed at run
+//! time, checked here against the core crate's limits and read at every
+//! use; the tile topology and power model, read once at load.
 
 use kernel::{
     ffi::{
@@ -20,6 +20,14 @@ use crate::vgsched_core::{
         MODE,
         PROGRESS_POINT,
         THRESHOLD_KIB, //
+    },
+    projects::{
+        default_bound,
+        Amounts,
+        DEFAULT_BO_MIB,
+        DEFAULT_BO_MIB_LIMITS,
+        DEFAULT_CONTEXTS,
+        DEFAULT_CONTEXTS_LIMITS, //
     },
     tiles::{
         Policy,
@@ -41,6 +49,8 @@ const PHASE1_THRESHOLD_INDEX: c_uint = 1;
 const SUBTASK_THRESHOLD_INDEX: c_uint = 2;
 const PROGRESS_POINT_INDEX: c_uint = 3;
 const PLACEMENT_POLICY_INDEX: c_uint = 4;
+const DEFAULT_CONTEXTS_INDEX: c_uint = 5;
+const DEFAULT_BO_MIB_INDEX: c_uint = 6;
 
 /// `struct vgsched_tile_params` of `params.h`.
 #[repr(C)]
@@ -155,6 +165,20 @@ pub(crate) fn placement_policy() -> Policy {
     Policy::from_param(value(PLACEMENT_POLICY_INDEX))
 }
 
+/// What a uid in no project may hold on the device, in force.
+pub(crate) fn default_request() -> Amounts {
+    default_bound(value(DEFAULT_CONTEXTS_INDEX), value(DEFAULT_BO_MIB_INDEX))
+}
+
+/// Whether `params.c` starts the default bound from the core crate's
+/// defaults, for KUnit.
+pub(crate) fn default_bound_starts_from_the_core() -> bool {
+    // SAFETY: Any index is accepted (an unknown one reads 0 and warns).
+    let default = |i| unsafe { vgsched_pipeline_default(i) };
+    default(DEFAULT_CONTEXTS_INDEX) == DEFAULT_CONTEXTS
+        && default(DEFAULT_BO_MIB_INDEX) == DEFAULT_BO_MIB
+}
+
 /// The value of parameter `index`.
 fn value(index: c_uint) -> u32 {
     // SAFETY: Any index is accepted (an unknown one reads 0 and warns).
@@ -197,6 +221,8 @@ pub extern "C" fn vgsched_pipeline_param_check(index: c_uint, value: c_uint) -> 
         SUBTASK_THRESHOLD_INDEX => ("subtask_threshold_kib", THRESHOLD_KIB),
         PROGRESS_POINT_INDEX => ("progress_point", PROGRESS_POINT),
         PLACEMENT_POLICY_INDEX => ("placement_policy", POLICY),
+        DEFAULT_CONTEXTS_INDEX => ("default_contexts", DEFAULT_CONTEXTS_LIMITS),
+        DEFAULT_BO_MIB_INDEX => ("default_bo_mib", DEFAULT_BO_MIB_LIMITS),
         _ => return EINVAL.to_errno(),
     };
     match within(limits.0, value, limits.1) {

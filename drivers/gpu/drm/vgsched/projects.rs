@@ -16,8 +16,10 @@
 //! A render-node file belongs to the member whose uid opened it. What the
 //! file creates (contexts, buffer-object bytes) is charged to that member
 //! and given back when the thing goes: a [`Charge`] is dropped with it,
-//! which covers closing the file and killing the process. A uid in no
-//! project, and root, are not limited by any project.
+//! which covers closing the file and killing the process. Root is not
+//! limited. A uid in no project holds at most the default bound (module
+//! parameters `default_contexts` and `default_bo_mib`, [`params`]), counted
+//! per uid across its files.
 
 use kernel::{
     configfs,
@@ -47,6 +49,7 @@ use crate::auth::{
     Authority,
     Shown, //
 };
+use crate::params;
 use crate::vgsched_core::projects::{
     admit_budget,
     admit_request,
@@ -62,6 +65,14 @@ use crate::vgsched_core::projects::{
 /// Most projects, and most members of one project.
 const MAX_PROJECTS: usize = 64;
 const MAX_MEMBERS: usize = 64;
+/// Most uids in no project holding something on the device at once.
+const MAX_OUTSIDERS: usize = 256;
+
+/// A uid in no project that holds something, as the ledger keeps it.
+struct OutsiderEntry {
+    uid: u32,
+    used: Amounts,
+}
 
 /// One member of a project, as the ledger keeps it.
 struct MemberEntry {
@@ -112,6 +123,9 @@ struct Ledger {
     /// What all members hold together: the part of the device's pool in
     /// use.
     pool_used: Amounts,
+    /// The uids in no project that hold something (an entry goes when its
+    /// uid holds nothing any more).
+    outsiders: KVec<OutsiderEntry>,
 }
 
 impl Ledger {
@@ -165,6 +179,7 @@ impl Book {
                     projects: KVec::with_capacity(MAX_PROJECTS, GFP_KERNEL)?,
                     next_id: 1,
                     pool_used: Amounts::ZERO,
+                    outsiders: KVec::with_capacity(MAX_OUTSIDERS, GFP_KERNEL)?,
                 }),
                 released <- new_condvar!("vgsched::Book::released"),
                 pool,
@@ -175,10 +190,11 @@ impl Book {
     }
 
     /// Charges `amount` of `r` to the member `uid` is: `Ok(None)` for root
-    /// and for a uid in no project (nothing to account), `EDQUOT` past the
-    /// member's request. When the device's pool is held by other members,
-    /// `ENOSPC`, or with `wait` the caller sleeps until enough comes back
-    /// (`ERESTARTSYS` on a signal).
+    /// and for nothing at all, `EDQUOT` past the member's request. When the
+    /// device's pool is held by other members, `ENOSPC`, or with `wait`
+    /// the caller sleeps until enough comes back (`ERESTARTSYS` on a
+    /// signal). A uid in no project is charged against the default bound
+    /// instead ([`Book::charge_outsider`]).
     pub(crate) fn charge(
         self: &Arc<Self>,
         uid: u32,
@@ -186,13 +202,13 @@ impl Book {
         amount: u64,
         wait: bool,
     ) -> Result<Option<Charge>> {
-        if uid == 0 {
+        if uid == 0 || amount == 0 {
             return Ok(None);
         }
         let mut ledger = self.ledger.lock();
         loop {
             let Some(project) = ledger.project_of(uid) else {
-                return Ok(None);
+                return self.charge_outsider(&mut ledger, uid, r, amount).map(Some);
             };
             let pool = self.pool.get(r);
             let pool_free = pool.saturating_sub(ledger.pool_used.get(r));
@@ -210,8 +226,7 @@ impl Book {
                     ledger.pool_used.set(r, used);
                     return Ok(Some(Charge {
                         book: self.clone(),
-                        project,
-                        serial,
+                        holder: Holder::Member { project, serial },
                         resource: r,
                         amount,
                     }));
@@ -224,6 +239,45 @@ impl Book {
                 Err(e) => return Err(quota_errno(e)),
             }
         }
+    }
+
+    /// Charges `amount` of `r` to `uid`, in no project, against the
+    /// default bound in force (`EDQUOT` past it), counted across the uid's
+    /// files; `ENOSPC` past [`MAX_OUTSIDERS`] uids holding something.
+    fn charge_outsider(
+        self: &Arc<Self>,
+        ledger: &mut Ledger,
+        uid: u32,
+        r: Resource,
+        amount: u64,
+    ) -> Result<Charge> {
+        let bound = params::default_request();
+        let i = match ledger.outsiders.iter().position(|o| o.uid == uid) {
+            Some(i) => i,
+            None => {
+                let used = Amounts::ZERO;
+                // Room for MAX_OUTSIDERS was reserved with the book.
+                ledger
+                    .outsiders
+                    .push_within_capacity(OutsiderEntry { uid, used })
+                    .map_err(|_| ENOSPC)?;
+                ledger.outsiders.len() - 1
+            }
+        };
+        let o = ledger.outsiders.get_mut(i).ok_or(EINVAL)?;
+        let charged = charge(&bound, &o.used, r, amount, u64::MAX);
+        if charged.is_ok() {
+            o.used.set(r, o.used.get(r).saturating_add(amount));
+        }
+        // A new entry that got nothing goes.
+        ledger.outsiders.retain(|o| o.used != Amounts::ZERO);
+        charged.map_err(quota_errno)?;
+        Ok(Charge {
+            book: self.clone(),
+            holder: Holder::Outsider { uid },
+            resource: r,
+            amount,
+        })
     }
 
     /// A new project with room for `members`; its id. `ENOSPC` past
@@ -272,14 +326,25 @@ impl Book {
         Ok(serial)
     }
 
-    fn uncharge(&self, project: u64, serial: u64, r: Resource, amount: u64) {
+    fn uncharge(&self, holder: Holder, r: Resource, amount: u64) {
         let mut ledger = self.ledger.lock();
-        if let Some(m) = ledger.member_by_serial(project, serial) {
-            m.used.set(r, m.used.get(r).saturating_sub(amount));
+        match holder {
+            Holder::Member { project, serial } => {
+                if let Some(m) = ledger.member_by_serial(project, serial) {
+                    m.used.set(r, m.used.get(r).saturating_sub(amount));
+                }
+                // The pool gets it back even from a member that is gone.
+                let used = ledger.pool_used.get(r).saturating_sub(amount);
+                ledger.pool_used.set(r, used);
+            }
+            Holder::Outsider { uid } => {
+                let outsiders = &mut ledger.outsiders;
+                if let Some(o) = outsiders.iter_mut().find(|o| o.uid == uid) {
+                    o.used.set(r, o.used.get(r).saturating_sub(amount));
+                }
+                outsiders.retain(|o| o.used != Amounts::ZERO);
+            }
         }
-        // The pool gets it back even from a member that is gone.
-        let used = ledger.pool_used.get(r).saturating_sub(amount);
-        ledger.pool_used.set(r, used);
         drop(ledger);
         self.released.notify_all();
     }
@@ -293,21 +358,28 @@ fn quota_errno(e: QuotaError) -> Error {
     }
 }
 
-/// Something a member's file holds, counted against the member's request
-/// until it is dropped.
+/// Who a [`Charge`] counts against.
+#[derive(Clone, Copy)]
+enum Holder {
+    /// A project's member: `serial` tells it from a later member of the
+    /// same uid.
+    Member { project: u64, serial: u64 },
+    /// A uid in no project, against the default bound.
+    Outsider { uid: u32 },
+}
+
+/// Something a file holds, counted against its member's request (or, for
+/// a uid in no project, the default bound) until it is dropped.
 pub(crate) struct Charge {
     book: Arc<Book>,
-    project: u64,
-    /// The member's serial: a later member of the same uid is not it.
-    serial: u64,
+    holder: Holder,
     resource: Resource,
     amount: u64,
 }
 
 impl Drop for Charge {
     fn drop(&mut self) {
-        self.book
-            .uncharge(self.project, self.serial, self.resource, self.amount);
+        self.book.uncharge(self.holder, self.resource, self.amount);
     }
 }
 

@@ -14,8 +14,9 @@
  *     on -EDEADLK, as drm_exec does, but without drm_exec's allocated
  *     object array: a job binds at most VGSCHED_RESV_MAX_OBJECTS), reserves
  *     one fence slot in each, and folds the fences the job must
- *     wait for into one: for an object the job writes, every fence there
- *     (readers and writers); for one it only reads, the writers'. Fences of
+ *     wait for into one: for an object the job writes, every unsignalled
+ *     fence there (readers and writers); for one it only reads, the
+ *     writers'. Fences of
  *     the job's own context are left out: its jobs run in submission order
  *     on the same device copies anyway, so waiting for them would only hold
  *     its next job's preparation back (as drm_sched skips an entity's own
@@ -133,45 +134,73 @@ static void vgsched_resv_dedup(struct vgsched_resv_set *set, struct drm_gem_obje
 	}
 }
 
+/* Fences gathered in place before the gathering allocates. */
+#define VGSCHED_RESV_GATHER_INLINE	8
+
 /*
- * Fences the job must wait for, but those of fence context @own, as one
- * fence (NULL: none), or an ERR_PTR. The reservations are locked, so their
- * fences stay put while they are counted and gathered.
+ * Whether the job waits for @fence, found in a reservation locked in @set:
+ * not if it is of the job's own fence context @own, nor if it has signalled.
+ */
+static bool vgsched_resv_waits_for(struct dma_fence *fence, u64 own)
+{
+	return fence->context != own && !dma_fence_is_signaled(fence);
+}
+
+/*
+ * Fences the job must wait for (vgsched_resv_waits_for()), as one fence
+ * (NULL: none), or an ERR_PTR. The reservations are locked, so no fence is
+ * added or removed while they are counted and gathered (one may signal
+ * meanwhile: the gathered ones are at most the counted ones). Nothing is
+ * allocated for one fence (its reference is returned) nor for the lists of
+ * up to VGSCHED_RESV_GATHER_INLINE; merging two or more allocates the
+ * merged fence, as dma_fence_unwrap_merge() does.
  */
 static struct dma_fence *vgsched_resv_gather(struct vgsched_resv_set *set, u64 own)
 {
-	struct dma_fence_unwrap *cursors = NULL;
-	struct dma_fence **fences = NULL;
+	struct dma_fence_unwrap inline_cursors[VGSCHED_RESV_GATHER_INLINE];
+	struct dma_fence *inline_fences[VGSCHED_RESV_GATHER_INLINE];
+	struct dma_fence_unwrap *cursors = inline_cursors;
+	struct dma_fence **fences = inline_fences;
 	struct dma_fence *merged = NULL;
 	struct dma_resv_iter iter;
 	struct dma_fence *fence;
 	unsigned int i, n = 0, max = 0;
 
 	for (i = 0; i < set->count; i++)
-		dma_resv_for_each_fence(&iter, set->objs[i]->resv,
-					dma_resv_usage_rw(set->writes[i]), fence)
-			max += fence->context != own;
-	if (!max)
-		return NULL;
-	fences = kmalloc_array(max, sizeof(*fences), GFP_KERNEL_ACCOUNT);
-	cursors = kmalloc_array(max, sizeof(*cursors), GFP_KERNEL_ACCOUNT);
-	if (!fences || !cursors) {
-		merged = ERR_PTR(-ENOMEM);
-		goto out;
-	}
-	for (i = 0; i < set->count; i++)
 		/* A writer waits for readers and writers, a reader for the writers. */
 		dma_resv_for_each_fence(&iter, set->objs[i]->resv,
 					dma_resv_usage_rw(set->writes[i]), fence)
-			if (fence->context != own && n < max)
+			max += vgsched_resv_waits_for(fence, own);
+	if (!max)
+		return NULL;
+	if (max > VGSCHED_RESV_GATHER_INLINE) {
+		fences = kmalloc_array(max, sizeof(*fences), GFP_KERNEL_ACCOUNT);
+		cursors = kmalloc_array(max, sizeof(*cursors), GFP_KERNEL_ACCOUNT);
+		if (!fences || !cursors) {
+			merged = ERR_PTR(-ENOMEM);
+			goto out;
+		}
+	}
+	for (i = 0; i < set->count; i++)
+		dma_resv_for_each_fence(&iter, set->objs[i]->resv,
+					dma_resv_usage_rw(set->writes[i]), fence)
+			if (n < max && vgsched_resv_waits_for(fence, own))
 				fences[n++] = fence;
+	if (n == 0)
+		goto out;
+	if (n == 1) {
+		merged = dma_fence_get(fences[0]);
+		goto out;
+	}
 	/* Takes its own references to the fences it keeps. */
 	merged = __dma_fence_unwrap_merge(n, fences, cursors);
 	if (!merged)
 		merged = ERR_PTR(-ENOMEM);
 out:
-	kfree(cursors);
-	kfree(fences);
+	if (fences != inline_fences)
+		kfree(fences);
+	if (cursors != inline_cursors)
+		kfree(cursors);
 	return merged;
 }
 

@@ -184,7 +184,7 @@ impl Engine {
             // Its context initialised, and rule 4 for a task's first job.
             // Behind a hung job (waiting for its clean-up and its fence),
             // nothing of the context starts: its fence cancels the rest.
-            if q.jobs.iter().any(|j| j.hung()) {
+            if q.head_jobs().any(|j| j.hung()) {
                 continue;
             }
             let initialised = q.initialised(now);

@@ -390,7 +390,7 @@ impl ContextQueue {
     fn area_idle(&self) -> bool {
         !self.cancelling
             && matches!(self.phase1, PhaseOne::Done(_))
-            && !self.jobs.iter().any(|j| j.stage.busy())
+            && !self.staged_jobs().any(|j| j.stage.busy())
             && self.off_device()
     }
 
@@ -407,7 +407,7 @@ impl ContextQueue {
 fn device_busy(st: &EngineState) -> bool {
     st.queues.iter().any(|q| {
         q.phase1 == PhaseOne::Allocating
-            || q.jobs.iter().any(|j| match j.stage {
+            || q.staged_jobs().any(|j| match j.stage {
                 Stage::Queued => false,
                 Stage::Uploading(_) => q.slot.is_some(),
                 _ => true,
@@ -510,9 +510,10 @@ fn phase_one_due(
     // area back, rather than pass the threshold.
     let ending = p.mode == Mode::Pipelined
         && held >= p.phase1_threshold
-        && st.queues.iter().any(|q| {
-            q.slot.is_none() && q.phase1 != PhaseOne::Idle && q.jobs.iter().all(|j| j.is_finished())
-        });
+        && st
+            .queues
+            .iter()
+            .any(|q| q.slot.is_none() && q.phase1 != PhaseOne::Idle && q.active().is_none());
     st.queues
         .iter()
         .enumerate()
