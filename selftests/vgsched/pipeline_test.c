@@ -6,15 +6,16 @@
  * job, phase 2 the job's device memory and uploads, then its waves, then
  * its clean-up.
  *  - pipelined, one slot: the next context's phase 1 overlaps the current
- *    task's execution (rule 1); the next task's first phase 2 starts at the
- *    progress point and still overlaps the current execution (rule 3); a
- *    context's next job is prepared while one runs and the finished one is
- *    cleaned up alongside (rule 5);
- *  - phase 1 stops at the first threshold and resumes after clean-up
- *    (rule 2); a marked sub-task holds the next phase 2 back (rule 3);
+ *    task's execution (early phase 1); the next task's first phase 2
+ *    starts at the progress point and still overlaps the current execution;
+ *    a context's next job is prepared while one runs and the finished one
+ *    is cleaned up alongside (prepare-ahead);
+ *  - phase 1 stops at the first threshold and resumes after clean-up (the
+ *    phase-1 threshold); a marked sub-task holds the next phase 2 back (the
+ *    progress point);
  *  - two slots: the next task's first job starts at once when both jobs'
  *    memory fits under the second threshold, else waits for the current
- *    one (rule 4, both branches);
+ *    one (the execution gate, both branches);
  *  - sequential: nothing overlaps;
  *  - the run-time parameters refuse values out of range with EINVAL.
  */
@@ -179,11 +180,11 @@ FIXTURE_TEARDOWN(pipe)
 
 /*
  * A runs three jobs of 40 ms; B submits one once A's first has started.
- * Pipelined: B's phase 1 runs while A executes (rule 1), its first phase 2
- * starts once fewer than 2 of A's jobs are unrun and before A's last ends
- * (rule 3), A's next job is prepared while one runs and the finished one
- * cleaned up alongside (rule 5). Sequential: each stage starts after the
- * one before it ended.
+ * Pipelined: B's phase 1 runs while A executes (early phase 1), its first
+ * phase 2 starts once fewer than 2 of A's jobs are unrun and before A's
+ * last ends (the progress point), A's next job is prepared while one runs
+ * and the finished one cleaned up alongside (prepare-ahead). Sequential:
+ * each stage starts after the one before it ended.
  */
 TEST_F(pipe, the_next_task_is_prepared_while_the_current_one_runs)
 {
@@ -225,13 +226,16 @@ TEST_F(pipe, the_next_task_is_prepared_while_the_current_one_runs)
 		}
 		EXPECT_GE(b_p1, a_end) TH_LOG("B's phase 1 overlapped A");
 	} else {
-		/* Rule 1. */
+		/* Early phase 1. */
 		EXPECT_LT(b_p1, a_last) TH_LOG("B's phase 1 did not overlap A's execution");
-		/* Rule 3: after A's second job started (one left unrun), before A's end. */
+		/*
+		 * The progress point: after A's second job started (one left
+		 * unrun), before A's end.
+		 */
 		EXPECT_GE(b_p2, at(&a, 1, "first_wave"));
 		EXPECT_LT(b_p2, a_last) TH_LOG("B's phase 2 did not overlap A's execution");
 		/*
-		 * Rule 5: the next job is prepared while one runs, and runs
+		 * Prepare-ahead: the next job is prepared while one runs, and runs
 		 * while the one before it is cleaned up.
 		 */
 		for (int i = 1; i < 3; i++) {

@@ -10,9 +10,9 @@
  *  - bounded history (weight_history=0, the default): a client that
  *    creates a fresh context every slice does not keep an older context of
  *    another client off the device, and a context that slept for long does
- *    not lock a busy one out when it wakes; under the document's unbounded
- *    rule a context that never ran always wins and idle time counts, so
- *    both cases starve the other context (0 us measured).
+ *    not lock a busy one out when it wakes; under the unbounded history
+ *    (weight_history=1) a context that never ran always wins and idle time
+ *    counts, so both cases starve the other context (0 us measured).
  *
  * The module is reloaded for each test and the default one loaded after.
  */
@@ -297,7 +297,7 @@ TEST_F(one_slot, fresh_context_every_slice_does_not_starve_an_older_one)
 /*
  * A context that ran 10 ms and then slept for 1.5 s wakes with work while
  * another has run all along: the busy one must get GPU time again within a
- * few slices. Under the document's rule the sleeper's weight (lifetime ÷
+ * few slices. Under the unbounded history the sleeper's weight (lifetime ÷
  * runtime, about 150 against about 1) would lock it out for about 1.5 s.
  */
 TEST_F(one_slot, a_long_idle_context_shares_on_waking)

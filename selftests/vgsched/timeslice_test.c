@@ -216,7 +216,7 @@ FIXTURE_SETUP(formula)
 {
 	char params[128];
 
-	/* The document's weights: idle time counts (weight_history=1). */
+	/* The unbounded history: idle time counts (weight_history=1). */
 	snprintf(params, sizeof(params),
 		 "hw_slots=2 time_slice_us=%d preemption_us=200 slice_formula=%d weight_history=1",
 		 FORMULA_T0_US, variant->slice_formula);

@@ -390,7 +390,7 @@ static void slots(int fd, const struct drm_vgsched_gpu_info *info)
 }
 
 /*
- * The document's own stage 2: the module reloaded with slot_mode=1 and two
+ * Residents in turn: the module reloaded with slot_mode=1 and two
  * slots; three contexts take turns, and the placement log shows the
  * rounds, the loads and each turn with the work-groups it placed.
  */

@@ -13,15 +13,14 @@
 //! bits beyond the end of the slice count as in use. Starts and lengths are
 //! in bits (blocks).
 //!
-//! The exact finders apply the shift-and-AND of the design document to a whole
+//! The exact finders apply the shift-and-AND of the hardware finder to a whole
 //! word at once: with `f` the free bits of a word, `f & (f >> 1)` marks the
-//! starts of free pairs, `& (.. >> 2)` of runs of four, and so on, so a run
-//! of `k` costs O(log k) word operations per word. Runs crossing word
-//! boundaries are carried from word to word as a count of trailing free
-//! bits. The grouped and sampled variants trade misses for the
-//! cheaper hardware the document describes and are kept so that their miss
-//! rates can be measured against the exact finder; [`PackedFinder`] is the
-//! time-multiplexed (packed) finder.
+//! starts of free pairs, `& (.. >> 2)` of runs of four, and so on, so a run of
+//! `k` costs O(log k) word operations per word. Runs crossing word boundaries
+//! are carried from word to word as a count of trailing free bits. The grouped
+//! and sampled variants trade misses for cheaper hardware and are kept so that
+//! their miss rates can be measured against the exact finder; [`PackedFinder`]
+//! is the time-multiplexed (packed) finder.
 
 /// Number of `u64` words a bitmap of `nbits` bits needs.
 pub const fn map_words(nbits: usize) -> usize {
@@ -321,9 +320,10 @@ pub fn clear_range(map: &mut [u64], start: usize, len: usize) {
     fill_range(map, start, len, 0);
 }
 
-/// Which finder answers a query: the exact one or one of the document's
-/// approximations. Approximate finders may miss a run that exists but never
-/// report one that does not: every range they return is really free.
+/// Which finder answers a query: the exact one or one of the approximate
+/// hardware variants (grouped, sampled). Approximate finders may miss a run
+/// that exists but never report one that does not: every range they return is
+/// really free.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FinderKind {
     /// Exact answers.
@@ -342,8 +342,8 @@ pub enum FinderKind {
     /// Sampled variant: only windows whose length is a power of two
     /// are tried, i.e. exactly the terms the doubling trick produces, so
     /// the largest run is reported rounded down to a power of two and a
-    /// request for `len` bits looks for `len.next_power_of_two()`. The
-    /// document's optional exclusion of low-probability lengths (e.g.
+    /// request for `len` bits looks for `len.next_power_of_two()`. The sampled
+    /// hardware finder's optional exclusion of low-probability lengths (e.g.
     /// primes) is not applied: of the powers of two only 2 is prime.
     Sampled,
     /// Exact answers, with the small maps of one unit (its vector and
@@ -407,8 +407,8 @@ pub fn finds(kind: FinderKind, map: &[u64], nbits: usize, len: usize) -> Option<
 /// true largest run. Grouped: the longest run of whole free groups. Sampled:
 /// the largest power of two not above the true largest run, at the lowest
 /// start where that many bits are free (in software this costs an exact
-/// pass plus a search; the variant exists to reproduce the document's
-/// answers, not to save time here).
+/// pass plus a search; the variant exists to reproduce the sampled
+/// hardware finder's answers, not to save time here).
 pub fn finds_largest(kind: FinderKind, map: &[u64], nbits: usize) -> Option<(usize, usize)> {
     match kind {
         FinderKind::Exact | FinderKind::Packed | FinderKind::Grouped { .. } => {
@@ -441,13 +441,13 @@ fn span(lo: usize, n: usize) -> u128 {
 /// Time-multiplexed finder: the free bits of several small bitmaps
 /// packed side by side into one 128-bit word and searched together.
 ///
-/// The doubling shifts run once over the whole word for every field. They
-/// let bits of one field slide into the next; rather than masking every
-/// shift (the document's per-group masks), the final window bits are ANDed
-/// with each field's valid starts, which removes every window crossing a
-/// field edge and gives the same answers. Exact for every field: packing
-/// loses nothing, it only shares the work. A field holds at most 128 bits
-/// (a 128-bit resource takes a whole period, as in the document).
+/// The doubling shifts run once over the whole word for every field. They let
+/// bits of one field slide into the next; rather than masking every shift (the
+/// hardware finder's per-group masks), the final window bits are ANDed with
+/// each field's valid starts, which removes every window crossing a field edge
+/// and gives the same answers. Exact for every field: packing loses nothing, it
+/// only shares the work. A field holds at most 128 bits (a 128-bit resource
+/// takes a whole period).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PackedFinder {
     free: u128,
@@ -899,7 +899,7 @@ mod tests {
             assert_eq!(first_free_run(&m, 10, 2), Some(0));
             assert_eq!(first_free_run(&m, 10, 5), None);
         }
-        // The document's group of 4 and an odd group size.
+        // The grouped finder's usual group of 4 and an odd group size.
         let mut m = [!0u64; 2];
         clear_range(&mut m, 2, 8); // 2..10 free: only group 4..8 is whole
         assert_eq!(finds(FinderKind::Grouped { group: 4 }, &m, 128, 4), Some(4));

@@ -51,10 +51,10 @@ pub struct DispatchParams {
 }
 
 impl DispatchParams {
-    /// The document's threshold of 256 failed rounds and window of 1024
-    /// cycles, a 15 000-cycle rotation period (15 ms at the default 1 MHz
-    /// clock: windows of 8, 4, 2 and 1 ms), module choice by recent power and the
-    /// exact finder.
+    /// The split threshold of 256 failed rounds and the recent-power window of
+    /// 1024 cycles, a 15 000-cycle rotation period (15 ms at the default 1 MHz
+    /// clock: windows of 8, 4, 2 and 1 ms), module choice by recent power and
+    /// the exact finder.
     pub const DEFAULT: Self = Self {
         rotation_period_cycles: 15_000,
         split_after_rounds: 256,

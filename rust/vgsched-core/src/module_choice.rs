@@ -313,7 +313,7 @@ pub fn free_score(rem: &FreeResources, cap: &FreeResources, w: &FreeWeights) -> 
 pub enum ModuleChoice {
     /// The most free resources.
     FreeResources,
-    /// The least recent power: the design document's preferred choice.
+    /// The least recent power: the preferred choice, and the default.
     #[default]
     RecentPower,
     /// Both, weighted: the smallest `power_weight × power − free_weight ×

@@ -12,24 +12,26 @@
 //! release).
 //!
 //! In `Pipelined` mode:
-//! 1. phase 1 of the next task runs while the current task prepares or
-//!    executes;
-//! 2. no phase 1 of a context not loaded yet starts while the state areas
-//!    of the contexts in phase 1 (initialised and not yet cleaned up) hold
-//!    `phase1_threshold` bytes or more; clean-up brings them back under it
-//!    (a loaded context is the current task: its phase 1 always starts, or
-//!    its slot would stay idle for good);
-//! 3. the next task's first sub-task starts phase 2 once the current task
-//!    has fewer than `progress_point` sub-tasks left unrun and none of its
-//!    remaining sub-tasks needs more than `subtask_threshold` bytes (those
-//!    are marked, and waited for);
-//! 4. that sub-task, prepared, starts executing at once if the current
-//!    task's execution is over, else only if the memory of the current
-//!    running sub-task and its own together stay within
+//! 1. *early phase 1*: phase 1 of the next task runs while the current task
+//!    prepares or executes;
+//! 2. *the phase-1 threshold*: no phase 1 of a context not loaded yet
+//!    starts while the state areas of the contexts in phase 1 (initialised
+//!    and not yet cleaned up) hold `phase1_threshold` bytes or more;
+//!    clean-up brings them back under it (a loaded context is the current
+//!    task: its phase 1 always starts, or its slot would stay idle for
+//!    good);
+//! 3. *the progress point*: the next task's first sub-task starts phase 2
+//!    once the current task has fewer than `progress_point` sub-tasks left
+//!    unrun and none of its remaining sub-tasks needs more than
+//!    `subtask_threshold` bytes (those are marked, and waited for);
+//! 4. *the execution gate*: that sub-task, prepared, starts executing at
+//!    once if the current task's execution is over, else only if the memory
+//!    of the current running sub-task and its own together stay within
 //!    `subtask_threshold`; otherwise it waits for the current task;
-//! 5. inside a task, the next sub-task's phase 2 runs while one executes,
-//!    and finished ones are cleaned up alongside;
-//! 6. after its last sub-task, the task is cleaned up.
+//! 5. *prepare-ahead*: inside a task, the next sub-task's phase 2 runs
+//!    while one executes, and finished ones are cleaned up alongside;
+//! 6. *state-area release*: after its last sub-task, the task is cleaned up
+//!    and its state area given back.
 //!
 //! In `Sequential` mode nothing overlaps: one context's phase 1 once it
 //! is loaded, then each sub-task's phase 2, execution and clean-up, one
@@ -46,7 +48,8 @@ use super::{
 /// How preparation and execution overlap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
-    /// Rules 1 to 6.
+    /// Early phase 1, the phase-1 threshold, the progress point, the
+    /// execution gate, prepare-ahead and state-area release.
     Pipelined,
     /// Prepare, execute, clean up, one at a time.
     Sequential,
@@ -61,7 +64,7 @@ pub struct PipelineParams {
     /// which no new phase 1 starts.
     pub phase1_threshold: u64,
     /// The second threshold: bytes of a sub-task above which it is marked
-    /// at the progress point, and the limit of rule 4.
+    /// at the progress point, and the limit of the execution gate.
     pub subtask_threshold: u64,
     /// The progress point: fewer than this many sub-tasks left unrun.
     pub progress_point: u32,
@@ -143,10 +146,11 @@ pub struct SubTask {
     pub started: bool,
 }
 
-/// Rule 2 (pipelined): phase 1 of a context not loaded yet may start while
-/// the contexts in phase 1 hold less than the first threshold; a loaded
-/// one's always. Sequential: only for a loaded context, when no other
-/// context is in phase 1 and no sub-task holds device memory.
+/// Early phase 1 and the phase-1 threshold (pipelined): phase 1 of a context
+/// not loaded yet may start while the contexts in phase 1 hold less than the
+/// first threshold; a loaded one's always. Sequential: only for a loaded
+/// context, when no other context is in phase 1 and no sub-task holds device
+/// memory.
 pub fn may_start_phase1(
     p: &PipelineParams,
     held_in_phase1: u64,
@@ -159,11 +163,11 @@ pub fn may_start_phase1(
     }
 }
 
-/// Rule 3: whether the next task's first sub-task may start phase 2,
-/// given the unfinished sub-tasks of one current task (oldest first).
-/// The progress point is reached when fewer than `progress_point` of them
-/// are unrun; then it waits while any of them is marked (needs more than
-/// the second threshold).
+/// The progress point: whether the next task's first sub-task may start phase
+/// 2, given the unfinished sub-tasks of one current task (oldest first). The
+/// progress point is reached when fewer than `progress_point` of them are
+/// unrun; then it waits while any of them is marked (needs more than the second
+/// threshold).
 pub fn next_phase2_allowed(
     p: &PipelineParams,
     current: impl Iterator<Item = SubTask> + Clone,
@@ -173,17 +177,17 @@ pub fn next_phase2_allowed(
     reached && !current.into_iter().any(|s| s.bytes > p.subtask_threshold)
 }
 
-/// Rule 4: whether the next task's first sub-task, prepared, may start
-/// executing: at once if the current task's execution is over (nothing of
-/// it runs: `running` is 0), else only if the current running sub-tasks'
-/// memory and its own stay within the second threshold.
+/// The execution gate: whether the next task's first sub-task, prepared, may
+/// start executing: at once if the current task's execution is over (nothing of
+/// it runs: `running` is 0), else only if the current running sub-tasks' memory
+/// and its own stay within the second threshold.
 pub fn next_may_execute(p: &PipelineParams, running: u64, next: u64) -> bool {
     running == 0 || running.saturating_add(next) <= p.subtask_threshold
 }
 
-/// Rule 5 (pipelined): how many sub-tasks of one task may hold device
-/// memory at once (the one that runs and the next); sequential: one over
-/// the whole device.
+/// Prepare-ahead (pipelined): how many sub-tasks of one task may hold device
+/// memory at once (the one that runs and the next); sequential: one over the
+/// whole device.
 pub const fn prepare_ahead(mode: Mode) -> usize {
     match mode {
         Mode::Pipelined => 2,
@@ -214,29 +218,29 @@ pub fn rule_cases() -> Result<(), &'static str> {
     let marked_unrun = [sub(MIB, true), sub(11 * MIB, false)];
     let at = [sub(10 * MIB, true)];
     let cases: [(&'static str, bool); 22] = [
-        // Rules 1 and 2.
+        // Early phase 1 and the phase-1 threshold.
         (
-            "rule 1: ahead of its load, the device busy",
+            "early phase 1: ahead of its load, the device busy",
             may_start_phase1(p, 0, false, true),
         ),
         (
-            "rule 2: just under the threshold",
+            "phase-1 threshold: just under it",
             may_start_phase1(p, 4 * MIB - 1, false, true),
         ),
         (
-            "rule 2: at the threshold it stops",
+            "phase-1 threshold: at it, phase 1 stops",
             !may_start_phase1(p, 4 * MIB, false, false),
         ),
         (
-            "rule 2: above it too",
+            "phase-1 threshold: above it too",
             !may_start_phase1(p, 5 * MIB, false, true),
         ),
         (
-            "rule 2: under it again, it resumes",
+            "phase-1 threshold: under it again, it resumes",
             may_start_phase1(p, 3 * MIB, false, true),
         ),
         (
-            "rule 2: a loaded context always",
+            "phase-1 threshold: a loaded context always",
             may_start_phase1(p, 5 * MIB, true, false),
         ),
         (
@@ -255,49 +259,55 @@ pub fn rule_cases() -> Result<(), &'static str> {
             "sequential: no threshold",
             may_start_phase1(s, 100 * MIB, true, false),
         ),
-        // Rule 3.
+        // The progress point.
         (
-            "rule 3: before the progress point",
+            "progress point: not reached yet",
             !next_phase2_allowed(p, three.iter().copied()),
         ),
         (
-            "rule 3: at the progress point",
+            "progress point: reached",
             next_phase2_allowed(p, two.iter().copied()),
         ),
         (
-            "rule 3: a marked running one",
+            "progress point: a marked running one",
             !next_phase2_allowed(p, marked.iter().copied()),
         ),
         (
-            "rule 3: a marked unrun one",
+            "progress point: a marked unrun one",
             !next_phase2_allowed(p, marked_unrun.iter().copied()),
         ),
         (
-            "rule 3: at the threshold, not marked",
+            "progress point: at the threshold, not marked",
             next_phase2_allowed(p, at.iter().copied()),
         ),
         (
-            "rule 3: nothing left",
+            "progress point: nothing left",
             next_phase2_allowed(p, core::iter::empty()),
         ),
-        // Rule 4.
+        // The execution gate.
         (
-            "rule 4: execution over, any size",
+            "execution gate: execution over, any size",
             next_may_execute(p, 0, 100 * MIB),
         ),
-        ("rule 4: both fit", next_may_execute(p, 4 * MIB, 6 * MIB)),
         (
-            "rule 4: both do not fit",
+            "execution gate: both fit",
+            next_may_execute(p, 4 * MIB, 6 * MIB),
+        ),
+        (
+            "execution gate: both do not fit",
             !next_may_execute(p, 4 * MIB, 6 * MIB + 1),
         ),
-        ("rule 4: no overflow", !next_may_execute(p, u64::MAX, 1)),
-        // Rule 5.
         (
-            "rule 5: one ahead, pipelined",
+            "execution gate: no overflow",
+            !next_may_execute(p, u64::MAX, 1),
+        ),
+        // Prepare-ahead.
+        (
+            "prepare-ahead: one ahead, pipelined",
             prepare_ahead(Mode::Pipelined) == 2,
         ),
         (
-            "rule 5: one at a time, sequential",
+            "prepare-ahead: one at a time, sequential",
             prepare_ahead(Mode::Sequential) == 1,
         ),
     ];

@@ -15,7 +15,7 @@
 
 use core::cmp::Ordering;
 
-/// Lowest priority: priorities are 4 bits, 0 being the highest (the design document's 16 levels).
+/// Lowest priority: priorities are 4 bits (16 levels), 0 being the highest.
 pub const LOWEST_PRIORITY: u8 = 15;
 
 /// A context as stage 1 sees it.
@@ -299,7 +299,8 @@ mod tests {
 
     #[test]
     fn eleven_contexts_level_three_wins() {
-        // The design document's example: 5 at priority 3, 6 at priority 5, L large.
+        // Slot selection's worked example: 5 at priority 3, 6 at priority 5,
+        // L large.
         let mut c = [cand(0, 0, 0, 0); 11];
         for (i, x) in c.iter_mut().enumerate() {
             let level = if i % 2 == 0 && i < 10 { 3 } else { 5 };
@@ -314,7 +315,8 @@ mod tests {
 
     #[test]
     fn seven_contexts_level_two_wins() {
-        // The design document's example: 2 at level 2, 4 at level 4, 1 at level 10.
+        // Slot selection's worked example: 2 at level 2, 4 at level 4, 1 at
+        // level 10.
         let levels = [4, 10, 2, 4, 4, 2, 4];
         let mut c = [cand(0, 0, 0, 0); 7];
         for (i, x) in c.iter_mut().enumerate() {
@@ -431,10 +433,10 @@ mod tests {
         assert_eq!(select(&c, 100, 2, &mut out), 2);
     }
 
-    /// The design document's rule: when a level has more contexts than slots, its other
-    /// contexts compete next, before any lower level, even one whose
-    /// contexts never ran (infinite weights, larger than every other); only
-    /// once the level has no runnable context does the next one compete.
+    /// Level draining: when a level has more contexts than slots, its other
+    /// contexts compete next, before any lower level, even one whose contexts
+    /// never ran (infinite weights, larger than every other); only once the
+    /// level has no runnable context does the next one compete.
     /// (Turns themselves are taken by `slots::reschedule`, whose test
     /// `drains_a_level_then_moves_to_the_next` runs them.)
     #[test]

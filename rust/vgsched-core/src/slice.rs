@@ -2,14 +2,13 @@
 
 //! Time slices: how long each loaded context runs per turn.
 //!
-//! The document's formula `tc = t0 × wz ÷ wc` gives a larger weight a
-//! shorter slice, against its stated intent, so both readings exist and are
-//! chosen at run time ([`SliceFormula`]). Weights enter as
-//! [`Weight::milli`] fixed point (weight × 1000): the kernel has no floating
-//! point, and a sum of fractions has no exact common denominator in 128
-//! bits. Intermediates are `u128` products; divisions go through
-//! [`div_sat`], so nothing divides by zero or calls a `u128` division
-//! intrinsic.
+//! The literal formula `tc = t0 × wz ÷ wc` gives a larger weight a shorter
+//! slice, against the intent that a larger weight gets more time, so both
+//! readings exist and are chosen at run time ([`SliceFormula`]). Weights enter
+//! as [`Weight::milli`] fixed point (weight × 1000): the kernel has no floating
+//! point, and a sum of fractions has no exact common denominator in 128 bits.
+//! Intermediates are `u128` products; divisions go through [`div_sat`], so
+//! nothing divides by zero or calls a `u128` division intrinsic.
 //!
 //! Infinite weights (contexts that never ran) are handled by [`slices`]:
 //! each stands in as twice the largest finite weight in the loaded set.
@@ -30,10 +29,10 @@ use super::pool::{
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum SliceFormula {
     /// `tc = t0 × n × wc ÷ wz`: shares follow weights and a round of `n`
-    /// contexts lasts `n × t0`, the document's stated intent. The default.
+    /// contexts lasts `n × t0`, the intent of the weights. The default.
     #[default]
     Proportional,
-    /// `tc = t0 × wz ÷ wc`: the document's formula exactly as written.
+    /// `tc = t0 × wz ÷ wc`: the slice formula exactly as first written.
     Literal,
 }
 

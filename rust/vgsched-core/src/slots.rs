@@ -7,14 +7,14 @@
 //! modes decide how the residents (the contexts in the slots) share the
 //! device ([`SlotMode`]):
 //!
-//! - **in turn**, the design document's own: stage 1 ([`super::pool::select`])
-//!   loads up to `L` contexts of the highest runnable level, best weight
-//!   first; the loaded contexts then get the device one after another, in
-//!   the order they were loaded, each for its time slice; their state stays
-//!   in the slots between turns, so a switch between them is cheap. Once
-//!   every loaded context has had its turn (a round), stage 1 selects again,
-//!   residents included; a context of a higher level becoming runnable
-//!   ends the round at once.
+//! - **in turn**, slot selection then time slices in load order: stage 1
+//!   ([`super::pool::select`]) loads up to `L` contexts of the highest runnable
+//!   level, best weight first; the loaded contexts then get the device one
+//!   after another, in the order they were loaded, each for its time slice;
+//!   their state stays in the slots between turns, so a switch between them is
+//!   cheap. Once every loaded context has had its turn (a round), stage 1
+//!   selects again, residents included; a context of a higher level becoming
+//!   runnable ends the round at once.
 //! - **side by side**: every resident is a dispatch channel at the same
 //!   time, and each slot is re-decided when its own slice ends (slices of
 //!   different lengths would otherwise leave slots idle until the longest
@@ -27,7 +27,7 @@
 //! level (strict priority).
 //!
 //! What a context's weight (lifetime ÷ runtime) may count is the
-//! [`HistoryRule`]: the document's rule counts all time since creation and
+//! [`HistoryRule`]: the unbounded rule counts all time since creation and
 //! gives a context that never ran an infinite weight; the bounded rule
 //! counts lifetime only while the context is runnable and lets a new or
 //! woken context enter no higher than the residents of its level, so
@@ -79,8 +79,8 @@ impl SlotMode {
 /// What a context's weight counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum HistoryRule {
-    /// The document's rule: lifetime is all time since creation, and a
-    /// context that never ran has an infinite weight.
+    /// The unbounded rule: lifetime is all time since creation, and a context
+    /// that never ran has an infinite weight.
     #[default]
     Unbounded,
     /// Lifetime counts only while the context is runnable, and a context
@@ -128,8 +128,8 @@ impl SlotPolicy {
     /// The policy for `slots` slots and base slice `t0_ns` with the
     /// project's clamps: no slice below `t0 / 4` (switching overhead) nor
     /// above `8 × t0` (how long the other contexts can be kept waiting).
-    /// Side by side, with the document's unbounded history; see
-    /// [`SlotPolicy::with_mode`] and [`SlotPolicy::with_history`].
+    /// Side by side, with the unbounded history; see [`SlotPolicy::with_mode`]
+    /// and [`SlotPolicy::with_history`].
     pub fn new(slots: usize, formula: SliceFormula, t0_ns: u64) -> Self {
         let slice = SliceParams {
             t0_ns,
@@ -869,8 +869,9 @@ mod tests {
         assert_eq!(residents(&e), 0b011);
     }
 
-    /// The design document's draining rule through the decision itself: seven contexts of level 1,
-    /// each with one slice of work, and three of level 2, on four slots.
+    /// Level draining through the decision itself: seven contexts of
+    /// level 1, each with one slice of work, and three of level 2, on four
+    /// slots.
     /// Level 1 takes its turns first (four, then the other three with the
     /// fourth slot left free), and level 2 runs only once level 1 is done.
     #[test]
@@ -1039,7 +1040,7 @@ mod tests {
         assert!(turns.iter().all(|&t| t >= 80), "turns {turns:?}");
     }
 
-    // ---- in turn: the document's stage 2 ----
+    // ---- in turn: residents in load order, a time slice each ----
 
     /// A scheduler in turn (or side by side) with history rule `h`.
     fn sched_with(slots: usize, formula: SliceFormula, mode: SlotMode, h: HistoryRule) -> Sched {
@@ -1165,7 +1166,7 @@ mod tests {
         }
         assert!(ever.iter().all(|&r| r), "everyone runs: {ever:?}");
         assert!(rounds >= 10, "{rounds} rounds");
-        // Shares stay close: the document's weights balance GPU time.
+        // Shares stay close: unbounded weights balance GPU time.
         let times: [u64; 5] = core::array::from_fn(|i| e[i].cand.runtime_ns);
         let (lo, hi) = (times.iter().min().unwrap(), times.iter().max().unwrap());
         assert!(hi - lo <= 3 * 10 * MS, "{times:?}");
@@ -1246,7 +1247,7 @@ mod tests {
     #[test]
     fn bounded_history_a_fresh_context_every_slice_does_not_starve_an_old_one() {
         for mode in [SlotMode::SideBySide, SlotMode::InTurn] {
-            // The document's rule: a context that never ran always wins.
+            // The unbounded rule: a context that never ran always wins.
             assert_eq!(
                 fresh_context_every_slice(mode, HistoryRule::Unbounded, 60),
                 None,
@@ -1303,7 +1304,7 @@ mod tests {
     #[test]
     fn bounded_history_a_long_idle_context_shares_on_waking() {
         for mode in [SlotMode::SideBySide, SlotMode::InTurn] {
-            // The document's rule: an hour of lifetime locks B out.
+            // The unbounded rule: an hour of lifetime locks B out.
             assert!(
                 woken_after_an_hour(mode, HistoryRule::Unbounded, 200) >= 100,
                 "{mode:?}"

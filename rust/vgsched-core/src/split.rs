@@ -53,14 +53,14 @@ pub fn split_counts(waves: u32, units: u32) -> [u8; MAX_UNITS] {
     out
 }
 
-/// A module's rotation pointer, in the document's *tail* form: the unit
-/// that took the last remainder wave of the previous work-group (`t1'`).
+/// A module's rotation pointer, in its *tail* form: the unit that took the last
+/// remainder wave of the previous work-group (`t1'`).
 ///
 /// The next work-group's combination starts on the unit after it, the
 /// shift `su = (t1' + 1) mod Q`; dispatching `wx` waves moves the tail to
 /// `(t1' + wx) mod Q`, the last unit of this work-group's remainder run
 /// (unchanged when `wx mod Q = 0`: no unit got a remainder wave). The
-/// document's equivalent *head* form keeps `su` itself and moves it to
+/// equivalent *head* form keeps `su` itself and moves it to
 /// `(t1' + 1 + wx) mod Q`; [`RotatingPointer::head`] gives that value.
 ///
 /// # Balance
@@ -108,7 +108,7 @@ impl RotatingPointer {
             .unwrap_or(0)
     }
 
-    /// The pointer in the document's head form, which is the shift itself.
+    /// The pointer in its head form, which is the shift itself.
     pub fn head(&self, units: u32) -> u32 {
         self.shift(units)
     }
@@ -168,7 +168,7 @@ mod tests {
     use super::super::rng::Rng;
     use super::*;
 
-    /// The document's head-pointer form: from tail `t1'`, the next shift
+    /// The head-pointer form: from tail `t1'`, the next shift
     /// is `(t1' + 1 + wx) mod Q` directly.
     fn head_form_next_shift(tail: u32, waves: u32, q: u32) -> u32 {
         (tail + 1 + waves) % q

@@ -7,21 +7,23 @@
 //! Each tile has a type, and each type a *first power value* (what a tile
 //! of it draws while it runs a job). For a job needing `k` tiles:
 //!
-//! 1. nodes with fewer than `k` idle tiles are dropped (a fully busy node
-//!    has none);
-//! 2. the others are grouped by their idle-tile count, groups in ascending
-//!    order (nearly full nodes fill first);
-//! 3. inside a group, nodes go by *second power value*, the sum of the
-//!    first power values of their idle tiles, ascending;
-//! 4. a node whose tiles are all idle adds its standby power to that sum
-//!    (its *third power value*) and is ordered by it;
-//! 5. the job takes the first node in this order: its `k` idle tiles of
-//!    the lowest first power (then the lowest index).
+//! 1. *the fit filter*: nodes with fewer than `k` idle tiles are dropped (a
+//!    fully busy node has none);
+//! 2. *fullest-first grouping*: the others are grouped by their idle-tile
+//!    count, groups in ascending order (nearly full nodes fill first);
+//! 3. *idle-power order*: inside a group, nodes go by *second power value*,
+//!    the sum of the first power values of their idle tiles, ascending;
+//! 4. *the standby charge*: a node whose tiles are all idle adds its
+//!    standby power to that sum (its *third power value*) and is ordered by
+//!    it;
+//! 5. *node choice*: the job takes the first node in this order (2 to 4 make up
+//!    the *node order*): its `k` idle tiles of the lowest first power (then
+//!    the lowest index).
 //!
 //! `Spread` is the comparison policy: the node with the most idle tiles
 //! first, the way a least-loaded balancer spreads work.
 //!
-//! Rule 6, the low-power state, is [`TilePower`]: a tile idle for the idle
+//! The low-power state is [`TilePower`]: a tile idle for the idle
 //! delay goes to sleep, and waking it costs a latency; the energy account
 //! integrates each tile's power over modeled time.
 
@@ -252,7 +254,7 @@ pub struct NodeView {
 impl NodeView {
     /// The power it is ordered by inside its group: the second power value,
     /// plus the standby power when every tile is idle (the third power
-    /// value, rule 4).
+    /// value: the standby charge).
     pub fn order_power_mw(&self) -> u64 {
         match self.idle == self.tiles {
             true => self.idle_power_mw.saturating_add(self.standby_mw),
@@ -264,7 +266,8 @@ impl NodeView {
 /// How jobs are placed on nodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Policy {
-    /// Rules 1 to 5: nearly full nodes first, then the lowest power.
+    /// The fit filter, node order and node choice: nearly full nodes
+    /// first, then the lowest power.
     Power,
     /// The node with the most idle tiles first (least loaded).
     Spread,
@@ -292,7 +295,7 @@ impl Policy {
 }
 
 /// The key `policy` orders a node by (smaller first); `None` if the node
-/// cannot take a job of `k` tiles (rule 1).
+/// cannot take a job of `k` tiles (the fit filter).
 pub fn key(policy: Policy, node: &NodeView, k: u32) -> Option<(u32, u64)> {
     if k == 0 || node.idle < k {
         return None;
@@ -333,7 +336,7 @@ pub fn order(policy: Policy, nodes: &[NodeView], k: u32, out: &mut [usize]) -> u
     n
 }
 
-/// The node a job of `k` tiles takes (rule 5), if any can.
+/// The node a job of `k` tiles takes (node choice), if any can.
 pub fn choose(policy: Policy, nodes: &[NodeView], k: u32) -> Option<usize> {
     nodes
         .iter()
@@ -748,14 +751,14 @@ impl TileAccount {
         n
     }
 
-    /// Places a job of `k` tiles at `now_ns` by `policy` (rules 1 to 5):
-    /// takes the `k` idle tiles of the lowest first power (then index) of
-    /// the first node in order, waking those asleep. `None` if no node has
-    /// `k` idle tiles now: the job waits.
+    /// Places a job of `k` tiles at `now_ns` by `policy` (the fit filter, node
+    /// order and node choice): takes the `k` idle tiles of the lowest first
+    /// power (then index) of the first node in order, waking those asleep.
+    /// `None` if no node has `k` idle tiles now: the job waits.
     ///
-    /// Under [`Policy::Power`] the idle tiles of every other node, which
-    /// got no job, go to the low-power state at once (rule 6), without
-    /// waiting for the idle delay. Spreading leaves them to the delay.
+    /// Under [`Policy::Power`] the idle tiles of every other node, which got no
+    /// job, go to the low-power state at once, without waiting for the idle
+    /// delay. Spreading leaves them to the delay.
     pub fn place(&mut self, policy: Policy, k: u32, now_ns: u64) -> Option<TilePlacement> {
         self.place_within(policy, k, self.topo.all_tiles(), now_ns)
     }
@@ -931,10 +934,10 @@ impl TileAccount {
     }
 }
 
-/// The document's worked example of rule 4, the cases the host tests and
-/// KUnit run: four nodes of equal idle count with second power values 15,
-/// 20, 30 and 50; node 3 (index 2) wholly idle with a standby of 25 goes
-/// after node 4. (The document writes its third power value as 61, which
+/// The worked example of the standby charge, the cases the host tests and KUnit
+/// run: four nodes of equal idle count with second power values 15, 20, 30 and
+/// 50; node 3 (index 2) wholly idle with a standby of 25 goes after node 4.
+/// (The example as first published gives the third power value as 61, which
 /// does not follow from 30 + 25; the order 1, 2, 4, 3 does, and is what is
 /// checked.) `Err(name)` names the first case that fails.
 pub fn document_cases() -> Result<(), &'static str> {
@@ -964,7 +967,7 @@ pub fn document_cases() -> Result<(), &'static str> {
         ("every node can take 2 tiles", n == 4),
         ("order 1, 2, 4, 3", out == [0, 1, 3, 2]),
         (
-            "rule 5 takes node 1",
+            "node choice takes node 1",
             choose(Policy::Power, &nodes, 2) == Some(0),
         ),
         (
@@ -1249,7 +1252,8 @@ mod tests {
         const MS: u64 = 1_000_000;
         let mut a = account();
         // Node 1 is busy, then idle from 1 ms; a job placed on node 0 at
-        // 1.5 ms puts node 1's idle tiles to sleep at once (rule 6).
+        // 1.5 ms puts node 1's idle tiles to sleep at once (the low-power
+        // state).
         let p = a.place(Policy::Power, 1, 0).unwrap();
         assert_eq!(p.node, 0);
         let q = a.place(Policy::Power, 2, 0).unwrap();

@@ -10,9 +10,9 @@
 /// resource bitmaps stay within what the resource finder is tested for
 /// (4096 bits) and the device stays small enough to model in software.
 pub mod limits {
-    /// Execution modules (the design document's "AP") per device.
+    /// Execution modules ("AP") per device.
     pub const MODULES: (u32, u32) = (1, 64);
-    /// Execution units (the design document's "PEU") per module.
+    /// Execution units ("PEU") per module.
     pub const UNITS_PER_MODULE: (u32, u32) = (1, 16);
     /// Hardware context slots (`L` of slot selection).
     pub const HW_SLOTS: (u32, u32) = (1, 64);

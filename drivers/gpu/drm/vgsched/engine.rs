@@ -384,7 +384,8 @@ struct ContextQueue {
     state_area: Option<DeviceArea>,
     /// When its last phase 1 started and ended.
     phase1_times: (u64, u64),
-    /// It has placed work since it was loaded (rule 4 no longer applies).
+    /// It has placed work since it was loaded (the execution gate no
+    /// longer applies).
     task_started: bool,
     /// The stage times of its last signalled job.
     last_job: JobTimes,

@@ -425,9 +425,10 @@ mod finder_bench {
     }
 }
 
-/// Slot selection in the kernel: the design document's examples, with the
-/// weights' 128-bit products and the slice formulas built by the kernel's
-/// compiler (which refuses 128-bit division: `div_sat` must avoid it).
+/// Slot selection in the kernel: its worked examples (priority levels and
+/// weights), with the weights' 128-bit products and the slice formulas
+/// built by the kernel's compiler (which refuses 128-bit division:
+/// `div_sat` must avoid it).
 #[kernel::macros::kunit_tests(vgsched_slots)]
 mod slots {
     use crate::vgsched_core::{
@@ -487,8 +488,9 @@ mod slots {
         })
     }
 
-    /// The ordered decision gives the document's ranking and follows two
-    /// weights that cross, as the host tests check on long random traces.
+    /// The ordered decision gives the weight ranking of slot selection's
+    /// worked example (created 9:00, now 10:00) and follows two weights
+    /// that cross, as the host tests check on long random traces.
     #[test]
     fn kinetic_tournament_ranks_and_follows_crossing_weights() {
         use crate::vgsched_core::kinetic::{
@@ -740,8 +742,8 @@ mod pipeline {
     }
 }
 
-/// Power-aware placement over tiles: the document's worked example, as
-/// the host tests run it.
+/// Power-aware placement over tiles: the worked example of the standby
+/// charge, as the host tests run it.
 #[kernel::macros::kunit_tests(vgsched_tiles)]
 mod tiles {
     use crate::vgsched_core::tiles::document_cases;

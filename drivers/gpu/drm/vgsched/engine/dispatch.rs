@@ -181,7 +181,8 @@ impl Engine {
                 }
                 continue;
             }
-            // Its context initialised, and rule 4 for a task's first job.
+            // Its context initialised, and the execution gate for a task's
+            // first job.
             // Behind a hung job (waiting for its clean-up and its fence),
             // nothing of the context starts: its fence cancels the rest.
             if q.head_jobs().any(|j| j.hung()) {

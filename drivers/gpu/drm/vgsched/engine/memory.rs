@@ -394,7 +394,8 @@ impl ContextQueue {
             && self.off_device()
     }
 
-    /// Its task is over: initialised, no work and no slot (rule 6).
+    /// Its task is over (state-area release): initialised, no work and
+    /// no slot.
     fn task_over(&self) -> bool {
         matches!(self.phase1, PhaseOne::Done(_)) && self.jobs.is_empty() && self.slot.is_none()
     }
@@ -439,7 +440,7 @@ fn next_waiting(st: &EngineState, now: u64) -> Option<usize> {
 
 /// What every candidate for phase 2 shares: the settings, whether the
 /// device is busy (sequential), the next task and whether every current
-/// task has reached its progress point (rule 3).
+/// task has reached its progress point.
 struct Gate {
     p: PipelineParams,
     busy: bool,
@@ -486,10 +487,10 @@ impl Gate {
         let first = q.jobs.first().is_some_and(|f| f.id == job.id);
         let allowed = match self.p.mode {
             Mode::Sequential => q.slot.is_some() && first && !self.busy,
-            // The current task: the next sub-task (rule 5).
+            // The current task: the next sub-task (prepare-ahead).
             Mode::Pipelined if q.slot.is_some() => true,
             // The next task's first sub-task, at the progress point of
-            // every current task (rule 3).
+            // every current task.
             Mode::Pipelined => first && self.next == Some(index) && self.progress,
         };
         allowed.then_some(job)
@@ -616,8 +617,9 @@ impl Engine {
     /// level first, a current task's first, then oldest first.
     fn next_task(&self, st: &mut EngineState, now: u64) -> Option<MemoryTask> {
         let p = params::pipeline();
-        // Rule 6 first: a task that is over gives its state area back (a
-        // spinlock only), so the phase-1 threshold sees it gone.
+        // State-area release first: a task that is over gives its state
+        // area back (a spinlock only), so the phase-1 threshold sees it
+        // gone.
         let EngineState { queues, stages, .. } = &mut *st;
         let mut released = false;
         for q in queues.iter_mut().filter(|q| !q.cancelling && q.task_over()) {
