@@ -17,8 +17,9 @@
  *    delays it less.
  *
  *  - vgsched_memory_wq_alloc() gives the engine a second queue, for its
- *    memory work item (phase 1, phase 2, write-backs, reclaims) and its
- *    clean-up work item. A job's fence waits for its phase 2 and its
+ *    memory work item (phase 1, phase 2, write-backs, reclaims). (The
+ *    clean-up work item, which drops signalled jobs, runs on the system's
+ *    unbound queue: no fence waits for it.) A job's fence waits for its phase 2 and its
  *    write-back, so this queue has WQ_MEM_RECLAIM as well (a rescuer keeps
  *    it going when no worker can be created); unbound, since copies are
  *    long and need no particular CPU; WQ_HIGHPRI like the engine's queue,

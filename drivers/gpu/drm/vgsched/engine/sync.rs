@@ -36,7 +36,8 @@ extern "C" {
     fn vgsched_fence_end_signalling(cookie: bool);
 }
 
-/// An ordered work queue with `WQ_MEM_RECLAIM`, owned by the engine.
+/// A work queue with `WQ_MEM_RECLAIM`, owned by the engine: the engine's
+/// (ordered) or the memory work item's (unbound).
 ///
 /// # Invariants
 ///
@@ -57,7 +58,7 @@ impl OwnedQueue {
         Self::adopt(unsafe { vgsched_engine_wq_alloc() })
     }
 
-    /// Allocates the queue of the memory and clean-up work items.
+    /// Allocates the queue of the memory work item.
     pub(super) fn memory() -> Result<Self> {
         // SAFETY: No preconditions; the name is a string literal in C.
         Self::adopt(unsafe { vgsched_memory_wq_alloc() })
