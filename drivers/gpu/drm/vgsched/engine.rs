@@ -1437,13 +1437,12 @@ impl Engine {
         }
         // Taken from the end: room for each was checked above.
         while st.queues.len() > kept {
-            match st.queues.pop().map(|q| removed.push_within_capacity(q)) {
-                Some(Ok(())) => {}
-                Some(Err(PushError(q))) => {
-                    warn_on!(true);
-                    drop(q);
-                }
-                None => break,
+            let Some(q) = st.queues.pop() else {
+                break;
+            };
+            if let Err(PushError(q)) = removed.push_within_capacity(q) {
+                warn_on!(true);
+                drop(q);
             }
         }
         // A kept record moved down by the number removed before it.
