@@ -58,6 +58,7 @@ use kernel::{
     new_work,
     prelude::*,
     sync::{
+        atomic::Atomic,
         Arc,
         ArcBorrow,
         Mutex,
@@ -851,6 +852,9 @@ pub(crate) struct Engine {
     /// which allocates and takes reservation locks, runs on the system's
     /// unbound queue.
     memory_wq: OwnedQueue,
+    /// A phase 1 ran and the engine was not kicked after it: the memory
+    /// work item kicks it when its work runs out.
+    memory_kick_owed: Atomic<bool>,
     /// The longest hold of `state`.
     hold: HoldMeter,
     /// Time spent in [`Engine::submit`].
@@ -1021,6 +1025,7 @@ impl Engine {
                 power_weights: PowerWeights::DEFAULT,
                 wq: OwnedQueue::engine()?,
                 memory_wq: OwnedQueue::memory()?,
+                memory_kick_owed: Atomic::new(false),
                 hold: HoldMeter::new(),
                 submits: SubmitMeter::new(),
                 state <- new_mutex!(st),
@@ -1143,7 +1148,9 @@ impl Engine {
     /// `E2BIG` if the resource finder in use can never place a work-group
     /// of the job, `ENOENT` if the context is gone, `ECANCELED` if it is
     /// guilty, `EBUSY` if it has [`MAX_JOBS_IN_FLIGHT`] unfinished jobs,
-    /// `ENODEV` once shut down. Everything the job needs is allocated before
+    /// `EAGAIN` if its done list must be drained first (the caller runs
+    /// [`Engine::make_room`] with no reservation lock held and tries
+    /// again; never seen by user space), `ENODEV` once shut down. Everything the job needs is allocated before
     /// the engine lock is taken.
     pub(crate) fn submit(
         this: ArcBorrow<'_, Self>,
@@ -1230,13 +1237,16 @@ impl Engine {
                 if q.guilty {
                     return Err(ECANCELED);
                 }
-                // Unfinished jobs, or signalled ones the clean-up work item
-                // has not dropped yet ([`Engine::make_room`] makes that
-                // never happen).
-                if q.jobs.len() >= MAX_JOBS_IN_FLIGHT as usize
-                    || q.jobs.len() + q.done.len() >= DONE_CAPACITY
-                {
+                if q.jobs.len() >= MAX_JOBS_IN_FLIGHT as usize {
                     return Err(EBUSY);
+                }
+                // Signalled jobs the clean-up work item has not dropped
+                // yet fill the done list: only when another submission on
+                // the context is between its queueing and its
+                // [`Engine::make_room`], or the clean-up could not
+                // allocate. The caller drains it and tries again.
+                if q.jobs.len() + q.done.len() >= DONE_CAPACITY {
+                    return Err(EAGAIN);
                 }
                 let replaced = growth.take().map(|g| q.store.grow(g));
                 if q.store.room() >= live {
@@ -1269,12 +1279,14 @@ impl Engine {
 
     /// After a submission that found [`MAX_JOBS_IN_FLIGHT`] or more of
     /// its context's signalled jobs waiting for the clean-up work item
-    /// ([`Engine::submit`] says so), once the submission holds no
+    /// ([`Engine::submit`] says so), or that was refused with `EAGAIN`
+    /// because they fill the done list, once the submission holds no
     /// reservation lock (the clean-up takes them): runs the clean-up and
-    /// waits for it. So every submission finds room in `done` for the job
-    /// it queues: when it was checked, at most [`MAX_JOBS_IN_FLIGHT`] − 1
-    /// jobs waited there, and at most [`MAX_JOBS_IN_FLIGHT`] unfinished
-    /// ones can join them (`DONE_CAPACITY` is twice that).
+    /// waits for it. A job is queued only while a context's unfinished
+    /// and signalled jobs number less than `DONE_CAPACITY`, and finishing
+    /// only moves a job from one list to the other: signalling always
+    /// finds room in `done`. This drain keeps the next submission from
+    /// finding it full.
     pub(crate) fn make_room(this: ArcBorrow<'_, Self>) {
         Self::queue_cleanup(this);
         // SAFETY: `this.cleanup` is a live, initialised work item.
@@ -1336,23 +1348,35 @@ impl Engine {
         ctxs: impl Iterator<Item = &'a Arc<Context>> + Clone,
     ) -> u64 {
         let wanted = ctxs.clone().count();
-        // Where the removed records and their indices go, allocated
-        // before the lock; without them, the records leave one at a time.
-        let (Ok(removed), Ok(indices)) = (
-            KVec::with_capacity(wanted, GFP_KERNEL),
-            KVec::with_capacity(wanted, GFP_KERNEL),
+        if wanted == 0 {
+            return 0;
+        }
+        // The batch's addresses, sorted, and where the removed records and
+        // their indices go, allocated before the lock; without them, the
+        // records leave one at a time.
+        let (Ok(mut batch), Ok(removed), Ok(indices)) = (
+            KVVec::with_capacity(wanted, GFP_KERNEL),
+            KVVec::with_capacity(wanted, GFP_KERNEL),
+            KVVec::with_capacity(wanted, GFP_KERNEL),
         ) else {
             return ctxs.fold(0u64, |r, ctx| {
                 r.saturating_add(Self::cancel_unbatched(this, ctx))
             });
         };
-        let batch = |ctx: &Arc<Context>| ctxs.clone().any(|c| Arc::ptr_eq(c, ctx));
+        for ctx in ctxs {
+            // Room for all of them was allocated above.
+            let _unexpected = batch.push_within_capacity(Arc::as_ptr(ctx) as usize);
+        }
+        batch.sort_unstable();
+        // O(log n) per record or group looked at under the lock.
+        let of_batch =
+            |ctx: &Arc<Context>| batch.binary_search(&(Arc::as_ptr(ctx) as usize)).is_ok();
         // The memory work item takes nothing more of them, and finishes
         // what it has (a write-back must end before the job's fence
         // signals and the CPU may touch the object).
         {
             let mut st = this.lock();
-            for q in st.queues.iter_mut().filter(|q| batch(&q.ctx)) {
+            for q in st.queues.iter_mut().filter(|q| of_batch(&q.ctx)) {
                 q.cancelling = true;
             }
         }
@@ -1361,9 +1385,11 @@ impl Engine {
         let removed = {
             let _signalling = Signalling::begin();
             let mut st = this.lock();
-            this.take_off_device(&mut st, batch);
-            let removed =
-                Self::remove_queues(&mut st, removed, indices, |q| q.cancelling && batch(&q.ctx));
+            // The same records in both: every context of the batch is
+            // registered (its file's table lock covers creation and
+            // registration), so the pass above marked each of them.
+            this.take_off_device(&mut st, of_batch);
+            let removed = Self::remove_queues(&mut st, removed, indices, |q| of_batch(&q.ctx));
             removed.iter().for_each(|q| st.cancel_jobs(q));
             removed
         };
@@ -1373,6 +1399,7 @@ impl Engine {
         // Buffer mappings, waiters, fences and holds on device memory go
         // here, outside the lock.
         drop(removed);
+        drop(batch);
         Self::memory_released(this);
         Self::kick(this);
         runtime
@@ -1412,37 +1439,44 @@ impl Engine {
     }
 
     /// Moves the records `remove` picks from the context list to
-    /// `removed` (as many as it has room for) in one pass that keeps the
-    /// others in order, and fixes up the running groups' indices: no group
-    /// of a removed record may be left. `indices` has as much room as
-    /// `removed`. The ordered slot decision looks at every context again
-    /// before its next use ([`EngineState::reorder_due`]).
+    /// `removed` in one pass that keeps the others in order, and fixes up
+    /// the running groups' indices: no group of a removed record may be
+    /// left. `removed` and `indices` have room for every record `remove`
+    /// picks; past that room a record stays (never dropped here, under
+    /// the lock, with its fences unsignalled). The ordered slot decision
+    /// looks at every context again before its next use
+    /// ([`EngineState::reorder_due`]).
     fn remove_queues(
         st: &mut EngineState,
-        mut removed: KVec<ContextQueue>,
-        mut indices: KVec<usize>,
+        mut removed: KVVec<ContextQueue>,
+        mut indices: KVVec<usize>,
         remove: impl Fn(&ContextQueue) -> bool,
-    ) -> KVec<ContextQueue> {
+    ) -> KVVec<ContextQueue> {
         // A stable partition: each kept record slides down over the
         // removed ones before it, which gather at the end.
+        let room = removed.capacity().min(indices.capacity());
         let mut kept = 0;
         for i in 0..st.queues.len() {
-            let take =
-                st.queues.get(i).is_some_and(&remove) && indices.push_within_capacity(i).is_ok();
+            let take = indices.len() < room
+                && st.queues.get(i).is_some_and(&remove)
+                && indices.push_within_capacity(i).is_ok();
             if take {
                 continue;
             }
-            st.queues.swap(kept, i);
+            if kept != i {
+                st.queues.swap(kept, i);
+            }
             kept += 1;
         }
-        // Taken from the end: room for each was checked above.
+        // Taken from the end: at most `room` of them.
         while st.queues.len() > kept {
             let Some(q) = st.queues.pop() else {
                 break;
             };
             if let Err(PushError(q)) = removed.push_within_capacity(q) {
+                // Cannot happen (room checked above): it goes back.
                 warn_on!(true);
-                drop(q);
+                let _unexpected = st.queues.push_within_capacity(q);
             }
         }
         // A kept record moved down by the number removed before it.

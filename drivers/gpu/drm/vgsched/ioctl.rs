@@ -18,6 +18,7 @@ use kernel::{
     error::code::*,
     ioctl::_IOC_NR,
     prelude::*,
+    sync::Arc,
     transmute::{
         AsBytes,
         FromBytes, //
@@ -29,6 +30,7 @@ use kernel::{
 };
 
 use crate::{
+    context::Context,
     driver::VgDevice,
     engine::Engine,
     fence::{
@@ -429,6 +431,33 @@ impl Ioctl for Submit {
             return Err(EACCES);
         }
         let ctx = inner.contexts.lock().get(args.ctx_id)?;
+        // A context whose signalled jobs fill its done list (a second
+        // submitter raced this one's drain) is drained here, holding no
+        // reservation lock, and the submission is made once more.
+        match Self::submit_once(dev, args, file, &ctx, allowed) {
+            Err(e) if e == EAGAIN => {
+                Engine::make_room(dev.engine.as_arc_borrow());
+                match Self::submit_once(dev, args, file, &ctx, allowed) {
+                    Err(e) if e == EAGAIN => Err(EBUSY),
+                    r => r,
+                }
+            }
+            r => r,
+        }
+    }
+}
+
+impl Submit {
+    /// One try at queueing the job: `EAGAIN` (never returned to user
+    /// space) if the context's done list must be drained first
+    /// ([`Engine::submit`]).
+    fn submit_once(
+        dev: &VgDevice<drm::Registered>,
+        args: &mut uapi::drm_vgsched_submit,
+        file: &DrmFile,
+        ctx: &Arc<Context>,
+        allowed: u32,
+    ) -> Result<u32> {
         let Submission { mut spec, writes } =
             Submission::from_args(args, &dev.topology, file, allowed)?;
         // The tiles it asks for count against its project member's request
@@ -449,7 +478,7 @@ impl Ioctl for Submit {
             with_resv_locked(&bindings, &writes[..bindings.len()], ctx.timeline, |deps| {
                 spec.deps = deps;
                 let (seqno, fence, out_fd, crowded) =
-                    Engine::submit(dev.engine.as_arc_borrow(), &ctx, spec)?;
+                    Engine::submit(dev.engine.as_arc_borrow(), ctx, spec)?;
                 Ok(((seqno, out_fd, crowded), fence))
             })?;
         drop(bindings);

@@ -208,7 +208,7 @@ impl Book {
         let mut ledger = self.ledger.lock();
         loop {
             let Some(project) = ledger.project_of(uid) else {
-                return self.charge_outsider(&mut ledger, uid, r, amount).map(Some);
+                return self.charge_outsider(&mut ledger, uid, r, amount);
             };
             let pool = self.pool.get(r);
             let pool_free = pool.saturating_sub(ledger.pool_used.get(r));
@@ -244,14 +244,21 @@ impl Book {
     /// Charges `amount` of `r` to `uid`, in no project, against the
     /// default bound in force (`EDQUOT` past it), counted across the uid's
     /// files; `ENOSPC` past [`MAX_OUTSIDERS`] uids holding something.
+    /// `Ok(None)` for a resource the bound leaves unlimited: only what is
+    /// bounded takes an entry.
     fn charge_outsider(
         self: &Arc<Self>,
         ledger: &mut Ledger,
         uid: u32,
         r: Resource,
         amount: u64,
-    ) -> Result<Charge> {
+    ) -> Result<Option<Charge>> {
         let bound = params::default_request();
+        if bound.get(r) == u64::MAX {
+            // Not bounded (tiles, shared bytes): nothing to count, and no
+            // entry taken for it.
+            return Ok(None);
+        }
         let i = match ledger.outsiders.iter().position(|o| o.uid == uid) {
             Some(i) => i,
             None => {
@@ -272,12 +279,12 @@ impl Book {
         // A new entry that got nothing goes.
         ledger.outsiders.retain(|o| o.used != Amounts::ZERO);
         charged.map_err(quota_errno)?;
-        Ok(Charge {
+        Ok(Some(Charge {
             book: self.clone(),
             holder: Holder::Outsider { uid },
             resource: r,
             amount,
-        })
+        }))
     }
 
     /// A new project with room for `members`; its id. `ENOSPC` past

@@ -43,6 +43,7 @@ use kernel::{
     drm::gem::BaseObject,
     prelude::*,
     sync::{
+        atomic::ordering,
         Arc,
         ArcBorrow, //
     }, //
@@ -743,57 +744,63 @@ impl Engine {
         })
     }
 
-    /// The memory work item: runs its work until none is left.
+    /// The memory work item: one piece of work per run, then it queues
+    /// itself again while work is left. So a wait for it
+    /// ([`Engine::cancel_contexts`]) waits for the piece in hand and at
+    /// most one more run, never for the whole backlog.
     pub(super) fn memory_work(this: ArcBorrow<'_, Self>) {
-        // A phase 1 is usually followed at once by its context's phase 2:
-        // the engine is kicked after that, or when the work runs out.
-        let mut kick = false;
-        loop {
-            let task = {
-                let mut st = this.lock();
-                if st.shut_down {
-                    return;
-                }
-                this.next_task(&mut st, monotonic_ns())
-            };
-            let Some(task) = task else {
-                if kick {
-                    Self::kick(this);
-                }
+        let task = {
+            let mut st = this.lock();
+            if st.shut_down {
                 return;
-            };
-            kick = matches!(task, MemoryTask::PhaseOne { .. });
-            match task {
-                MemoryTask::PhaseOne {
-                    ctx,
-                    area,
-                    releases,
-                } => Self::phase_one(this, &ctx, area, releases),
-                MemoryTask::Prepare {
-                    ctx,
-                    job,
-                    seqno,
-                    bindings,
-                    prepared,
-                    releases,
-                } => Self::prepare(this, &ctx, job, seqno, &bindings, prepared, releases),
-                MemoryTask::CleanUp {
-                    ctx,
-                    job,
-                    bindings,
-                    prepared,
-                } => Self::clean_up_job(this, &ctx, job, &bindings, prepared),
-                MemoryTask::Reclaim {
-                    ctx,
-                    job,
-                    bindings,
-                    prepared,
-                } => Self::reclaim(this, &ctx, job, &bindings, prepared),
             }
-            if !kick {
+            this.next_task(&mut st, monotonic_ns())
+        };
+        let Some(task) = task else {
+            // A phase 1 is usually followed at once by its context's phase
+            // 2: the engine is kicked after that, or when the work runs
+            // out.
+            if this.memory_kick_owed.xchg(false, ordering::Relaxed) {
                 Self::kick(this);
             }
+            return;
+        };
+        let phase_one = matches!(task, MemoryTask::PhaseOne { .. });
+        match task {
+            MemoryTask::PhaseOne {
+                ctx,
+                area,
+                releases,
+            } => Self::phase_one(this, &ctx, area, releases),
+            MemoryTask::Prepare {
+                ctx,
+                job,
+                seqno,
+                bindings,
+                prepared,
+                releases,
+            } => Self::prepare(this, &ctx, job, seqno, &bindings, prepared, releases),
+            MemoryTask::CleanUp {
+                ctx,
+                job,
+                bindings,
+                prepared,
+            } => Self::clean_up_job(this, &ctx, job, &bindings, prepared),
+            MemoryTask::Reclaim {
+                ctx,
+                job,
+                bindings,
+                prepared,
+            } => Self::reclaim(this, &ctx, job, &bindings, prepared),
         }
+        if phase_one {
+            this.memory_kick_owed.store(true, ordering::Relaxed);
+        } else {
+            this.memory_kick_owed.store(false, ordering::Relaxed);
+            Self::kick(this);
+        }
+        // The next piece, in a run of its own (a no-op once shut down).
+        Self::queue_memory(this);
     }
 
     /// Phase 1 of `ctx`: its state area placed, then its init time.
