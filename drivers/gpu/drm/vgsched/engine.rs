@@ -1654,6 +1654,13 @@ impl Engine {
     /// and outside the signalling path: their buffer mappings take
     /// reservation locks, and their fences and waiters may free memory.
     fn clean_up(this: ArcBorrow<'_, Self>) {
+        // One pass over the context list, resumed where the last hold left
+        // it: O(contexts) in all, however many have finished jobs. A
+        // record that moved behind the cursor meanwhile (a context before
+        // it was destroyed) waits for the next pass: every completion
+        // queues one, and a submission that finds its done list full runs
+        // one ([`Engine::make_room`]).
+        let mut from = 0;
         loop {
             // The replacement list is allocated before the lock is taken.
             let Ok(spare) = KVec::with_capacity(DONE_CAPACITY, GFP_KERNEL_ACCOUNT) else {
@@ -1662,8 +1669,16 @@ impl Engine {
             };
             let done = {
                 let mut st = this.lock();
-                match st.queues.iter_mut().find(|q| !q.done.is_empty()) {
-                    Some(q) => core::mem::replace(&mut q.done, spare),
+                let Some(queues) = st.queues.get_mut(from..) else {
+                    break;
+                };
+                match queues.iter_mut().position(|q| !q.done.is_empty()) {
+                    Some(i) => {
+                        from += i + 1;
+                        queues
+                            .get_mut(i)
+                            .map(|q| core::mem::replace(&mut q.done, spare))
+                    }
                     None => break,
                 }
             };
