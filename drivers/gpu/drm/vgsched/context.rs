@@ -12,6 +12,10 @@ use kernel::{
     new_mutex,
     prelude::*,
     sync::{
+        atomic::{
+            ordering,
+            Atomic, //
+        },
         Arc,
         Mutex, //
     },
@@ -96,6 +100,10 @@ pub(crate) struct Context {
     /// so the jobs of a context are numbered in the order they are queued.
     #[pin]
     pub(crate) submissions: Mutex<Submissions>,
+    /// Destroyed (or its file closed): its work is being cancelled, and
+    /// the memory work item leaves it alone. Set once, without the engine
+    /// lock, before the engine waits for that work item.
+    cancelling: Atomic<bool>,
 }
 
 impl Context {
@@ -129,9 +137,22 @@ impl Context {
                     last_seqno: 0,
                     recent: [const { None }; MAX_JOBS_IN_FLIGHT as usize],
                 }),
+                cancelling: Atomic::new(false),
             }),
             GFP_KERNEL_ACCOUNT,
         )
+    }
+}
+
+impl Context {
+    /// Marks it as being cancelled ([`Context::cancelling`]).
+    pub(crate) fn start_cancelling(&self) {
+        self.cancelling.store(true, ordering::Release);
+    }
+
+    /// Its work is being cancelled: nothing new of it is prepared.
+    pub(crate) fn cancelling(&self) -> bool {
+        self.cancelling.load(ordering::Acquire)
     }
 }
 

@@ -390,8 +390,6 @@ struct ContextQueue {
     task_started: bool,
     /// The stage times of its last signalled job.
     last_job: JobTimes,
-    /// It is being cancelled: the memory work item leaves it alone.
-    cancelling: bool,
 }
 
 impl AsRef<SlotEntry> for ContextQueue {
@@ -437,7 +435,6 @@ impl ContextQueue {
             phase1_times: (0, 0),
             task_started: false,
             last_job: JobTimes::default(),
-            cancelling: false,
         })
     }
 
@@ -1363,7 +1360,7 @@ impl Engine {
                 r.saturating_add(Self::cancel_unbatched(this, ctx))
             });
         };
-        for ctx in ctxs {
+        for ctx in ctxs.clone() {
             // Room for all of them was allocated above.
             let _unexpected = batch.push_within_capacity(Arc::as_ptr(ctx) as usize);
         }
@@ -1373,21 +1370,17 @@ impl Engine {
             |ctx: &Arc<Context>| batch.binary_search(&(Arc::as_ptr(ctx) as usize)).is_ok();
         // The memory work item takes nothing more of them, and finishes
         // what it has (a write-back must end before the job's fence
-        // signals and the CPU may touch the object).
-        {
-            let mut st = this.lock();
-            for q in st.queues.iter_mut().filter(|q| of_batch(&q.ctx)) {
-                q.cancelling = true;
-            }
+        // signals and the CPU may touch the object). No engine lock: the
+        // mark is the context's own.
+        for ctx in ctxs {
+            ctx.start_cancelling();
         }
         // SAFETY: `this.memory_work` is a live, initialised work item.
         unsafe { bindings::flush_work(Work::raw_get(&this.memory_work)) };
         let removed = {
             let _signalling = Signalling::begin();
             let mut st = this.lock();
-            // The same records in both: every context of the batch is
-            // registered (its file's table lock covers creation and
-            // registration), so the pass above marked each of them.
+            // The same test for work-groups and records.
             this.take_off_device(&mut st, of_batch);
             let removed = Self::remove_queues(&mut st, removed, indices, |q| of_batch(&q.ctx));
             removed.iter().for_each(|q| st.cancel_jobs(q));
@@ -1409,9 +1402,7 @@ impl Engine {
     /// its record leaves the list on its own (moving every record behind
     /// it), for when the batch's storage could not be had.
     fn cancel_unbatched(this: ArcBorrow<'_, Self>, ctx: &Arc<Context>) -> u64 {
-        if let Some(q) = this.lock().queue_mut(ctx) {
-            q.cancelling = true;
-        }
+        ctx.start_cancelling();
         // SAFETY: `this.memory_work` is a live, initialised work item.
         unsafe { bindings::flush_work(Work::raw_get(&this.memory_work)) };
         let queue = {

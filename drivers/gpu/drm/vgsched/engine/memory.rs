@@ -389,7 +389,7 @@ impl ContextQueue {
     /// Its state area could be given back now: initialised, not being
     /// destroyed, nothing of it prepared or on the device.
     fn area_idle(&self) -> bool {
-        !self.cancelling
+        !self.ctx.cancelling()
             && matches!(self.phase1, PhaseOne::Done(_))
             && !self.staged_jobs().any(|j| j.stage.busy())
             && self.off_device()
@@ -470,7 +470,7 @@ impl Gate {
 
     /// The job of context `index` whose phase 2 may start now, if any.
     fn preparable<'a>(&self, index: usize, q: &'a ContextQueue, now: u64) -> Option<&'a Job> {
-        if q.cancelling || !q.initialised(now) {
+        if q.ctx.cancelling() || !q.initialised(now) {
             return None;
         }
         if self.blocked.is_some_and(|b| !b.lets_prepare(q)) {
@@ -519,7 +519,9 @@ fn phase_one_due(
     st.queues
         .iter()
         .enumerate()
-        .filter(|(_, q)| q.phase1 == PhaseOne::Idle && q.has_work() && !q.cancelling && among(q))
+        .filter(|(_, q)| {
+            q.phase1 == PhaseOne::Idle && q.has_work() && !q.ctx.cancelling() && among(q)
+        })
         .filter(|(_, q)| st.memory_blocked.is_none_or(|b| b.lets_prepare(q)))
         // None ahead of its load while a job waits for memory.
         .filter(|(_, q)| q.slot.is_some() || !st.phase1_ahead_paused)
@@ -588,7 +590,7 @@ impl Engine {
     /// the engine lock, on any path (it only looks).
     pub(super) fn memory_wanted(&self, st: &EngineState, now: u64) -> bool {
         let cleanup = st.queues.iter().any(|q| {
-            !q.cancelling
+            !q.ctx.cancelling()
                 && (q.jobs.first().is_some_and(|j| j.stage == Stage::CleanUpDue) || q.task_over())
         });
         if cleanup {
@@ -623,7 +625,10 @@ impl Engine {
         // gone.
         let EngineState { queues, stages, .. } = &mut *st;
         let mut released = false;
-        for q in queues.iter_mut().filter(|q| !q.cancelling && q.task_over()) {
+        for q in queues
+            .iter_mut()
+            .filter(|q| !q.ctx.cancelling() && q.task_over())
+        {
             q.release_state(stages, now);
             released = true;
         }
@@ -644,7 +649,7 @@ impl Engine {
             }
         }
         let EngineState { queues, stages, .. } = st;
-        for q in queues.iter_mut().filter(|q| !q.cancelling) {
+        for q in queues.iter_mut().filter(|q| !q.ctx.cancelling()) {
             if let Some(job) = q.jobs.first_mut().filter(|j| j.stage == Stage::CleanUpDue) {
                 let prepared = job.device.take()?;
                 job.stage = Stage::CleaningUp;
@@ -1112,7 +1117,7 @@ impl Blocked {
     /// holds one. A higher level is never reclaimed for a lower one.
     fn outranks(&self, q: &ContextQueue) -> bool {
         q.ctx.timeline != self.timeline
-            && !q.cancelling
+            && !q.ctx.cancelling()
             && (q.ctx.priority > self.level
                 || (q.ctx.priority == self.level && q.slot.is_none() && self.loaded))
     }
