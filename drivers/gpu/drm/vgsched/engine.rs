@@ -852,6 +852,9 @@ pub(crate) struct Engine {
     /// A phase 1 ran and the engine was not kicked after it: the memory
     /// work item kicks it when its work runs out.
     memory_kick_owed: Atomic<bool>,
+    /// Cancellations waiting for the memory work item, which then takes
+    /// one task per run ([`Engine::wait_for_memory_work`]).
+    memory_waiters: Atomic<u32>,
     /// The longest hold of `state`.
     hold: HoldMeter,
     /// Time spent in [`Engine::submit`].
@@ -1023,6 +1026,7 @@ impl Engine {
                 wq: OwnedQueue::engine()?,
                 memory_wq: OwnedQueue::memory()?,
                 memory_kick_owed: Atomic::new(false),
+                memory_waiters: Atomic::new(0),
                 hold: HoldMeter::new(),
                 submits: SubmitMeter::new(),
                 state <- new_mutex!(st),
@@ -1375,8 +1379,7 @@ impl Engine {
         for ctx in ctxs {
             ctx.start_cancelling();
         }
-        // SAFETY: `this.memory_work` is a live, initialised work item.
-        unsafe { bindings::flush_work(Work::raw_get(&this.memory_work)) };
+        this.wait_for_memory_work();
         let removed = {
             let _signalling = Signalling::begin();
             let mut st = this.lock();
@@ -1403,8 +1406,7 @@ impl Engine {
     /// it), for when the batch's storage could not be had.
     fn cancel_unbatched(this: ArcBorrow<'_, Self>, ctx: &Arc<Context>) -> u64 {
         ctx.start_cancelling();
-        // SAFETY: `this.memory_work` is a live, initialised work item.
-        unsafe { bindings::flush_work(Work::raw_get(&this.memory_work)) };
+        this.wait_for_memory_work();
         let queue = {
             let _signalling = Signalling::begin();
             let mut st = this.lock();

@@ -40,13 +40,15 @@
 //! above, which end within the job timeout.
 
 use kernel::{
+    bindings,
     drm::gem::BaseObject,
     prelude::*,
     sync::{
         atomic::ordering,
         Arc,
         ArcBorrow, //
-    }, //
+    },
+    workqueue::Work, //
 };
 
 use super::{
@@ -749,63 +751,76 @@ impl Engine {
         })
     }
 
-    /// The memory work item: one piece of work per run, then it queues
-    /// itself again while work is left. So a wait for it
-    /// ([`Engine::cancel_contexts`]) waits for the piece in hand and at
-    /// most one more run, never for the whole backlog.
+    /// The memory work item: runs its work until none is left, or, while
+    /// a cancellation waits for it ([`Engine::wait_for_memory_work`]),
+    /// one task per run, queueing itself again: that wait covers the task
+    /// in hand and at most one more, never the whole backlog.
     pub(super) fn memory_work(this: ArcBorrow<'_, Self>) {
-        let task = {
-            let mut st = this.lock();
-            if st.shut_down {
+        // A phase 1 is usually followed at once by its context's phase 2:
+        // the engine is kicked after that, or when the work runs out.
+        loop {
+            let task = {
+                let mut st = this.lock();
+                if st.shut_down {
+                    return;
+                }
+                this.next_task(&mut st, monotonic_ns())
+            };
+            let Some(task) = task else {
+                if this.memory_kick_owed.xchg(false, ordering::Relaxed) {
+                    Self::kick(this);
+                }
                 return;
+            };
+            let phase_one = matches!(task, MemoryTask::PhaseOne { .. });
+            match task {
+                MemoryTask::PhaseOne {
+                    ctx,
+                    area,
+                    releases,
+                } => Self::phase_one(this, &ctx, area, releases),
+                MemoryTask::Prepare {
+                    ctx,
+                    job,
+                    seqno,
+                    bindings,
+                    prepared,
+                    releases,
+                } => Self::prepare(this, &ctx, job, seqno, &bindings, prepared, releases),
+                MemoryTask::CleanUp {
+                    ctx,
+                    job,
+                    bindings,
+                    prepared,
+                } => Self::clean_up_job(this, &ctx, job, &bindings, prepared),
+                MemoryTask::Reclaim {
+                    ctx,
+                    job,
+                    bindings,
+                    prepared,
+                } => Self::reclaim(this, &ctx, job, &bindings, prepared),
             }
-            this.next_task(&mut st, monotonic_ns())
-        };
-        let Some(task) = task else {
-            // A phase 1 is usually followed at once by its context's phase
-            // 2: the engine is kicked after that, or when the work runs
-            // out.
-            if this.memory_kick_owed.xchg(false, ordering::Relaxed) {
+            if phase_one {
+                this.memory_kick_owed.store(true, ordering::Relaxed);
+            } else {
+                this.memory_kick_owed.store(false, ordering::Relaxed);
                 Self::kick(this);
             }
-            return;
-        };
-        let phase_one = matches!(task, MemoryTask::PhaseOne { .. });
-        match task {
-            MemoryTask::PhaseOne {
-                ctx,
-                area,
-                releases,
-            } => Self::phase_one(this, &ctx, area, releases),
-            MemoryTask::Prepare {
-                ctx,
-                job,
-                seqno,
-                bindings,
-                prepared,
-                releases,
-            } => Self::prepare(this, &ctx, job, seqno, &bindings, prepared, releases),
-            MemoryTask::CleanUp {
-                ctx,
-                job,
-                bindings,
-                prepared,
-            } => Self::clean_up_job(this, &ctx, job, &bindings, prepared),
-            MemoryTask::Reclaim {
-                ctx,
-                job,
-                bindings,
-                prepared,
-            } => Self::reclaim(this, &ctx, job, &bindings, prepared),
+            if this.memory_waiters.load(ordering::Relaxed) != 0 {
+                // The rest in a run of its own (a no-op once shut down).
+                Self::queue_memory(this);
+                return;
+            }
         }
-        if phase_one {
-            this.memory_kick_owed.store(true, ordering::Relaxed);
-        } else {
-            this.memory_kick_owed.store(false, ordering::Relaxed);
-            Self::kick(this);
-        }
-        // The next piece, in a run of its own (a no-op once shut down).
-        Self::queue_memory(this);
+    }
+
+    /// Waits until the memory work item has finished the task in hand
+    /// (and at most one more): it takes one task per run meanwhile.
+    pub(super) fn wait_for_memory_work(&self) {
+        self.memory_waiters.add(1u32, ordering::Relaxed);
+        // SAFETY: `self.memory_work` is a live, initialised work item.
+        unsafe { bindings::flush_work(Work::raw_get(&self.memory_work)) };
+        self.memory_waiters.fetch_sub(1u32, ordering::Relaxed);
     }
 
     /// Phase 1 of `ctx`: its state area placed, then its init time.
