@@ -1648,12 +1648,13 @@ impl Engine {
     /// reservation locks, and their fences and waiters may free memory.
     fn clean_up(this: ArcBorrow<'_, Self>) {
         // One pass over the context list, resumed where the last hold left
-        // it: O(contexts) in all, however many have finished jobs. A
-        // record that moved behind the cursor meanwhile (a context before
-        // it was destroyed) waits for the next pass: every completion
-        // queues one, and a submission that finds its done list full runs
-        // one ([`Engine::make_room`]).
+        // it: O(contexts) in all, however many have finished jobs. When the
+        // list got shorter meanwhile (records behind a removed one moved
+        // down, perhaps past the cursor) the pass starts over: contexts
+        // are destroyed finitely often, so this ends. A record it still
+        // misses waits for the next pass: every completion queues one.
         let mut from = 0;
+        let mut len = None;
         loop {
             // The replacement list is allocated before the lock is taken.
             let Ok(spare) = KVec::with_capacity(DONE_CAPACITY, GFP_KERNEL_ACCOUNT) else {
@@ -1662,6 +1663,10 @@ impl Engine {
             };
             let done = {
                 let mut st = this.lock();
+                if len.is_some_and(|len| st.queues.len() < len) {
+                    from = 0;
+                }
+                len = Some(st.queues.len());
                 let Some(queues) = st.queues.get_mut(from..) else {
                     break;
                 };
