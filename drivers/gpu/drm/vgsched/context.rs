@@ -142,9 +142,7 @@ impl Context {
             GFP_KERNEL_ACCOUNT,
         )
     }
-}
 
-impl Context {
     /// Marks it as being cancelled ([`Context::cancelling`]).
     pub(crate) fn start_cancelling(&self) {
         self.cancelling.store(true, ordering::Release);

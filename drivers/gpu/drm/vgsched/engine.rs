@@ -1151,8 +1151,9 @@ impl Engine {
     /// guilty, `EBUSY` if it has [`MAX_JOBS_IN_FLIGHT`] unfinished jobs,
     /// `EAGAIN` if its done list must be drained first (the caller runs
     /// [`Engine::make_room`] with no reservation lock held and tries
-    /// again; never seen by user space), `ENODEV` once shut down. Everything the job needs is allocated before
-    /// the engine lock is taken.
+    /// again; never seen by user space), `ENODEV` once shut down.
+    /// Everything the job needs is allocated before the engine lock is
+    /// taken.
     pub(crate) fn submit(
         this: ArcBorrow<'_, Self>,
         ctx: &Arc<Context>,
@@ -1467,7 +1468,9 @@ impl Engine {
                 break;
             };
             if let Err(PushError(q)) = removed.push_within_capacity(q) {
-                // Cannot happen (room checked above): it goes back.
+                // Cannot happen: no more than `room` records were taken.
+                // Not dropped under the lock with its fences unsignalled;
+                // kept at the end, where no running group refers to it.
                 warn_on!(true);
                 let _unexpected = st.queues.push_within_capacity(q);
             }
