@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -223,12 +224,17 @@ static void foreign_handle_is_refused(struct __test_metadata *_metadata, int fd,
 }
 
 /*
- * A dumb buffer, created through the device's own primary node: the shmem
- * helper makes it a plain C shmem object, not one of vgsched's type.
+ * A dumb buffer, created through the device's own primary node: a buffer
+ * for the CPU and other devices, not for jobs. vgsched's ioctls refuse it;
+ * it maps through MODE_MAP_DUMB and exports as a dma-buf, the contract of
+ * dumb buffers the DRM core's shmem helper made before vgsched made them
+ * itself (to charge them, see projects_test).
  */
 TEST_F(bo, dumb_buffer_is_refused_by_every_handle_ioctl)
 {
-	int card = vg_open_primary_of(self->fd);
+	int card = vg_open_primary_of(self->fd), dmabuf;
+	struct drm_mode_map_dumb m = { 0 };
+	uint32_t *cpu, *seen;
 	__u32 dumb;
 
 	ASSERT_GE(card, 0) TH_LOG("no primary node next to the render node");
@@ -236,6 +242,24 @@ TEST_F(bo, dumb_buffer_is_refused_by_every_handle_ioctl)
 	dumb = vg_dumb_create(card);
 	ASSERT_NE(0, dumb) TH_LOG("CREATE_DUMB: %s", strerror(errno));
 	foreign_handle_is_refused(_metadata, card, dumb);
+
+	/* 64 x 64 at 32 bpp: 16 KiB through MODE_MAP_DUMB, and through its dma-buf. */
+	m.handle = dumb;
+	ASSERT_EQ(0, ioctl(card, DRM_IOCTL_MODE_MAP_DUMB, &m));
+	cpu = mmap(NULL, 16384, PROT_READ | PROT_WRITE, MAP_SHARED, card, m.offset);
+	ASSERT_NE(MAP_FAILED, cpu);
+	for (int i = 0; i < 4096; i++)
+		cpu[i] = 0xd0b0000u + i;
+	dmabuf = vg_prime_export(card, dumb);
+	ASSERT_GE(dmabuf, 0) TH_LOG("PRIME export: %s", strerror(-dmabuf));
+	seen = mmap(NULL, 16384, PROT_READ, MAP_SHARED, dmabuf, 0);
+	ASSERT_NE(MAP_FAILED, seen);
+	for (int i = 0; i < 4096; i++) {
+		ASSERT_EQ(0xd0b0000u + i, seen[i]) TH_LOG("word %d", i);
+	}
+	munmap(seen, 16384);
+	munmap(cpu, 16384);
+	close(dmabuf);
 	close(card);
 }
 

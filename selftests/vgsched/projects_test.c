@@ -8,8 +8,8 @@
  *  - a uid is a member of one project at most (EEXIST), a member's name
  *    is its uid (EINVAL otherwise), a project with members cannot be
  *    removed, and the module cannot be unloaded while projects exist;
- *  - what a member's files create (contexts, buffer-object bytes, the
- *    tiles of unfinished jobs) is charged to it, EDQUOT past its request, and given back when the
+ *  - what a member's files create (contexts, buffer-object bytes, dumb
+ *    buffers of the primary node, the tiles of unfinished jobs) is charged to it, EDQUOT past its request, and given back when the
  *    context or object goes, when the file is closed and when the process
  *    is killed; root is not limited;
  *  - a uid in no project holds at most the default bound (the module
@@ -327,6 +327,72 @@ static int tiles_one_at_a_time(void *arg)
 	busy_job_fini(fd, &j);
 	close(fd);
 	return 0;
+}
+
+/*
+ * A member at its request_bo_bytes, making dumb buffers on the primary
+ * node: they count as buffer objects of the size MODE_CREATE_DUMB reports.
+ */
+static int dumb_creates(void *arg)
+{
+	int fd = vgsched_open_render_node(), card;
+	struct drm_mode_create_dumb c = { .width = 64, .height = 64, .bpp = 32 };
+	struct drm_mode_destroy_dumb d = { 0 };
+	__u32 bo;
+
+	(void)arg;
+	if (fd < 0)
+		return 101;
+	card = vg_open_primary_of(fd);
+	if (card < 0)
+		return 102;
+	/* At the request with an object: no dumb buffer, however small. */
+	bo = vgsched_bo_create(fd, 1 << 20);
+	if (!bo)
+		return 103;
+	if (!ioctl(card, DRM_IOCTL_MODE_CREATE_DUMB, &c) || errno != EDQUOT)
+		return 104;
+	/* The object given back, dumb buffers fill the request in its place. */
+	if (vgsched_bo_close(fd, bo))
+		return 105;
+	c.width = 256;
+	c.height = 512;		/* 512 KiB at 32 bpp */
+	if (ioctl(card, DRM_IOCTL_MODE_CREATE_DUMB, &c) || c.size != 512 << 10)
+		return 106;
+	d.handle = c.handle;
+	if (ioctl(card, DRM_IOCTL_MODE_CREATE_DUMB, &c))
+		return 107;
+	/* Two of 512 KiB hold the whole request. */
+	if (vgsched_bo_create(fd, 4096) || errno != EDQUOT)
+		return 108;
+	if (!ioctl(card, DRM_IOCTL_MODE_CREATE_DUMB, &c) || errno != EDQUOT)
+		return 109;
+	/* Destroying one gives its bytes back. */
+	if (ioctl(card, DRM_IOCTL_MODE_DESTROY_DUMB, &d) || !vgsched_bo_create(fd, 512 << 10))
+		return 110;
+	close(card);
+	close(fd);
+	return 0;
+}
+
+TEST_F(projects, dumb_buffers_are_charged_like_objects)
+{
+	int fd = vgsched_open_render_node(), card;
+
+	ASSERT_GE(fd, 0);
+	card = vg_open_primary_of(fd);
+	ASSERT_GE(card, 0) TH_LOG("no primary node next to the render node");
+	/* The member opens the primary node as itself, as a seat user would. */
+	ASSERT_EQ(0, fchmod(card, 0666));
+	close(card);
+	close(fd);
+	ASSERT_EQ(0, cfs_mkdir("alpha"));
+	ASSERT_EQ(0, cfs_write("alpha/budget_bo_bytes", "1048576"));
+	ASSERT_EQ(0, cfs_mkdir("alpha/1001"));
+	ASSERT_EQ(0, cfs_write("alpha/1001/request_bo_bytes", "1048576"));
+	EXPECT_EQ(0, as_uid(1001, dumb_creates, NULL));
+	/* Closing the files gave back the dumb buffers' bytes too. */
+	EXPECT_EQ(0, usage_settles("alpha/1001/usage", "bo_bytes", 0));
 }
 
 TEST_F(projects, unfinished_jobs_charge_their_tiles)

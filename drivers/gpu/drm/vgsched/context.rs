@@ -92,8 +92,11 @@ pub(crate) struct Context {
     /// Creation time, `CLOCK_MONOTONIC` nanoseconds.
     pub(crate) created_ns: u64,
     /// The context, charged to the project member whose file created it
-    /// (`projects.rs`) until it is freed.
-    _charge: Option<Charge>,
+    /// (`projects.rs`) until it is destroyed or its file closed
+    /// ([`Context::start_cancelling`]): what is left of it goes later, off
+    /// that path, and holds nothing of the member's.
+    #[pin]
+    charge: Mutex<Option<Charge>>,
     /// Fence timeline of its jobs.
     pub(crate) timeline: u64,
     /// Sequence numbers and recent fences; held across a whole submission,
@@ -131,7 +134,7 @@ impl Context {
                 client,
                 priority,
                 created_ns: monotonic_ns(),
-                _charge: charge,
+                charge <- new_mutex!(charge),
                 timeline: fence::new_timeline(),
                 submissions <- new_mutex!(Submissions {
                     last_seqno: 0,
@@ -143,9 +146,13 @@ impl Context {
         )
     }
 
-    /// Marks it as being cancelled ([`Context::cancelling`]).
+    /// Marks it as being cancelled ([`Context::cancelling`]) and gives its
+    /// charge back: a destroyed context counts no more, whenever its
+    /// record and jobs are dropped.
     pub(crate) fn start_cancelling(&self) {
         self.cancelling.store(true, ordering::Release);
+        let charge = self.charge.lock().take();
+        drop(charge);
     }
 
     /// Its work is being cancelled: nothing new of it is prepared.

@@ -16,7 +16,10 @@ use crate::{
         DrmFile,
         VgFile, //
     },
-    gem::VgObject,
+    gem::{
+        self,
+        VgObject, //
+    },
     ioctl,
     projects::Book,
     vgsched_core::topology::Topology, //
@@ -88,5 +91,16 @@ impl drm::Driver for VgDriver {
     /// `kernel/patches/0003`, see `fdinfo.rs`).
     fn show_fdinfo(file: &DrmFile, printer: &mut drm::print::Printer<'_>) {
         fdinfo::show(file, printer);
+    }
+
+    /// `DRM_IOCTL_MODE_CREATE_DUMB` on the primary node: a buffer object
+    /// charged like `BO_CREATE`'s (needs `kernel/patches/0005`, see
+    /// [`gem::create_dumb`]).
+    fn dumb_create(
+        dev: &VgDevice<drm::Registered>,
+        file: &DrmFile,
+        args: &mut drm::gem::DumbCreate<'_>,
+    ) -> Result {
+        gem::create_dumb(dev, file, args)
     }
 }

@@ -855,6 +855,10 @@ pub(crate) struct Engine {
     /// Cancellations waiting for the memory work item, which then takes
     /// one task per run ([`Engine::wait_for_memory_work`]).
     memory_waiters: Atomic<u32>,
+    /// The context of the memory work item's task in hand (its address,
+    /// 0 for none): set under the engine lock when the task is taken,
+    /// cleared once it is over ([`Engine::memory_work_on`]).
+    memory_task_ctx: Atomic<usize>,
     /// The longest hold of `state`.
     hold: HoldMeter,
     /// Time spent in [`Engine::submit`].
@@ -876,6 +880,11 @@ pub(crate) struct Engine {
     /// the flushes that follow.
     #[pin]
     stopped: SpinLockIrq<bool>,
+    /// Records of cancelled contexts, their fences signalled, for the
+    /// clean-up work item to drop ([`Engine::bury`]); `None` once shut
+    /// down.
+    #[pin]
+    buried: Mutex<Option<KVec<KVVec<ContextQueue>>>>,
     /// The engine's step: the signalling path.
     #[pin]
     work: Work<Engine, 0>,
@@ -1027,10 +1036,12 @@ impl Engine {
                 memory_wq: OwnedQueue::memory()?,
                 memory_kick_owed: Atomic::new(false),
                 memory_waiters: Atomic::new(0),
+                memory_task_ctx: Atomic::new(0),
                 hold: HoldMeter::new(),
                 submits: SubmitMeter::new(),
                 state <- new_mutex!(st),
                 stopped <- new_spinlock_irq!(false),
+                buried <- new_mutex!(Some(KVec::new())),
                 work <- new_work!("vgsched::Engine::work"),
                 cleanup <- new_work!("vgsched::Engine::cleanup"),
                 memory_work <- new_work!("vgsched::Engine::memory_work"),
@@ -1373,33 +1384,60 @@ impl Engine {
         // O(log n) per record or group looked at under the lock.
         let of_batch =
             |ctx: &Arc<Context>| batch.binary_search(&(Arc::as_ptr(ctx) as usize)).is_ok();
-        // The memory work item takes nothing more of them, and finishes
-        // what it has (a write-back must end before the job's fence
-        // signals and the CPU may touch the object). No engine lock: the
-        // mark is the context's own.
+        // The memory work item takes nothing more of them (no engine lock:
+        // the mark is the context's own), and finishes what it has of
+        // them, if anything (a write-back must end before the job's fence
+        // signals and the CPU may touch the object).
         for ctx in ctxs {
             ctx.start_cancelling();
         }
-        this.wait_for_memory_work();
-        let removed = {
+        let removed = loop {
             let _signalling = Signalling::begin();
             let mut st = this.lock();
+            if this
+                .memory_work_on()
+                .is_some_and(|c| batch.binary_search(&c).is_ok())
+            {
+                drop(st);
+                this.wait_for_memory_work();
+                continue;
+            }
             // The same test for work-groups and records.
             this.take_off_device(&mut st, of_batch);
             let removed = Self::remove_queues(&mut st, removed, indices, |q| of_batch(&q.ctx));
             removed.iter().for_each(|q| st.cancel_jobs(q));
-            removed
+            break removed;
         };
         let runtime = removed
             .iter()
             .fold(0u64, |r, q| r.saturating_add(q.runtime_ns()));
-        // Buffer mappings, waiters, fences and holds on device memory go
-        // here, outside the lock.
-        drop(removed);
         drop(batch);
-        Self::memory_released(this);
+        Self::bury(this, removed);
         Self::kick(this);
         runtime
+    }
+
+    /// Hands the records of cancelled contexts, their fences signalled, to
+    /// the clean-up work item, which drops them (their jobs' buffer
+    /// mappings, waiters and fences, their holds on device memory, their
+    /// wave stores) off the closing path, as drm_sched frees a killed
+    /// entity's jobs from its own work item. Dropped here, outside the
+    /// engine lock, once shut down or without room to hand them over.
+    fn bury(this: ArcBorrow<'_, Self>, removed: KVVec<ContextQueue>) {
+        let removed = match &mut *this.buried.lock() {
+            Some(buried) => match buried.reserve(1, GFP_KERNEL_ACCOUNT) {
+                Ok(()) => buried.push_within_capacity(removed).err().map(|e| e.0),
+                Err(_) => Some(removed),
+            },
+            None => Some(removed),
+        };
+        match removed {
+            Some(removed) => {
+                drop(removed);
+                Self::memory_released(this);
+            }
+            None => Self::queue_cleanup(this),
+        }
     }
 
     /// [`Engine::cancel_contexts`] for one context, with nothing allocated:
@@ -1559,6 +1597,10 @@ impl Engine {
             bindings::flush_work(Work::raw_get(&self.cleanup));
             bindings::flush_work(Work::raw_get(&self.memory_work));
         }
+        // What the clean-up work item did not drop; from here on,
+        // cancelled records are dropped where they are removed.
+        let buried = self.buried.lock().take();
+        drop(buried);
     }
 
     /// A view of the resource maps; `None` (and a warning) only if they do
@@ -1650,6 +1692,13 @@ impl Engine {
     /// and outside the signalling path: their buffer mappings take
     /// reservation locks, and their fences and waiters may free memory.
     fn clean_up(this: ArcBorrow<'_, Self>) {
+        // Records of cancelled contexts first: what they hold of device
+        // memory counts for the release below.
+        let buried = match &mut *this.buried.lock() {
+            Some(buried) => core::mem::take(buried),
+            None => KVec::new(),
+        };
+        drop(buried);
         // One pass over the context list, resumed where the last hold left
         // it: O(contexts) in all, however many have finished jobs. When the
         // list got shorter meanwhile (records behind a removed one moved

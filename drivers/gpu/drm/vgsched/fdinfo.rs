@@ -65,7 +65,7 @@ struct DeviceRegion {
 unsafe extern "C" fn count_object(data: *mut c_void, obj: *mut bindings::drm_gem_object) {
     // SAFETY: `obj` is live, per the function's safety requirement.
     if !core::ptr::eq(unsafe { (*obj).funcs }, <Bo as AllocImpl>::OBJECT_FUNCS) {
-        // A dumb buffer or an imported dma-buf: never on this device.
+        // An imported dma-buf: never on this device.
         return;
     }
     // SAFETY: An object carrying the functions of `Bo` is a `Bo`, and it is

@@ -19,7 +19,10 @@ use kernel::{
     drm::{
         self,
         gem,
-        gem::shmem, //
+        gem::{
+            shmem,
+            BaseObject, //
+        }, //
     },
     io::Io,
     mm::virt::{
@@ -82,6 +85,9 @@ pub(crate) struct VgObject {
     /// Its bytes, charged to the project member that created it
     /// (`projects.rs`) until it is freed.
     _charge: Option<Charge>,
+    /// It is a dumb buffer ([`create_dumb`]): vgsched's own ioctls refuse
+    /// its handles ([`lookup`]).
+    dumb: bool,
     /// The device memory that may hold a copy of it.
     memory: Arc<DeviceMemory>,
     /// Its device copy (placed while resident), made with it so that
@@ -184,12 +190,12 @@ pub(crate) type Bo = shmem::Object<VgObject>;
 
 impl gem::DriverObject for VgObject {
     type Driver = VgDriver;
-    type Args = Option<Charge>;
+    type Args = (Option<Charge>, Kind);
 
     fn new(
         dev: &drm::Device<VgDriver>,
         size: usize,
-        charge: Option<Charge>,
+        (charge, kind): (Option<Charge>, Kind),
     ) -> impl PinInit<Self, Error> {
         let memory = dev.engine.device_memory().clone();
         let id = memory.new_object_id();
@@ -200,6 +206,7 @@ impl gem::DriverObject for VgObject {
         try_pin_init!(VgObject {
             id,
             _charge: charge,
+            dumb: kind == Kind::Dumb,
             memory,
             copy: copy?,
             shared: Atomic::new(false),
@@ -468,6 +475,15 @@ impl VgObject {
     }
 }
 
+/// What an object was made for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// `BO_CREATE`: an object for jobs.
+    Buffer,
+    /// `MODE_CREATE_DUMB`: a dumb buffer, for the CPU and other devices.
+    Dumb,
+}
+
 /// Creates a zero-filled buffer object of at least `size` bytes, rounded
 /// up to whole pages, for a file opened by `uid`: `EINVAL` for zero,
 /// `E2BIG` above [`MAX_BO_SIZE`], `EDQUOT` past the bytes its project
@@ -487,5 +503,52 @@ pub(crate) fn create(
     }
     let size = (size as usize).next_multiple_of(kernel::page::PAGE_SIZE);
     let charge = dev.book.charge(uid, Resource::BoBytes, size as u64, wait)?;
-    Bo::new(dev, size, shmem::ObjectConfig::default(), charge)
+    Bo::new(
+        dev,
+        size,
+        shmem::ObjectConfig::default(),
+        (charge, Kind::Buffer),
+    )
+}
+
+/// `DRM_IOCTL_MODE_CREATE_DUMB`: a dumb buffer of the size the DRM core's
+/// `drm_mode_size_dumb()` gives `args`, charged to the file's uid like a
+/// `BO_CREATE` of that size (`EDQUOT`, `ENOSPC` without waiting), and a
+/// handle to it in `file`.
+///
+/// It is an object of this driver, so its bytes stay charged until it is
+/// freed, but it keeps the contract dumb buffers had when the DRM core's
+/// shmem helper made them: it maps with `MODE_MAP_DUMB` and exports as a
+/// dma-buf, vgsched's own ioctls refuse its handles with `EINVAL`
+/// ([`lookup`]), and it has no vgsched size limit.
+pub(crate) fn create_dumb(
+    dev: &drm::Device<VgDriver>,
+    file: &DrmFile,
+    args: &mut drm::gem::DumbCreate<'_>,
+) -> Result {
+    let size = args.size(0, 0)?;
+    let charge = dev
+        .book
+        .charge(file.inner().uid, Resource::BoBytes, size, false)?;
+    let size = usize::try_from(size).map_err(|_| E2BIG)?;
+    let bo = Bo::new(
+        dev,
+        size,
+        shmem::ObjectConfig::default(),
+        (charge, Kind::Dumb),
+    )?;
+    // The handle holds its own reference; ours drops on return.
+    args.set_handle(bo.create_handle(file)?);
+    Ok(())
+}
+
+/// The object `handle` names in `file`, for vgsched's own ioctls: `ENOENT`
+/// for no object, `EINVAL` for one they do not take (a dumb buffer, an
+/// imported dma-buf of another device).
+pub(crate) fn lookup(file: &DrmFile, handle: u32) -> Result<ARef<Bo>> {
+    let bo = Bo::lookup_handle(file, handle)?;
+    match bo.dumb {
+        true => Err(EINVAL),
+        false => Ok(bo),
+    }
 }

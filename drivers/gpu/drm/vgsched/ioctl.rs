@@ -289,7 +289,7 @@ impl Ioctl for BoMmapOffset {
         }
         // `EINVAL` for an object this driver did not create (a dumb buffer,
         // an imported dma-buf): it has no mapping of ours.
-        let bo = gem::Bo::lookup_handle(file, args.handle)?;
+        let bo = gem::lookup(file, args.handle)?;
         args.offset = bo.create_mmap_offset()?;
         Ok(0)
     }
@@ -559,7 +559,7 @@ impl Ioctl for BoCpuPrep {
         if flags & ACCESS == 0 || flags & !uapi::DRM_VGSCHED_CPU_PREP_FLAGS != 0 {
             return Err(EINVAL);
         }
-        let bo = gem::Bo::lookup_handle(file, args.handle)?;
+        let bo = gem::lookup(file, args.handle)?;
         let write = flags & uapi::DRM_VGSCHED_CPU_PREP_WRITE != 0;
         // Preparing to write drops the device copy other files' jobs use.
         if write && !bo.may_write(file) {

@@ -20,7 +20,7 @@ use crate::{
     fence::Fence,
     file::DrmFile,
     gem::{
-        Bo,
+        self,
         Program,
         VgObject, //
     },
@@ -187,7 +187,7 @@ fn bind_buffers(
     }
     let mut maps = Bindings::default();
     for (&handle, &write) in handles[..count].iter().zip(writes) {
-        let bo = Bo::lookup_handle(file, handle)?;
+        let bo = gem::lookup(file, handle)?;
         if write && !bo.may_write(file) {
             return Err(EACCES);
         }
@@ -202,7 +202,7 @@ fn bind_buffers(
 /// The validated program: `instrs` instructions from the start of the
 /// buffer object `handle` (cached by the object while it is unchanged).
 fn load_program(file: &DrmFile, handle: u32, instrs: u32, bindings: usize) -> Result<Program> {
-    let bo = Bo::lookup_handle(file, handle)?;
+    let bo = gem::lookup(file, handle)?;
     let len = instrs as usize;
     if len == 0 || len > isa::MAX_INSTRS || len * isa::INSTR_BYTES > bo.size() {
         return Err(EINVAL);

@@ -314,6 +314,18 @@ enum MemoryTask {
     },
 }
 
+impl MemoryTask {
+    /// The context whose task it is.
+    fn ctx(&self) -> &Arc<Context> {
+        match self {
+            Self::PhaseOne { ctx, .. }
+            | Self::Prepare { ctx, .. }
+            | Self::CleanUp { ctx, .. }
+            | Self::Reclaim { ctx, .. } => ctx,
+        }
+    }
+}
+
 /// The job (or phase 1) that found device memory full, waiting for a
 /// release: what may be reclaimed for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -764,7 +776,12 @@ impl Engine {
                 if st.shut_down {
                     return;
                 }
-                this.next_task(&mut st, monotonic_ns())
+                let task = this.next_task(&mut st, monotonic_ns());
+                // Under the lock: a cancellation sees it (or, after it, the
+                // cancelled context is not picked).
+                let on = task.as_ref().map_or(0, |t| Arc::as_ptr(t.ctx()) as usize);
+                this.memory_task_ctx.store(on, ordering::Relaxed);
+                task
             };
             let Some(task) = task else {
                 if this.memory_kick_owed.xchg(false, ordering::Relaxed) {
@@ -800,6 +817,9 @@ impl Engine {
                     prepared,
                 } => Self::reclaim(this, &ctx, job, &bindings, prepared),
             }
+            // Over, with all it did: a cancellation that reads this may
+            // signal that context's fences.
+            this.memory_task_ctx.store(0, ordering::Release);
             if phase_one {
                 this.memory_kick_owed.store(true, ordering::Relaxed);
             } else {
@@ -811,6 +831,18 @@ impl Engine {
                 Self::queue_memory(this);
                 return;
             }
+        }
+    }
+
+    /// The context (its address) whose task the memory work item has in
+    /// hand, if any. Under the engine lock, a cancellation that finds
+    /// none of its contexts here need not wait for that work item: it
+    /// takes no cancelled context's task after the mark
+    /// ([`Context::start_cancelling`]).
+    pub(super) fn memory_work_on(&self) -> Option<usize> {
+        match self.memory_task_ctx.load(ordering::Acquire) {
+            0 => None,
+            ctx => Some(ctx),
         }
     }
 

@@ -34,7 +34,10 @@ use super::{
 };
 use crate::{
     file::DrmFile,
-    gem::Bo,
+    gem::{
+        self,
+        Bo, //
+    },
     uapi,
     vgsched_core::projects::{
         access,
@@ -159,7 +162,7 @@ pub(crate) fn publish(
     handle: u32,
 ) -> Result {
     let (project, place) = parse_path(path)?;
-    let object = Bo::lookup_handle(file, handle)?;
+    let object = gem::lookup(file, handle)?;
     let uid = file.inner().uid;
     book.with_named(&project, |p| {
         p.check(uid, &place, Op::Publish)?;
