@@ -107,6 +107,10 @@ pub(crate) struct Context {
     /// the memory work item leaves it alone. Set once, without the engine
     /// lock, before the engine waits for that work item.
     cancelling: Atomic<bool>,
+    /// Where the engine last put its record in the context list: a hint
+    /// the engine writes and reads under its lock and checks at each use
+    /// (`engine.rs`, `queue_in`), so finding a context's record is O(1).
+    pub(crate) queue_hint: Atomic<usize>,
 }
 
 impl Context {
@@ -141,6 +145,7 @@ impl Context {
                     recent: [const { None }; MAX_JOBS_IN_FLIGHT as usize],
                 }),
                 cancelling: Atomic::new(false),
+                queue_hint: Atomic::new(usize::MAX),
             }),
             GFP_KERNEL_ACCOUNT,
         )

@@ -58,7 +58,10 @@ use kernel::{
     new_work,
     prelude::*,
     sync::{
-        atomic::Atomic,
+        atomic::{
+            ordering,
+            Atomic, //
+        },
         Arc,
         ArcBorrow,
         Mutex,
@@ -436,6 +439,12 @@ impl ContextQueue {
             task_started: false,
             last_job: JobTimes::default(),
         })
+    }
+
+    /// It is now at position `i` of the context list: its context's hint
+    /// says so ([`queue_index`]). Under the engine lock.
+    fn place_at(&self, i: usize) {
+        self.ctx.queue_hint.store(i, ordering::Relaxed);
     }
 
     /// Its active job: the first not finished. The jobs before it are
@@ -822,7 +831,7 @@ impl EngineState {
 
     /// The record of `ctx`, if it is live.
     fn queue(&self, ctx: &Context) -> Option<&ContextQueue> {
-        self.queues.iter().find(|q| core::ptr::eq(&*q.ctx, ctx))
+        self.queues.get(queue_index(&self.queues, ctx)?)
     }
 }
 
@@ -1129,6 +1138,7 @@ impl Engine {
                 }
                 if st.queues.len() < st.queues.capacity() {
                     if let Some(q) = queue.take() {
+                        q.place_at(st.queues.len());
                         // Room checked just above.
                         if let Err(PushError(q)) = st.queues.push_within_capacity(q) {
                             queue = Some(q);
@@ -1450,12 +1460,15 @@ impl Engine {
             let _signalling = Signalling::begin();
             let mut st = this.lock();
             this.take_off_device(&mut st, |c| Arc::ptr_eq(c, ctx));
-            let Some(i) = st.queues.iter().position(|q| Arc::ptr_eq(&q.ctx, ctx)) else {
+            let Some(i) = queue_index(&st.queues, ctx) else {
                 return 0;
             };
             let Ok(queue) = st.queues.remove(i) else {
                 return 0;
             };
+            for (j, q) in st.queues.iter().enumerate().skip(i) {
+                q.place_at(j);
+            }
             for g in st.groups.iter_mut().flatten().filter(|g| g.queue > i) {
                 g.queue -= 1;
             }
@@ -1497,6 +1510,9 @@ impl Engine {
             }
             if kept != i {
                 st.queues.swap(kept, i);
+                if let Some(q) = st.queues.get(kept) {
+                    q.place_at(kept);
+                }
             }
             kept += 1;
         }
@@ -2019,7 +2035,23 @@ impl Engine {
 /// The record of `ctx` among `queues`, if it is live (for callers that
 /// hold other parts of the engine state at the same time).
 fn queue_in<'a>(queues: &'a mut [ContextQueue], ctx: &Context) -> Option<&'a mut ContextQueue> {
-    queues.iter_mut().find(|q| core::ptr::eq(&*q.ctx, ctx))
+    queues.get_mut(queue_index(queues, ctx)?)
+}
+
+/// The position of the record of `ctx` in `queues`, the context list, if
+/// it is live: where its hint says (kept by every change of the list
+/// under the engine lock, [`ContextQueue::place_at`]), O(1). A record
+/// found anywhere else is a hint not kept: warned about, and found by a
+/// walk.
+fn queue_index(queues: &[ContextQueue], ctx: &Context) -> Option<usize> {
+    let hint = ctx.queue_hint.load(ordering::Relaxed);
+    let at = |i: usize| queues.get(i).is_some_and(|q| core::ptr::eq(&*q.ctx, ctx));
+    if at(hint) {
+        return Some(hint);
+    }
+    let found = queues.iter().position(|q| core::ptr::eq(&*q.ctx, ctx));
+    warn_on!(found.is_some());
+    found
 }
 
 /// The active job among a context's `jobs` ([`ContextQueue::active`]), to
