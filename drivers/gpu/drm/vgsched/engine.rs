@@ -39,9 +39,12 @@
 //! gets `-ETIME` when the timeout has passed in modeled time, its context
 //! turns guilty and its queued jobs are cancelled; other contexts go on.
 
+mod cancel;
 mod dispatch;
 mod dump;
+mod job;
 mod memory;
+mod queue;
 mod save_area;
 mod slots;
 mod sync;
@@ -50,7 +53,6 @@ mod tiles;
 use kernel::{
     alloc::kvec::PushError,
     bindings,
-    ffi::c_void,
     impl_has_hr_timer,
     impl_has_work,
     new_mutex,
@@ -58,10 +60,7 @@ use kernel::{
     new_work,
     prelude::*,
     sync::{
-        atomic::{
-            ordering,
-            Atomic, //
-        },
+        atomic::Atomic,
         Arc,
         ArcBorrow,
         Mutex,
@@ -96,8 +95,7 @@ use crate::{
     },
     fence::{
         Fence,
-        OutFenceFd,
-        Waiter, //
+        OutFenceFd, //
     },
     job::JobSpec,
     uapi,
@@ -108,8 +106,7 @@ use crate::{
             DispatchParams,
             Rotation,
             SplitTrigger,
-            WindowDebts,
-            BANDS, //
+            WindowDebts, //
         },
         exec::{
             Counters,
@@ -135,19 +132,11 @@ use crate::{
             Picked,
             Store, //
         },
-        pipeline::{
-            self,
-            Mode,
-            PhaseOneParams, //
-        },
+        pipeline::PhaseOneParams,
         pool,
-        progress::JobProgress,
         rng::Rng,
         slice::SliceFormula,
-        slots::{
-            SlotChange,
-            SlotEntry, //
-        },
+        slots::SlotChange,
         split::RotatingPointer,
         tiles::{
             PowerModel,
@@ -156,14 +145,15 @@ use crate::{
         },
         topology::Topology, //
     }, //
-    vram::{
-        DeviceArea,
-        DeviceMemory,
-        Pinned, //
-    },
+    vram::DeviceMemory,
 };
 
 use dump::PlacementLog;
+use job::{
+    active_in,
+    Job,
+    JobWaiter, //
+};
 pub(crate) use memory::JobTimes;
 use memory::{
     PhaseOne,
@@ -171,6 +161,12 @@ use memory::{
     Stage,
     StageEvent,
     StageLog, //
+};
+use queue::{
+    queue_in,
+    queue_index,
+    queue_of,
+    ContextQueue, //
 };
 use save_area::WaveStore;
 use slots::Rewind;
@@ -199,314 +195,6 @@ pub(crate) const MAX_CONTEXTS: usize = 16384;
 /// ones together never exceed it ([`Engine::make_room`] and the check at
 /// submission), so signalling never waits for the clean-up work item.
 const DONE_CAPACITY: usize = 2 * MAX_JOBS_IN_FLIGHT as usize;
-
-/// A waiter on a job's in-fence that queues the engine's work item when the
-/// fence signals. It holds a reference to the engine, so the callback can
-/// never see the engine go away; the waiter is disarmed (and a callback in
-/// progress finished) before that reference is dropped.
-struct JobWaiter {
-    /// Declared first: dropped (disarmed) before `engine`.
-    _waiter: Waiter,
-    _engine: Arc<Engine>,
-}
-
-impl JobWaiter {
-    /// Arms a waiter on `fence` for `engine`.
-    fn new(engine: ArcBorrow<'_, Engine>, fence: &Fence) -> Result<Self> {
-        let engine: Arc<Engine> = engine.into();
-        let data = core::ptr::from_ref::<Engine>(&engine)
-            .cast_mut()
-            .cast::<c_void>();
-        // SAFETY: `fence_signalled` only queues the engine's work item, which
-        // is safe from any context; `data` points at the engine, which the
-        // returned value keeps alive for as long as the waiter is armed.
-        let waiter = unsafe { fence.add_waiter(fence_signalled, data) }?;
-        Ok(Self {
-            _waiter: waiter,
-            _engine: engine,
-        })
-    }
-}
-
-/// One queued or running job.
-struct Job {
-    /// Engine-wide number, increasing in submission order.
-    id: u64,
-    /// Sequence number in its context.
-    seqno: u64,
-    /// Signalled when the job finishes.
-    fence: Fence,
-    /// Its hold on the device copies of its bound objects, by binding
-    /// slot, and its scratch area, from its phase 2 to its clean-up; the
-    /// interpreter works on these copies.
-    /// Declared before `spec`: dropped (let go) before the objects' last
-    /// references, so a freed object finds its copy idle.
-    device: Option<Prepared>,
-    /// The same handles while not held (made at submission; the memory
-    /// work item takes them out while it prepares or reclaims the job).
-    spare: Option<Prepared>,
-    /// What to run.
-    spec: JobSpec,
-    /// Armed on the in-fence and on the dependencies at submission;
-    /// dropped with the job.
-    _waiters: [Option<JobWaiter>; 2],
-    /// The in-fence (if any) has signalled without error and the
-    /// dependencies (if any) have signalled.
-    in_fence_done: bool,
-    /// How far its grid has got: units (work-groups or pieces of split
-    /// ones) placed, running and saved, and its first error (`-ETIME`
-    /// means it hung, and only a hang sets that).
-    progress: JobProgress,
-    /// Where it stands with device memory ([`memory`]).
-    stage: Stage,
-    /// Device memory it needs at once: its distinct objects and scratch.
-    footprint: u64,
-    /// When it passed its stages.
-    times: JobTimes,
-    /// The latest end of its waves that ended, modeled ns.
-    last_wave_end_ns: u64,
-    /// The tiles it holds, one bit per tile (0 before its first
-    /// placement); held until it ends.
-    tiles: u32,
-    /// When its tiles are awake (a sleeping tile wakes first), modeled ns.
-    tiles_start_ns: u64,
-}
-
-impl Job {
-    /// A job for `spec`, boxed (a context's lists hold pointers, so an idle
-    /// context costs little); charged to the submitter's memory cgroup.
-    fn new(
-        seqno: u64,
-        fence: Fence,
-        spec: JobSpec,
-        waiters: [Option<JobWaiter>; 2],
-    ) -> Result<KBox<Self>> {
-        let progress = JobProgress::for_grid(&spec.grid);
-        let job = Self {
-            id: 0,
-            seqno,
-            fence,
-            spec,
-            _waiters: waiters,
-            in_fence_done: false,
-            progress,
-            stage: Stage::Queued,
-            device: None,
-            spare: None,
-            footprint: 0,
-            times: JobTimes {
-                seqno,
-                ..JobTimes::default()
-            },
-            last_wave_end_ns: 0,
-            tiles: 0,
-            tiles_start_ns: 0,
-        };
-        Ok(KBox::new(job, GFP_KERNEL_ACCOUNT)?)
-    }
-
-    /// Waves it can have on the device at once: one per wave slot of a
-    /// device of shape `topology`, never more than its grid has.
-    fn live_waves(spec: &JobSpec, topology: &Topology) -> Result<usize> {
-        let grid = &spec.grid;
-        let all_waves = u64::from(grid.groups).saturating_mul(u64::from(grid.waves_per_group));
-        let wave_slots =
-            u64::from(topology.total_units()).saturating_mul(u64::from(topology.wave_slots));
-        usize::try_from(all_waves.min(wave_slots)).map_err(|_| E2BIG)
-    }
-
-    /// The job ran past the timeout: its context turns guilty.
-    fn hung(&self) -> bool {
-        self.progress.error() == ETIME.to_errno()
-    }
-
-    /// The job needs nothing more from the device.
-    fn is_finished(&self) -> bool {
-        self.progress.is_finished()
-    }
-
-    /// The job could place a work-group (or a piece of one) if it fits.
-    fn has_groups_to_place(&self) -> bool {
-        self.progress.has_groups_to_place()
-    }
-
-    /// The job has stored to a device copy that is not written back yet.
-    fn stored(&self) -> bool {
-        self.device
-            .as_ref()
-            .is_some_and(|d| d.pins.iter().flatten().any(Pinned::stored))
-    }
-}
-
-/// Everything the engine keeps about one live context, from its creation to
-/// its destruction: its jobs (a dispatch channel while it holds a hardware
-/// slot) and its scheduling state. The one place each of these facts lives.
-///
-/// # Invariants
-///
-/// - `slot.is_some() == entry.resident`;
-/// - `jobs.len() <= MAX_JOBS_IN_FLIGHT` and
-///   `jobs.len() + done.len() <= DONE_CAPACITY`, within the capacities
-///   reserved at creation: every job can move to `done` when it signals;
-/// - `runtime_ns` is the context's runtime: the union of the modeled
-///   intervals its waves executed; slot selection's weight basis
-///   (`entry.cand`) is charged the same time.
-struct ContextQueue {
-    ctx: Arc<Context>,
-    /// Unsignalled jobs, oldest first.
-    jobs: KVec<KBox<Job>>,
-    /// Signalled jobs, waiting for the clean-up work item to drop them.
-    done: KVec<KBox<Job>>,
-    /// The thread state and save area of its waves ([`save_area`]).
-    store: WaveStore,
-    /// The channel's "selected" mark of work-group dispatch, per band.
-    selected: [bool; BANDS],
-    /// The context as slot selection sees it: priority, age, runtime,
-    /// whether it has work, residency and slice.
-    entry: SlotEntry,
-    /// The hardware slot it holds, while resident.
-    slot: Option<u32>,
-    /// Its runtime, modeled nanoseconds.
-    runtime_ns: u64,
-    /// End of the latest interval counted in its runtime.
-    busy_until_ns: u64,
-    /// Jobs finished so far, with or without error.
-    completed: u64,
-    /// A job of it hung: new work is refused.
-    guilty: bool,
-    /// Time slices received: loads into a slot and renewals.
-    slices: u64,
-    /// Times it lost its slot with work left.
-    preemptions: u64,
-    /// Modeled time spent saving and restoring its waves.
-    switch_ns: u64,
-    /// Its phase 1 ([`memory`]).
-    phase1: PhaseOne,
-    /// Its state area in device memory (none if `ctx_state_kib` is 0),
-    /// placed from phase 1 to the clean-up of its task; the memory work
-    /// item takes it out while it places it.
-    state_area: Option<DeviceArea>,
-    /// When its last phase 1 started and ended.
-    phase1_times: (u64, u64),
-    /// It has placed work since it was loaded (the execution gate no
-    /// longer applies).
-    task_started: bool,
-    /// The stage times of its last signalled job.
-    last_job: JobTimes,
-}
-
-impl AsRef<SlotEntry> for ContextQueue {
-    fn as_ref(&self) -> &SlotEntry {
-        &self.entry
-    }
-}
-
-impl AsMut<SlotEntry> for ContextQueue {
-    fn as_mut(&mut self) -> &mut SlotEntry {
-        &mut self.entry
-    }
-}
-
-impl ContextQueue {
-    /// The engine's record of a new context; allocates its job lists and
-    /// its state area (`state_bytes` of `memory`, placed by phase 1).
-    fn new(ctx: &Arc<Context>, memory: &Arc<DeviceMemory>, state_bytes: u64) -> Result<Self> {
-        let entry = SlotEntry::new(pool::Candidate {
-            id: ctx.timeline as u32,
-            priority: ctx.priority as u8,
-            created_ns: ctx.created_ns,
-            runtime_ns: 0,
-            runnable: false,
-        });
-        Ok(Self {
-            ctx: ctx.clone(),
-            jobs: KVec::with_capacity(MAX_JOBS_IN_FLIGHT as usize, GFP_KERNEL_ACCOUNT)?,
-            done: KVec::with_capacity(DONE_CAPACITY, GFP_KERNEL_ACCOUNT)?,
-            store: WaveStore::new(),
-            selected: [false; BANDS],
-            entry,
-            slot: None,
-            runtime_ns: 0,
-            busy_until_ns: 0,
-            completed: 0,
-            guilty: false,
-            slices: 0,
-            preemptions: 0,
-            switch_ns: 0,
-            phase1: PhaseOne::Idle,
-            state_area: DeviceArea::new(memory, state_bytes)?,
-            phase1_times: (0, 0),
-            task_started: false,
-            last_job: JobTimes::default(),
-        })
-    }
-
-    /// It is now at position `i` of the context list: its context's hint
-    /// says so ([`queue_index`]). Under the engine lock.
-    fn place_at(&self, i: usize) {
-        self.ctx.queue_hint.store(i, ordering::Relaxed);
-    }
-
-    /// Its active job: the first not finished. The jobs before it are
-    /// finished and wait for their clean-up and fence; only the active job
-    /// has work on the device.
-    fn active(&self) -> Option<&Job> {
-        self.jobs.iter().find(|j| !j.is_finished()).map(|j| &**j)
-    }
-
-    /// Its jobs up to the active one: the finished ones not collected yet
-    /// and the active job. Only these can have hung or failed while
-    /// running; every job behind them waits its turn.
-    fn head_jobs(&self) -> impl Iterator<Item = &Job> {
-        let mut active_seen = false;
-        self.jobs.iter().map(|j| &**j).take_while(move |j| {
-            let take = !active_seen;
-            active_seen |= !j.is_finished();
-            take
-        })
-    }
-
-    /// Its jobs that may be in a timed stage (an upload or a write-back
-    /// under way): the finished ones not collected yet, which come first,
-    /// and the first unfinished ones, which the memory work item may have
-    /// prepared ([`pipeline::prepare_ahead`]); every job behind them is
-    /// still queued. So a step looks at a few jobs per context, however
-    /// many are queued.
-    fn staged_jobs(&self) -> impl Iterator<Item = &Job> {
-        let ahead =
-            pipeline::prepare_ahead(Mode::Pipelined).max(pipeline::prepare_ahead(Mode::Sequential));
-        let mut unfinished = 0;
-        self.jobs.iter().map(|j| &**j).take_while(move |j| {
-            if !j.is_finished() {
-                unfinished += 1;
-            }
-            unfinished <= ahead
-        })
-    }
-
-    /// Its runtime, modeled nanoseconds.
-    fn runtime_ns(&self) -> u64 {
-        self.runtime_ns
-    }
-
-    /// Counts modeled device time `[start, end)` of one of its waves.
-    /// Starts never go backwards, so adding what lies past the last counted
-    /// end measures the union of overlapping waves.
-    fn account(&mut self, start_ns: u64, end_ns: u64) {
-        let from = start_ns.max(self.busy_until_ns);
-        if end_ns > from {
-            self.runtime_ns = self.runtime_ns.saturating_add(end_ns - from);
-            self.entry.charge(end_ns - from);
-            self.busy_until_ns = end_ns;
-        }
-    }
-
-    /// Leaves its hardware slot (slot selection already cleared `resident`).
-    fn leave_slot(&mut self) {
-        self.slot = None;
-        self.task_started = false;
-    }
-}
 
 /// A placed work-group (or one-wave piece of a split one).
 struct RunningGroup {
@@ -1353,234 +1041,6 @@ impl Engine {
             .fold(0u64, |sum, q| sum.saturating_add(q.runtime_ns()))
     }
 
-    /// Cancels every unfinished job of `ctx` at once and forgets the
-    /// context: queued jobs never run, running work-groups are taken off
-    /// the device, and all their fences signal `-ECANCELED`. Used when a
-    /// context is destroyed, so nothing of it outlives it. Returns the
-    /// context's runtime.
-    pub(crate) fn cancel_context(this: ArcBorrow<'_, Self>, ctx: &Arc<Context>) -> u64 {
-        Self::cancel_contexts(this, core::iter::once(ctx))
-    }
-
-    /// [`Engine::cancel_context`] for several contexts at once (a file's,
-    /// when it is closed): one wait for the memory work item, one hold of
-    /// the engine lock that takes all of them out of the context list in
-    /// one pass, and one engine step. Returns their runtime.
-    pub(crate) fn cancel_contexts<'a>(
-        this: ArcBorrow<'_, Self>,
-        ctxs: impl Iterator<Item = &'a Arc<Context>> + Clone,
-    ) -> u64 {
-        let wanted = ctxs.clone().count();
-        if wanted == 0 {
-            return 0;
-        }
-        // The batch's addresses, sorted, and where the removed records and
-        // their indices go, allocated before the lock; without them, the
-        // records leave one at a time.
-        let (Ok(mut batch), Ok(removed), Ok(indices)) = (
-            KVVec::with_capacity(wanted, GFP_KERNEL),
-            KVVec::with_capacity(wanted, GFP_KERNEL),
-            KVVec::with_capacity(wanted, GFP_KERNEL),
-        ) else {
-            return ctxs.fold(0u64, |r, ctx| {
-                r.saturating_add(Self::cancel_unbatched(this, ctx))
-            });
-        };
-        for ctx in ctxs.clone() {
-            // Room for all of them was allocated above.
-            let _unexpected = batch.push_within_capacity(Arc::as_ptr(ctx) as usize);
-        }
-        batch.sort_unstable();
-        // O(log n) per record or group looked at under the lock.
-        let of_batch =
-            |ctx: &Arc<Context>| batch.binary_search(&(Arc::as_ptr(ctx) as usize)).is_ok();
-        // The memory work item takes nothing more of them (no engine lock:
-        // the mark is the context's own), and finishes what it has of
-        // them, if anything (a write-back must end before the job's fence
-        // signals and the CPU may touch the object).
-        for ctx in ctxs {
-            ctx.start_cancelling();
-        }
-        let removed = loop {
-            let _signalling = Signalling::begin();
-            let mut st = this.lock();
-            if this
-                .memory_work_on()
-                .is_some_and(|c| batch.binary_search(&c).is_ok())
-            {
-                drop(st);
-                this.wait_for_memory_work();
-                continue;
-            }
-            // The same test for work-groups and records.
-            this.take_off_device(&mut st, of_batch);
-            let removed = Self::remove_queues(&mut st, removed, indices, |q| of_batch(&q.ctx));
-            removed.iter().for_each(|q| st.cancel_jobs(q));
-            break removed;
-        };
-        let runtime = removed
-            .iter()
-            .fold(0u64, |r, q| r.saturating_add(q.runtime_ns()));
-        drop(batch);
-        Self::bury(this, removed);
-        Self::kick(this);
-        runtime
-    }
-
-    /// Hands the records of cancelled contexts, their fences signalled, to
-    /// the clean-up work item, which drops them (their jobs' buffer
-    /// mappings, waiters and fences, their holds on device memory, their
-    /// wave stores) off the closing path, as drm_sched frees a killed
-    /// entity's jobs from its own work item. Dropped here, outside the
-    /// engine lock, once shut down or without room to hand them over.
-    fn bury(this: ArcBorrow<'_, Self>, removed: KVVec<ContextQueue>) {
-        let removed = match &mut *this.buried.lock() {
-            Some(buried) => match buried.reserve(1, GFP_KERNEL_ACCOUNT) {
-                Ok(()) => buried.push_within_capacity(removed).err().map(|e| e.0),
-                Err(_) => Some(removed),
-            },
-            None => Some(removed),
-        };
-        match removed {
-            Some(removed) => {
-                drop(removed);
-                Self::memory_released(this);
-            }
-            None => Self::queue_cleanup(this),
-        }
-    }
-
-    /// [`Engine::cancel_contexts`] for one context, with nothing allocated:
-    /// its record leaves the list on its own (moving every record behind
-    /// it), for when the batch's storage could not be had.
-    fn cancel_unbatched(this: ArcBorrow<'_, Self>, ctx: &Arc<Context>) -> u64 {
-        ctx.start_cancelling();
-        this.wait_for_memory_work();
-        let queue = {
-            let _signalling = Signalling::begin();
-            let mut st = this.lock();
-            this.take_off_device(&mut st, |c| Arc::ptr_eq(c, ctx));
-            let Some(i) = queue_index(&st.queues, ctx) else {
-                return 0;
-            };
-            let Ok(queue) = st.queues.remove(i) else {
-                return 0;
-            };
-            for (j, q) in st.queues.iter().enumerate().skip(i) {
-                q.place_at(j);
-            }
-            for g in st.groups.iter_mut().flatten().filter(|g| g.queue > i) {
-                g.queue -= 1;
-            }
-            st.reorder_due = true;
-            st.cancel_jobs(&queue);
-            queue
-        };
-        let runtime = queue.runtime_ns();
-        drop(queue);
-        Self::memory_released(this);
-        Self::kick(this);
-        runtime
-    }
-
-    /// Moves the records `remove` picks from the context list to
-    /// `removed` in one pass that keeps the others in order, and fixes up
-    /// the running groups' indices: no group of a removed record may be
-    /// left. `removed` and `indices` have room for every record `remove`
-    /// picks; past that room a record stays (never dropped here, under
-    /// the lock, with its fences unsignalled). The ordered slot decision
-    /// looks at every context again before its next use
-    /// ([`EngineState::reorder_due`]).
-    fn remove_queues(
-        st: &mut EngineState,
-        mut removed: KVVec<ContextQueue>,
-        mut indices: KVVec<usize>,
-        remove: impl Fn(&ContextQueue) -> bool,
-    ) -> KVVec<ContextQueue> {
-        // A stable partition: each kept record slides down over the
-        // removed ones before it, which gather at the end.
-        let room = removed.capacity().min(indices.capacity());
-        let mut kept = 0;
-        for i in 0..st.queues.len() {
-            let take = indices.len() < room
-                && st.queues.get(i).is_some_and(&remove)
-                && indices.push_within_capacity(i).is_ok();
-            if take {
-                continue;
-            }
-            if kept != i {
-                st.queues.swap(kept, i);
-                if let Some(q) = st.queues.get(kept) {
-                    q.place_at(kept);
-                }
-            }
-            kept += 1;
-        }
-        // Taken from the end: at most `room` of them.
-        while st.queues.len() > kept {
-            let Some(q) = st.queues.pop() else {
-                break;
-            };
-            if let Err(PushError(q)) = removed.push_within_capacity(q) {
-                // Cannot happen: no more than `room` records were taken.
-                // Not dropped under the lock with its fences unsignalled;
-                // kept at the end, where no running group refers to it.
-                warn_on!(true);
-                let _unexpected = st.queues.push_within_capacity(q);
-            }
-        }
-        // A kept record moved down by the number removed before it.
-        for g in st.groups.iter_mut().flatten() {
-            g.queue -= indices.partition_point(|&i| i < g.queue);
-        }
-        st.reorder_due = true;
-        removed
-    }
-
-    /// Takes every wave and work-group of the contexts `of` picks off the
-    /// device, giving their ranges back.
-    fn take_off_device(&self, st: &mut EngineState, of: impl Fn(&Arc<Context>) -> bool) {
-        let now_cycle = self.topology.ns_to_cycles(monotonic_ns());
-        let EngineState {
-            groups,
-            waves,
-            maps,
-            unit_waves,
-            summaries,
-            generations,
-            modules,
-            rewinds,
-            ..
-        } = st;
-        let Some(mut occ) = self.occupancy(maps, unit_waves, summaries, generations) else {
-            return;
-        };
-        let of_ctx = |g: &Option<RunningGroup>| g.as_ref().is_some_and(|g| of(&g.ctx));
-        waves.retain(|w| {
-            let Some(g) = groups.get(w.slot).and_then(Option::as_ref) else {
-                return true;
-            };
-            if !of(&g.ctx) {
-                return true;
-            }
-            occ.release_wave(g.module, &w.place, &g.needs.wave);
-            // Cut short now: it issued nothing after this.
-            if let Some(ms) = modules.get_mut(g.module as usize) {
-                ms.power.stop(now_cycle, now_cycle, w.power_token);
-            }
-            if let Some(r) = w.rewind.take() {
-                // Room for every wave slot's.
-                let _unexpected = rewinds.push_within_capacity(r);
-            }
-            false
-        });
-        for slot in groups.iter_mut().filter(|g| of_ctx(g)) {
-            if let Some(g) = slot.take() {
-                occ.release_shared(g.module, g.shared_start, g.needs.shared);
-            }
-        }
-    }
-
     /// Stops the engine for good: cancels the timer, waits for the work
     /// items and drops all remaining jobs. Called when the device goes.
     pub(crate) fn shut_down(&self) {
@@ -2030,60 +1490,6 @@ impl Engine {
             st.timer = Some(Arc::from(this).start(delta));
         }
     }
-}
-
-/// The record of `ctx` among `queues`, if it is live (for callers that
-/// hold other parts of the engine state at the same time).
-fn queue_in<'a>(queues: &'a mut [ContextQueue], ctx: &Context) -> Option<&'a mut ContextQueue> {
-    queues.get_mut(queue_index(queues, ctx)?)
-}
-
-/// The position of the record of `ctx` in `queues`, the context list, if
-/// it is live: where its hint says (kept by every change of the list
-/// under the engine lock, [`ContextQueue::place_at`]), O(1). A record
-/// found anywhere else is a hint not kept: warned about, and found by a
-/// walk.
-fn queue_index(queues: &[ContextQueue], ctx: &Context) -> Option<usize> {
-    let hint = ctx.queue_hint.load(ordering::Relaxed);
-    let at = |i: usize| queues.get(i).is_some_and(|q| core::ptr::eq(&*q.ctx, ctx));
-    if at(hint) {
-        return Some(hint);
-    }
-    let found = queues.iter().position(|q| core::ptr::eq(&*q.ctx, ctx));
-    warn_on!(found.is_some());
-    found
-}
-
-/// The active job among a context's `jobs` ([`ContextQueue::active`]), to
-/// change while other fields of the context are in use.
-fn active_in(jobs: &mut KVec<KBox<Job>>) -> Option<&mut Job> {
-    jobs.iter_mut().find(|j| !j.is_finished()).map(|j| &mut **j)
-}
-
-/// The record of the context of running group `g` among `queues`.
-fn queue_of<'a>(queues: &'a mut [ContextQueue], g: &RunningGroup) -> Option<&'a mut ContextQueue> {
-    let q = queues.get_mut(g.queue)?;
-    // The index follows removals ([`Engine::cancel_context`]).
-    match Arc::ptr_eq(&q.ctx, &g.ctx) {
-        true => Some(q),
-        false => {
-            warn_on!(true);
-            None
-        }
-    }
-}
-
-/// Called by a fence waiter when an in-fence signals.
-///
-/// # Safety
-///
-/// `data` is the `Engine` inside an `Arc` that the waiter keeps alive
-/// ([`JobWaiter`]).
-unsafe extern "C" fn fence_signalled(data: *mut c_void) {
-    // SAFETY: By the function's safety requirement the engine is alive and
-    // a reference to it is held for the duration of this call.
-    let engine = unsafe { ArcBorrow::from_raw(data.cast::<Engine>()) };
-    Engine::kick(engine);
 }
 
 impl WorkItem<0> for Engine {

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A job as the engine holds it, from its submission to its clean-up,
+//! and the waiter that wakes the engine when one of its fences signals.
+
+use kernel::{
+    ffi::c_void,
+    prelude::*,
+    sync::{
+        Arc,
+        ArcBorrow, //
+    }, //
+};
+
+use crate::{
+    fence::{
+        Fence,
+        Waiter, //
+    },
+    job::JobSpec,
+    vgsched_core::{
+        progress::JobProgress,
+        topology::Topology, //
+    },
+    vram::Pinned,
+};
+
+use super::{
+    memory::{
+        JobTimes,
+        Prepared,
+        Stage, //
+    },
+    Engine,
+};
+
+/// A waiter on a job's in-fence that queues the engine's work item when the
+/// fence signals. It holds a reference to the engine, so the callback can
+/// never see the engine go away; the waiter is disarmed (and a callback in
+/// progress finished) before that reference is dropped.
+pub(super) struct JobWaiter {
+    /// Declared first: dropped (disarmed) before `engine`.
+    _waiter: Waiter,
+    _engine: Arc<Engine>,
+}
+
+impl JobWaiter {
+    /// Arms a waiter on `fence` for `engine`.
+    pub(super) fn new(engine: ArcBorrow<'_, Engine>, fence: &Fence) -> Result<Self> {
+        let engine: Arc<Engine> = engine.into();
+        let data = core::ptr::from_ref::<Engine>(&engine)
+            .cast_mut()
+            .cast::<c_void>();
+        // SAFETY: `fence_signalled` only queues the engine's work item, which
+        // is safe from any context; `data` points at the engine, which the
+        // returned value keeps alive for as long as the waiter is armed.
+        let waiter = unsafe { fence.add_waiter(fence_signalled, data) }?;
+        Ok(Self {
+            _waiter: waiter,
+            _engine: engine,
+        })
+    }
+}
+
+/// One queued or running job.
+pub(super) struct Job {
+    /// Engine-wide number, increasing in submission order.
+    pub(super) id: u64,
+    /// Sequence number in its context.
+    pub(super) seqno: u64,
+    /// Signalled when the job finishes.
+    pub(super) fence: Fence,
+    /// Its hold on the device copies of its bound objects, by binding
+    /// slot, and its scratch area, from its phase 2 to its clean-up; the
+    /// interpreter works on these copies.
+    /// Declared before `spec`: dropped (let go) before the objects' last
+    /// references, so a freed object finds its copy idle.
+    pub(super) device: Option<Prepared>,
+    /// The same handles while not held (made at submission; the memory
+    /// work item takes them out while it prepares or reclaims the job).
+    pub(super) spare: Option<Prepared>,
+    /// What to run.
+    pub(super) spec: JobSpec,
+    /// Armed on the in-fence and on the dependencies at submission;
+    /// dropped with the job.
+    _waiters: [Option<JobWaiter>; 2],
+    /// The in-fence (if any) has signalled without error and the
+    /// dependencies (if any) have signalled.
+    pub(super) in_fence_done: bool,
+    /// How far its grid has got: units (work-groups or pieces of split
+    /// ones) placed, running and saved, and its first error (`-ETIME`
+    /// means it hung, and only a hang sets that).
+    pub(super) progress: JobProgress,
+    /// Where it stands with device memory ([`memory`]).
+    pub(super) stage: Stage,
+    /// Device memory it needs at once: its distinct objects and scratch.
+    pub(super) footprint: u64,
+    /// When it passed its stages.
+    pub(super) times: JobTimes,
+    /// The latest end of its waves that ended, modeled ns.
+    pub(super) last_wave_end_ns: u64,
+    /// The tiles it holds, one bit per tile (0 before its first
+    /// placement); held until it ends.
+    pub(super) tiles: u32,
+    /// When its tiles are awake (a sleeping tile wakes first), modeled ns.
+    pub(super) tiles_start_ns: u64,
+}
+
+impl Job {
+    /// A job for `spec`, boxed (a context's lists hold pointers, so an idle
+    /// context costs little); charged to the submitter's memory cgroup.
+    pub(super) fn new(
+        seqno: u64,
+        fence: Fence,
+        spec: JobSpec,
+        waiters: [Option<JobWaiter>; 2],
+    ) -> Result<KBox<Self>> {
+        let progress = JobProgress::for_grid(&spec.grid);
+        let job = Self {
+            id: 0,
+            seqno,
+            fence,
+            spec,
+            _waiters: waiters,
+            in_fence_done: false,
+            progress,
+            stage: Stage::Queued,
+            device: None,
+            spare: None,
+            footprint: 0,
+            times: JobTimes {
+                seqno,
+                ..JobTimes::default()
+            },
+            last_wave_end_ns: 0,
+            tiles: 0,
+            tiles_start_ns: 0,
+        };
+        Ok(KBox::new(job, GFP_KERNEL_ACCOUNT)?)
+    }
+
+    /// Waves it can have on the device at once: one per wave slot of a
+    /// device of shape `topology`, never more than its grid has.
+    pub(super) fn live_waves(spec: &JobSpec, topology: &Topology) -> Result<usize> {
+        let grid = &spec.grid;
+        let all_waves = u64::from(grid.groups).saturating_mul(u64::from(grid.waves_per_group));
+        let wave_slots =
+            u64::from(topology.total_units()).saturating_mul(u64::from(topology.wave_slots));
+        usize::try_from(all_waves.min(wave_slots)).map_err(|_| E2BIG)
+    }
+
+    /// The job ran past the timeout: its context turns guilty.
+    pub(super) fn hung(&self) -> bool {
+        self.progress.error() == ETIME.to_errno()
+    }
+
+    /// The job needs nothing more from the device.
+    pub(super) fn is_finished(&self) -> bool {
+        self.progress.is_finished()
+    }
+
+    /// The job could place a work-group (or a piece of one) if it fits.
+    pub(super) fn has_groups_to_place(&self) -> bool {
+        self.progress.has_groups_to_place()
+    }
+
+    /// The job has stored to a device copy that is not written back yet.
+    pub(super) fn stored(&self) -> bool {
+        self.device
+            .as_ref()
+            .is_some_and(|d| d.pins.iter().flatten().any(Pinned::stored))
+    }
+}
+
+/// The active job among a context's `jobs` ([`ContextQueue::active`]), to
+/// change while other fields of the context are in use.
+pub(super) fn active_in(jobs: &mut KVec<KBox<Job>>) -> Option<&mut Job> {
+    jobs.iter_mut().find(|j| !j.is_finished()).map(|j| &mut **j)
+}
+
+/// Called by a fence waiter when an in-fence signals.
+///
+/// # Safety
+///
+/// `data` is the `Engine` inside an `Arc` that the waiter keeps alive
+/// ([`JobWaiter`]).
+unsafe extern "C" fn fence_signalled(data: *mut c_void) {
+    // SAFETY: By the function's safety requirement the engine is alive and
+    // a reference to it is held for the duration of this call.
+    let engine = unsafe { ArcBorrow::from_raw(data.cast::<Engine>()) };
+    Engine::kick(engine);
+}
