@@ -382,7 +382,10 @@ TEST_F(projects, dumb_buffers_are_charged_like_objects)
 	ASSERT_GE(fd, 0);
 	card = vg_open_primary_of(fd);
 	ASSERT_GE(card, 0) TH_LOG("no primary node next to the render node");
-	/* The member opens the primary node as itself, as a seat user would. */
+	/*
+	 * The member opens the primary node as itself, as a seat user would;
+	 * the teardown's module reload makes the node anew, with its mode.
+	 */
 	ASSERT_EQ(0, fchmod(card, 0666));
 	close(card);
 	close(fd);

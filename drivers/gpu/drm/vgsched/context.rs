@@ -107,10 +107,9 @@ pub(crate) struct Context {
     /// the memory work item leaves it alone. Set once, without the engine
     /// lock, before the engine waits for that work item.
     cancelling: Atomic<bool>,
-    /// Where the engine last put its record in the context list: a hint
-    /// the engine writes and reads under its lock and checks at each use
-    /// (`engine.rs`, `queue_in`), so finding a context's record is O(1).
-    pub(crate) queue_hint: Atomic<usize>,
+    /// Where the engine last put its record in the context list
+    /// ([`Context::queue_hint`]).
+    queue_hint: Atomic<usize>,
 }
 
 impl Context {
@@ -163,6 +162,20 @@ impl Context {
     /// Its work is being cancelled: nothing new of it is prepared.
     pub(crate) fn cancelling(&self) -> bool {
         self.cancelling.load(ordering::Acquire)
+    }
+
+    /// Where the engine last put its record in its context list
+    /// (`usize::MAX` while it has none): a hint, written and read only
+    /// under the engine lock and checked against the record found there
+    /// at each use (`engine/queue.rs`, `queue_index`), so that finding a
+    /// context's record is O(1).
+    pub(crate) fn queue_hint(&self) -> usize {
+        self.queue_hint.load(ordering::Relaxed)
+    }
+
+    /// Sets [`Context::queue_hint`]; under the engine lock.
+    pub(crate) fn set_queue_hint(&self, index: usize) {
+        self.queue_hint.store(index, ordering::Relaxed);
     }
 }
 

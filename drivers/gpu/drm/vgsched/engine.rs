@@ -191,6 +191,21 @@ const INTERPRET_BUDGET: u64 = 4096;
 /// which is not charged to any one client.
 pub(crate) const MAX_CONTEXTS: usize = 16384;
 
+/// Most records of cancelled contexts that wait for the clean-up work item
+/// ([`Engine::bury`]): past it, a cancellation drops its records itself.
+/// It bounds what a client that creates and destroys contexts faster than
+/// that work item runs can make the kernel hold (their charges went back
+/// with the cancellation).
+const MAX_BURIED: usize = 4096;
+
+/// The records of cancelled contexts waiting for the clean-up work item.
+struct Buried {
+    /// One list per cancellation.
+    lists: KVec<KVVec<ContextQueue>>,
+    /// Records in all of them, at most [`MAX_BURIED`].
+    records: usize,
+}
+
 /// Room of a context's `done` list: its signalled jobs and its unfinished
 /// ones together never exceed it ([`Engine::make_room`] and the check at
 /// submission), so signalling never waits for the clean-up work item.
@@ -318,6 +333,7 @@ struct Scratch {
     slot_nodes: KVVec<Node>,
     slot_pending: KVVec<u32>,
     slot_work: KVVec<Picked>,
+    refresh: KVVec<usize>,
 }
 
 impl Scratch {
@@ -350,6 +366,7 @@ impl Scratch {
             slot_nodes: KVVec::from_elem(Node::EMPTY, leaves.saturating_mul(2), GFP_KERNEL)?,
             slot_pending: KVVec::from_elem(0, contexts, GFP_KERNEL)?,
             slot_work: KVVec::from_elem(Picked::blank(), contexts, GFP_KERNEL)?,
+            refresh: KVVec::with_capacity(contexts, GFP_KERNEL)?,
         })
     }
 }
@@ -447,6 +464,24 @@ struct EngineState {
     memory_blocked: Option<memory::Blocked>,
     /// The last stage starts and ends, for debugfs.
     stages: StageLog,
+    /// Contexts whose runnable state may have changed other than through
+    /// the device (a job queued, collected or failed), each listed once
+    /// (`ContextQueue::refresh_listed`); the runnable refresh looks at
+    /// these, the residents and the contexts with work on the device.
+    refresh: KVVec<usize>,
+    /// The runnable refresh walks every context once: positions moved,
+    /// or the list overflowed.
+    refresh_all: bool,
+    /// [`Engine::fence_epoch`] as the last runnable refresh saw it: when
+    /// it moved, an in-fence or dependency signalled, and the refresh
+    /// walks every context.
+    fence_epoch_seen: u64,
+    /// Runnable refreshes since the last walk over every context.
+    refreshes_since_walk: u32,
+    /// Jobs an in-fence failed during this step's pass, finished at once
+    /// ([`Engine::in_fence_ready`]): the pass goes round once more to
+    /// collect them.
+    failed_at_once: usize,
     /// Contexts were removed: the ordered slot decision must look at every
     /// context again ([`EngineState::reorder`]) before its next use, which
     /// is in the engine's step.
@@ -484,6 +519,7 @@ impl EngineState {
         self.slot_nodes = grown.slot_nodes;
         self.slot_pending = grown.slot_pending;
         self.slot_work = grown.slot_work;
+        self.refresh = grown.refresh;
         self.reorder();
     }
 
@@ -499,6 +535,25 @@ impl EngineState {
         };
         self.ordered.reset(&mut self.queues, &mut store);
         self.reorder_due = false;
+        // Positions moved: the list of contexts to look at is redone by a
+        // walk over all of them.
+        self.refresh.clear();
+        self.queues
+            .iter_mut()
+            .for_each(|q| q.refresh_listed = false);
+        self.refresh_all = true;
+    }
+
+    /// Context `i` may have changed in what makes it runnable (a job
+    /// queued, collected or failed off the signalling path): the next
+    /// slot decision looks at it ([`slots`], the runnable refresh).
+    fn to_refresh(&mut self, i: usize) {
+        mark_refresh(
+            &mut self.queues,
+            &mut self.refresh,
+            &mut self.refresh_all,
+            i,
+        );
     }
 
     /// The record of `ctx`, if it is live.
@@ -507,14 +562,28 @@ impl EngineState {
     }
 
     /// Signals `-ECANCELED` on every job of `q`, a record just taken out
-    /// of the context list: none of them runs any more.
-    fn cancel_jobs(&mut self, q: &ContextQueue) {
+    /// of the context list: none of them runs any more. Their tiles and
+    /// the device memory they and the context hold go back at once (a
+    /// spinlock and atomics only), whenever the record is dropped; a copy
+    /// a job stored to is stale from then on. Returns whether device
+    /// memory went back.
+    fn cancel_jobs(&mut self, q: &mut ContextQueue) -> bool {
         let now = monotonic_ns();
-        for job in q.jobs.iter() {
+        let mut released = false;
+        for job in q.jobs.iter_mut() {
             self.tiles.release(job.tiles, now);
             job.fence.signal(ECANCELED.to_errno());
+            if let Some(device) = job.device.as_mut() {
+                device.release();
+                released = true;
+            }
+        }
+        if let Some(area) = q.state_area.as_mut().filter(|a| a.is_placed()) {
+            area.unplace();
+            released = true;
         }
         self.totals.jobs_cancelled += q.jobs.len() as u64;
+        released
     }
 
     /// The record of `ctx`, if it is live.
@@ -549,12 +618,17 @@ pub(crate) struct Engine {
     /// A phase 1 ran and the engine was not kicked after it: the memory
     /// work item kicks it when its work runs out.
     memory_kick_owed: Atomic<bool>,
+    /// Signals of fences the engine waits on (in-fences, dependencies),
+    /// counted by their callbacks ([`EngineState::fence_epoch_seen`]).
+    fence_epoch: Atomic<u64>,
     /// Cancellations waiting for the memory work item, which then takes
     /// one task per run ([`Engine::wait_for_memory_work`]).
     memory_waiters: Atomic<u32>,
     /// The context of the memory work item's task in hand (its address,
     /// 0 for none): set under the engine lock when the task is taken,
-    /// cleared once it is over ([`Engine::memory_work_on`]).
+    /// cleared once it is over ([`Engine::memory_work_on`]). Only compared,
+    /// never followed: an address reused after the context is freed can
+    /// at most make a cancellation wait once for nothing.
     memory_task_ctx: Atomic<usize>,
     /// The longest hold of `state`.
     hold: HoldMeter,
@@ -579,9 +653,9 @@ pub(crate) struct Engine {
     stopped: SpinLockIrq<bool>,
     /// Records of cancelled contexts, their fences signalled, for the
     /// clean-up work item to drop ([`Engine::bury`]); `None` once shut
-    /// down.
+    /// down. Taken alone.
     #[pin]
-    buried: Mutex<Option<KVec<KVVec<ContextQueue>>>>,
+    buried: Mutex<Option<Buried>>,
     /// The engine's step: the signalling path.
     #[pin]
     work: Work<Engine, 0>,
@@ -699,12 +773,17 @@ impl Engine {
             slot_nodes: scratch.slot_nodes,
             slot_pending: scratch.slot_pending,
             slot_work: scratch.slot_work,
+            refresh: scratch.refresh,
+            refresh_all: false,
+            fence_epoch_seen: 0,
+            refreshes_since_walk: 0,
             timer: None,
             budget: INTERPRET_BUDGET,
             cleanup_due: false,
             memory_blocked: None,
             stages: StageLog::new()?,
             reorder_due: false,
+            failed_at_once: 0,
             phase1_ahead_paused: false,
             releases: 0,
             tiles,
@@ -732,13 +811,17 @@ impl Engine {
                 wq: OwnedQueue::engine()?,
                 memory_wq: OwnedQueue::memory()?,
                 memory_kick_owed: Atomic::new(false),
+                fence_epoch: Atomic::new(0),
                 memory_waiters: Atomic::new(0),
                 memory_task_ctx: Atomic::new(0),
                 hold: HoldMeter::new(),
                 submits: SubmitMeter::new(),
                 state <- new_mutex!(st),
                 stopped <- new_spinlock_irq!(false),
-                buried <- new_mutex!(Some(KVec::new())),
+                buried <- new_mutex!(Some(Buried {
+                    lists: KVec::new(),
+                    records: 0,
+                })),
                 work <- new_work!("vgsched::Engine::work"),
                 cleanup <- new_work!("vgsched::Engine::cleanup"),
                 memory_work <- new_work!("vgsched::Engine::memory_work"),
@@ -974,6 +1057,9 @@ impl Engine {
                     }
                     let crowded = q.done.len() >= MAX_JOBS_IN_FLIGHT as usize;
                     st.next_job_id += 1;
+                    if let Some(i) = queue_index(&st.queues, ctx) {
+                        st.to_refresh(i);
+                    }
                     break crowded;
                 }
                 (q.store.room(), replaced)
@@ -1131,11 +1217,7 @@ impl Engine {
                 changed += this.advance_waves(&mut st, now);
                 changed += Self::dispatch(this, &mut st, now);
                 // Checking an in-fence can fail a job at once: collect it.
-                changed += st
-                    .queues
-                    .iter()
-                    .filter(|q| q.jobs.first().is_some_and(|j| j.is_finished()))
-                    .count();
+                changed += core::mem::take(&mut st.failed_at_once);
                 if changed == 0 || st.budget == 0 {
                     break;
                 }
@@ -1171,7 +1253,10 @@ impl Engine {
         // Records of cancelled contexts first: what they hold of device
         // memory counts for the release below.
         let buried = match &mut *this.buried.lock() {
-            Some(buried) => core::mem::take(buried),
+            Some(buried) => {
+                buried.records = 0;
+                core::mem::take(&mut buried.lists)
+            }
             None => KVec::new(),
         };
         drop(buried);
@@ -1316,11 +1401,17 @@ impl Engine {
             cleanup_due,
             stages,
             tiles,
+            refresh,
+            refresh_all,
             ..
         } = st;
         let mut collected = 0;
         let mut released = false;
-        for q in queues.iter_mut() {
+        for i in 0..queues.len() {
+            let Some(q) = queues.get_mut(i) else {
+                break;
+            };
+            let before = collected;
             while let Some(first) = q.jobs.first_mut().filter(|j| j.is_finished()) {
                 if first.times.first_wave != 0 && first.times.last_wave == 0 {
                     // Its last wave's end, not when the engine saw it.
@@ -1406,6 +1497,10 @@ impl Engine {
                 *cleanup_due = true;
                 collected += 1;
             }
+            // Its next job is its active one now.
+            if collected != before {
+                mark_refresh(queues, refresh, refresh_all, i);
+            }
         }
         if released {
             st.released();
@@ -1417,14 +1512,15 @@ impl Engine {
     /// on the device, and its in-fence (if any) has signalled. A failed in-fence fails the job with
     /// `-ECANCELED`. The waiter armed at submission queues the engine when
     /// the fence signals.
-    fn ready(job: &mut Job, now: u64) -> bool {
-        Self::in_fence_ready(job) && job.stage.on_device(now)
+    fn ready(job: &mut Job, now: u64, failed_at_once: &mut usize) -> bool {
+        Self::in_fence_ready(job, failed_at_once) && job.stage.on_device(now)
     }
 
     /// Whether a job's in-fence and dependencies (if any) have signalled;
-    /// a failed in-fence fails the job with `-ECANCELED`, a failed
-    /// dependency does not (it only orders the job after it).
-    fn in_fence_ready(job: &mut Job) -> bool {
+    /// a failed in-fence fails the job with `-ECANCELED` (counted in
+    /// `failed_at_once`), a failed dependency does not (it only orders the
+    /// job after it).
+    fn in_fence_ready(job: &mut Job, failed_at_once: &mut usize) -> bool {
         if !job.in_fence_done {
             if let Some(in_fence) = &job.spec.in_fence {
                 match in_fence.status() {
@@ -1432,6 +1528,9 @@ impl Engine {
                     1 => {}
                     _ => {
                         job.progress.fail(ECANCELED.to_errno());
+                        // Nothing of it ran: it is finished, and the step
+                        // goes round once more to collect it.
+                        *failed_at_once += 1;
                         return false;
                     }
                 }
@@ -1489,6 +1588,27 @@ impl Engine {
             let delta = Delta::from_nanos(end.saturating_sub(now).min(i64::MAX as u64) as i64);
             st.timer = Some(Arc::from(this).start(delta));
         }
+    }
+}
+
+/// Lists context `i` of `queues` for the next runnable refresh
+/// ([`EngineState::to_refresh`]), once; past the list's room (never: it has
+/// room for every context), every context is looked at.
+fn mark_refresh(
+    queues: &mut [ContextQueue],
+    refresh: &mut KVVec<usize>,
+    refresh_all: &mut bool,
+    i: usize,
+) {
+    let Some(q) = queues.get_mut(i) else {
+        return;
+    };
+    if q.refresh_listed {
+        return;
+    }
+    match refresh.push_within_capacity(i) {
+        Ok(()) => q.refresh_listed = true,
+        Err(_) => *refresh_all = true,
     }
 }
 

@@ -71,6 +71,10 @@ unsafe extern "C" fn count_object(data: *mut c_void, obj: *mut bindings::drm_gem
     // SAFETY: An object carrying the functions of `Bo` is a `Bo`, and it is
     // live for the call.
     let bo = unsafe { Bo::from_raw(obj) };
+    // A dumb buffer: never on this device either.
+    if bo.is_dumb() {
+        return;
+    }
     // SAFETY: Per the function's safety requirement.
     let region = unsafe { &mut *data.cast::<DeviceRegion>() };
     let size = bo.size() as u64;

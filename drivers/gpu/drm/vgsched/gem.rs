@@ -199,6 +199,12 @@ impl gem::DriverObject for VgObject {
     ) -> impl PinInit<Self, Error> {
         let memory = dev.engine.device_memory().clone();
         let id = memory.new_object_id();
+        // A dumb buffer never goes on the device: no copy, no write
+        // tracking.
+        let size = match kind {
+            Kind::Buffer => size,
+            Kind::Dumb => 0,
+        };
         let copy = DeviceCopy::new(size as u64, id);
         let pages = size.div_ceil(PAGE_SIZE);
         let cpu_written = vram::bitmap(pages);
@@ -246,6 +252,11 @@ impl gem::DriverObject for VgObject {
     /// A read-only mapping loses `VM_MAYWRITE`, so `mprotect()` cannot
     /// make it writable later.
     fn mmap(obj: &Bo, file: Option<&DrmFile>, vma: &VmaNew) -> Result {
+        // A dumb buffer maps as the shmem helper maps it, untracked: it
+        // never reaches a job.
+        if obj.dumb {
+            return Ok(());
+        }
         // The shmem helper refuses private mappings only while they may be
         // made writable; refuse them here for every holder alike. (A
         // shared mapping of a file opened read-only has `VM_MAYSHARE`
@@ -319,6 +330,11 @@ impl VgObject {
         for (w, &bits) in taking.iter().enumerate().filter(|(_, b)| **b != 0) {
             bo.copy.cpu_wrote(w, bits);
         }
+    }
+
+    /// It is a dumb buffer ([`create_dumb`]).
+    pub(crate) fn is_dumb(&self) -> bool {
+        self.dumb
     }
 
     /// It has been published in shared storage.
@@ -518,9 +534,12 @@ pub(crate) fn create(
 ///
 /// It is an object of this driver, so its bytes stay charged until it is
 /// freed, but it keeps the contract dumb buffers had when the DRM core's
-/// shmem helper made them: it maps with `MODE_MAP_DUMB` and exports as a
-/// dma-buf, vgsched's own ioctls refuse its handles with `EINVAL`
-/// ([`lookup`]), and it has no vgsched size limit.
+/// shmem helper made them (a render-only driver would not offer them at
+/// all, but programs may already use them): it maps with `MODE_MAP_DUMB`
+/// as the shmem helper maps it, exports as a dma-buf, does not count in
+/// fdinfo's device memory, vgsched's own ioctls refuse its handles with
+/// `EINVAL` ([`lookup`]), and it has no vgsched size limit. It has no
+/// device copy and no write tracking.
 pub(crate) fn create_dumb(
     dev: &drm::Device<VgDriver>,
     file: &DrmFile,

@@ -287,8 +287,8 @@ impl Ioctl for BoMmapOffset {
         if args.pad != 0 {
             return Err(EINVAL);
         }
-        // `EINVAL` for an object this driver did not create (a dumb buffer,
-        // an imported dma-buf): it has no mapping of ours.
+        // `EINVAL` for a dumb buffer (mapped with `MODE_MAP_DUMB`) or an
+        // imported dma-buf of another device: no mapping of ours.
         let bo = gem::lookup(file, args.handle)?;
         args.offset = bo.create_mmap_offset()?;
         Ok(0)

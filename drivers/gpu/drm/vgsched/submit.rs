@@ -163,8 +163,8 @@ fn binding_access(args: &uapi::drm_vgsched_submit) -> Result<[bool; isa::MAX_BIN
 }
 
 /// Looks up and maps the buffer objects named by `count` handles at user
-/// address `pointer`. A handle of an object this driver did not create (a
-/// dumb buffer, an imported dma-buf) is `EINVAL`, an unknown one `ENOENT`;
+/// address `pointer`. A handle of a dumb buffer or of another device's
+/// imported dma-buf is `EINVAL` ([`gem::lookup`]), an unknown one `ENOENT`;
 /// an object bound writable (`writes`) that the file may only read (a
 /// read-only shared-storage open) is `EACCES`.
 fn bind_buffers(

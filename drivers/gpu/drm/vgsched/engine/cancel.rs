@@ -11,7 +11,7 @@ use kernel::{
         Arc,
         ArcBorrow, //
     },
-    warn_on,
+    warn_on, //
 };
 
 use crate::context::{
@@ -25,7 +25,10 @@ use super::{
         ContextQueue, //
     },
     sync::Signalling,
-    Engine, EngineState, RunningGroup,
+    Engine,
+    EngineState,
+    RunningGroup,
+    MAX_BURIED, //
 };
 
 impl Engine {
@@ -55,9 +58,9 @@ impl Engine {
         // their indices go, allocated before the lock; without them, the
         // records leave one at a time.
         let (Ok(mut batch), Ok(removed), Ok(indices)) = (
-            KVVec::with_capacity(wanted, GFP_KERNEL),
-            KVVec::with_capacity(wanted, GFP_KERNEL),
-            KVVec::with_capacity(wanted, GFP_KERNEL),
+            KVVec::with_capacity(wanted, GFP_KERNEL_ACCOUNT),
+            KVVec::with_capacity(wanted, GFP_KERNEL_ACCOUNT),
+            KVVec::with_capacity(wanted, GFP_KERNEL_ACCOUNT),
         ) else {
             return ctxs.fold(0u64, |r, ctx| {
                 r.saturating_add(Self::cancel_unbatched(this, ctx))
@@ -78,23 +81,38 @@ impl Engine {
         for ctx in ctxs {
             ctx.start_cancelling();
         }
-        let removed = loop {
-            let _signalling = Signalling::begin();
+        let (removed, memory) = loop {
+            let signalling = Signalling::begin();
             let mut st = this.lock();
             if this
                 .memory_work_on()
                 .is_some_and(|c| batch.binary_search(&c).is_ok())
             {
+                // Not inside a signalling section: the wait is for the
+                // memory work item as a whole.
                 drop(st);
+                drop(signalling);
                 this.wait_for_memory_work();
                 continue;
             }
             // The same test for work-groups and records.
             this.take_off_device(&mut st, of_batch);
-            let removed = Self::remove_queues(&mut st, removed, indices, |q| of_batch(&q.ctx));
-            removed.iter().for_each(|q| st.cancel_jobs(q));
-            break removed;
+            let mut removed = Self::remove_queues(&mut st, removed, indices, |q| of_batch(&q.ctx));
+            let mut released = false;
+            for q in removed.iter_mut() {
+                released |= st.cancel_jobs(q);
+            }
+            // Their device memory is back now: another context's job
+            // waiting for it does not wait for the clean-up work item.
+            let memory = released && {
+                st.released();
+                this.memory_wanted(&st, monotonic_ns())
+            };
+            break (removed, memory);
         };
+        if memory {
+            Self::queue_memory(this);
+        }
         let runtime = removed
             .iter()
             .fold(0u64, |r, q| r.saturating_add(q.runtime_ns()));
@@ -104,25 +122,33 @@ impl Engine {
         runtime
     }
 
-    /// Hands the records of cancelled contexts, their fences signalled, to
+    /// Hands the records of cancelled contexts, their fences signalled and
+    /// their device memory given back ([`EngineState::cancel_jobs`]), to
     /// the clean-up work item, which drops them (their jobs' buffer
-    /// mappings, waiters and fences, their holds on device memory, their
-    /// wave stores) off the closing path, as drm_sched frees a killed
-    /// entity's jobs from its own work item. Dropped here, outside the
-    /// engine lock, once shut down or without room to hand them over.
+    /// mappings, waiters and fences, their wave stores) off the closing
+    /// path, as drm_sched frees a killed entity's jobs from its own work
+    /// item. At most [`MAX_BURIED`] records wait there; past that, once
+    /// shut down, or without room to hand them over, they are dropped
+    /// here, outside the engine lock.
     fn bury(this: ArcBorrow<'_, Self>, removed: KVVec<ContextQueue>) {
         let removed = match &mut *this.buried.lock() {
-            Some(buried) => match buried.reserve(1, GFP_KERNEL_ACCOUNT) {
-                Ok(()) => buried.push_within_capacity(removed).err().map(|e| e.0),
-                Err(_) => Some(removed),
-            },
-            None => Some(removed),
+            Some(buried) if buried.records + removed.len() <= MAX_BURIED => {
+                match buried.lists.reserve(1, GFP_KERNEL) {
+                    Ok(()) => {
+                        let count = removed.len();
+                        let left = buried.lists.push_within_capacity(removed).err();
+                        if left.is_none() {
+                            buried.records += count;
+                        }
+                        left.map(|e| e.0)
+                    }
+                    Err(_) => Some(removed),
+                }
+            }
+            _ => Some(removed),
         };
         match removed {
-            Some(removed) => {
-                drop(removed);
-                Self::memory_released(this);
-            }
+            Some(removed) => drop(removed),
             None => Self::queue_cleanup(this),
         }
     }
@@ -140,9 +166,10 @@ impl Engine {
             let Some(i) = queue_index(&st.queues, ctx) else {
                 return 0;
             };
-            let Ok(queue) = st.queues.remove(i) else {
+            let Ok(mut queue) = st.queues.remove(i) else {
                 return 0;
             };
+            queue.place_at(usize::MAX);
             for (j, q) in st.queues.iter().enumerate().skip(i) {
                 q.place_at(j);
             }
@@ -150,7 +177,7 @@ impl Engine {
                 g.queue -= 1;
             }
             st.reorder_due = true;
-            st.cancel_jobs(&queue);
+            st.cancel_jobs(&mut queue);
             queue
         };
         let runtime = queue.runtime_ns();
@@ -198,6 +225,8 @@ impl Engine {
             let Some(q) = st.queues.pop() else {
                 break;
             };
+            // Out of the list: no hint may point into it.
+            q.place_at(usize::MAX);
             if let Err(PushError(q)) = removed.push_within_capacity(q) {
                 // Cannot happen: no more than `room` records were taken.
                 // Not dropped under the lock with its fences unsignalled;

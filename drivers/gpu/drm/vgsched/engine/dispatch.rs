@@ -218,7 +218,11 @@ impl Engine {
                 Some((complete, _)) => {
                     complete && job.progress.error() == 0 && job.stage.on_device(now) && initialised
                 }
-                None => job.has_groups_to_place() && Self::ready(job, now) && gate_open,
+                None => {
+                    job.has_groups_to_place()
+                        && Self::ready(job, now, &mut st.failed_at_once)
+                        && gate_open
+                }
             };
             if !wants {
                 continue;

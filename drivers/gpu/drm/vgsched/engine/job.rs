@@ -7,6 +7,7 @@ use kernel::{
     ffi::c_void,
     prelude::*,
     sync::{
+        atomic::ordering,
         Arc,
         ArcBorrow, //
     }, //
@@ -22,7 +23,7 @@ use crate::{
         progress::JobProgress,
         topology::Topology, //
     },
-    vram::Pinned,
+    vram::Pinned, //
 };
 
 use super::{
@@ -31,7 +32,7 @@ use super::{
         Prepared,
         Stage, //
     },
-    Engine,
+    Engine, //
 };
 
 /// A waiter on a job's in-fence that queues the engine's work item when the
@@ -188,5 +189,8 @@ unsafe extern "C" fn fence_signalled(data: *mut c_void) {
     // SAFETY: By the function's safety requirement the engine is alive and
     // a reference to it is held for the duration of this call.
     let engine = unsafe { ArcBorrow::from_raw(data.cast::<Engine>()) };
+    // Counted before the kick: the step that reads the count sees the
+    // fence signalled, and looks at every context's readiness again.
+    engine.fence_epoch.fetch_add(1, ordering::Release);
     Engine::kick(engine);
 }

@@ -39,6 +39,8 @@
 //! job waits for is held only by jobs that are executing at its level or
 //! above, which end within the job timeout.
 
+use core::cell::OnceCell;
+
 use kernel::{
     bindings,
     drm::gem::BaseObject,
@@ -54,6 +56,7 @@ use kernel::{
 use super::{
     dump::Ring,
     queue_in,
+    queue_index,
     sync::Signalling,
     ContextQueue,
     Engine,
@@ -454,19 +457,22 @@ fn next_waiting(st: &EngineState, now: u64) -> Option<usize> {
 }
 
 /// What every candidate for phase 2 shares: the settings, whether the
-/// device is busy (sequential), the next task and whether every current
+/// device is busy (sequential), the next task (found only if a candidate
+/// needs it: a walk with a weight per context) and whether every current
 /// task has reached its progress point.
-struct Gate {
+struct Gate<'a> {
+    st: &'a EngineState,
+    now: u64,
     p: PipelineParams,
     busy: bool,
-    next: Option<usize>,
+    next: OnceCell<Option<usize>>,
     progress: bool,
     /// A job waiting for memory, if any ([`Blocked::lets_prepare`]).
     blocked: Option<Blocked>,
 }
 
-impl Gate {
-    fn new(st: &EngineState, now: u64) -> Self {
+impl<'a> Gate<'a> {
+    fn new(st: &'a EngineState, now: u64) -> Self {
         let p = params::pipeline();
         let progress = st
             .queues
@@ -474,16 +480,29 @@ impl Gate {
             .filter(|c| c.slot.is_some())
             .all(|c| pipeline::next_phase2_allowed(&p, c.sub_tasks()));
         Self {
+            st,
+            now,
             busy: p.mode == Mode::Sequential && device_busy(st),
-            next: next_waiting(st, now),
+            next: OnceCell::new(),
             progress,
             blocked: st.memory_blocked,
             p,
         }
     }
 
+    /// The next task ([`next_waiting`]), found once.
+    fn next(&self) -> Option<usize> {
+        *self.next.get_or_init(|| next_waiting(self.st, self.now))
+    }
+
     /// The job of context `index` whose phase 2 may start now, if any.
-    fn preparable<'a>(&self, index: usize, q: &'a ContextQueue, now: u64) -> Option<&'a Job> {
+    fn preparable<'q>(&self, index: usize, q: &'q ContextQueue, now: u64) -> Option<&'q Job> {
+        // Without a slot, only the next task may start its first
+        // sub-task, and only in pipelined mode at the progress point: the
+        // rest of the tests are not needed to turn the others down.
+        if q.slot.is_none() && (self.p.mode == Mode::Sequential || !self.progress) {
+            return None;
+        }
         if q.ctx.cancelling() || !q.initialised(now) {
             return None;
         }
@@ -506,7 +525,7 @@ impl Gate {
             Mode::Pipelined if q.slot.is_some() => true,
             // The next task's first sub-task, at the progress point of
             // every current task.
-            Mode::Pipelined => first && self.next == Some(index) && self.progress,
+            Mode::Pipelined => first && self.progress && self.next() == Some(index),
         };
         allowed.then_some(job)
     }
@@ -520,7 +539,8 @@ fn phase_one_due(
     among: impl Fn(&ContextQueue) -> bool,
 ) -> Option<usize> {
     let held = phase1_held(&st.queues, state_bytes);
-    let busy = device_busy(st);
+    // Only sequential mode looks at it: no walk otherwise.
+    let busy = p.mode == Mode::Sequential && device_busy(st);
     // At the threshold, a loaded context waits for a task that is ending
     // (no slot, every job finished, its clean-ups under way) to give its
     // area back, rather than pass the threshold.
@@ -530,16 +550,19 @@ fn phase_one_due(
             .queues
             .iter()
             .any(|q| q.slot.is_none() && q.phase1 != PhaseOne::Idle && q.active().is_none());
+    // The tests on the settings and the slot first: past the threshold
+    // they turn every context without a slot down before anything of it
+    // is looked at.
     st.queues
         .iter()
         .enumerate()
+        // None ahead of its load while a job waits for memory.
+        .filter(|(_, q)| q.slot.is_some() || !st.phase1_ahead_paused)
+        .filter(|(_, q)| pipeline::may_start_phase1(p, held, q.slot.is_some() && !ending, busy))
         .filter(|(_, q)| {
             q.phase1 == PhaseOne::Idle && q.has_work() && !q.ctx.cancelling() && among(q)
         })
         .filter(|(_, q)| st.memory_blocked.is_none_or(|b| b.lets_prepare(q)))
-        // None ahead of its load while a job waits for memory.
-        .filter(|(_, q)| q.slot.is_some() || !st.phase1_ahead_paused)
-        .filter(|(_, q)| pipeline::may_start_phase1(p, held, q.slot.is_some() && !ending, busy))
         // The highest level first, a loaded context before others, then
         // the oldest work.
         .min_by_key(|(_, q)| {
@@ -604,8 +627,8 @@ impl Engine {
     /// the engine lock, on any path (it only looks).
     pub(super) fn memory_wanted(&self, st: &EngineState, now: u64) -> bool {
         let cleanup = st.queues.iter().any(|q| {
-            !q.ctx.cancelling()
-                && (q.jobs.first().is_some_and(|j| j.stage == Stage::CleanUpDue) || q.task_over())
+            (q.jobs.first().is_some_and(|j| j.stage == Stage::CleanUpDue) || q.task_over())
+                && !q.ctx.cancelling()
         });
         if cleanup {
             return true;
@@ -915,6 +938,7 @@ impl Engine {
             st.wait_for_release(full, releases, Blocked::of(ctx, loaded));
             st.phase1_ahead_paused = full;
             let EngineState { queues, stages, .. } = &mut *st;
+            let mut failed = false;
             match queue_in(queues, ctx).and_then(|q| find_job_of(&mut q.jobs, id)) {
                 Some(job) => match held {
                     Ok(ready) => {
@@ -933,11 +957,15 @@ impl Engine {
                             // it fails, as a submission that could not be
                             // mapped would.
                             job.progress.fail(e.to_errno());
+                            failed = true;
                         }
                     }
                 },
                 // Cancelled meanwhile: its hold goes, outside the lock.
                 None => unused = Some(prepared),
+            }
+            if let Some(i) = queue_index(&st.queues, ctx).filter(|_| failed) {
+                st.to_refresh(i);
             }
         }
         drop(unused);
@@ -1018,7 +1046,7 @@ impl Engine {
     ) -> Option<Prepared> {
         let mut st = self.lock();
         let EngineState { queues, stages, .. } = &mut *st;
-        match queue_in(queues, ctx).and_then(|q| find_job_of(&mut q.jobs, id)) {
+        let left = match queue_in(queues, ctx).and_then(|q| find_job_of(&mut q.jobs, id)) {
             Some(job) => {
                 if error != 0 {
                     job.progress.fail(error);
@@ -1027,7 +1055,11 @@ impl Engine {
                 None
             }
             None => Some(prepared),
+        };
+        if let Some(i) = queue_index(&st.queues, ctx).filter(|_| error != 0) {
+            st.to_refresh(i);
         }
+        left
     }
 
     /// Writes back every pinned object of `prepared` the job stored to;

@@ -5,11 +5,8 @@
 
 use kernel::{
     prelude::*,
-    sync::{
-        atomic::ordering,
-        Arc, //
-    },
-    warn_on,
+    sync::Arc,
+    warn_on, //
 };
 
 use crate::{
@@ -29,7 +26,7 @@ use crate::{
     vram::{
         DeviceArea,
         DeviceMemory, //
-    },
+    }, //
 };
 
 use super::{
@@ -39,7 +36,8 @@ use super::{
         PhaseOne, //
     },
     save_area::WaveStore,
-    RunningGroup, DONE_CAPACITY,
+    RunningGroup,
+    DONE_CAPACITY, //
 };
 
 /// Everything the engine keeps about one live context, from its creation to
@@ -95,6 +93,8 @@ pub(super) struct ContextQueue {
     /// It has placed work since it was loaded (the execution gate no
     /// longer applies).
     pub(super) task_started: bool,
+    /// Listed in [`EngineState::refresh`](super::EngineState).
+    pub(super) refresh_listed: bool,
     /// The stage times of its last signalled job.
     pub(super) last_job: JobTimes,
 }
@@ -146,13 +146,14 @@ impl ContextQueue {
             phase1_times: (0, 0),
             task_started: false,
             last_job: JobTimes::default(),
+            refresh_listed: false,
         })
     }
 
     /// It is now at position `i` of the context list: its context's hint
     /// says so ([`queue_index`]). Under the engine lock.
     pub(super) fn place_at(&self, i: usize) {
-        self.ctx.queue_hint.store(i, ordering::Relaxed);
+        self.ctx.set_queue_hint(i);
     }
 
     /// Its active job: the first not finished. The jobs before it are
@@ -231,7 +232,7 @@ pub(super) fn queue_in<'a>(
 /// found anywhere else is a hint not kept: warned about, and found by a
 /// walk.
 pub(super) fn queue_index(queues: &[ContextQueue], ctx: &Context) -> Option<usize> {
-    let hint = ctx.queue_hint.load(ordering::Relaxed);
+    let hint = ctx.queue_hint();
     let at = |i: usize| queues.get(i).is_some_and(|q| core::ptr::eq(&*q.ctx, ctx));
     if at(hint) {
         return Some(hint);

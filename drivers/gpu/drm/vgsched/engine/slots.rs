@@ -26,6 +26,7 @@
 use kernel::{
     prelude::*,
     sync::{
+        atomic::ordering,
         Arc,
         ArcBorrow, //
     },
@@ -66,6 +67,7 @@ use crate::{
             WaveEnd,
             MAX_THREADS_PER_WAVE, //
         },
+        kinetic::MAX_K,
         ordered_slots::Store,
         slots::{
             Scratch,
@@ -75,6 +77,10 @@ use crate::{
         }, //
     }, //
 };
+
+/// Runnable refreshes between two that look at every context, whatever
+/// happened ([`Engine::reschedule`]).
+const REFRESH_WALK_EVERY: u32 = 64;
 
 /// Undo-log entries of one wave's chunk: a chunk that overwrites more words
 /// cannot be taken back, and its wave stops at its next point instead.
@@ -173,6 +179,12 @@ impl Engine {
             slot_pending,
             slot_work,
             log,
+            failed_at_once,
+            refresh,
+            refresh_all,
+            fence_epoch_seen,
+            refreshes_since_walk,
+            groups,
             ..
         } = st;
         let mut store = Store {
@@ -181,9 +193,28 @@ impl Engine {
             pending: slot_pending,
             work: slot_work,
         };
-        for i in 0..queues.len() {
+        // The runnable refresh: a context's runnable state changes with
+        // its jobs' progress on the device (the residents', and those of
+        // the contexts with work-groups there, evicted ones saving), with
+        // its jobs queued, collected or failed elsewhere (listed in
+        // `refresh`), and with its in-fence (any signal of a fence the
+        // engine waits on moves `fence_epoch`). Only those are looked at;
+        // every context when positions moved, a fence signalled, or every
+        // `REFRESH_WALK_EVERY` refreshes (a bound, should an event ever
+        // go unlisted).
+        let epoch = this.fence_epoch.load(ordering::Acquire);
+        *refreshes_since_walk += 1;
+        let walk = core::mem::take(refresh_all)
+            || core::mem::replace(fence_epoch_seen, epoch) != epoch
+            || *refreshes_since_walk >= REFRESH_WALK_EVERY;
+        // The residents, before the closure below borrows `ordered`.
+        let mut residents = [usize::MAX; MAX_K];
+        for (r, i) in residents.iter_mut().zip(ordered.residents()) {
+            *r = i;
+        }
+        let mut refresh_one = |queues: &mut KVVec<ContextQueue>, i: usize| {
             let Some(q) = queues.get_mut(i) else {
-                break;
+                return;
             };
             q.entry.cand.runnable = match active_in(&mut q.jobs) {
                 None => false,
@@ -191,11 +222,34 @@ impl Engine {
                     job.progress.error() == 0
                         && (job.progress.running() > 0
                             || job.progress.saved() > 0
-                            || (job.has_groups_to_place() && Self::in_fence_ready(job)))
+                            || (job.has_groups_to_place()
+                                && Self::in_fence_ready(job, failed_at_once)))
                 }
             };
             ordered.check(queues, i, &mut store);
+        };
+        if walk {
+            *refreshes_since_walk = 0;
+            for i in 0..queues.len() {
+                refresh_one(queues, i);
+            }
+        } else {
+            for &i in residents.iter().take_while(|&&i| i != usize::MAX) {
+                refresh_one(queues, i);
+            }
+            for g in groups.iter().flatten() {
+                refresh_one(queues, g.queue);
+            }
+            for &i in refresh.iter() {
+                refresh_one(queues, i);
+            }
         }
+        for &i in refresh.iter() {
+            if let Some(q) = queues.get_mut(i) {
+                q.refresh_listed = false;
+            }
+        }
+        refresh.clear();
         if !ordered.due(queues, now) {
             return 0;
         }
