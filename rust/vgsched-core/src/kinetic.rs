@@ -240,6 +240,32 @@ impl<'a> Kinetic<'a> {
         }
     }
 
+    /// Puts `cand` in leaf `index` without replaying any match: for
+    /// filling a tournament made by [`Self::new`] before one
+    /// [`Self::rebuild`]. Ignored past the capacity.
+    pub fn place(&mut self, index: usize, cand: Candidate) {
+        let cap = self.leaves.len();
+        let Some(leaf) = self.leaves.get_mut(index) else {
+            return;
+        };
+        *leaf = Some(cand);
+        if let Some(n) = self.nodes.get_mut(cap + index) {
+            n.winner = index as u32;
+            n.key = cand;
+            n.fail_at = u64::MAX;
+            n.min_fail = u64::MAX;
+        }
+    }
+
+    /// Replays every match once, bottom up, at the current time: the tree
+    /// over its leaves as they are, in `O(capacity)` (instead of one path
+    /// per leaf set).
+    pub fn rebuild(&mut self) {
+        for i in (1..self.leaves.len()).rev() {
+            self.replay(i);
+        }
+    }
+
     /// Sets leaf `index` (insert, re-key or, with `None`, remove) at time
     /// `now`. Ignored past the capacity.
     pub fn set(&mut self, index: usize, cand: Option<Candidate>, now: u64) {

@@ -35,8 +35,9 @@
 //!   decisions are taken on these events only;
 //! - [`OrderedSlots::decide`] takes the decision;
 //! - [`OrderedSlots::reset`] after entries were removed or reordered, or
-//!   the storage was replaced: every context is looked at once more.
-//!   Entries appended at the end need nothing until they are touched.
+//!   the storage was replaced: the ranking is rebuilt from the entries as
+//!   they are, in `O(n)`, and a decision is due. Entries appended at the
+//!   end need nothing until they are touched.
 
 use super::kinetic::{
     Kinetic,
@@ -123,6 +124,9 @@ pub struct OrderedSlots {
     pending: usize,
     /// The pending list overflowed: the next decision resets first.
     lost: bool,
+    /// Reset since the last decision: one is due (a removed resident's
+    /// slot, for one, may be filled).
+    fresh: bool,
 }
 
 impl Default for OrderedSlots {
@@ -141,26 +145,48 @@ impl OrderedSlots {
             resident_count: 0,
             pending: 0,
             lost: false,
+            fresh: false,
         }
     }
 
-    /// Forgets what it kept and lists every entry as pending: the next
-    /// decision looks at each once. `O(n)`; for a removal, a reordering or
-    /// new storage.
+    /// Forgets what it kept and takes the entries as they are now: for a
+    /// removal, a reordering or new storage, where positions moved. The
+    /// residents are listed again, the entries the last decision has not
+    /// seen yet (listed, or whose runnable state changed since) are
+    /// pending, and the other waiting entries are ranked as they are, the
+    /// tournament rebuilt in one bottom-up pass: `O(n)`, and the next
+    /// decision looks only at what is new (the history rule changes
+    /// nothing of an entry whose runnable state did not change).
     pub fn reset<T: AsMut<SlotEntry>>(&mut self, entries: &mut [T], store: &mut Store<'_>) {
-        // Rebuilt empty; the pending decision refills it.
-        let _ = Kinetic::new(store.leaves, store.nodes, self.now);
+        let Store {
+            leaves,
+            nodes,
+            pending,
+            ..
+        } = store;
         self.resident_count = 0;
         self.pending = 0;
         self.lost = false;
+        self.fresh = true;
+        let Some(mut k) = Kinetic::new(leaves, nodes, self.now) else {
+            // Storage that does not fit: the next decision resets again.
+            self.lost = true;
+            return;
+        };
         for (i, e) in entries.iter_mut().enumerate() {
             let e = e.as_mut();
-            e.pending = false;
-            if e.resident {
-                self.add_resident(i);
+            if e.resident && !self.add_resident(i) {
+                self.lost = true;
             }
-            self.list(e, i, store.pending);
+            let unseen = e.pending || e.cand.runnable != e.was_runnable;
+            e.pending = false;
+            if unseen {
+                self.list(e, i, pending);
+            } else if e.cand.runnable && !e.resident {
+                k.place(i, e.cand);
+            }
         }
+        k.rebuild();
     }
 
     /// Adds `i` to the residents; `false` past [`MAX_K`].
@@ -227,10 +253,12 @@ impl OrderedSlots {
     }
 
     /// Whether a decision at `now_ns` can change anything: an entry is
-    /// pending, or a running resident's slice (its turn, in turn) is over.
+    /// pending, it was reset since the last one, or a running resident's
+    /// slice (its turn, in turn) is over.
     pub fn due<T: AsRef<SlotEntry>>(&self, entries: &[T], now_ns: u64) -> bool {
         self.pending > 0
             || self.lost
+            || self.fresh
             || self
                 .next_slice_end(entries)
                 .is_some_and(|end| end <= now_ns)
@@ -273,6 +301,7 @@ impl OrderedSlots {
         if self.lost {
             self.reset(entries, store);
         }
+        self.fresh = false;
         let now_ns = now_ns.max(self.now);
         self.now = now_ns;
         let Some(mut k) = Kinetic::attach(store.leaves, store.nodes, now_ns) else {

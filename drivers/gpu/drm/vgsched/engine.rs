@@ -547,7 +547,7 @@ impl EngineState {
     /// Context `i` may have changed in what makes it runnable (a job
     /// queued, collected or failed off the signalling path): the next
     /// slot decision looks at it ([`slots`], the runnable refresh).
-    fn to_refresh(&mut self, i: usize) {
+    fn list_for_refresh(&mut self, i: usize) {
         mark_refresh(
             &mut self.queues,
             &mut self.refresh,
@@ -1058,7 +1058,7 @@ impl Engine {
                     let crowded = q.done.len() >= MAX_JOBS_IN_FLIGHT as usize;
                     st.next_job_id += 1;
                     if let Some(i) = queue_index(&st.queues, ctx) {
-                        st.to_refresh(i);
+                        st.list_for_refresh(i);
                     }
                     break crowded;
                 }
@@ -1592,7 +1592,7 @@ impl Engine {
 }
 
 /// Lists context `i` of `queues` for the next runnable refresh
-/// ([`EngineState::to_refresh`]), once; past the list's room (never: it has
+/// ([`EngineState::list_for_refresh`]), once; past the list's room (never: it has
 /// room for every context), every context is looked at.
 fn mark_refresh(
     queues: &mut [ContextQueue],

@@ -965,7 +965,7 @@ impl Engine {
                 None => unused = Some(prepared),
             }
             if let Some(i) = queue_index(&st.queues, ctx).filter(|_| failed) {
-                st.to_refresh(i);
+                st.list_for_refresh(i);
             }
         }
         drop(unused);
@@ -1057,7 +1057,7 @@ impl Engine {
             None => Some(prepared),
         };
         if let Some(i) = queue_index(&st.queues, ctx).filter(|_| error != 0) {
-            st.to_refresh(i);
+            st.list_for_refresh(i);
         }
         left
     }
