@@ -478,6 +478,12 @@ struct EngineState {
     fence_epoch_seen: u64,
     /// Runnable refreshes since the last walk over every context.
     refreshes_since_walk: u32,
+    /// No stage, phase 1 or tile wake-up of any context ends before this
+    /// (modeled ns) but the ones that already ended: a lower bound, taken
+    /// down as each is set and worked out again by a walk once it has
+    /// passed ([`Engine::arm_timer`]), so arming the timer does not walk
+    /// every context at every step.
+    next_event_ns: u64,
     /// Jobs an in-fence failed during this step's pass, finished at once
     /// ([`Engine::in_fence_ready`]): the pass goes round once more to
     /// collect them.
@@ -777,6 +783,7 @@ impl Engine {
             refresh_all: false,
             fence_epoch_seen: 0,
             refreshes_since_walk: 0,
+            next_event_ns: 0,
             timer: None,
             budget: INTERPRET_BUDGET,
             cleanup_due: false,
@@ -1550,25 +1557,30 @@ impl Engine {
     fn arm_timer(this: ArcBorrow<'_, Self>, st: &mut EngineState, now: u64) {
         let waves = st.waves.iter().map(|w| w.end_ns).min();
         let slices = st.ordered.next_slice_end(&st.queues);
-        // A first job's upload or write-back ending, or a phase 1.
-        let copies = st
-            .queues
-            .iter()
-            .flat_map(|q| {
-                let jobs = q.staged_jobs().filter_map(|j| match j.stage {
-                    Stage::Uploading(at) | Stage::CleanedUp(at) => Some(at),
-                    _ => None,
-                });
-                let init = match q.phase1 {
-                    PhaseOne::Done(at) => Some(at),
-                    _ => None,
-                };
-                // Its active job's tiles waking.
-                let woken = q.active().map(|j| j.tiles_start_ns);
-                Iterator::chain(Iterator::chain(jobs, init), woken)
-            })
-            .filter(|&at| at > now)
-            .min();
+        // A first job's upload or write-back ending, a phase 1, or its
+        // active job's tiles waking: found by a walk only once the last
+        // one found has passed (each newly set one takes the bound down).
+        if st.next_event_ns <= now {
+            st.next_event_ns = st
+                .queues
+                .iter()
+                .flat_map(|q| {
+                    let jobs = q.staged_jobs().filter_map(|j| match j.stage {
+                        Stage::Uploading(at) | Stage::CleanedUp(at) => Some(at),
+                        _ => None,
+                    });
+                    let init = match q.phase1 {
+                        PhaseOne::Done(at) => Some(at),
+                        _ => None,
+                    };
+                    let woken = q.active().map(|j| j.tiles_start_ns);
+                    Iterator::chain(Iterator::chain(jobs, init), woken)
+                })
+                .filter(|&at| at > now)
+                .min()
+                .unwrap_or(u64::MAX);
+        }
+        let copies = (st.next_event_ns != u64::MAX).then_some(st.next_event_ns);
         let slices = match (slices, copies) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

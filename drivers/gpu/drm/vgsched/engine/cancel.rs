@@ -81,7 +81,7 @@ impl Engine {
         for ctx in ctxs {
             ctx.start_cancelling();
         }
-        let (removed, memory) = loop {
+        let removed = loop {
             let signalling = Signalling::begin();
             let mut st = this.lock();
             if this
@@ -103,16 +103,14 @@ impl Engine {
                 released |= st.cancel_jobs(q);
             }
             // Their device memory is back now: another context's job
-            // waiting for it does not wait for the clean-up work item.
-            let memory = released && {
+            // waiting for it does not wait for the clean-up work item. The
+            // step kicked below queues the memory work item if that lets
+            // it go on.
+            if released {
                 st.released();
-                this.memory_wanted(&st, monotonic_ns())
-            };
-            break (removed, memory);
+            }
+            break removed;
         };
-        if memory {
-            Self::queue_memory(this);
-        }
         let runtime = removed
             .iter()
             .fold(0u64, |r, q| r.saturating_add(q.runtime_ns()));

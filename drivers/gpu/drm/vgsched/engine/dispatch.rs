@@ -237,6 +237,7 @@ impl Engine {
                 };
                 job.tiles = p.mask;
                 job.tiles_start_ns = p.start_ns;
+                st.next_event_ns = st.next_event_ns.min(p.start_ns);
                 // A single shared tile is no decision: not logged.
                 if st.tiles.exclusive() {
                     st.log.record(LogRecord::Tiles(TileRecord {

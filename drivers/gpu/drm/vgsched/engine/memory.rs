@@ -893,12 +893,18 @@ impl Engine {
         let full = matches!(placed, Err(e) if e == ENOSPC);
         let loaded = st.queue(ctx).is_some_and(|q| q.slot.is_some());
         st.wait_for_release(full, releases, Blocked::of(ctx, loaded));
-        let EngineState { queues, stages, .. } = &mut *st;
+        let EngineState {
+            queues,
+            stages,
+            next_event_ns,
+            ..
+        } = &mut *st;
         // Gone meanwhile: the area goes once the lock is released (below).
         if let Some(q) = queue_in(queues, ctx) {
             q.state_area = area.take();
             if placed.is_ok() {
                 let end = start.saturating_add(this.phase_one.init_ns);
+                *next_event_ns = (*next_event_ns).min(end);
                 q.phase1 = PhaseOne::Done(end);
                 q.phase1_times = (start, end);
                 record(stages, ctx, 0, StageEvent::Phase1Start, start);
@@ -937,12 +943,18 @@ impl Engine {
             let loaded = st.queue(ctx).is_some_and(|q| q.slot.is_some());
             st.wait_for_release(full, releases, Blocked::of(ctx, loaded));
             st.phase1_ahead_paused = full;
-            let EngineState { queues, stages, .. } = &mut *st;
+            let EngineState {
+                queues,
+                stages,
+                next_event_ns,
+                ..
+            } = &mut *st;
             let mut failed = false;
             match queue_in(queues, ctx).and_then(|q| find_job_of(&mut q.jobs, id)) {
                 Some(job) => match held {
                     Ok(ready) => {
                         job.device = Some(prepared);
+                        *next_event_ns = (*next_event_ns).min(ready);
                         job.stage = Stage::Uploading(ready);
                         job.times.phase2_start = start;
                         job.times.phase2_end = ready;
@@ -1045,13 +1057,22 @@ impl Engine {
         f: impl FnOnce(&mut Job, Prepared, &mut StageLog),
     ) -> Option<Prepared> {
         let mut st = self.lock();
-        let EngineState { queues, stages, .. } = &mut *st;
+        let EngineState {
+            queues,
+            stages,
+            next_event_ns,
+            ..
+        } = &mut *st;
         let left = match queue_in(queues, ctx).and_then(|q| find_job_of(&mut q.jobs, id)) {
             Some(job) => {
                 if error != 0 {
                     job.progress.fail(error);
                 }
                 f(job, prepared, stages);
+                // A stage that ends later: the timer's next event.
+                if let Stage::Uploading(at) | Stage::CleanedUp(at) = job.stage {
+                    *next_event_ns = (*next_event_ns).min(at);
+                }
                 None
             }
             None => Some(prepared),
