@@ -531,6 +531,68 @@ impl<'a> Gate<'a> {
     }
 }
 
+/// What the phase-1 and phase-2 gates read of all contexts, found in one
+/// walk.
+struct Survey {
+    /// State areas held by initialised contexts (or contexts in phase 1).
+    held: u64,
+    /// A context without a slot is initialised and has no job left: its
+    /// task is ending.
+    ending: bool,
+    /// Something of a job or a context is in preparation, execution or
+    /// clean-up (looked at in sequential mode only).
+    busy: bool,
+    /// A clean-up is due, or a task that is over keeps its state area.
+    cleanup: bool,
+}
+
+impl Survey {
+    fn of(st: &EngineState, p: &PipelineParams, state_bytes: u64) -> Self {
+        let mut held = 0u64;
+        let (mut ending, mut cleanup) = (false, false);
+        for q in st.queues.iter() {
+            if q.phase1 != PhaseOne::Idle {
+                held += 1;
+                ending |= q.slot.is_none() && q.active().is_none();
+            }
+            cleanup |= (q.jobs.first().is_some_and(|j| j.stage == Stage::CleanUpDue)
+                || q.task_over())
+                && !q.ctx.cancelling();
+        }
+        Self {
+            held: held.saturating_mul(state_bytes),
+            // At the threshold, a loaded context waits for a task that is
+            // ending (no slot, every job finished, its clean-ups under
+            // way) to give its area back, rather than pass the threshold.
+            ending: ending
+                && p.mode == Mode::Pipelined
+                && held.saturating_mul(state_bytes) >= p.phase1_threshold,
+            // Only sequential mode looks at it: no walk otherwise.
+            busy: p.mode == Mode::Sequential && device_busy(st),
+            cleanup,
+        }
+    }
+
+    /// Whether a context without a slot may start phase 1 now.
+    fn ahead(&self, st: &EngineState, p: &PipelineParams) -> bool {
+        !st.phase1_ahead_paused && pipeline::may_start_phase1(p, self.held, false, self.busy)
+    }
+
+    /// Whether the phase 1 of context `q` may start now.
+    fn phase_one(&self, st: &EngineState, p: &PipelineParams, q: &ContextQueue) -> bool {
+        // The tests on the settings and the slot first: past the threshold
+        // they turn every context without a slot down before anything of
+        // it is looked at. None ahead of its load while a job waits for
+        // memory.
+        (q.slot.is_some() || !st.phase1_ahead_paused)
+            && pipeline::may_start_phase1(p, self.held, q.slot.is_some() && !self.ending, self.busy)
+            && q.phase1 == PhaseOne::Idle
+            && q.has_work()
+            && !q.ctx.cancelling()
+            && st.memory_blocked.is_none_or(|b| b.lets_prepare(q))
+    }
+}
+
 /// The context whose phase 1 may start now, among those `among` accepts.
 fn phase_one_due(
     st: &EngineState,
@@ -538,31 +600,11 @@ fn phase_one_due(
     state_bytes: u64,
     among: impl Fn(&ContextQueue) -> bool,
 ) -> Option<usize> {
-    let held = phase1_held(&st.queues, state_bytes);
-    // Only sequential mode looks at it: no walk otherwise.
-    let busy = p.mode == Mode::Sequential && device_busy(st);
-    // At the threshold, a loaded context waits for a task that is ending
-    // (no slot, every job finished, its clean-ups under way) to give its
-    // area back, rather than pass the threshold.
-    let ending = p.mode == Mode::Pipelined
-        && held >= p.phase1_threshold
-        && st
-            .queues
-            .iter()
-            .any(|q| q.slot.is_none() && q.phase1 != PhaseOne::Idle && q.active().is_none());
-    // The tests on the settings and the slot first: past the threshold
-    // they turn every context without a slot down before anything of it
-    // is looked at.
+    let survey = Survey::of(st, p, state_bytes);
     st.queues
         .iter()
         .enumerate()
-        // None ahead of its load while a job waits for memory.
-        .filter(|(_, q)| q.slot.is_some() || !st.phase1_ahead_paused)
-        .filter(|(_, q)| pipeline::may_start_phase1(p, held, q.slot.is_some() && !ending, busy))
-        .filter(|(_, q)| {
-            q.phase1 == PhaseOne::Idle && q.has_work() && !q.ctx.cancelling() && among(q)
-        })
-        .filter(|(_, q)| st.memory_blocked.is_none_or(|b| b.lets_prepare(q)))
+        .filter(|(_, q)| among(q) && survey.phase_one(st, p, q))
         // The highest level first, a loaded context before others, then
         // the oldest work.
         .min_by_key(|(_, q)| {
@@ -626,11 +668,9 @@ impl Engine {
     /// Whether the memory work item has something to do at `now`; under
     /// the engine lock, on any path (it only looks).
     pub(super) fn memory_wanted(&self, st: &EngineState, now: u64) -> bool {
-        let cleanup = st.queues.iter().any(|q| {
-            (q.jobs.first().is_some_and(|j| j.stage == Stage::CleanUpDue) || q.task_over())
-                && !q.ctx.cancelling()
-        });
-        if cleanup {
+        let p = params::pipeline();
+        let survey = Survey::of(st, &p, self.phase_one.state_bytes);
+        if survey.cleanup {
             return true;
         }
         if let Some(blocked) = st.memory_blocked {
@@ -638,15 +678,22 @@ impl Engine {
                 return true;
             }
         }
-        let p = params::pipeline();
-        if phase_one_due(st, &p, self.phase_one.state_bytes, |_| true).is_some() {
-            return true;
-        }
         let gate = Gate::new(st, now);
-        st.queues
-            .iter()
-            .enumerate()
-            .any(|(i, q)| gate.preparable(i, q, now).is_some())
+        let wanted = |i: usize| {
+            st.queues.get(i).is_some_and(|q| {
+                survey.phase_one(st, &p, q) || gate.preparable(i, q, now).is_some()
+            })
+        };
+        // A context without a slot qualifies for phase 1 only ahead of
+        // its load, and for phase 2 only at the progress point
+        // (pipelined): when neither may be, only the residents are looked
+        // at (their list is exact unless a removal is pending).
+        let others = survey.ahead(st, &p) || (p.mode == Mode::Pipelined && gate.progress);
+        if others || st.reorder_due {
+            (0..st.queues.len()).any(wanted)
+        } else {
+            st.ordered.residents().any(wanted)
+        }
     }
 
     /// The next piece of work, after the state areas of tasks that are
