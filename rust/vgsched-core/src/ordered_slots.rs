@@ -275,6 +275,13 @@ impl OrderedSlots {
             .min()
     }
 
+    /// What it keeps is incomplete (a list overflowed, or storage did not
+    /// fit): the next decision resets first, and until then
+    /// [`Self::residents`] may miss some.
+    pub fn lost(&self) -> bool {
+        self.lost
+    }
+
     /// Indices of the residents.
     pub fn residents(&self) -> impl Iterator<Item = usize> + '_ {
         self.residents

@@ -1321,6 +1321,8 @@ impl Engine {
             modules,
             queues,
             rewinds,
+            refresh,
+            refresh_all,
             ..
         } = st;
         let Some(mut occ) = self.occupancy(maps, unit_waves, summaries, generations) else {
@@ -1377,6 +1379,10 @@ impl Engine {
             g.waves_left = g.waves_left.saturating_sub(1);
             if g.waves_left == 0 {
                 occ.release_shared(g.module, g.shared_start, g.needs.shared);
+                // Off the device now: the runnable refresh no longer finds
+                // its context through its groups, so it is listed (its job
+                // may have ended, or its runtime moved while evicted).
+                mark_refresh(queues, refresh, refresh_all, g.queue);
                 *slot = None;
             }
             if let Some(r) = w.rewind.take() {
@@ -1504,8 +1510,13 @@ impl Engine {
                 *cleanup_due = true;
                 collected += 1;
             }
-            // Its next job is its active one now.
-            if collected != before {
+            // Its next job is its active one now; or a finished first job
+            // waits for its write-back, and the job behind it is active.
+            let waiting = queues
+                .get(i)
+                .and_then(|q| q.jobs.first())
+                .is_some_and(|j| j.is_finished());
+            if collected != before || waiting {
                 mark_refresh(queues, refresh, refresh_all, i);
             }
         }

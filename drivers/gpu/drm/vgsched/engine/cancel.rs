@@ -129,6 +129,9 @@ impl Engine {
     /// shut down, or without room to hand them over, they are dropped
     /// here, outside the engine lock.
     fn bury(this: ArcBorrow<'_, Self>, removed: KVVec<ContextQueue>) {
+        if removed.is_empty() {
+            return;
+        }
         let removed = match &mut *this.buried.lock() {
             Some(buried) if buried.records + removed.len() <= MAX_BURIED => {
                 match buried.lists.reserve(1, GFP_KERNEL) {

@@ -472,8 +472,9 @@ struct Gate<'a> {
 }
 
 impl<'a> Gate<'a> {
-    fn new(st: &'a EngineState, now: u64) -> Self {
-        let p = params::pipeline();
+    /// The gate at `now` under the settings `p` (read once by the caller:
+    /// they may change at run time).
+    fn new(st: &'a EngineState, now: u64, p: PipelineParams) -> Self {
         let progress = st
             .queues
             .iter()
@@ -678,7 +679,7 @@ impl Engine {
                 return true;
             }
         }
-        let gate = Gate::new(st, now);
+        let gate = Gate::new(st, now, p);
         let wanted = |i: usize| {
             st.queues.get(i).is_some_and(|q| {
                 survey.phase_one(st, &p, q) || gate.preparable(i, q, now).is_some()
@@ -689,7 +690,7 @@ impl Engine {
         // (pipelined): when neither may be, only the residents are looked
         // at (their list is exact unless a removal is pending).
         let others = survey.ahead(st, &p) || (p.mode == Mode::Pipelined && gate.progress);
-        if others || st.reorder_due {
+        if others || st.reorder_due || st.ordered.lost() {
             (0..st.queues.len()).any(wanted)
         } else {
             st.ordered.residents().any(wanted)
@@ -727,7 +728,7 @@ impl Engine {
             let leading = |q: &ContextQueue| q.ctx.priority == lead && q.slot.is_some();
             let task = self
                 .phase_one_task(st, &p, releases, leading)
-                .or_else(|| self.prepare_task(st, now, releases, leading));
+                .or_else(|| self.prepare_task(st, &p, now, releases, leading));
             if task.is_some() {
                 return task;
             }
@@ -774,7 +775,7 @@ impl Engine {
             // Otherwise only a strictly higher level may try (below).
         }
         self.phase_one_task(st, &p, releases, |_| true)
-            .or_else(|| self.prepare_task(st, now, releases, |_| true))
+            .or_else(|| self.prepare_task(st, &p, now, releases, |_| true))
     }
 
     /// The phase 1 due now of a context `among` accepts, if any.
@@ -802,11 +803,12 @@ impl Engine {
     fn prepare_task(
         &self,
         st: &mut EngineState,
+        p: &PipelineParams,
         now: u64,
         releases: u64,
         among: impl Fn(&ContextQueue) -> bool,
     ) -> Option<MemoryTask> {
-        let gate = Gate::new(st, now);
+        let gate = Gate::new(st, now, *p);
         let first = st
             .queues
             .iter()

@@ -216,16 +216,24 @@ impl Engine {
             let Some(q) = queues.get_mut(i) else {
                 return;
             };
-            q.entry.cand.runnable = match active_in(&mut q.jobs) {
-                None => false,
-                Some(job) => {
-                    job.progress.error() == 0
-                        && (job.progress.running() > 0
-                            || job.progress.saved() > 0
-                            || (job.has_groups_to_place()
-                                && Self::in_fence_ready(job, failed_at_once)))
+            // A failed in-fence finishes its job at once: the job behind it
+            // is then the active one, and is looked at too.
+            loop {
+                let failed = *failed_at_once;
+                q.entry.cand.runnable = match active_in(&mut q.jobs) {
+                    None => false,
+                    Some(job) => {
+                        job.progress.error() == 0
+                            && (job.progress.running() > 0
+                                || job.progress.saved() > 0
+                                || (job.has_groups_to_place()
+                                    && Self::in_fence_ready(job, failed_at_once)))
+                    }
+                };
+                if *failed_at_once == failed {
+                    break;
                 }
-            };
+            }
             ordered.check(queues, i, &mut store);
         };
         if walk {
