@@ -478,6 +478,12 @@ struct EngineState {
     fence_epoch_seen: u64,
     /// Runnable refreshes since the last walk over every context.
     refreshes_since_walk: u32,
+    /// Jobs on the context list holding tiles (`Job::tiles` not 0): the
+    /// dispatcher looks at every context for tiles to give back only
+    /// while some of them are not the channels' ([`dispatch`]). Counted up
+    /// where tiles are taken, down where a job gives them back or leaves
+    /// the list; never below the true count.
+    tile_jobs: usize,
     /// No stage, phase 1 or tile wake-up of any context ends before this
     /// (modeled ns) but the ones that already ended: a lower bound, taken
     /// down as each is set and worked out again by a walk once it has
@@ -578,6 +584,9 @@ impl EngineState {
         let mut released = false;
         for job in q.jobs.iter_mut() {
             self.tiles.release(job.tiles, now);
+            if job.tiles != 0 {
+                self.tile_jobs = self.tile_jobs.saturating_sub(1);
+            }
             job.fence.signal(ECANCELED.to_errno());
             if let Some(device) = job.device.as_mut() {
                 device.release();
@@ -784,6 +793,7 @@ impl Engine {
             fence_epoch_seen: 0,
             refreshes_since_walk: 0,
             next_event_ns: 0,
+            tile_jobs: 0,
             timer: None,
             budget: INTERPRET_BUDGET,
             cleanup_due: false,
@@ -1414,6 +1424,7 @@ impl Engine {
             cleanup_due,
             stages,
             tiles,
+            tile_jobs,
             refresh,
             refresh_all,
             ..
@@ -1485,6 +1496,9 @@ impl Engine {
                 q.last_job = job.times;
                 // Its tiles go idle as it ends.
                 tiles.release(job.tiles, now);
+                if job.tiles != 0 {
+                    *tile_jobs = tile_jobs.saturating_sub(1);
+                }
                 let error = job.progress.error();
                 job.fence.signal(error);
                 match error {

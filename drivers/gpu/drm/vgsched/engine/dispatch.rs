@@ -49,6 +49,7 @@ use crate::{
             LOWEST_BAND, //
         },
         grid::MAX_WAVES_PER_GROUP,
+        kinetic::MAX_K,
         module_choice::{
             choose,
             free_score,
@@ -163,8 +164,41 @@ impl Engine {
         st.splittable_waiting = false;
         let pipeline = params::pipeline();
         let policy = params::placement_policy();
-        let running = memory::running_bytes(&st.queues);
-        for (queue, q) in st.queues.iter_mut().enumerate() {
+        // The residents, in index order: the channels are among them.
+        let mut residents = [usize::MAX; MAX_K];
+        let mut count = 0;
+        for (r, i) in residents.iter_mut().zip(st.ordered.residents()) {
+            *r = i;
+            count += 1;
+        }
+        let residents = &mut residents[..count];
+        residents.sort_unstable();
+        // Every context is looked at only while a job of a context that is
+        // not a channel may hold tiles (it gives them back below once it
+        // is off the device), or the residents' list may be out of date:
+        // otherwise the others have nothing to do here.
+        let channel_holders = residents
+            .iter()
+            .filter_map(|&i| st.queues.get(i))
+            .filter(|q| q.entry.turn && q.jobs.iter().any(|j| j.tiles != 0))
+            .map(|q| q.jobs.iter().filter(|j| j.tiles != 0).count())
+            .sum::<usize>();
+        let walk = st.tile_jobs > channel_holders || st.reorder_due || st.ordered.lost();
+        let running = match walk {
+            true => memory::running_bytes(st.queues.iter()),
+            false => memory::running_bytes(residents.iter().filter_map(|&i| st.queues.get(i))),
+        };
+        let all = 0..st.queues.len();
+        let mut only = residents.iter().copied();
+        let mut all = all.into_iter();
+        let mut next = || match walk {
+            true => all.next(),
+            false => only.next(),
+        };
+        while let Some(queue) = next() {
+            let Some(q) = st.queues.get_mut(queue) else {
+                continue;
+            };
             // Side by side every resident is a channel; in turn only the
             // resident whose turn it is.
             if !q.entry.turn {
@@ -175,6 +209,7 @@ impl Engine {
                     let off = job.progress.running() == 0 && q.store.all_saved_complete(job.id);
                     if job.tiles != 0 && off {
                         st.tiles.release(job.tiles, now);
+                        st.tile_jobs = st.tile_jobs.saturating_sub(1);
                         job.tiles = 0;
                         job.tiles_start_ns = 0;
                     }
@@ -236,6 +271,7 @@ impl Engine {
                     continue;
                 };
                 job.tiles = p.mask;
+                st.tile_jobs += 1;
                 job.tiles_start_ns = p.start_ns;
                 st.next_event_ns = st.next_event_ns.min(p.start_ns);
                 // A single shared tile is no decision: not logged.

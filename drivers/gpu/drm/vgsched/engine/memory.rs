@@ -1214,8 +1214,8 @@ impl Engine {
 /// level.
 pub(super) type RunningBytes = [u64; PRIORITY_LEVELS as usize];
 
-/// [`RunningBytes`] of `queues`.
-pub(super) fn running_bytes(queues: &[ContextQueue]) -> RunningBytes {
+/// [`RunningBytes`] of `queues` (only those with a slot count).
+pub(super) fn running_bytes<'a>(queues: impl Iterator<Item = &'a ContextQueue>) -> RunningBytes {
     let mut running = [0u64; PRIORITY_LEVELS as usize];
     for q in queues {
         if let Some(level) = running.get_mut(q.ctx.priority as usize) {
