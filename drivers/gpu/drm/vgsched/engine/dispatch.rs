@@ -173,17 +173,18 @@ impl Engine {
         }
         let residents = &mut residents[..count];
         residents.sort_unstable();
-        // Every context is looked at only while a job of a context that is
-        // not a channel may hold tiles (it gives them back below once it
-        // is off the device), or the residents' list may be out of date:
-        // otherwise the others have nothing to do here.
-        let channel_holders = residents
+        // Every context is looked at only while a job of a context without
+        // a slot may hold tiles (it gives them back below once it is off
+        // the device), or the residents' list may be out of date:
+        // otherwise the others have nothing to do here. Only a context's
+        // head jobs (the active one and the finished ones before it) can
+        // hold tiles.
+        let resident_holders = residents
             .iter()
             .filter_map(|&i| st.queues.get(i))
-            .filter(|q| q.entry.turn && q.jobs.iter().any(|j| j.tiles != 0))
-            .map(|q| q.jobs.iter().filter(|j| j.tiles != 0).count())
+            .map(|q| q.head_jobs().filter(|j| j.tiles != 0).count())
             .sum::<usize>();
-        let walk = st.tile_jobs > channel_holders || st.reorder_due || st.ordered.lost();
+        let walk = st.tile_jobs > resident_holders || st.reorder_due || st.ordered.lost();
         let running = match walk {
             true => memory::running_bytes(st.queues.iter()),
             false => memory::running_bytes(residents.iter().filter_map(|&i| st.queues.get(i))),
