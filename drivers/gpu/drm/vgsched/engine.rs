@@ -482,7 +482,7 @@ struct EngineState {
     /// dispatcher looks at every context for tiles to give back only
     /// while some of them are not the channels' ([`dispatch`]). Counted up
     /// where tiles are taken, down where a job gives them back or leaves
-    /// the list; never below the true count.
+    /// the list; never below the true count (a decrement at 0 warns).
     tile_jobs: usize,
     /// No stage, phase 1 or tile wake-up of any context ends before this
     /// (modeled ns) but the ones that already ended: a lower bound, taken
@@ -585,6 +585,8 @@ impl EngineState {
         for job in q.jobs.iter_mut() {
             self.tiles.release(job.tiles, now);
             if job.tiles != 0 {
+                // Counted when it took them: a miss here is a bug.
+                warn_on!(self.tile_jobs == 0);
                 self.tile_jobs = self.tile_jobs.saturating_sub(1);
             }
             job.fence.signal(ECANCELED.to_errno());
@@ -1497,6 +1499,7 @@ impl Engine {
                 // Its tiles go idle as it ends.
                 tiles.release(job.tiles, now);
                 if job.tiles != 0 {
+                    warn_on!(*tile_jobs == 0);
                     *tile_jobs = tile_jobs.saturating_sub(1);
                 }
                 let error = job.progress.error();

@@ -210,6 +210,7 @@ impl Engine {
                     let off = job.progress.running() == 0 && q.store.all_saved_complete(job.id);
                     if job.tiles != 0 && off {
                         st.tiles.release(job.tiles, now);
+                        warn_on!(st.tile_jobs == 0);
                         st.tile_jobs = st.tile_jobs.saturating_sub(1);
                         job.tiles = 0;
                         job.tiles_start_ns = 0;
