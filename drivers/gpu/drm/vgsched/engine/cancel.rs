@@ -125,18 +125,11 @@ impl Engine {
     /// the clean-up work item, which drops them (their jobs' buffer
     /// mappings, waiters and fences, their wave stores) off the closing
     /// path, as drm_sched frees a killed entity's jobs from its own work
-    /// item. A batch without jobs is dropped here, outside the engine
-    /// lock, and so is one that would take the records waiting past
-    /// [`MAX_BURIED`], or that finds the engine shut down or no room.
+    /// item. A batch that would take the records waiting past
+    /// [`MAX_BURIED`], or that finds the engine shut down or no room, is
+    /// dropped here, outside the engine lock.
     fn bury(this: ArcBorrow<'_, Self>, removed: KVVec<ContextQueue>) {
-        // Records without jobs cost little to drop: here, rather than a
-        // run of the clean-up work item for them (a client that creates
-        // and destroys idle contexts would queue one per destruction).
-        if removed
-            .iter()
-            .all(|q| q.jobs.is_empty() && q.done.is_empty())
-        {
-            drop(removed);
+        if removed.is_empty() {
             return;
         }
         let removed = match &mut *this.buried.lock() {
