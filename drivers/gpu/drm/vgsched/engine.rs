@@ -198,13 +198,9 @@ pub(crate) const MAX_CONTEXTS: usize = 16384;
 /// with the cancellation).
 const MAX_BURIED: usize = 4096;
 
-/// The records of cancelled contexts waiting for the clean-up work item.
-struct Buried {
-    /// One list per cancellation.
-    lists: KVec<KVVec<ContextQueue>>,
-    /// Records in all of them, at most [`MAX_BURIED`].
-    records: usize,
-}
+/// The records of cancelled contexts waiting for the clean-up work item:
+/// one list per cancellation, at most [`MAX_BURIED`] records in all.
+type Buried = KVec<KVVec<ContextQueue>>;
 
 /// Room of a context's `done` list: its signalled jobs and its unfinished
 /// ones together never exceed it ([`Engine::make_room`] and the check at
@@ -837,10 +833,7 @@ impl Engine {
                 submits: SubmitMeter::new(),
                 state <- new_mutex!(st),
                 stopped <- new_spinlock_irq!(false),
-                buried <- new_mutex!(Some(Buried {
-                    lists: KVec::new(),
-                    records: 0,
-                })),
+                buried <- new_mutex!(Some(KVec::new())),
                 work <- new_work!("vgsched::Engine::work"),
                 cleanup <- new_work!("vgsched::Engine::cleanup"),
                 memory_work <- new_work!("vgsched::Engine::memory_work"),
@@ -1272,10 +1265,7 @@ impl Engine {
         // Records of cancelled contexts first: what they hold of device
         // memory counts for the release below.
         let buried = match &mut *this.buried.lock() {
-            Some(buried) => {
-                buried.records = 0;
-                core::mem::take(&mut buried.lists)
-            }
+            Some(buried) => core::mem::take(buried),
             None => KVec::new(),
         };
         drop(buried);

@@ -133,16 +133,11 @@ impl Engine {
             return;
         }
         let removed = match &mut *this.buried.lock() {
-            Some(buried) if buried.records + removed.len() <= MAX_BURIED => {
-                match buried.lists.reserve(1, GFP_KERNEL) {
-                    Ok(()) => {
-                        let count = removed.len();
-                        let left = buried.lists.push_within_capacity(removed).err();
-                        if left.is_none() {
-                            buried.records += count;
-                        }
-                        left.map(|e| e.0)
-                    }
+            Some(buried)
+                if buried.iter().map(|l| l.len()).sum::<usize>() + removed.len() <= MAX_BURIED =>
+            {
+                match buried.reserve(1, GFP_KERNEL) {
+                    Ok(()) => buried.push_within_capacity(removed).err().map(|e| e.0),
                     Err(_) => Some(removed),
                 }
             }

@@ -189,14 +189,12 @@ impl Engine {
             true => memory::running_bytes(st.queues.iter()),
             false => memory::running_bytes(residents.iter().filter_map(|&i| st.queues.get(i))),
         };
-        let all = 0..st.queues.len();
-        let mut only = residents.iter().copied();
-        let mut all = all.into_iter();
-        let mut next = || match walk {
-            true => all.next(),
-            false => only.next(),
+        let (mut all, mut only) = (0..st.queues.len(), residents.iter().copied());
+        let indices: &mut dyn Iterator<Item = usize> = match walk {
+            true => &mut all,
+            false => &mut only,
         };
-        while let Some(queue) = next() {
+        for queue in indices {
             let Some(q) = st.queues.get_mut(queue) else {
                 continue;
             };

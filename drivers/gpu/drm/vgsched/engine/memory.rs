@@ -560,14 +560,13 @@ impl Survey {
                 || q.task_over())
                 && !q.ctx.cancelling();
         }
+        let held = held.saturating_mul(state_bytes);
         Self {
-            held: held.saturating_mul(state_bytes),
+            held,
             // At the threshold, a loaded context waits for a task that is
             // ending (no slot, every job finished, its clean-ups under
             // way) to give its area back, rather than pass the threshold.
-            ending: ending
-                && p.mode == Mode::Pipelined
-                && held.saturating_mul(state_bytes) >= p.phase1_threshold,
+            ending: ending && p.mode == Mode::Pipelined && held >= p.phase1_threshold,
             // Only sequential mode looks at it: no walk otherwise.
             busy: p.mode == Mode::Sequential && device_busy(st),
             cleanup,
