@@ -26,6 +26,7 @@ use kernel::{
 };
 
 use crate::{
+    engine::Admission,
     fence,
     fence::Fence,
     projects::Charge,
@@ -56,6 +57,11 @@ pub(crate) struct Submissions {
     pub(crate) last_seqno: u64,
     /// Fences of the most recent jobs, job `s` at `s % MAX_JOBS_IN_FLIGHT`.
     pub(crate) recent: [Option<Fence>; MAX_JOBS_IN_FLIGHT as usize],
+    /// Waves the context's wave store in the engine has room for: it
+    /// grows only in a submission, under this lock (and, to put the room
+    /// in, the engine lock), so a submission that finds room here needs
+    /// no engine lock.
+    pub(crate) store_room: usize,
 }
 
 impl Submissions {
@@ -110,6 +116,9 @@ pub(crate) struct Context {
     /// Where the engine last put its record in the context list
     /// ([`Context::queue_hint`]).
     queue_hint: Atomic<usize>,
+    /// What a submission checks without the engine lock: how many jobs
+    /// it holds, whether it is guilty.
+    pub(crate) admission: Admission,
 }
 
 impl Context {
@@ -142,9 +151,11 @@ impl Context {
                 submissions <- new_mutex!(Submissions {
                     last_seqno: 0,
                     recent: [const { None }; MAX_JOBS_IN_FLIGHT as usize],
+                    store_room: 0,
                 }),
                 cancelling: Atomic::new(false),
                 queue_hint: Atomic::new(usize::MAX),
+                admission: Admission::new(),
             }),
             GFP_KERNEL_ACCOUNT,
         )

@@ -42,6 +42,7 @@
 mod cancel;
 mod dispatch;
 mod dump;
+mod inbox;
 mod job;
 mod memory;
 mod queue;
@@ -60,7 +61,10 @@ use kernel::{
     new_work,
     prelude::*,
     sync::{
-        atomic::Atomic,
+        atomic::{
+            ordering,
+            Atomic, //
+        },
         Arc,
         ArcBorrow,
         Mutex,
@@ -91,6 +95,7 @@ use crate::{
     context::{
         monotonic_ns,
         Context,
+        Submissions,
         MAX_JOBS_IN_FLIGHT, //
     },
     fence::{
@@ -149,6 +154,8 @@ use crate::{
 };
 
 use dump::PlacementLog;
+pub(crate) use inbox::Admission;
+use inbox::Inbox;
 use job::{
     active_in,
     Job,
@@ -383,8 +390,6 @@ impl Scratch {
 /// - the resource maps hold exactly the ranges of the groups and waves in
 ///   `groups` and `waves`.
 struct EngineState {
-    /// No more work is accepted or run: the device is going away.
-    shut_down: bool,
     /// Next job id.
     next_job_id: u64,
     /// Every live context, with its jobs and scheduling state.
@@ -656,6 +661,18 @@ pub(crate) struct Engine {
     tile_topology: TileTopology,
     /// See `tile_topology`.
     power_model: PowerModel,
+    /// No more work is accepted or run: the device is going away. Set
+    /// once, by [`Engine::shut_down`], before it takes the lock for the
+    /// last time.
+    closed: Atomic<bool>,
+    /// Jobs submitted and not yet in their contexts' records: taken by
+    /// every holder of the engine lock as it takes the lock
+    /// ([`Engine::lock`]).
+    inbox: Inbox,
+    /// Jobs taken from the inbox whose context or engine was gone, their
+    /// fences signalled `-ECANCELED`, for the clean-up work item to drop
+    /// (whatever is left goes with the engine).
+    orphans: Inbox,
     #[pin]
     state: Mutex<EngineState>,
     /// Set by [`Engine::shut_down`]: from then on nothing queues the work
@@ -746,7 +763,6 @@ impl Engine {
         let scratch = Scratch::with_capacity(0)?;
         let (tile_topology, power_model) = (*tiles.topology(), *tiles.model());
         let state = EngineState {
-            shut_down: false,
             next_job_id: 1,
             queues: KVVec::new(),
             groups,
@@ -829,6 +845,9 @@ impl Engine {
                 fence_epoch: Atomic::new(0),
                 memory_waiters: Atomic::new(0),
                 memory_task_ctx: Atomic::new(0),
+                closed: Atomic::new(false),
+                inbox: Inbox::new(),
+                orphans: Inbox::new(),
                 hold: HoldMeter::new(),
                 submits: SubmitMeter::new(),
                 state <- new_mutex!(st),
@@ -844,11 +863,61 @@ impl Engine {
     }
 
     /// Takes the engine lock; how long it is held is measured, and where
-    /// the longest hold was taken is kept.
+    /// the longest hold was taken is kept. The jobs submitted since the
+    /// last holder go into their contexts' records first
+    /// ([`Engine::take_inbox`]): every holder sees every job submitted
+    /// before it took the lock.
     #[track_caller]
     fn lock(&self) -> Held<'_, EngineState> {
         let at = core::panic::Location::caller();
-        Held::new(self.state.lock(), &self.hold, at)
+        let mut st = Held::new(self.state.lock(), &self.hold, at);
+        if !self.inbox.is_empty() {
+            self.take_inbox(&mut st);
+        }
+        st
+    }
+
+    /// Moves the jobs of the inbox into their contexts' records, in the
+    /// order they were submitted, numbering them: what a submission did
+    /// under the engine lock before. A job whose context has no record
+    /// any more (destroyed meanwhile) or whose engine is closed is
+    /// cancelled (`-ECANCELED`) and left for the clean-up work item; a
+    /// job of a context that turned guilty meanwhile fails as the jobs
+    /// queued behind a hung one do. Allocates nothing and drops nothing.
+    fn take_inbox(&self, st: &mut EngineState) {
+        let closed = self.closed();
+        for mut job in self.inbox.take() {
+            let i = match closed {
+                false => queue_index(&st.queues, &job.ctx),
+                true => None,
+            };
+            let Some(q) = i.and_then(|i| st.queues.get_mut(i)) else {
+                job.fence.signal(ECANCELED.to_errno());
+                self.orphans.push(job);
+                continue;
+            };
+            job.id = st.next_job_id;
+            st.next_job_id += 1;
+            if q.ctx.admission.guilty() {
+                job.progress.fail(ECANCELED.to_errno());
+            }
+            // Room for MAX_JOBS_IN_FLIGHT jobs was reserved with the
+            // context, and each submission checked its context's count.
+            if let Err(PushError(job)) = q.jobs.push_within_capacity(job) {
+                warn_on!(true);
+                job.fence.signal(ECANCELED.to_errno());
+                self.orphans.push(job);
+                continue;
+            }
+            if let Some(i) = i {
+                st.list_for_refresh(i);
+            }
+        }
+    }
+
+    /// The engine is closed: no new work ([`Engine::shut_down`]).
+    fn closed(&self) -> bool {
+        self.closed.load(ordering::Acquire)
     }
 
     /// Where the longest engine-lock hold was taken (file and line).
@@ -913,7 +982,7 @@ impl Engine {
         loop {
             let want = {
                 let mut st = self.lock();
-                if st.shut_down {
+                if self.closed() {
                     return Err(ENODEV);
                 }
                 if st.queues.len() >= MAX_CONTEXTS {
@@ -956,8 +1025,14 @@ impl Engine {
     /// `EAGAIN` if its done list must be drained first (the caller runs
     /// [`Engine::make_room`] with no reservation lock held and tries
     /// again; never seen by user space), `ENODEV` once shut down.
-    /// Everything the job needs is allocated before the engine lock is
-    /// taken.
+    ///
+    /// The engine lock is not taken (but the first time a job of the
+    /// context needs more room in its wave store): the checks read the
+    /// context's [`Admission`], and the job goes to the engine's inbox
+    /// ([`inbox`]), from which the next holder of the lock queues it. A
+    /// context destroyed, or turned guilty, between the checks and that
+    /// moment gets the job cancelled (`-ECANCELED` on its fence) rather
+    /// than refused.
     pub(crate) fn submit(
         this: ArcBorrow<'_, Self>,
         ctx: &Arc<Context>,
@@ -1007,8 +1082,32 @@ impl Engine {
             return Err(EACCES);
         }
         // Held across the whole submission: this context's jobs are
-        // numbered in the order they are queued.
+        // numbered, and pushed to the inbox, in the order they are queued.
         let mut sub = ctx.submissions.lock();
+        if this.closed() {
+            return Err(ENODEV);
+        }
+        if ctx.cancelling() {
+            return Err(ENOENT);
+        }
+        if ctx.admission.guilty() {
+            return Err(ECANCELED);
+        }
+        // Only this submission adds to them: they can only go down until
+        // its job is pushed.
+        let counts = ctx.admission.counts();
+        if u64::from(counts.unsignalled()) >= MAX_JOBS_IN_FLIGHT {
+            return Err(EBUSY);
+        }
+        // Signalled jobs the clean-up work item has not dropped yet fill
+        // the done list: only when another submission on the context is
+        // between its queueing and its [`Engine::make_room`], or the
+        // clean-up could not allocate. The caller drains it and tries
+        // again.
+        if counts.held as usize >= DONE_CAPACITY {
+            return Err(EAGAIN);
+        }
+        let crowded = u64::from(counts.signalled) >= MAX_JOBS_IN_FLIGHT;
         let seqno = sub.last_seqno.checked_add(1).ok_or(EOVERFLOW)?;
         let fence = Fence::new(ctx.timeline, seqno)?;
         let out_fd = if spec.want_out_fence {
@@ -1024,66 +1123,46 @@ impl Engine {
         }
         let live = Job::live_waves(&spec, &this.topology)?;
         let prepared = Prepared::new(&this.memory, &spec.bindings, spec.scratch)?;
-        let mut job = Job::new(seqno, fence.clone(), spec, waiters)?;
+        let mut job = Job::new(ctx, seqno, fence.clone(), spec, waiters)?;
         job.footprint = footprint;
         job.spare = Some(prepared);
         // Room in the context's wave store for every wave the job can have
-        // at once: grown here, outside the lock, the first time a job of
-        // the context needs more (the submissions lock makes this the only
-        // caller that grows it).
-        let mut growth = None;
-        let crowded = loop {
-            let (room, replaced) = {
-                let mut st = this.lock();
-                if st.shut_down {
-                    return Err(ENODEV);
-                }
-                let id = st.next_job_id;
-                let q = st.queue_mut(ctx).ok_or(ENOENT)?;
-                if q.guilty {
-                    return Err(ECANCELED);
-                }
-                if q.jobs.len() >= MAX_JOBS_IN_FLIGHT as usize {
-                    return Err(EBUSY);
-                }
-                // Signalled jobs the clean-up work item has not dropped
-                // yet fill the done list: only when another submission on
-                // the context is between its queueing and its
-                // [`Engine::make_room`], or the clean-up could not
-                // allocate. The caller drains it and tries again.
-                if q.jobs.len() + q.done.len() >= DONE_CAPACITY {
-                    return Err(EAGAIN);
-                }
-                let replaced = growth.take().map(|g| q.store.grow(g));
-                if q.store.room() >= live {
-                    job.id = id;
-                    // Room for MAX_JOBS_IN_FLIGHT jobs was reserved with
-                    // the context, and checked above.
-                    if let Err(PushError(job)) = q.jobs.push_within_capacity(job) {
-                        warn_on!(true);
-                        // Dropped once the lock is released (its charges
-                        // take the projects' ledger lock).
-                        drop(st);
-                        drop(job);
-                        return Err(EBUSY);
-                    }
-                    let crowded = q.done.len() >= MAX_JOBS_IN_FLIGHT as usize;
-                    st.next_job_id += 1;
-                    if let Some(i) = queue_index(&st.queues, ctx) {
-                        st.list_for_refresh(i);
-                    }
-                    break crowded;
-                }
-                (q.store.room(), replaced)
-            };
-            drop(replaced);
-            growth = Some(WaveStore::growth(room, live, GFP_KERNEL_ACCOUNT)?);
-        };
+        // at once: the first time a job of the context needs more.
+        if sub.store_room < live {
+            this.grow_store(ctx, &mut sub, live)?;
+        }
+        // Nothing below can fail: the job is accepted.
+        ctx.admission.accepted();
+        this.inbox.push(job);
+        if this.closed() {
+            // Closed since the check above: the last holder of the lock
+            // may have missed the job. Taking the lock takes it, and
+            // cancels it (the inbox and `closed` are fully ordered).
+            drop(this.lock());
+        }
         sub.last_seqno = seqno;
         sub.recent[(seqno % MAX_JOBS_IN_FLIGHT) as usize] = Some(fence.clone());
         drop(sub);
         Self::kick(this);
         Ok((seqno, fence, out_fd, crowded))
+    }
+
+    /// Gives `ctx`'s wave store room for `live` waves: allocated here,
+    /// put in under the engine lock. Only a submission of the context
+    /// grows it, holding the context's submissions lock (`sub`), where
+    /// the new room is noted.
+    fn grow_store(&self, ctx: &Context, sub: &mut Submissions, live: usize) -> Result {
+        let growth = WaveStore::growth(sub.store_room, live, GFP_KERNEL_ACCOUNT)?;
+        let replaced = {
+            let mut st = self.lock();
+            let q = st.queue_mut(ctx).ok_or(ENOENT)?;
+            let replaced = q.store.grow(growth);
+            sub.store_room = q.store.room();
+            replaced
+        };
+        // Dropped outside the lock.
+        drop(replaced);
+        Ok(())
     }
 
     /// After a submission that found [`MAX_JOBS_IN_FLIGHT`] or more of
@@ -1120,7 +1199,7 @@ impl Engine {
             weight_milli: q.entry.weight(now).milli(),
             completed: q.completed,
             in_flight: q.jobs.len() as u64,
-            guilty: q.guilty,
+            guilty: q.ctx.admission.guilty(),
             slot: q.slot,
             slices: q.slices,
             preemptions: q.preemptions,
@@ -1142,10 +1221,13 @@ impl Engine {
     /// Stops the engine for good: cancels the timer, waits for the work
     /// items and drops all remaining jobs. Called when the device goes.
     pub(crate) fn shut_down(&self) {
+        // Before the lock: a submission that pushes its job after the
+        // inbox is taken below sees it, and takes the lock itself
+        // ([`Engine::submit`]).
+        self.closed.store(true, ordering::Release);
         let (timer, queues) = {
             let _signalling = Signalling::begin();
             let mut st = self.lock();
-            st.shut_down = true;
             st.waves.clear();
             st.groups.iter_mut().for_each(|g| *g = None);
             let queues = core::mem::take(&mut st.queues);
@@ -1175,6 +1257,7 @@ impl Engine {
         // cancelled records are dropped where they are removed.
         let buried = self.buried.lock().take();
         drop(buried);
+        drop(self.orphans.take());
     }
 
     /// A view of the resource maps; `None` (and a warning) only if they do
@@ -1208,7 +1291,7 @@ impl Engine {
         let (more, cleanup, memory) = {
             let _signalling = Signalling::begin();
             let mut st = this.lock();
-            if st.shut_down {
+            if this.closed() {
                 return;
             }
             let now = monotonic_ns();
@@ -1245,7 +1328,9 @@ impl Engine {
             let memory = this.memory_wanted(&st, now);
             (more, core::mem::take(&mut st.cleanup_due), memory)
         };
-        if cleanup {
+        // Jobs cancelled as they left the inbox (by this step or another
+        // holder of the lock since the last clean-up) are dropped there.
+        if cleanup || !this.orphans.is_empty() {
             Self::queue_cleanup(this);
         }
         if memory {
@@ -1269,6 +1354,8 @@ impl Engine {
             None => KVec::new(),
         };
         drop(buried);
+        // Jobs cancelled as they left the inbox.
+        drop(this.orphans.take());
         // One pass over the context list, resumed where the last hold left
         // it: O(contexts) in all, however many have finished jobs. When the
         // list got shorter meanwhile (records behind a removed one moved
@@ -1295,9 +1382,11 @@ impl Engine {
                 match queues.iter_mut().position(|q| !q.done.is_empty()) {
                     Some(i) => {
                         from += i + 1;
-                        queues
-                            .get_mut(i)
-                            .map(|q| core::mem::replace(&mut q.done, spare))
+                        queues.get_mut(i).map(|q| {
+                            let done = core::mem::replace(&mut q.done, spare);
+                            q.ctx.admission.dropped(done.len());
+                            done
+                        })
                     }
                     None => break,
                 }
@@ -1504,14 +1593,16 @@ impl Engine {
                     // Like drm_sched's timeout handling: the context is
                     // guilty and what it queued behind the hung job never
                     // runs.
-                    q.guilty = true;
+                    q.ctx.admission.set_guilty();
                     for later in q.jobs.iter_mut() {
                         later.progress.fail(ECANCELED.to_errno());
                     }
                 }
                 // Room checked above.
+                q.ctx.admission.signalled();
                 if let Err(PushError(job)) = q.done.push_within_capacity(job) {
                     warn_on!(true);
+                    q.ctx.admission.dropped(1);
                     drop(job);
                 }
                 *cleanup_due = true;

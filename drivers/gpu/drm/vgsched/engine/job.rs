@@ -14,6 +14,7 @@ use kernel::{
 };
 
 use crate::{
+    context::Context,
     fence::{
         Fence,
         Waiter, //
@@ -27,6 +28,7 @@ use crate::{
 };
 
 use super::{
+    inbox::Link,
     memory::{
         JobTimes,
         Prepared,
@@ -69,6 +71,11 @@ pub(super) struct Job {
     pub(super) id: u64,
     /// Sequence number in its context.
     pub(super) seqno: u64,
+    /// Its context.
+    pub(super) ctx: Arc<Context>,
+    /// The job pushed before it, while it waits in the engine's inbox
+    /// ([`super::inbox`]).
+    pub(super) link: Link,
     /// Signalled when the job finishes.
     pub(super) fence: Fence,
     /// Its hold on the device copies of its bound objects, by binding
@@ -111,6 +118,7 @@ impl Job {
     /// A job for `spec`, boxed (a context's lists hold pointers, so an idle
     /// context costs little); charged to the submitter's memory cgroup.
     pub(super) fn new(
+        ctx: &Arc<Context>,
         seqno: u64,
         fence: Fence,
         spec: JobSpec,
@@ -120,6 +128,8 @@ impl Job {
         let job = Self {
             id: 0,
             seqno,
+            ctx: ctx.clone(),
+            link: Link::NONE,
             fence,
             spec,
             _waiters: waiters,

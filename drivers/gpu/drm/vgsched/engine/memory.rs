@@ -844,7 +844,7 @@ impl Engine {
         loop {
             let task = {
                 let mut st = this.lock();
-                if st.shut_down {
+                if this.closed() {
                     return;
                 }
                 let task = this.next_task(&mut st, monotonic_ns());

@@ -74,8 +74,6 @@ pub(super) struct ContextQueue {
     pub(super) busy_until_ns: u64,
     /// Jobs finished so far, with or without error.
     pub(super) completed: u64,
-    /// A job of it hung: new work is refused.
-    pub(super) guilty: bool,
     /// Time slices received: loads into a slot and renewals.
     pub(super) slices: u64,
     /// Times it lost its slot with work left.
@@ -137,7 +135,6 @@ impl ContextQueue {
             runtime_ns: 0,
             busy_until_ns: 0,
             completed: 0,
-            guilty: false,
             slices: 0,
             preemptions: 0,
             switch_ns: 0,
