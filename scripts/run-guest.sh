@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Boots the guest kernel with the initramfs in MODE (demo, test or bench) under
+# Boots the guest kernel with the initramfs in MODE (demo, test, bench, or
+# profile with VGSCHED_PROFILE=1) under
 # QEMU. TCG by default; VGSCHED_KVM=1 asks for KVM (it hangs on some nested
 # hosts); VGSCHED_APPEND adds to the kernel command line. The kernel console goes to $VGSCHED_OUT/logs/MODE-console.log,
 # framed program output to $VGSCHED_OUT/logs/MODE-results.log.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-mode=${1:?usage: run-guest.sh demo|test|bench}
+mode=${1:?usage: run-guest.sh demo|test|bench|profile}
 kdir=$(kernel_build_dir)
 logs="$VGSCHED_OUT/logs"
 mkdir -p "$logs"

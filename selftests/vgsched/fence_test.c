@@ -4,10 +4,12 @@
  * poll-able and signals when the job ends; given as another job's
  * in-fence it holds that job back until then. WAIT with an absolute
  * deadline (DRM_VGSCHED_WAIT_ABSOLUTE) ends by it: at once when it has
- * passed, on time otherwise, even when signals restart the call.
+ * passed, on time otherwise, even when signals restart the call. A
+ * submission racing its context's destruction is refused or ends.
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
@@ -140,6 +142,88 @@ TEST_F(fence, failed_in_fence_cancels_the_waiting_job)
 	ASSERT_EQ(0, vgsched_wait(self->fd, self->ctx_b, jb.seqno, 30 * VG_SECOND_NS, &status));
 	ASSERT_EQ(-ECANCELED, status);
 	close(ja.out_fence_fd);
+}
+
+/*
+ * Submissions racing the destruction of their context, from another
+ * thread of the same file: each either is refused with ENOENT or ends,
+ * its out-fence signalled (done, or -ECANCELED) within a bounded time.
+ * None is lost on its way to the engine, whichever of the two comes first.
+ */
+#define RACE_ROUNDS 12
+#define RACE_MAX_JOBS 1024
+
+struct racer {
+	int fd;
+	__u32 ctx;
+	struct drm_vgsched_submit job;
+	int fences[RACE_MAX_JOBS];
+	int accepted;
+	int refused_errno;
+	volatile int started;
+};
+
+static void *submit_until_refused(void *arg)
+{
+	struct racer *r = arg;
+
+	for (;;) {
+		struct drm_vgsched_submit s = r->job;
+
+		if (vgsched_submit(r->fd, &s)) {
+			if (errno == EBUSY) {
+				/* 64 unfinished: wait for one, the destroy ends it all. */
+				usleep(200);
+				continue;
+			}
+			r->refused_errno = errno;
+			return NULL;
+		}
+		if (r->accepted == RACE_MAX_JOBS) {
+			r->refused_errno = E2BIG;
+			close(s.out_fence_fd);
+			return NULL;
+		}
+		r->fences[r->accepted++] = s.out_fence_fd;
+		r->started = 1;
+	}
+}
+
+TEST_F(fence, submissions_racing_a_destroy_are_refused_or_end)
+{
+	static struct racer r;
+
+	for (int round = 0; round < RACE_ROUNDS; round++) {
+		pthread_t t;
+
+		memset(&r, 0, sizeof(r));
+		r.fd = self->fd;
+		r.ctx = vgsched_ctx_create(self->fd, 8);
+		ASSERT_NE(0, r.ctx);
+		/* One-wave jobs of ~6 ms: some run, some wait, as the destroy comes. */
+		r.job = vg_job(r.ctx, &self->busy, self->busy_len, &self->buf_a.handle, 1, 1, 1, 1);
+		r.job.flags = DRM_VGSCHED_SUBMIT_OUT_FENCE;
+		ASSERT_EQ(0, pthread_create(&t, NULL, submit_until_refused, &r));
+		while (!r.started)
+			usleep(100);
+		/* Later in each round: the destroy meets submissions at every stage. */
+		usleep(round * 500);
+		ASSERT_EQ(0, vgsched_ctx_destroy(self->fd, r.ctx));
+		ASSERT_EQ(0, pthread_join(t, NULL));
+		ASSERT_EQ(ENOENT, r.refused_errno) TH_LOG("round %d", round);
+		ASSERT_GT(r.accepted, 0);
+		for (int i = 0; i < r.accepted; i++) {
+			struct pollfd p = { .fd = r.fences[i], .events = POLLIN };
+			int status;
+
+			ASSERT_EQ(1, poll(&p, 1, 10000))
+				TH_LOG("round %d: job %d of %d never ended", round, i + 1, r.accepted);
+			status = sync_file_status(r.fences[i]);
+			ASSERT_TRUE(status == 1 || status == -ECANCELED)
+				TH_LOG("round %d: job %d ended with %d", round, i + 1, status);
+			close(r.fences[i]);
+		}
+	}
 }
 
 /* A job of about five seconds on context A, for waits that must time out. */

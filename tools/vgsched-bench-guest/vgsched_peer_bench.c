@@ -8,6 +8,9 @@
  *   vgsched-peer-bench drm_sched NAME    through /dev/vgsched_peer
  *   vgsched-peer-bench vgsched NAME      through vgsched's render node
  *
+ * A third argument, "submit", runs the first workload's 2 000 submissions
+ * only (the guest's profile mode traces them).
+ *
  * NAME labels the keys (the drm_sched policy or vgsched's slot mode the
  * module was loaded with). A job is "run for D µs": on the mock ring a
  * timer of D µs, on vgsched a one-thread wave looping D modeled µs (1 MHz).
@@ -350,8 +353,9 @@ int main(int argc, char **argv)
 	static const int clients[] = { 2, 8, CONTEXTS };
 	const char *name;
 
-	if (argc != 3 || (strcmp(argv[1], "drm_sched") && strcmp(argv[1], "vgsched")))
-		DIE("usage: vgsched-peer-bench drm_sched|vgsched NAME");
+	if (argc < 3 || argc > 4 || (strcmp(argv[1], "drm_sched") && strcmp(argv[1], "vgsched")) ||
+	    (argc == 4 && strcmp(argv[3], "submit")))
+		DIE("usage: vgsched-peer-bench drm_sched|vgsched NAME [submit]");
 	use_peer = !strcmp(argv[1], "drm_sched");
 	name = argv[2];
 	fd = use_peer ? open("/dev/vgsched_peer", O_RDWR) : vgsched_open_render_node();
@@ -359,6 +363,10 @@ int main(int argc, char **argv)
 		DIE("cannot open the %s device", argv[1]);
 	srand(1);
 	printf("peer.submit_ioctl_us.%s = %.2f\n", name, submit_ioctl_us());
+	if (argc == 4) {
+		close(fd);
+		return 0;
+	}
 	printf("peer.sched_submit_us.%s = %.2f\n", name, sched_submit_us());
 	printf("peer.submit_overhead_us.%s = %.2f\n", name, submit_to_start_us());
 	for (unsigned int i = 0; i < sizeof(clients) / sizeof(clients[0]); i++)

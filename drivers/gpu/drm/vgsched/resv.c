@@ -10,7 +10,7 @@
  * panfrost and v3d asks:
  *
  *  1. vgsched_resv_lock() locks every bound object's reservation with one
- *     ww acquire context (backing off and taking the contended lock first
+ *     ww acquire context (none for a single object; backing off and taking the contended lock first
  *     on -EDEADLK, as drm_exec does, but without drm_exec's allocated
  *     object array: a job binds at most VGSCHED_RESV_MAX_OBJECTS), reserves
  *     one fence slot in each, and folds the fences the job must
@@ -52,6 +52,8 @@
 
 struct vgsched_resv_set {
 	struct ww_acquire_ctx ctx;
+	/* ctx is in use: more than one object (one needs no acquire context). */
+	bool ww;
 	unsigned int count;
 	struct drm_gem_object *objs[VGSCHED_RESV_MAX_OBJECTS];
 	bool writes[VGSCHED_RESV_MAX_OBJECTS];
@@ -83,6 +85,26 @@ static int vgsched_resv_lock_all(struct vgsched_resv_set *set)
 	unsigned int i;
 	int contended = -1, ret;
 
+	/*
+	 * One object (the usual job) needs no acquire context: nothing else is
+	 * held, so its lock is taken as a plain mutex, and the context's
+	 * setup and lockdep tracking are saved.
+	 */
+	if (set->count <= 1) {
+		if (set->count) {
+			ret = dma_resv_lock_interruptible(set->objs[0]->resv, NULL);
+			if (ret)
+				return ret;
+			set->locked[0] = true;
+			ret = dma_resv_reserve_fences(set->objs[0]->resv, 1);
+			if (ret) {
+				vgsched_resv_unlock_all(set);
+				return ret;
+			}
+		}
+		return 0;
+	}
+	set->ww = true;
 	ww_acquire_init(&set->ctx, &reservation_ww_class);
 retry:
 	for (i = 0; i < set->count; i++) {
@@ -112,6 +134,7 @@ retry:
 fail:
 	vgsched_resv_unlock_all(set);
 	ww_acquire_fini(&set->ctx);
+	set->ww = false;
 	return ret;
 }
 
@@ -240,7 +263,8 @@ void vgsched_resv_publish(struct vgsched_resv_set *set, struct dma_fence *fence)
 void vgsched_resv_unlock(struct vgsched_resv_set *set)
 {
 	vgsched_resv_unlock_all(set);
-	ww_acquire_fini(&set->ctx);
+	if (set->ww)
+		ww_acquire_fini(&set->ctx);
 }
 
 /*
