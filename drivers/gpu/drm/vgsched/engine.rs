@@ -207,7 +207,7 @@ const MAX_BURIED: usize = 4096;
 
 /// The records of cancelled contexts waiting for the clean-up work item:
 /// one list per cancellation, at most [`MAX_BURIED`] records in all.
-type Buried = KVec<KVVec<ContextQueue>>;
+type Buried = KVec<KVVec<KBox<ContextQueue>>>;
 
 /// Room of a context's `done` list: its signalled jobs and its unfinished
 /// ones together never exceed it ([`Engine::make_room`] and the check at
@@ -393,7 +393,7 @@ struct EngineState {
     /// Next job id.
     next_job_id: u64,
     /// Every live context, with its jobs and scheduling state.
-    queues: KVVec<ContextQueue>,
+    queues: KVVec<KBox<ContextQueue>>,
     /// Work-groups on the device, by slot; at most one per wave slot.
     groups: KVVec<Option<RunningGroup>>,
     /// Waves on the device; capacity for every wave slot.
@@ -514,7 +514,7 @@ struct EngineState {
 impl EngineState {
     /// Takes `grown`, scratch room for `contexts` contexts, and moves the
     /// contexts into a list of that capacity.
-    fn adopt(&mut self, mut queues: KVVec<ContextQueue>, grown: Scratch) {
+    fn adopt(&mut self, mut queues: KVVec<KBox<ContextQueue>>, grown: Scratch) {
         for q in self.queues.drain_all() {
             // `queues` was allocated with room for more than these.
             if let Err(PushError(q)) = queues.push_within_capacity(q) {
@@ -606,7 +606,9 @@ impl EngineState {
 
     /// The record of `ctx`, if it is live.
     fn queue(&self, ctx: &Context) -> Option<&ContextQueue> {
-        self.queues.get(queue_index(&self.queues, ctx)?)
+        self.queues
+            .get(queue_index(&self.queues, ctx)?)
+            .map(|q| &**q)
     }
 }
 
@@ -642,8 +644,8 @@ pub(crate) struct Engine {
     /// Cancellations waiting for the memory work item, which then takes
     /// one task per run ([`Engine::wait_for_memory_work`]).
     memory_waiters: Atomic<u32>,
-    /// The context of the memory work item's task in hand (its address,
-    /// 0 for none): set under the engine lock when the task is taken,
+    /// The context of the memory work item's write-back in hand (its
+    /// address, 0 for none): set under the engine lock when the task is taken,
     /// cleared once it is over ([`Engine::memory_work_on`]). Only compared,
     /// never followed: an address reused after the context is freed can
     /// at most make a cancellation wait once for nothing.
@@ -977,7 +979,12 @@ impl Engine {
     /// Makes a new context known to the engine. Allocates, so it never runs
     /// under the engine lock: room is made first, then the record goes in.
     pub(crate) fn register_context(&self, ctx: &Arc<Context>) -> Result {
-        let queue = ContextQueue::new(ctx, &self.memory, self.phase_one.state_bytes)?;
+        // Boxed: removing a record from the list moves pointers, not
+        // records.
+        let queue = KBox::new(
+            ContextQueue::new(ctx, &self.memory, self.phase_one.state_bytes)?,
+            GFP_KERNEL_ACCOUNT,
+        )?;
         let mut queue = Some(queue);
         loop {
             let want = {
@@ -1513,7 +1520,7 @@ impl Engine {
         let mut collected = 0;
         let mut released = false;
         for i in 0..queues.len() {
-            let Some(q) = queues.get_mut(i) else {
+            let Some(q) = queues.get_mut(i).map(|q| &mut **q) else {
                 break;
             };
             let before = collected;
@@ -1716,12 +1723,12 @@ impl Engine {
 /// ([`EngineState::list_for_refresh`]), once; past the list's room (never: it has
 /// room for every context), every context is looked at.
 fn mark_refresh(
-    queues: &mut [ContextQueue],
+    queues: &mut [KBox<ContextQueue>],
     refresh: &mut KVVec<usize>,
     refresh_all: &mut bool,
     i: usize,
 ) {
-    let Some(q) = queues.get_mut(i) else {
+    let Some(q) = queues.get_mut(i).map(|q| &mut **q) else {
         return;
     };
     if q.refresh_listed {

@@ -44,7 +44,8 @@ impl Engine {
     /// [`Engine::cancel_context`] for several contexts at once (a file's,
     /// when it is closed): one hold of the engine lock that takes all of
     /// them out of the context list in one pass (preceded by one wait for
-    /// the memory work item if its task in hand is of one of them), and
+    /// the memory work item if its task in hand is a write-back of one of
+    /// them), and
     /// one engine step. Returns their runtime.
     pub(crate) fn cancel_contexts<'a>(
         this: ArcBorrow<'_, Self>,
@@ -128,7 +129,7 @@ impl Engine {
     /// item. A batch that would take the records waiting past
     /// [`MAX_BURIED`], or that finds the engine shut down or no room, is
     /// dropped here, outside the engine lock.
-    fn bury(this: ArcBorrow<'_, Self>, removed: KVVec<ContextQueue>) {
+    fn bury(this: ArcBorrow<'_, Self>, removed: KVVec<KBox<ContextQueue>>) {
         if removed.is_empty() {
             return;
         }
@@ -193,17 +194,17 @@ impl Engine {
     /// ([`EngineState::reorder_due`]).
     fn remove_queues(
         st: &mut EngineState,
-        mut removed: KVVec<ContextQueue>,
+        mut removed: KVVec<KBox<ContextQueue>>,
         mut indices: KVVec<usize>,
         remove: impl Fn(&ContextQueue) -> bool,
-    ) -> KVVec<ContextQueue> {
+    ) -> KVVec<KBox<ContextQueue>> {
         // A stable partition: each kept record slides down over the
         // removed ones before it, which gather at the end.
         let room = removed.capacity().min(indices.capacity());
         let mut kept = 0;
         for i in 0..st.queues.len() {
             let take = indices.len() < room
-                && st.queues.get(i).is_some_and(&remove)
+                && st.queues.get(i).is_some_and(|q| remove(q))
                 && indices.push_within_capacity(i).is_ok();
             if take {
                 continue;

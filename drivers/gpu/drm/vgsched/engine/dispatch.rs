@@ -186,8 +186,12 @@ impl Engine {
             .sum::<usize>();
         let walk = st.tile_jobs > resident_holders || st.reorder_due || st.ordered.lost();
         let running = match walk {
-            true => memory::running_bytes(st.queues.iter()),
-            false => memory::running_bytes(residents.iter().filter_map(|&i| st.queues.get(i))),
+            true => memory::running_bytes(st.queues.iter().map(|q| &**q)),
+            false => memory::running_bytes(
+                residents
+                    .iter()
+                    .filter_map(|&i| st.queues.get(i).map(|q| &**q)),
+            ),
         };
         let (mut all, mut only) = (0..st.queues.len(), residents.iter().copied());
         let indices: &mut dyn Iterator<Item = usize> = match walk {
@@ -195,7 +199,7 @@ impl Engine {
             false => &mut only,
         };
         for queue in indices {
-            let Some(q) = st.queues.get_mut(queue) else {
+            let Some(q) = st.queues.get_mut(queue).map(|q| &mut **q) else {
                 continue;
             };
             // Side by side every resident is a channel; in turn only the
@@ -490,7 +494,7 @@ impl Engine {
             warn_on!(true);
             return false;
         };
-        let Some(q) = queues.get_mut(head.queue) else {
+        let Some(q) = queues.get_mut(head.queue).map(|q| &mut **q) else {
             return false;
         };
         let Some(job) = active_in(&mut q.jobs) else {

@@ -327,6 +327,15 @@ impl MemoryTask {
             | Self::Reclaim { ctx, .. } => ctx,
         }
     }
+
+    /// It writes device copies back to their objects' pages (a clean-up
+    /// or a reclaim): a cancellation of its context must wait for it
+    /// before the context's fences signal and the CPU may touch those
+    /// pages. A phase 1 or a phase 2 only reads the pages (an upload): a
+    /// context cancelled meanwhile finds its result dropped on hand-back.
+    fn writes_back(&self) -> bool {
+        matches!(self, Self::CleanUp { .. } | Self::Reclaim { .. })
+    }
 }
 
 /// The job (or phase 1) that found device memory full, waiting for a
@@ -615,7 +624,7 @@ fn phase_one_due(
 }
 
 /// State areas held by initialised contexts (or contexts in phase 1).
-fn phase1_held(queues: &[ContextQueue], state_bytes: u64) -> u64 {
+fn phase1_held(queues: &[KBox<ContextQueue>], state_bytes: u64) -> u64 {
     let held = queues.iter().filter(|q| q.phase1 != PhaseOne::Idle).count();
     (held as u64).saturating_mul(state_bytes)
 }
@@ -733,7 +742,11 @@ impl Engine {
             }
         }
         let EngineState { queues, stages, .. } = st;
-        for q in queues.iter_mut().filter(|q| !q.ctx.cancelling()) {
+        for q in queues
+            .iter_mut()
+            .map(|q| &mut **q)
+            .filter(|q| !q.ctx.cancelling())
+        {
             if let Some(job) = q.jobs.first_mut().filter(|j| j.stage == Stage::CleanUpDue) {
                 let prepared = job.device.take()?;
                 job.stage = Stage::CleaningUp;
@@ -753,7 +766,7 @@ impl Engine {
             // (initialised again once the blocked job fits).
             if let Some((qi, id)) = reclaim_victim(st, &blocked) {
                 let EngineState { queues, stages, .. } = st;
-                let q = queues.get_mut(qi)?;
+                let q = queues.get_mut(qi).map(|q| &mut **q)?;
                 let job = find_job_of(&mut q.jobs, id)?;
                 let prepared = job.device.take()?;
                 job.stage = Stage::Preparing;
@@ -787,7 +800,7 @@ impl Engine {
     ) -> Option<MemoryTask> {
         let i = phase_one_due(st, p, self.phase_one.state_bytes, among)?;
         make_phase1_room(st, p, self.phase_one.state_bytes, i);
-        let q = st.queues.get_mut(i)?;
+        let q = st.queues.get_mut(i).map(|q| &mut **q)?;
         q.phase1 = PhaseOne::Allocating;
         Some(MemoryTask::PhaseOne {
             ctx: q.ctx.clone(),
@@ -819,7 +832,7 @@ impl Engine {
             })
             .min_by_key(|&(_, key, id)| (key, id));
         let (qi, _, id) = first?;
-        let q = st.queues.get_mut(qi)?;
+        let q = st.queues.get_mut(qi).map(|q| &mut **q)?;
         let ctx = q.ctx.clone();
         let job = find_job_of(&mut q.jobs, id)?;
         let prepared = job.spare.take()?;
@@ -849,8 +862,12 @@ impl Engine {
                 }
                 let task = this.next_task(&mut st, monotonic_ns());
                 // Under the lock: a cancellation sees it (or, after it, the
-                // cancelled context is not picked).
-                let on = task.as_ref().map_or(0, |t| Arc::as_ptr(t.ctx()) as usize);
+                // cancelled context is not picked). Only a write-back is
+                // waited for.
+                let on = task
+                    .as_ref()
+                    .filter(|t| t.writes_back())
+                    .map_or(0, |t| Arc::as_ptr(t.ctx()) as usize);
                 this.memory_task_ctx.store(on, ordering::Relaxed);
                 task
             };
@@ -905,11 +922,12 @@ impl Engine {
         }
     }
 
-    /// The context (its address) whose task the memory work item has in
-    /// hand, if any. Under the engine lock, a cancellation that finds
-    /// none of its contexts here need not wait for that work item: it
-    /// takes no cancelled context's task after the mark
-    /// ([`Context::start_cancelling`]).
+    /// The context (its address) whose write-back the memory work item
+    /// has in hand, if any. Under the engine lock, a cancellation that
+    /// finds none of its contexts here need not wait for that work item:
+    /// it takes no cancelled context's task after the mark
+    /// ([`Context::start_cancelling`]), and a phase 1 or 2 of one in hand
+    /// only reads (its result is dropped on hand-back).
     pub(super) fn memory_work_on(&self) -> Option<usize> {
         match self.memory_task_ctx.load(ordering::Acquire) {
             0 => None,

@@ -109,6 +109,20 @@ impl AsMut<SlotEntry> for ContextQueue {
     }
 }
 
+// The context list holds records boxed (removing one moves pointers, not
+// records): slot selection reads them through the box.
+impl AsRef<SlotEntry> for KBox<ContextQueue> {
+    fn as_ref(&self) -> &SlotEntry {
+        &self.entry
+    }
+}
+
+impl AsMut<SlotEntry> for KBox<ContextQueue> {
+    fn as_mut(&mut self) -> &mut SlotEntry {
+        &mut self.entry
+    }
+}
+
 impl ContextQueue {
     /// The engine's record of a new context; allocates its job lists and
     /// its state area (`state_bytes` of `memory`, placed by phase 1).
@@ -217,10 +231,10 @@ impl ContextQueue {
 /// The record of `ctx` among `queues`, if it is live (for callers that
 /// hold other parts of the engine state at the same time).
 pub(super) fn queue_in<'a>(
-    queues: &'a mut [ContextQueue],
+    queues: &'a mut [KBox<ContextQueue>],
     ctx: &Context,
 ) -> Option<&'a mut ContextQueue> {
-    queues.get_mut(queue_index(queues, ctx)?)
+    queues.get_mut(queue_index(queues, ctx)?).map(|q| &mut **q)
 }
 
 /// The position of the record of `ctx` in `queues`, the context list, if
@@ -228,7 +242,7 @@ pub(super) fn queue_in<'a>(
 /// under the engine lock, [`ContextQueue::place_at`]), O(1). A record
 /// found anywhere else is a hint not kept: warned about, and found by a
 /// walk.
-pub(super) fn queue_index(queues: &[ContextQueue], ctx: &Context) -> Option<usize> {
+pub(super) fn queue_index(queues: &[KBox<ContextQueue>], ctx: &Context) -> Option<usize> {
     let hint = ctx.queue_hint();
     let at = |i: usize| queues.get(i).is_some_and(|q| core::ptr::eq(&*q.ctx, ctx));
     if at(hint) {
@@ -241,7 +255,7 @@ pub(super) fn queue_index(queues: &[ContextQueue], ctx: &Context) -> Option<usiz
 
 /// The record of the context of running group `g` among `queues`.
 pub(super) fn queue_of<'a>(
-    queues: &'a mut [ContextQueue],
+    queues: &'a mut [KBox<ContextQueue>],
     g: &RunningGroup,
 ) -> Option<&'a mut ContextQueue> {
     let q = queues.get_mut(g.queue)?;

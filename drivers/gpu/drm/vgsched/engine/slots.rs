@@ -212,8 +212,8 @@ impl Engine {
         for (r, i) in residents.iter_mut().zip(ordered.residents()) {
             *r = i;
         }
-        let mut refresh_one = |queues: &mut KVVec<ContextQueue>, i: usize| {
-            let Some(q) = queues.get_mut(i) else {
+        let mut refresh_one = |queues: &mut KVVec<KBox<ContextQueue>>, i: usize| {
+            let Some(q) = queues.get_mut(i).map(|q| &mut **q) else {
                 return;
             };
             // A failed in-fence finishes its job at once: the job behind it
@@ -276,7 +276,7 @@ impl Engine {
         for change in slot_changes.iter().take(n) {
             match *change {
                 SlotChange::Evict { index, preempted } => {
-                    let Some(q) = queues.get_mut(index) else {
+                    let Some(q) = queues.get_mut(index).map(|q| &mut **q) else {
                         continue;
                     };
                     if let Some(slot) = q.slot {
@@ -300,7 +300,7 @@ impl Engine {
                     q.switch_ns = q.switch_ns.saturating_add(out_ns);
                 }
                 SlotChange::Load { index, slice_ns } => {
-                    let Some(q) = queues.get_mut(index) else {
+                    let Some(q) = queues.get_mut(index).map(|q| &mut **q) else {
                         continue;
                     };
                     // At most `hw_slots` <= 64 contexts are resident.
@@ -360,7 +360,7 @@ impl Engine {
             totals,
             ..
         } = st;
-        let Some(q) = queues.get_mut(index) else {
+        let Some(q) = queues.get_mut(index).map(|q| &mut **q) else {
             return;
         };
         let Some(job) = active_in(&mut q.jobs) else {
