@@ -584,12 +584,7 @@ impl EngineState {
         let now = monotonic_ns();
         let mut released = false;
         for job in q.jobs.iter_mut() {
-            self.tiles.release(job.tiles, now);
-            if job.tiles != 0 {
-                // Counted when it took them: a miss here is a bug.
-                warn_on!(self.tile_jobs == 0);
-                self.tile_jobs = self.tile_jobs.saturating_sub(1);
-            }
+            tiles::give_back(&mut self.tiles, &mut self.tile_jobs, job, now);
             job.fence.signal(ECANCELED.to_errno());
             if let Some(device) = job.device.as_mut() {
                 device.release();
@@ -1583,11 +1578,7 @@ impl Engine {
                 q.completed += 1;
                 q.last_job = job.times;
                 // Its tiles go idle as it ends.
-                tiles.release(job.tiles, now);
-                if job.tiles != 0 {
-                    warn_on!(*tile_jobs == 0);
-                    *tile_jobs = tile_jobs.saturating_sub(1);
-                }
+                tiles::give_back(tiles, tile_jobs, &mut job, now);
                 let error = job.progress.error();
                 job.fence.signal(error);
                 match error {

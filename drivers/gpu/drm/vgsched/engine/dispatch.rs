@@ -31,6 +31,7 @@ use super::{
         self,
         StageEvent, //
     },
+    tiles,
     Engine,
     EngineState,
     RunningGroup,
@@ -210,12 +211,8 @@ impl Engine {
                 // not keep another's job from its tiles.
                 if let Some(job) = active_in(&mut q.jobs) {
                     let off = job.progress.running() == 0 && q.store.all_saved_complete(job.id);
-                    if job.tiles != 0 && off {
-                        st.tiles.release(job.tiles, now);
-                        warn_on!(st.tile_jobs == 0);
-                        st.tile_jobs = st.tile_jobs.saturating_sub(1);
-                        job.tiles = 0;
-                        job.tiles_start_ns = 0;
+                    if off {
+                        tiles::give_back(&mut st.tiles, &mut st.tile_jobs, job, now);
                     }
                 }
                 continue;
@@ -270,13 +267,10 @@ impl Engine {
                 // Its tiles are chosen as its first work-group is about to
                 // be placed (again, after it was off the device); while no
                 // node has enough idle ones, it waits.
-                let allowed = job.spec.allowed_tiles;
-                let Some(p) = st.tiles.place_within(policy, job.spec.tiles, allowed, now) else {
+                let Some(p) = tiles::take(&mut st.tiles, &mut st.tile_jobs, job, policy, now)
+                else {
                     continue;
                 };
-                job.tiles = p.mask;
-                st.tile_jobs += 1;
-                job.tiles_start_ns = p.start_ns;
                 st.next_event_ns = st.next_event_ns.min(p.start_ns);
                 // A single shared tile is no decision: not logged.
                 if st.tiles.exclusive() {

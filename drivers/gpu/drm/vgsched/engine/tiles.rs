@@ -6,27 +6,69 @@
 //! The placement decision and the power model are the core crate's
 //! ([`crate::vgsched_core::tiles`]); the account lives in
 //! [`EngineState::tiles`](super::EngineState), under the engine lock. A
-//! job takes its tiles in [`Engine::dispatch`](super::Engine) when its
-//! first work-group is about to be placed, and gives them back when it
-//! ends or its context goes. Readers bring the account up to now first:
+//! job takes its tiles ([`take`], from the dispatcher) when its first
+//! work-group is about to be placed, and gives them back ([`give_back`])
+//! when its work leaves the device, it ends or its context goes: the
+//! only two places the account and the count of holders change for a
+//! job. Readers bring the account up to now first:
 //! tiles fall asleep in modeled time whether or not anything runs.
 
 use kernel::{
     fmt,
-    prelude::*, //
+    prelude::*,
+    warn_on, //
 };
 
-use super::Engine;
+use super::{
+    job::Job,
+    Engine, //
+};
 use crate::{
     context::monotonic_ns,
     params,
     vgsched_core::tiles::{
+        Policy,
         PowerModel,
         TileAccount,
+        TilePlacement,
         TileState,
         TileTopology, //
     },
 };
+
+/// Takes tiles for `job`, which holds none, from `account` at `now` by
+/// `policy`, among those its file may use: `None` while no node has
+/// enough idle ones. `holders` counts the jobs that hold tiles (the
+/// dispatcher walks every context for tiles to give back only while
+/// there are more of them than the residents' head jobs). The one place
+/// a job takes tiles; [`give_back`] the one place it returns them.
+pub(super) fn take(
+    account: &mut TileAccount,
+    holders: &mut usize,
+    job: &mut Job,
+    policy: Policy,
+    now: u64,
+) -> Option<TilePlacement> {
+    let p = account.place_within(policy, job.spec.tiles, job.spec.allowed_tiles, now)?;
+    job.tiles = p.mask;
+    job.tiles_start_ns = p.start_ns;
+    *holders += 1;
+    Some(p)
+}
+
+/// Gives back the tiles `job` holds, if any (its work left the device,
+/// it ended, or its context is cancelled); counted out of `holders`.
+pub(super) fn give_back(account: &mut TileAccount, holders: &mut usize, job: &mut Job, now: u64) {
+    if job.tiles == 0 {
+        return;
+    }
+    account.release(job.tiles, now);
+    // Counted when it took them: a miss here is a bug.
+    warn_on!(*holders == 0);
+    *holders = holders.saturating_sub(1);
+    job.tiles = 0;
+    job.tiles_start_ns = 0;
+}
 
 /// What a hwmon channel reports.
 #[derive(Clone, Copy)]
