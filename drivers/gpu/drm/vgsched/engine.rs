@@ -118,7 +118,6 @@ use crate::{
             CycleCosts, //
         },
         grid::Lane,
-        kinetic::Node,
         module_choice::{
             ModuleScore,
             PowerWeights,
@@ -132,16 +131,8 @@ use crate::{
             Occupancy,
             WaveSlot, //
         },
-        ordered_slots::{
-            OrderedSlots,
-            Picked,
-            Store, //
-        },
         pipeline::PhaseOneParams,
-        pool,
         rng::Rng,
-        slice::SliceFormula,
-        slots::SlotChange,
         split::RotatingPointer,
         tiles::{
             PowerModel,
@@ -176,7 +167,11 @@ use queue::{
     ContextQueue, //
 };
 use save_area::WaveStore;
-use slots::Rewind;
+use slots::{
+    Rewind,
+    SlotRoom,
+    SlotSelection, //
+};
 use sync::{
     Held,
     HoldMeter,
@@ -330,13 +325,7 @@ struct Scratch {
     heads: KVVec<dispatch::Head>,
     candidates: KVVec<Candidate>,
     candidate_heads: KVVec<usize>,
-    slot_cands: KVVec<pool::Candidate>,
-    slot_changes: KVVec<SlotChange>,
-    slot_leaves: KVVec<Option<pool::Candidate>>,
-    slot_nodes: KVVec<Node>,
-    slot_pending: KVVec<u32>,
-    slot_work: KVVec<Picked>,
-    refresh: KVVec<usize>,
+    slots: SlotRoom,
 }
 
 impl Scratch {
@@ -344,32 +333,11 @@ impl Scratch {
     /// so not charged to the one whose context made it grow (its cgroup
     /// would be billed, and kept alive, for everyone's).
     fn with_capacity(contexts: usize) -> Result<Self> {
-        let blank = pool::Candidate {
-            id: 0,
-            priority: 0,
-            created_ns: 0,
-            runtime_ns: 0,
-            runnable: false,
-        };
-        // The ordered decision's tournament: a power of two of leaves.
-        let leaves = contexts.max(1).checked_next_power_of_two().ok_or(ENOMEM)?;
         Ok(Self {
             heads: KVVec::with_capacity(contexts, GFP_KERNEL)?,
             candidates: KVVec::with_capacity(contexts, GFP_KERNEL)?,
             candidate_heads: KVVec::with_capacity(contexts, GFP_KERNEL)?,
-            slot_cands: KVVec::from_elem(blank, contexts, GFP_KERNEL)?,
-            // Every resident leaves and every slot fills at most once, plus
-            // a round and a turn.
-            slot_changes: KVVec::from_elem(
-                SlotChange::Round,
-                contexts.saturating_mul(2).saturating_add(2),
-                GFP_KERNEL,
-            )?,
-            slot_leaves: KVVec::from_elem(None, leaves, GFP_KERNEL)?,
-            slot_nodes: KVVec::from_elem(Node::EMPTY, leaves.saturating_mul(2), GFP_KERNEL)?,
-            slot_pending: KVVec::from_elem(0, contexts, GFP_KERNEL)?,
-            slot_work: KVVec::from_elem(Picked::blank(), contexts, GFP_KERNEL)?,
-            refresh: KVVec::with_capacity(contexts, GFP_KERNEL)?,
+            slots: SlotRoom::with_capacity(contexts)?,
         })
     }
 }
@@ -432,27 +400,9 @@ struct EngineState {
     splittable_waiting: bool,
     /// The last placements, for debugfs.
     log: PlacementLog,
-    /// The slice formula in force.
-    formula: SliceFormula,
-    /// Numbers loads into slots.
-    next_load_seq: u64,
-    /// Scratch of the slot decision, sized with `queues`.
-    slot_cands: KVVec<pool::Candidate>,
-    /// Scratch: its winners (one per slot).
-    slot_chosen: KVec<usize>,
-    /// Scratch: its changes (at most two per context, a round and a turn).
-    slot_changes: KVVec<SlotChange>,
-    /// What the ordered decision keeps between decisions: the residents
-    /// and the contexts to look at.
-    ordered: OrderedSlots,
-    /// Its tournament's leaves: the waiting contexts, ranked.
-    slot_leaves: KVVec<Option<pool::Candidate>>,
-    /// Its tournament's matches.
-    slot_nodes: KVVec<Node>,
-    /// Its pending list.
-    slot_pending: KVVec<u32>,
-    /// The contexts of one decision.
-    slot_work: KVVec<Picked>,
+    /// Slot selection: the ordered decision, the runnable refresh and
+    /// their scratch ([`slots`]).
+    slots: SlotSelection,
     /// The armed completion timer.
     timer: Option<ArcHrTimerHandle<Engine>>,
     /// Instructions the interpreter may still execute in this hold.
@@ -465,20 +415,6 @@ struct EngineState {
     memory_blocked: Option<memory::Blocked>,
     /// The last stage starts and ends, for debugfs.
     stages: StageLog,
-    /// Contexts whose runnable state may have changed other than through
-    /// the device (a job queued, collected or failed), each listed once
-    /// (`ContextQueue::refresh_listed`); the runnable refresh looks at
-    /// these, the residents and the contexts with work on the device.
-    refresh: KVVec<usize>,
-    /// The runnable refresh walks every context once: positions moved,
-    /// or the list overflowed.
-    refresh_all: bool,
-    /// [`Engine::fence_epoch`] as the last runnable refresh saw it: when
-    /// it moved, an in-fence or dependency signalled, and the refresh
-    /// walks every context.
-    fence_epoch_seen: u64,
-    /// Runnable refreshes since the last walk over every context.
-    refreshes_since_walk: u32,
     /// Jobs on the context list holding tiles (`Job::tiles` not 0): the
     /// dispatcher looks at every context for tiles to give back only
     /// while some of them are not the channels' ([`dispatch`]). Counted up
@@ -495,10 +431,6 @@ struct EngineState {
     /// ([`Engine::in_fence_ready`]): the pass goes round once more to
     /// collect them.
     failed_at_once: usize,
-    /// Contexts were removed: the ordered slot decision must look at every
-    /// context again ([`EngineState::reorder`]) before its next use, which
-    /// is in the engine's step.
-    reorder_due: bool,
     /// The last phase 2 did not fit: no context is initialised ahead of
     /// its load until one does.
     phase1_ahead_paused: bool,
@@ -526,47 +458,14 @@ impl EngineState {
         self.heads = grown.heads;
         self.candidates = grown.candidates;
         self.candidate_heads = grown.candidate_heads;
-        self.slot_cands = grown.slot_cands;
-        self.slot_changes = grown.slot_changes;
-        self.slot_leaves = grown.slot_leaves;
-        self.slot_nodes = grown.slot_nodes;
-        self.slot_pending = grown.slot_pending;
-        self.slot_work = grown.slot_work;
-        self.refresh = grown.refresh;
-        self.reorder();
-    }
-
-    /// The ordered decision's view of the contexts after they were removed,
-    /// reordered or moved to new storage: every context is looked at once
-    /// more.
-    fn reorder(&mut self) {
-        let mut store = Store {
-            leaves: &mut self.slot_leaves,
-            nodes: &mut self.slot_nodes,
-            pending: &mut self.slot_pending,
-            work: &mut self.slot_work,
-        };
-        self.ordered.reset(&mut self.queues, &mut store);
-        self.reorder_due = false;
-        // Positions moved: the list of contexts to look at is redone by a
-        // walk over all of them.
-        self.refresh.clear();
-        self.queues
-            .iter_mut()
-            .for_each(|q| q.refresh_listed = false);
-        self.refresh_all = true;
+        self.slots.adopt(grown.slots, &mut self.queues);
     }
 
     /// Context `i` may have changed in what makes it runnable (a job
     /// queued, collected or failed off the signalling path): the next
     /// slot decision looks at it ([`slots`], the runnable refresh).
     fn list_for_refresh(&mut self, i: usize) {
-        mark_refresh(
-            &mut self.queues,
-            &mut self.refresh,
-            &mut self.refresh_all,
-            i,
-        );
+        self.slots.list(&mut self.queues, i);
     }
 
     /// The record of `ctx`, if it is live.
@@ -615,7 +514,7 @@ pub(crate) struct Engine {
     /// Policy settings of the dispatcher.
     params: DispatchParams,
     /// Settings of slot selection (the formula in use is
-    /// [`EngineState::formula`]).
+    /// `SlotSelection::formula`).
     sched: SchedParams,
     /// The priority rotation, in modeled nanoseconds.
     rotation: Rotation,
@@ -789,20 +688,7 @@ impl Engine {
             trigger: SplitTrigger::new(topology.cycles_to_ns(params.split_after_rounds)),
             splittable_waiting: false,
             log: PlacementLog::new()?,
-            formula: sched.policy.formula,
-            next_load_seq: 0,
-            slot_cands: scratch.slot_cands,
-            slot_chosen: KVec::from_elem(0, sched.policy.slots, GFP_KERNEL)?,
-            slot_changes: scratch.slot_changes,
-            ordered: OrderedSlots::new(),
-            slot_leaves: scratch.slot_leaves,
-            slot_nodes: scratch.slot_nodes,
-            slot_pending: scratch.slot_pending,
-            slot_work: scratch.slot_work,
-            refresh: scratch.refresh,
-            refresh_all: false,
-            fence_epoch_seen: 0,
-            refreshes_since_walk: 0,
+            slots: SlotSelection::new(sched.policy.formula, sched.policy.slots, scratch.slots)?,
             next_event_ns: 0,
             tile_jobs: 0,
             timer: None,
@@ -810,7 +696,6 @@ impl Engine {
             cleanup_due: false,
             memory_blocked: None,
             stages: StageLog::new()?,
-            reorder_due: false,
             failed_at_once: 0,
             phase1_ahead_paused: false,
             releases: 0,
@@ -1298,8 +1183,9 @@ impl Engine {
             }
             let now = monotonic_ns();
             st.budget = INTERPRET_BUDGET;
-            if core::mem::take(&mut st.reorder_due) {
-                st.reorder();
+            if st.slots.reorder_due {
+                let EngineState { slots, queues, .. } = &mut *st;
+                slots.reset(queues);
             }
             // Each of these can enable another (a finished job frees its
             // context's next one or its slot, a new slot holder places
@@ -1414,8 +1300,7 @@ impl Engine {
             modules,
             queues,
             rewinds,
-            refresh,
-            refresh_all,
+            slots,
             ..
         } = st;
         let Some(mut occ) = self.occupancy(maps, unit_waves, summaries, generations) else {
@@ -1475,7 +1360,7 @@ impl Engine {
                 // Off the device now: the runnable refresh no longer finds
                 // its context through its groups, so it is listed (its job
                 // may have ended, or its runtime moved while evicted).
-                mark_refresh(queues, refresh, refresh_all, g.queue);
+                slots.list(queues, g.queue);
                 *slot = None;
             }
             if let Some(r) = w.rewind.take() {
@@ -1508,8 +1393,7 @@ impl Engine {
             stages,
             tiles,
             tile_jobs,
-            refresh,
-            refresh_all,
+            slots,
             ..
         } = st;
         let mut collected = 0;
@@ -1613,7 +1497,7 @@ impl Engine {
                 .and_then(|q| q.jobs.first())
                 .is_some_and(|j| j.is_finished());
             if collected != before || waiting {
-                mark_refresh(queues, refresh, refresh_all, i);
+                slots.list(queues, i);
             }
         }
         if released {
@@ -1663,7 +1547,7 @@ impl Engine {
     /// moment blocked independent work-groups are due to be split.
     fn arm_timer(this: ArcBorrow<'_, Self>, st: &mut EngineState, now: u64) {
         let waves = st.waves.iter().map(|w| w.end_ns).min();
-        let slices = st.ordered.next_slice_end(&st.queues);
+        let slices = st.slots.next_slice_end(&st.queues);
         // A first job's upload or write-back ending, a phase 1, or its
         // active job's tiles waking: found by a walk only once the last
         // one found has passed (each newly set one takes the bound down).
@@ -1707,27 +1591,6 @@ impl Engine {
             let delta = Delta::from_nanos(end.saturating_sub(now).min(i64::MAX as u64) as i64);
             st.timer = Some(Arc::from(this).start(delta));
         }
-    }
-}
-
-/// Lists context `i` of `queues` for the next runnable refresh
-/// ([`EngineState::list_for_refresh`]), once; past the list's room (never: it has
-/// room for every context), every context is looked at.
-fn mark_refresh(
-    queues: &mut [KBox<ContextQueue>],
-    refresh: &mut KVVec<usize>,
-    refresh_all: &mut bool,
-    i: usize,
-) {
-    let Some(q) = queues.get_mut(i).map(|q| &mut **q) else {
-        return;
-    };
-    if q.refresh_listed {
-        return;
-    }
-    match refresh.push_within_capacity(i) {
-        Ok(()) => q.refresh_listed = true,
-        Err(_) => *refresh_all = true,
     }
 }
 

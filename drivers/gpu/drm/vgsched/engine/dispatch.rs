@@ -168,7 +168,7 @@ impl Engine {
         // The residents, in index order: the channels are among them.
         let mut residents = [usize::MAX; MAX_K];
         let mut count = 0;
-        for (r, i) in residents.iter_mut().zip(st.ordered.residents()) {
+        for (r, i) in residents.iter_mut().zip(st.slots.residents()) {
             *r = i;
             count += 1;
         }
@@ -185,7 +185,7 @@ impl Engine {
             .filter_map(|&i| st.queues.get(i))
             .map(|q| q.head_jobs().filter(|j| j.tiles != 0).count())
             .sum::<usize>();
-        let walk = st.tile_jobs > resident_holders || st.reorder_due || st.ordered.lost();
+        let walk = st.tile_jobs > resident_holders || st.slots.reorder_due || st.slots.lost();
         let running = match walk {
             true => memory::running_bytes(st.queues.iter().map(|q| &**q)),
             false => memory::running_bytes(

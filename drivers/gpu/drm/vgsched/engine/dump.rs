@@ -436,7 +436,7 @@ impl Engine {
                 snap.modules.push_within_capacity(m).map_err(|_| ENOMEM)?;
             }
             snap.slots_held = st.queues.iter().filter(|q| q.slot.is_some()).count() as u32;
-            snap.formula = st.formula.name();
+            snap.formula = st.slots.formula.name();
             for q in st.queues.iter() {
                 let qs = QueueSnapshot {
                     client: q.ctx.client,

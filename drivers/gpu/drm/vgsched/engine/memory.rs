@@ -698,10 +698,10 @@ impl Engine {
         // (pipelined): when neither may be, only the residents are looked
         // at (their list is exact unless a removal is pending).
         let others = survey.ahead(st, &p) || (p.mode == Mode::Pipelined && gate.progress);
-        if others || st.reorder_due || st.ordered.lost() {
+        if others || st.slots.reorder_due || st.slots.lost() {
             (0..st.queues.len()).any(wanted)
         } else {
-            st.ordered.residents().any(wanted)
+            st.slots.residents().any(wanted)
         }
     }
 

@@ -91,7 +91,7 @@ pub(super) struct ContextQueue {
     /// It has placed work since it was loaded (the execution gate no
     /// longer applies).
     pub(super) task_started: bool,
-    /// Listed in [`EngineState::refresh`](super::EngineState).
+    /// Listed for the runnable refresh ([`super::slots::SlotSelection::list`]).
     pub(super) refresh_listed: bool,
     /// The stage times of its last signalled job.
     pub(super) last_job: JobTimes,

@@ -24,6 +24,7 @@
 //! it is complete, so how it was cut changes nothing the model shows.
 
 use kernel::{
+    alloc::kvec::PushError,
     prelude::*,
     sync::{
         atomic::ordering,
@@ -67,8 +68,17 @@ use crate::{
             WaveEnd,
             MAX_THREADS_PER_WAVE, //
         },
-        kinetic::MAX_K,
-        ordered_slots::Store,
+        kinetic::{
+            Node,
+            MAX_K, //
+        },
+        ordered_slots::{
+            OrderedSlots,
+            Picked,
+            Store, //
+        },
+        pool,
+        slice::SliceFormula,
         slots::{
             Scratch,
             SlotChange,
@@ -81,6 +91,176 @@ use crate::{
 /// Runnable refreshes between two that look at every context, whatever
 /// happened ([`Engine::reschedule`]).
 const REFRESH_WALK_EVERY: u32 = 64;
+
+/// Slot selection's state in the engine: the ordered decision and what it
+/// keeps between decisions, the runnable refresh's list of contexts to
+/// look at, and the decision's scratch, sized with the context list
+/// ([`SlotRoom`]). Indices are positions in the context list.
+pub(super) struct SlotSelection {
+    /// The slice formula in force.
+    pub(super) formula: SliceFormula,
+    /// Numbers loads into slots.
+    next_load_seq: u64,
+    /// What the ordered decision keeps between decisions: the residents
+    /// and the contexts to look at.
+    ordered: OrderedSlots,
+    /// Its winners (one per slot).
+    chosen: KVec<usize>,
+    /// The rest of its scratch.
+    room: SlotRoom,
+    /// The runnable refresh walks every context once: positions moved,
+    /// or the list overflowed.
+    refresh_all: bool,
+    /// [`Engine::fence_epoch`] as the last runnable refresh saw it: when
+    /// it moved, an in-fence or dependency signalled, and the refresh
+    /// walks every context.
+    fence_epoch_seen: u64,
+    /// Runnable refreshes since the last walk over every context.
+    refreshes_since_walk: u32,
+    /// Contexts were removed: the ordered decision must look at every
+    /// context again ([`SlotSelection::reset`]) before its next use, which
+    /// is in the engine's step.
+    pub(super) reorder_due: bool,
+}
+
+/// Slot selection's scratch whose size follows the number of contexts:
+/// allocated before the engine lock is taken (`Engine::register_context`)
+/// and put in by [`SlotSelection::adopt`].
+pub(super) struct SlotRoom {
+    /// The decision's candidates.
+    cands: KVVec<pool::Candidate>,
+    /// Its changes (at most two per context, a round and a turn).
+    changes: KVVec<SlotChange>,
+    /// Its tournament's leaves: the waiting contexts, ranked.
+    leaves: KVVec<Option<pool::Candidate>>,
+    /// Its tournament's matches.
+    nodes: KVVec<Node>,
+    /// Its pending list.
+    pending: KVVec<u32>,
+    /// The contexts of one decision.
+    work: KVVec<Picked>,
+    /// Contexts whose runnable state may have changed other than through
+    /// the device (a job queued, collected or failed), each listed once
+    /// (`ContextQueue::refresh_listed`); the runnable refresh looks at
+    /// these, the residents and the contexts with work on the device.
+    refresh: KVVec<usize>,
+}
+
+impl SlotRoom {
+    /// Room for `contexts` contexts (engine-wide, `GFP_KERNEL`).
+    pub(super) fn with_capacity(contexts: usize) -> Result<Self> {
+        let blank = pool::Candidate {
+            id: 0,
+            priority: 0,
+            created_ns: 0,
+            runtime_ns: 0,
+            runnable: false,
+        };
+        // The ordered decision's tournament: a power of two of leaves.
+        let leaves = contexts.max(1).checked_next_power_of_two().ok_or(ENOMEM)?;
+        Ok(Self {
+            cands: KVVec::from_elem(blank, contexts, GFP_KERNEL)?,
+            // Every resident leaves and every slot fills at most once, plus
+            // a round and a turn.
+            changes: KVVec::from_elem(
+                SlotChange::Round,
+                contexts.saturating_mul(2).saturating_add(2),
+                GFP_KERNEL,
+            )?,
+            leaves: KVVec::from_elem(None, leaves, GFP_KERNEL)?,
+            nodes: KVVec::from_elem(Node::EMPTY, leaves.saturating_mul(2), GFP_KERNEL)?,
+            pending: KVVec::from_elem(0, contexts, GFP_KERNEL)?,
+            work: KVVec::from_elem(Picked::blank(), contexts, GFP_KERNEL)?,
+            refresh: KVVec::with_capacity(contexts, GFP_KERNEL)?,
+        })
+    }
+
+    /// The ordered decision's storage.
+    fn store(&mut self) -> Store<'_> {
+        Store {
+            leaves: &mut self.leaves,
+            nodes: &mut self.nodes,
+            pending: &mut self.pending,
+            work: &mut self.work,
+        }
+    }
+}
+
+impl SlotSelection {
+    /// Slot selection with `formula` for `slots` hardware slots, over no
+    /// context yet, in `room`.
+    pub(super) fn new(formula: SliceFormula, slots: usize, room: SlotRoom) -> Result<Self> {
+        Ok(Self {
+            formula,
+            next_load_seq: 0,
+            ordered: OrderedSlots::new(),
+            chosen: KVec::from_elem(0, slots, GFP_KERNEL)?,
+            room,
+            refresh_all: false,
+            fence_epoch_seen: 0,
+            refreshes_since_walk: 0,
+            reorder_due: false,
+        })
+    }
+
+    /// Takes `room`, for a context list that grew, and looks at every
+    /// context again.
+    pub(super) fn adopt(&mut self, room: SlotRoom, queues: &mut [KBox<ContextQueue>]) {
+        self.room = room;
+        self.reset(queues);
+    }
+
+    /// The ordered decision's view of the contexts after they were
+    /// removed, reordered or moved to new storage: every context is
+    /// looked at once more.
+    pub(super) fn reset(&mut self, queues: &mut [KBox<ContextQueue>]) {
+        let mut store = self.room.store();
+        self.ordered.reset(queues, &mut store);
+        self.reorder_due = false;
+        // Positions moved: the list of contexts to look at is redone by a
+        // walk over all of them.
+        self.room.refresh.clear();
+        queues.iter_mut().for_each(|q| q.refresh_listed = false);
+        self.refresh_all = true;
+    }
+
+    /// Lists context `i` for the next runnable refresh, once; past the
+    /// list's room (never: it has room for every context), every context
+    /// is looked at.
+    pub(super) fn list(&mut self, queues: &mut [KBox<ContextQueue>], i: usize) {
+        let Some(q) = queues.get_mut(i) else {
+            return;
+        };
+        if q.refresh_listed {
+            return;
+        }
+        match self.room.refresh.push_within_capacity(i) {
+            Ok(()) => q.refresh_listed = true,
+            Err(PushError(_)) => self.refresh_all = true,
+        }
+    }
+
+    /// Positions of the residents (all of them unless [`Self::lost`]).
+    pub(super) fn residents(&self) -> impl Iterator<Item = usize> + '_ {
+        self.ordered.residents()
+    }
+
+    /// What the ordered decision keeps is incomplete: the next decision
+    /// resets first, and until then [`Self::residents`] may miss some.
+    pub(super) fn lost(&self) -> bool {
+        self.ordered.lost()
+    }
+
+    /// The earliest end of a running resident's slice.
+    pub(super) fn next_slice_end(&self, queues: &[KBox<ContextQueue>]) -> Option<u64> {
+        self.ordered.next_slice_end(queues)
+    }
+
+    /// Change `i` of the last decision.
+    fn change(&self, i: usize) -> Option<&SlotChange> {
+        self.room.changes.get(i)
+    }
+}
 
 /// Undo-log entries of one wave's chunk: a chunk that overwrites more words
 /// cannot be taken back, and its wave stops at its next point instead.
@@ -164,34 +344,41 @@ impl Engine {
     /// the listed contexts and the best waiting ones only.
     pub(super) fn reschedule(this: ArcBorrow<'_, Self>, st: &mut EngineState, now: u64) -> usize {
         let policy = SlotPolicy {
-            formula: st.formula,
+            formula: st.slots.formula,
             ..this.sched.policy
         };
         let EngineState {
             queues,
-            next_load_seq,
-            slot_cands,
-            slot_changes,
-            slot_chosen,
-            ordered,
-            slot_leaves,
-            slot_nodes,
-            slot_pending,
-            slot_work,
+            slots,
             log,
             failed_at_once,
-            refresh,
-            refresh_all,
-            fence_epoch_seen,
-            refreshes_since_walk,
             groups,
             ..
         } = st;
+        let SlotSelection {
+            next_load_seq,
+            ordered,
+            chosen,
+            room,
+            refresh_all,
+            fence_epoch_seen,
+            refreshes_since_walk,
+            ..
+        } = slots;
+        let SlotRoom {
+            cands,
+            changes,
+            leaves,
+            nodes,
+            pending,
+            work,
+            refresh,
+        } = room;
         let mut store = Store {
-            leaves: slot_leaves,
-            nodes: slot_nodes,
-            pending: slot_pending,
-            work: slot_work,
+            leaves,
+            nodes,
+            pending,
+            work,
         };
         // The runnable refresh: a context's runnable state changes with
         // its jobs' progress on the device (the residents', and those of
@@ -263,9 +450,9 @@ impl Engine {
         }
         let self_topology = &this.topology;
         let scratch = Scratch {
-            cands: slot_cands,
-            chosen: slot_chosen,
-            changes: slot_changes,
+            cands,
+            chosen,
+            changes: &mut *changes,
         };
         let n = ordered.decide(queues, now, &policy, next_load_seq, &mut store, scratch);
         let side_by_side = policy.mode == SlotMode::SideBySide;
@@ -273,7 +460,7 @@ impl Engine {
             .iter()
             .filter_map(|q| q.slot)
             .fold(0u64, |m, s| m | 1u64.checked_shl(s).unwrap_or(0));
-        for change in slot_changes.iter().take(n) {
+        for change in changes.iter().take(n) {
             match *change {
                 SlotChange::Evict { index, preempted } => {
                     let Some(q) = queues.get_mut(index).map(|q| &mut **q) else {
@@ -334,7 +521,7 @@ impl Engine {
             if let Some(&SlotChange::Evict {
                 index,
                 preempted: true,
-            }) = st.slot_changes.get(i)
+            }) = st.slots.change(i)
             {
                 this.stop_at_once(st, index, now);
             }
