@@ -160,7 +160,7 @@ struct racer {
 	int fences[RACE_MAX_JOBS];
 	int accepted;
 	int refused_errno;
-	volatile int started;
+	int started;
 };
 
 static void *submit_until_refused(void *arg)
@@ -185,7 +185,7 @@ static void *submit_until_refused(void *arg)
 			return NULL;
 		}
 		r->fences[r->accepted++] = s.out_fence_fd;
-		r->started = 1;
+		__atomic_store_n(&r->started, 1, __ATOMIC_RELEASE);
 	}
 }
 
@@ -204,7 +204,7 @@ TEST_F(fence, submissions_racing_a_destroy_are_refused_or_end)
 		r.job = vg_job(r.ctx, &self->busy, self->busy_len, &self->buf_a.handle, 1, 1, 1, 1);
 		r.job.flags = DRM_VGSCHED_SUBMIT_OUT_FENCE;
 		ASSERT_EQ(0, pthread_create(&t, NULL, submit_until_refused, &r));
-		while (!r.started)
+		while (!__atomic_load_n(&r.started, __ATOMIC_ACQUIRE))
 			usleep(100);
 		/* Later in each round: the destroy meets submissions at every stage. */
 		usleep(round * 500);

@@ -514,7 +514,7 @@ pub(crate) struct Engine {
     /// Policy settings of the dispatcher.
     params: DispatchParams,
     /// Settings of slot selection (the formula in use is
-    /// `SlotSelection::formula`).
+    /// [`SlotSelection::formula`]).
     sched: SchedParams,
     /// The priority rotation, in modeled nanoseconds.
     rotation: Rotation,
@@ -533,13 +533,15 @@ pub(crate) struct Engine {
     /// work item kicks it when its work runs out.
     memory_kick_owed: Atomic<bool>,
     /// Signals of fences the engine waits on (in-fences, dependencies),
-    /// counted by their callbacks ([`EngineState::fence_epoch_seen`]).
+    /// counted by their callbacks (the runnable refresh of
+    /// [`SlotSelection`] compares them with the count it last saw).
     fence_epoch: Atomic<u64>,
     /// Cancellations waiting for the memory work item, which then takes
     /// one task per run ([`Engine::wait_for_memory_work`]).
     memory_waiters: Atomic<u32>,
-    /// The context of the memory work item's write-back in hand (its
-    /// address, 0 for none): set under the engine lock when the task is taken,
+    /// The context of the memory work item's upload or write-back in hand
+    /// (its address, 0 for none; a phase 1 is not counted): set under the
+    /// engine lock when the task is taken,
     /// cleared once it is over ([`Engine::memory_work_on`]). Only compared,
     /// never followed: an address reused after the context is freed can
     /// at most make a cancellation wait once for nothing.
@@ -769,11 +771,14 @@ impl Engine {
     fn take_inbox(&self, st: &mut EngineState) {
         let closed = self.closed();
         for mut job in self.inbox.take() {
-            let i = match closed {
-                false => queue_index(&st.queues, &job.ctx),
-                true => None,
+            let found = if closed {
+                None
+            } else {
+                queue_index(&st.queues, &job.ctx)
             };
-            let Some(q) = i.and_then(|i| st.queues.get_mut(i)) else {
+            let Some((i, q)) = found.and_then(|i| Some((i, st.queues.get_mut(i)?))) else {
+                // Its context's count no longer matters: it is gone, or
+                // the engine is.
                 job.fence.signal(ECANCELED.to_errno());
                 self.orphans.push(job);
                 continue;
@@ -787,13 +792,12 @@ impl Engine {
             // context, and each submission checked its context's count.
             if let Err(PushError(job)) = q.jobs.push_within_capacity(job) {
                 warn_on!(true);
+                q.ctx.admission.withdrawn();
                 job.fence.signal(ECANCELED.to_errno());
                 self.orphans.push(job);
                 continue;
             }
-            if let Some(i) = i {
-                st.list_for_refresh(i);
-            }
+            st.list_for_refresh(i);
         }
     }
 
@@ -1021,17 +1025,20 @@ impl Engine {
         // Nothing below can fail: the job is accepted.
         ctx.admission.accepted();
         this.inbox.push(job);
-        if this.closed() {
+        let closed = this.closed();
+        if closed {
             // Closed since the check above: the last holder of the lock
             // may have missed the job. Taking the lock takes it, and
-            // cancels it (the inbox and `closed` are fully ordered).
+            // cancels it (the inbox and `closed` are fully ordered); the
+            // caller drops it with [`Engine::make_room`], once it holds no
+            // reservation lock.
             drop(this.lock());
         }
         sub.last_seqno = seqno;
         sub.recent[(seqno % MAX_JOBS_IN_FLIGHT) as usize] = Some(fence.clone());
         drop(sub);
         Self::kick(this);
-        Ok((seqno, fence, out_fd, crowded))
+        Ok((seqno, fence, out_fd, crowded || closed))
     }
 
     /// Gives `ctx`'s wave store room for `live` waves: allocated here,
@@ -1066,6 +1073,11 @@ impl Engine {
         Self::queue_cleanup(this);
         // SAFETY: `this.cleanup` is a live, initialised work item.
         unsafe { bindings::flush_work(Work::raw_get(&this.cleanup)) };
+        // Once shut down, the clean-up work item runs no more: the jobs a
+        // late submission had cancelled go here.
+        if this.closed() {
+            drop(this.orphans.take());
+        }
     }
 
     /// Drops the signalled jobs now (`BO_CPU_PREP`: they let their device
@@ -1108,10 +1120,10 @@ impl Engine {
     /// Stops the engine for good: cancels the timer, waits for the work
     /// items and drops all remaining jobs. Called when the device goes.
     pub(crate) fn shut_down(&self) {
-        // Before the lock: a submission that pushes its job after the
-        // inbox is taken below sees it, and takes the lock itself
-        // ([`Engine::submit`]).
-        self.closed.store(true, ordering::Release);
+        // Before the lock, fully ordered (as the inbox's push): a
+        // submission that pushes its job after the inbox is looked at
+        // below sees it, and takes the lock itself ([`Engine::submit`]).
+        self.closed.xchg(true, ordering::Full);
         let (timer, queues) = {
             let _signalling = Signalling::begin();
             let mut st = self.lock();

@@ -10,9 +10,10 @@
  * panfrost and v3d asks:
  *
  *  1. vgsched_resv_lock() locks every bound object's reservation with one
- *     ww acquire context (none for a single object; backing off and taking the contended lock first
- *     on -EDEADLK, as drm_exec does, but without drm_exec's allocated
- *     object array: a job binds at most VGSCHED_RESV_MAX_OBJECTS), reserves
+ *     ww acquire context (none for a single object; backing off and
+ *     taking the contended lock first on -EDEADLK, as drm_exec does, but
+ *     without drm_exec's allocated object array: a job binds at most
+ *     VGSCHED_RESV_MAX_OBJECTS), reserves
  *     one fence slot in each, and folds the fences the job must
  *     wait for into one: for an object the job writes, every unsignalled
  *     fence there (readers and writers); for one it only reads, the
@@ -75,8 +76,8 @@ static void vgsched_resv_unlock_all(struct vgsched_resv_set *set)
 }
 
 /*
- * Locks every object of @set under one acquire context: on -EDEADLK it lets
- * every lock go, sleeps on the contended one and starts over with that one
+ * Locks every object of @set, two or more under one acquire context (one
+ * alone as a plain mutex): on -EDEADLK it lets every lock go, sleeps on the contended one and starts over with that one
  * held, so two submissions locking the same objects in different orders
  * never deadlock. Then reserves one fence slot in each (may allocate).
  */

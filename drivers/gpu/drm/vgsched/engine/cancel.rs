@@ -44,8 +44,8 @@ impl Engine {
     /// [`Engine::cancel_context`] for several contexts at once (a file's,
     /// when it is closed): one hold of the engine lock that takes all of
     /// them out of the context list in one pass (preceded by one wait for
-    /// the memory work item if its task in hand is a write-back of one of
-    /// them), and
+    /// the memory work item if its task in hand is an upload or a
+    /// write-back of one of them), and
     /// one engine step. Returns their runtime.
     pub(crate) fn cancel_contexts<'a>(
         this: ArcBorrow<'_, Self>,
@@ -191,7 +191,7 @@ impl Engine {
     /// picks; past that room a record stays (never dropped here, under
     /// the lock, with its fences unsignalled). The ordered slot decision
     /// looks at every context again before its next use
-    /// (`SlotSelection::reorder_due`).
+    /// ([`SlotSelection::reorder_due`](super::slots::SlotSelection)).
     fn remove_queues(
         st: &mut EngineState,
         mut removed: KVVec<KBox<ContextQueue>>,

@@ -20,7 +20,8 @@ use kernel::{
     sync::atomic::{
         ordering,
         Atomic, //
-    }, //
+    },
+    warn_on, //
 };
 
 use super::job::Job;
@@ -29,8 +30,10 @@ use super::job::Job;
 ///
 /// # Invariants
 ///
-/// Null, or a job owned by the chain it is part of (a pointer from
-/// [`KBox::into_raw`]), followed only by the one who took that chain.
+/// Null whenever its job is not in a chain ([`Taken`] clears it as it
+/// hands a job out); in a chain, null or the next job of that chain (a
+/// pointer from [`KBox::into_raw`]), owned by the chain's owner (the inbox
+/// or a [`Taken`]) and followed only by it.
 pub(super) struct Link(*mut Job);
 
 impl Link {
@@ -38,9 +41,18 @@ impl Link {
     pub(super) const NONE: Self = Self(ptr::null_mut());
 }
 
-// SAFETY: A link is only followed by the owner of the chain it belongs to
-// (type invariant), which owns the jobs behind it; `Job` is `Send`.
+// SAFETY: A link that is not null belongs to a chain and is followed only
+// by that chain's owner, which owns the jobs behind it (type invariant):
+// moving a job to another thread moves no access to another job with it,
+// outside a chain a link is null, and every other field of `Job` is `Send`
+// (checked below).
 unsafe impl Send for Link {}
+
+/// `Job` is `Send` by its fields: the engine lock moves it between threads.
+const _: () = {
+    const fn send<T: Send>() {}
+    send::<Job>();
+};
 
 /// A lock-free list of jobs: pushed one at a time from any context, taken
 /// all at once.
@@ -140,9 +152,7 @@ impl Iterator for Taken {
 
 impl Drop for Taken {
     fn drop(&mut self) {
-        for job in self.by_ref() {
-            drop(job);
-        }
+        self.for_each(drop);
     }
 }
 
@@ -208,11 +218,21 @@ impl Admission {
     }
 
     /// `n` signalled jobs were taken to be dropped; under the engine lock.
+    /// Release, as every decrement: a submission that reads the lower
+    /// count (Acquire) after the clean-up it waited for finds room.
     pub(super) fn dropped(&self, n: usize) {
         let n = n as u64;
-        let gone = n.wrapping_mul(HELD) | n;
-        self.counts
-            .fetch_add(gone.wrapping_neg(), ordering::Release);
+        let before = self.counts.fetch_sub(n * HELD + n, ordering::Release);
+        // More dropped than held or signalled: a count was missed.
+        warn_on!(before >> 32 < n || (before & u64::from(u32::MAX)) < n);
+    }
+
+    /// An accepted job never reached its context's record (it could not
+    /// be queued, which a submission's check rules out); under the engine
+    /// lock.
+    pub(super) fn withdrawn(&self) {
+        let before = self.counts.fetch_sub(HELD, ordering::Release);
+        warn_on!(before >> 32 == 0);
     }
 
     /// A job of it hung.

@@ -328,13 +328,15 @@ impl MemoryTask {
         }
     }
 
-    /// It writes device copies back to their objects' pages (a clean-up
-    /// or a reclaim): a cancellation of its context must wait for it
-    /// before the context's fences signal and the CPU may touch those
-    /// pages. A phase 1 or a phase 2 only reads the pages (an upload): a
-    /// context cancelled meanwhile finds its result dropped on hand-back.
-    fn writes_back(&self) -> bool {
-        matches!(self, Self::CleanUp { .. } | Self::Reclaim { .. })
+    /// It copies between objects' pages and their device copies (a
+    /// phase 2's upload, a clean-up's or a reclaim's write-back): a
+    /// cancellation of its context must wait for it before the context's
+    /// fences signal and the CPU may touch those pages (and
+    /// `BO_CPU_PREP` may let an idle copy go). A phase 1 only places the
+    /// context's state area: a context cancelled meanwhile finds it
+    /// dropped on hand-back.
+    fn touches_objects(&self) -> bool {
+        !matches!(self, Self::PhaseOne { .. })
     }
 }
 
@@ -862,11 +864,11 @@ impl Engine {
                 }
                 let task = this.next_task(&mut st, monotonic_ns());
                 // Under the lock: a cancellation sees it (or, after it, the
-                // cancelled context is not picked). Only a write-back is
+                // cancelled context is not picked). A phase 1 is not
                 // waited for.
                 let on = task
                     .as_ref()
-                    .filter(|t| t.writes_back())
+                    .filter(|t| t.touches_objects())
                     .map_or(0, |t| Arc::as_ptr(t.ctx()) as usize);
                 this.memory_task_ctx.store(on, ordering::Relaxed);
                 task
@@ -922,12 +924,12 @@ impl Engine {
         }
     }
 
-    /// The context (its address) whose write-back the memory work item
-    /// has in hand, if any. Under the engine lock, a cancellation that
-    /// finds none of its contexts here need not wait for that work item:
-    /// it takes no cancelled context's task after the mark
-    /// ([`Context::start_cancelling`]), and a phase 1 or 2 of one in hand
-    /// only reads (its result is dropped on hand-back).
+    /// The context (its address) whose upload or write-back the memory
+    /// work item has in hand, if any. Under the engine lock, a
+    /// cancellation that finds none of its contexts here need not wait
+    /// for that work item: it takes no cancelled context's task after the
+    /// mark ([`Context::start_cancelling`]), and a phase 1 of one in hand
+    /// only places a state area (dropped on hand-back).
     pub(super) fn memory_work_on(&self) -> Option<usize> {
         match self.memory_task_ctx.load(ordering::Acquire) {
             0 => None,
