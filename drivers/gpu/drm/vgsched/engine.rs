@@ -342,6 +342,20 @@ impl Scratch {
     }
 }
 
+/// The device's resources as the resource finder sees them: what
+/// [`Engine::occupancy`] views, kept together.
+struct ResourceMaps {
+    /// The resource bitmaps ([`MapLayout`]).
+    maps: KVVec<u64>,
+    /// Occupied wave slots per unit.
+    unit_waves: KVec<u32>,
+    /// The largest free run of every map ([`Occupancy::with_summaries`]),
+    /// kept equal to `maps` by every take and release.
+    summaries: KVec<u16>,
+    /// Takes and releases per module ([`Occupancy::with_generations`]).
+    generations: KVec<u64>,
+}
+
 /// Everything the engine changes, under one lock.
 ///
 /// # Invariants
@@ -366,18 +380,12 @@ struct EngineState {
     groups: KVVec<Option<RunningGroup>>,
     /// Waves on the device; capacity for every wave slot.
     waves: KVVec<RunningWave>,
-    /// The resource bitmaps ([`MapLayout`]).
-    maps: KVVec<u64>,
-    /// The largest free run of every map ([`Occupancy::with_summaries`]),
-    /// kept equal to `maps` by every take and release.
-    summaries: KVec<u16>,
-    /// Takes and releases per module ([`Occupancy::with_generations`]).
-    generations: KVec<u64>,
+    /// The device's resources as the resource finder sees them
+    /// ([`Engine::occupancy`]).
+    resources: ResourceMaps,
     /// Match verdicts remembered per hardware slot (a dispatch channel)
     /// and module, until the module changes ([`CachedMatch`]).
     match_memo: KVec<CachedMatch>,
-    /// Occupied wave slots per unit.
-    unit_waves: KVec<u32>,
     /// Per-module dispatch state.
     modules: KVec<ModuleState>,
     /// Free rewinds, one per wave slot not in use.
@@ -667,19 +675,21 @@ impl Engine {
             // Placing never allocates: every wave holds a wave slot.
             waves: KVVec::with_capacity(wave_slots, GFP_KERNEL)?,
             rewinds,
-            maps: KVVec::from_elem(
-                0,
-                MapLayout::new(&topology).total_words(&topology),
-                GFP_KERNEL,
-            )?,
-            summaries: KVec::from_elem(0, summary_len(&topology), GFP_KERNEL)?,
-            generations: KVec::from_elem(0, n_modules, GFP_KERNEL)?,
+            resources: ResourceMaps {
+                maps: KVVec::from_elem(
+                    0,
+                    MapLayout::new(&topology).total_words(&topology),
+                    GFP_KERNEL,
+                )?,
+                summaries: KVec::from_elem(0, summary_len(&topology), GFP_KERNEL)?,
+                generations: KVec::from_elem(0, n_modules, GFP_KERNEL)?,
+                unit_waves: KVec::from_elem(0, n_units, GFP_KERNEL)?,
+            },
             match_memo: KVec::from_elem(
                 CachedMatch::EMPTY,
                 sched.policy.slots.saturating_mul(n_modules),
                 GFP_KERNEL,
             )?,
-            unit_waves: KVec::from_elem(0, n_units, GFP_KERNEL)?,
             modules,
             heads: scratch.heads,
             candidates: scratch.candidates,
@@ -707,9 +717,10 @@ impl Engine {
         // The resource maps must match the topology, once and for all;
         // their summaries start from the (idle) maps.
         let mut st = state;
-        Occupancy::new(&topology, &mut st.maps, &mut st.unit_waves)
+        let r = &mut st.resources;
+        Occupancy::new(&topology, &mut r.maps, &mut r.unit_waves)
             .ok_or(EINVAL)?
-            .with_summaries(&mut st.summaries)
+            .with_summaries(&mut r.summaries)
             .summarize();
         Arc::pin_init(
             try_pin_init!(Self {
@@ -1161,18 +1172,12 @@ impl Engine {
 
     /// A view of the resource maps; `None` (and a warning) only if they do
     /// not match the topology, which [`Engine::new`] checked.
-    fn occupancy<'a>(
-        &'a self,
-        maps: &'a mut [u64],
-        unit_waves: &'a mut [u32],
-        summaries: &'a mut [u16],
-        generations: &'a mut [u64],
-    ) -> Option<Occupancy<'a>> {
-        match Occupancy::new(&self.topology, maps, unit_waves) {
+    fn occupancy<'a>(&'a self, r: &'a mut ResourceMaps) -> Option<Occupancy<'a>> {
+        match Occupancy::new(&self.topology, &mut r.maps, &mut r.unit_waves) {
             Some(occ) => Some(
                 occ.with_finder(self.params.finder)
-                    .with_summaries(summaries)
-                    .with_generations(generations),
+                    .with_summaries(&mut r.summaries)
+                    .with_generations(&mut r.generations),
             ),
             None => {
                 warn_on!(true);
@@ -1305,17 +1310,14 @@ impl Engine {
         let EngineState {
             groups,
             waves,
-            maps,
-            unit_waves,
-            summaries,
-            generations,
+            resources,
             modules,
             queues,
             rewinds,
             slots,
             ..
         } = st;
-        let Some(mut occ) = self.occupancy(maps, unit_waves, summaries, generations) else {
+        let Some(mut occ) = self.occupancy(resources) else {
             return 0;
         };
         let now_cycle = self.topology.ns_to_cycles(now);

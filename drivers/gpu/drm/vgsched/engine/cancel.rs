@@ -247,15 +247,12 @@ impl Engine {
         let EngineState {
             groups,
             waves,
-            maps,
-            unit_waves,
-            summaries,
-            generations,
+            resources,
             modules,
             rewinds,
             ..
         } = st;
-        let Some(mut occ) = self.occupancy(maps, unit_waves, summaries, generations) else {
+        let Some(mut occ) = self.occupancy(resources) else {
             return;
         };
         let of_ctx = |g: &Option<RunningGroup>| g.as_ref().is_some_and(|g| of(&g.ctx));

@@ -338,17 +338,14 @@ impl Engine {
             candidates,
             candidate_heads,
             queues,
-            maps,
-            unit_waves,
-            summaries,
-            generations,
+            resources,
             match_memo,
             modules,
             ..
         } = st;
         candidates.clear();
         candidate_heads.clear();
-        let Some(occ) = self.occupancy(maps, unit_waves, summaries, generations) else {
+        let Some(occ) = self.occupancy(resources) else {
             return;
         };
         for (hi, h) in heads.iter().enumerate() {
@@ -423,10 +420,7 @@ impl Engine {
             queues,
             groups,
             waves,
-            maps,
-            unit_waves,
-            summaries,
-            generations,
+            resources,
             match_memo,
             modules,
             scores,
@@ -436,7 +430,7 @@ impl Engine {
             stages,
             ..
         } = st;
-        let Some(mut occ) = self.occupancy(maps, unit_waves, summaries, generations) else {
+        let Some(mut occ) = self.occupancy(resources) else {
             return false;
         };
         let needs = head.needs;

@@ -421,11 +421,13 @@ impl Engine {
             snap.totals = st.totals;
             snap.promoted = st.debts.promoted(&self.rotation, now);
             snap.failed_ns = st.trigger.failed(now);
-            if snap.maps.len() != st.maps.len() || snap.unit_waves.len() != st.unit_waves.len() {
+            if snap.maps.len() != st.resources.maps.len()
+                || snap.unit_waves.len() != st.resources.unit_waves.len()
+            {
                 return Err(EINVAL);
             }
-            copy_words(&mut snap.maps, &st.maps);
-            copy_words(&mut snap.unit_waves, &st.unit_waves);
+            copy_words(&mut snap.maps, &st.resources.maps);
+            copy_words(&mut snap.unit_waves, &st.resources.unit_waves);
             for ms in st.modules.iter() {
                 let m = ModuleSnapshot {
                     pointer_shift: ms.pointer.shift(self.topology.units_per_module),
@@ -520,11 +522,13 @@ impl Engine {
     pub(crate) fn occupancy_snapshot(&self) -> Result<OccupancySnapshot<'_>> {
         let (mut maps, mut unit_waves) = self.map_room()?;
         let st = self.lock();
-        if maps.len() != st.maps.len() || unit_waves.len() != st.unit_waves.len() {
+        if maps.len() != st.resources.maps.len()
+            || unit_waves.len() != st.resources.unit_waves.len()
+        {
             return Err(EINVAL);
         }
-        copy_words(&mut maps, &st.maps);
-        copy_words(&mut unit_waves, &st.unit_waves);
+        copy_words(&mut maps, &st.resources.maps);
+        copy_words(&mut unit_waves, &st.resources.unit_waves);
         drop(st);
         Ok(OccupancySnapshot {
             engine: self,
