@@ -445,15 +445,6 @@ fn device_busy(st: &EngineState) -> bool {
     })
 }
 
-/// The highest priority level (lowest number) with work, if any.
-fn level_in_force(st: &EngineState) -> Option<u32> {
-    st.queues
-        .iter()
-        .filter(|q| q.has_work())
-        .map(|q| q.ctx.priority)
-        .min()
-}
-
 /// The next task: the waiting context (with work, holding no slot) that
 /// slot selection ranks first, by priority level and then weight. It may be
 /// of a lower level than a current task: what it holds is reclaimed if a
@@ -484,19 +475,14 @@ struct Gate<'a> {
 
 impl<'a> Gate<'a> {
     /// The gate at `now` under the settings `p` (read once by the caller:
-    /// they may change at run time).
-    fn new(st: &'a EngineState, now: u64, p: PipelineParams) -> Self {
-        let progress = st
-            .queues
-            .iter()
-            .filter(|c| c.slot.is_some())
-            .all(|c| pipeline::next_phase2_allowed(&p, c.sub_tasks()));
+    /// they may change at run time), from `survey` of the same state.
+    fn of(st: &'a EngineState, now: u64, p: PipelineParams, survey: &Survey) -> Self {
         Self {
             st,
             now,
-            busy: p.mode == Mode::Sequential && device_busy(st),
+            busy: survey.busy,
             next: OnceCell::new(),
-            progress,
+            progress: survey.progress,
             blocked: st.memory_blocked,
             p,
         }
@@ -544,7 +530,8 @@ impl<'a> Gate<'a> {
 }
 
 /// What the phase-1 and phase-2 gates read of all contexts, found in one
-/// walk.
+/// walk (and, in sequential mode, the busy test's), and for the memory
+/// work item's choice ([`Survey::for_choice`]) what that choice reads.
 struct Survey {
     /// State areas held by initialised contexts (or contexts in phase 1).
     held: u64,
@@ -556,20 +543,52 @@ struct Survey {
     busy: bool,
     /// A clean-up is due, or a task that is over keeps its state area.
     cleanup: bool,
+    /// The first context whose first job's clean-up is due (not being
+    /// cancelled); only for the choice.
+    cleanup_due: Option<usize>,
+    /// The level in force: the highest (lowest number) with work; only
+    /// for the choice.
+    level_in_force: Option<u32>,
+    /// Every current task (context holding a slot) has reached the
+    /// progress point: the next task's phase 2 may start.
+    progress: bool,
 }
 
 impl Survey {
+    /// What the gates read.
     fn of(st: &EngineState, p: &PipelineParams, state_bytes: u64) -> Self {
+        Self::walk(st, p, state_bytes, false)
+    }
+
+    /// What the gates and the memory work item's choice read.
+    fn for_choice(st: &EngineState, p: &PipelineParams, state_bytes: u64) -> Self {
+        Self::walk(st, p, state_bytes, true)
+    }
+
+    /// The one walk behind both: with `choice`, the choice's fields too
+    /// (`None` otherwise).
+    fn walk(st: &EngineState, p: &PipelineParams, state_bytes: u64, choice: bool) -> Self {
         let mut held = 0u64;
-        let (mut ending, mut cleanup) = (false, false);
-        for q in st.queues.iter() {
+        let (mut ending, mut cleanup, mut progress) = (false, false, true);
+        let (mut cleanup_due, mut lead) = (None, None::<u32>);
+        for (i, q) in st.queues.iter().enumerate() {
             if q.phase1 != PhaseOne::Idle {
                 held += 1;
                 ending |= q.slot.is_none() && q.active().is_none();
             }
-            cleanup |= (q.jobs.first().is_some_and(|j| j.stage == Stage::CleanUpDue)
-                || q.task_over())
-                && !q.ctx.cancelling();
+            let cancelling = q.ctx.cancelling();
+            let due = q.jobs.first().is_some_and(|j| j.stage == Stage::CleanUpDue);
+            // The choice's rules: off the walk otherwise.
+            if choice && due && !cancelling && cleanup_due.is_none() {
+                cleanup_due = Some(i);
+            }
+            cleanup |= (due || q.task_over()) && !cancelling;
+            if choice && lead.is_none_or(|l| q.ctx.priority < l) && q.has_work() {
+                lead = Some(q.ctx.priority);
+            }
+            if progress && q.slot.is_some() {
+                progress = pipeline::next_phase2_allowed(p, q.sub_tasks());
+            }
         }
         let held = held.saturating_mul(state_bytes);
         Self {
@@ -581,6 +600,9 @@ impl Survey {
             // Only sequential mode looks at it: no walk otherwise.
             busy: p.mode == Mode::Sequential && device_busy(st),
             cleanup,
+            cleanup_due,
+            level_in_force: lead,
+            progress,
         }
     }
 
@@ -604,25 +626,144 @@ impl Survey {
     }
 }
 
-/// The context whose phase 1 may start now, among those `among` accepts.
-fn phase_one_due(
-    st: &EngineState,
-    p: &PipelineParams,
-    state_bytes: u64,
-    among: impl Fn(&ContextQueue) -> bool,
-) -> Option<usize> {
-    let survey = Survey::of(st, p, state_bytes);
-    st.queues
-        .iter()
-        .enumerate()
-        .filter(|(_, q)| among(q) && survey.phase_one(st, p, q))
-        // The highest level first, a loaded context before others, then
-        // the oldest work.
-        .min_by_key(|(_, q)| {
-            let oldest = q.jobs.first().map_or(u64::MAX, |j| j.id);
-            (q.ctx.priority, q.slot.is_none(), oldest)
-        })
-        .map(|(i, _)| i)
+/// The memory work item's candidates at one moment: for phase 1 and for
+/// phase 2, the first choice among the loaded contexts of the level in
+/// force and the first choice among all, and the first clean-up due.
+/// Found by the [`Survey`], a look at the residents and, unless that look
+/// found a first choice (and a shortcut was allowed), one look at each
+/// context.
+struct Choices {
+    /// Phase 1 of a loaded context of the level in force.
+    lead_phase_one: Option<usize>,
+    /// Phase 2 of a loaded context of the level in force: (context, job).
+    lead_phase_two: Option<(usize, u64)>,
+    /// The first clean-up due.
+    cleanup_due: Option<usize>,
+    /// Phase 1 of any context (not looked for if `!complete`).
+    phase_one: Option<usize>,
+    /// Phase 2 of any context: (context, job) (not looked for if
+    /// `!complete`).
+    phase_two: Option<(usize, u64)>,
+    /// Every context was looked at.
+    complete: bool,
+}
+
+/// A candidate's rank: its level, whether its context holds no slot, its
+/// job's number (the smallest goes first).
+type Key = (u32, bool, u64);
+
+/// Keeps `(at, key)` in `best` if `key` is smaller than the one kept: the
+/// first of equal keys stays, as `min_by_key` keeps it.
+fn keep_min<A, K: Ord>(best: &mut Option<(A, K)>, at: A, key: K) {
+    if best.as_ref().is_none_or(|(_, k)| key < *k) {
+        *best = Some((at, key));
+    }
+}
+
+/// The best phase 1 and phase 2 among the contexts looked at:
+/// `(context, key)` and `((context, job), key)`.
+#[derive(Default)]
+struct Best {
+    /// The context whose phase 1 goes first, and its key.
+    phase_one: Option<(usize, Key)>,
+    /// The job whose phase 2 goes first (context, job), and its key.
+    phase_two: Option<((usize, u64), Key)>,
+}
+
+impl Best {
+    /// Keeps context `i`'s candidates if they are better.
+    fn keep(&mut self, i: usize, (one, two): Candidates) {
+        if let Some(key) = one {
+            keep_min(&mut self.phase_one, i, key);
+        }
+        if let Some((job, key)) = two {
+            keep_min(&mut self.phase_two, (i, job), key);
+        }
+    }
+
+    /// A phase 1 or a phase 2 was found.
+    fn found(&self) -> bool {
+        self.phase_one.is_some() || self.phase_two.is_some()
+    }
+}
+
+/// One context's candidates: the key of its phase 1, and its job whose
+/// phase 2 may start with its key.
+type Candidates = (Option<Key>, Option<(u64, Key)>);
+
+impl Choices {
+    /// The candidates at `now` under the settings `p`, with state areas of
+    /// `state_bytes`; with `shortcut`, only the leading ones if the
+    /// residents have one.
+    fn of(
+        st: &EngineState,
+        p: &PipelineParams,
+        state_bytes: u64,
+        now: u64,
+        shortcut: bool,
+    ) -> Self {
+        let survey = Survey::for_choice(st, p, state_bytes);
+        let gate = Gate::of(st, now, *p, &survey);
+        let leading = |i: usize| {
+            st.queues
+                .get(i)
+                .is_some_and(|q| survey.level_in_force == Some(q.ctx.priority) && q.slot.is_some())
+        };
+        let candidates = |i: usize| -> Candidates {
+            let Some(q) = st.queues.get(i) else {
+                return (None, None);
+            };
+            // Phase 1: the highest level first, a loaded context before
+            // others, then the oldest work.
+            let one = survey.phase_one(st, p, q).then(|| {
+                let oldest = q.jobs.first().map_or(u64::MAX, |j| j.id);
+                (q.ctx.priority, q.slot.is_none(), oldest)
+            });
+            // Phase 2: the highest level, a current task's before the next
+            // task's, then the oldest.
+            let two = gate
+                .preparable(i, q, now)
+                .map(|job| (job.id, (q.ctx.priority, q.slot.is_none(), job.id)));
+            (one, two)
+        };
+        let (mut lead, mut all) = (Best::default(), Best::default());
+        // The loaded contexts of the level in force first, from the
+        // residents' list (exact unless a reordering is due or it was
+        // lost): when one of them has a task, that is the choice, and no
+        // other context is looked at. Their order does not matter: no two
+        // contexts have equal keys (job numbers are unique).
+        if shortcut && !st.slots.reorder_due && !st.slots.lost() {
+            for i in st.slots.residents().filter(|&i| leading(i)) {
+                lead.keep(i, candidates(i));
+            }
+            if lead.found() {
+                return Self::from(lead, None, survey.cleanup_due);
+            }
+        }
+        for i in 0..st.queues.len() {
+            let found = candidates(i);
+            if leading(i) {
+                lead.keep(i, found);
+            }
+            all.keep(i, found);
+        }
+        Self::from(lead, Some(all), survey.cleanup_due)
+    }
+
+    /// The choices from the best of the leading contexts and of all (if
+    /// looked for).
+    fn from(lead: Best, all: Option<Best>, cleanup_due: Option<usize>) -> Self {
+        let complete = all.is_some();
+        let all = all.unwrap_or_default();
+        Self {
+            lead_phase_one: lead.phase_one.map(|(i, _)| i),
+            lead_phase_two: lead.phase_two.map(|(at, _)| at),
+            cleanup_due,
+            phase_one: all.phase_one.map(|(i, _)| i),
+            phase_two: all.phase_two.map(|(at, _)| at),
+            complete,
+        }
+    }
 }
 
 /// State areas held by initialised contexts (or contexts in phase 1).
@@ -689,7 +830,7 @@ impl Engine {
                 return true;
             }
         }
-        let gate = Gate::new(st, now, p);
+        let gate = Gate::of(st, now, p, &survey);
         let wanted = |i: usize| {
             st.queues.get(i).is_some_and(|q| {
                 survey.phase_one(st, &p, q) || gate.preparable(i, q, now).is_some()
@@ -731,36 +872,38 @@ impl Engine {
             st.released();
         }
         let releases = st.releases;
+        let state_bytes = self.phase_one.state_bytes;
+        let mut choices = Choices::of(st, &p, state_bytes, now, true);
         // The loaded contexts of the level in force go before everything
         // else: a preempting job's phase 1 and phase 2 do not wait behind
         // lower levels' clean-ups.
-        if let Some(lead) = level_in_force(st) {
-            let leading = |q: &ContextQueue| q.ctx.priority == lead && q.slot.is_some();
-            let task = self
-                .phase_one_task(st, &p, releases, leading)
-                .or_else(|| self.prepare_task(st, &p, now, releases, leading));
-            if task.is_some() {
-                return task;
-            }
+        if let Some(i) = choices.lead_phase_one {
+            return self.phase_one_task(st, &p, releases, i);
         }
-        let EngineState { queues, stages, .. } = st;
-        for q in queues
-            .iter_mut()
-            .map(|q| &mut **q)
-            .filter(|q| !q.ctx.cancelling())
-        {
-            if let Some(job) = q.jobs.first_mut().filter(|j| j.stage == Stage::CleanUpDue) {
-                let prepared = job.device.take()?;
-                job.stage = Stage::CleaningUp;
-                job.times.cleanup_start = now;
-                record(stages, &q.ctx, job.seqno, StageEvent::CleanUpStart, now);
-                return Some(MemoryTask::CleanUp {
-                    ctx: q.ctx.clone(),
-                    job: job.id,
-                    bindings: job.spec.bindings.clone(),
-                    prepared,
-                });
-            }
+        // (A queued job always has its spare handles: this finds one.)
+        let lead_two = choices.lead_phase_two;
+        if let Some(task) = lead_two.and_then(|(qi, id)| Self::prepare_task(st, qi, id, releases)) {
+            return Some(task);
+        }
+        if !choices.complete {
+            // A leading task was found and could not start (a queued job
+            // always has its spare handles: not expected): the others.
+            choices = Choices::of(st, &p, state_bytes, now, false);
+        }
+        if let Some(qi) = choices.cleanup_due {
+            let EngineState { queues, stages, .. } = st;
+            let q = queues.get_mut(qi).map(|q| &mut **q)?;
+            let job = q.jobs.first_mut()?;
+            let prepared = job.device.take()?;
+            job.stage = Stage::CleaningUp;
+            job.times.cleanup_start = now;
+            record(stages, &q.ctx, job.seqno, StageEvent::CleanUpStart, now);
+            return Some(MemoryTask::CleanUp {
+                ctx: q.ctx.clone(),
+                job: job.id,
+                bindings: job.spec.bindings.clone(),
+                prepared,
+            });
         }
         if let Some(blocked) = st.memory_blocked {
             // What cannot run now gives its memory back: a prepared job
@@ -783,57 +926,23 @@ impl Engine {
             if let Some(qi) = state_area_victim(st, &blocked) {
                 let EngineState { queues, stages, .. } = st;
                 queues.get_mut(qi)?.release_state(stages, now);
-                // The blocked one is tried again (below).
+                // The blocked one is tried again (below), with the others
+                // the release lets through.
                 st.released();
+                choices = Choices::of(st, &p, state_bytes, now, false);
             }
             // Otherwise only a strictly higher level may try (below).
         }
-        self.phase_one_task(st, &p, releases, |_| true)
-            .or_else(|| self.prepare_task(st, &p, now, releases, |_| true))
+        if let Some(i) = choices.phase_one {
+            return self.phase_one_task(st, &p, releases, i);
+        }
+        let (qi, id) = choices.phase_two?;
+        Self::prepare_task(st, qi, id, releases)
     }
 
-    /// The phase 1 due now of a context `among` accepts, if any.
-    fn phase_one_task(
-        &self,
-        st: &mut EngineState,
-        p: &PipelineParams,
-        releases: u64,
-        among: impl Fn(&ContextQueue) -> bool,
-    ) -> Option<MemoryTask> {
-        let i = phase_one_due(st, p, self.phase_one.state_bytes, among)?;
-        make_phase1_room(st, p, self.phase_one.state_bytes, i);
-        let q = st.queues.get_mut(i).map(|q| &mut **q)?;
-        q.phase1 = PhaseOne::Allocating;
-        Some(MemoryTask::PhaseOne {
-            ctx: q.ctx.clone(),
-            area: q.state_area.take(),
-            releases,
-        })
-    }
-
-    /// The phase 2 that may start now of a context `among` accepts: the
-    /// preparable job of the highest level, a current task's before the
-    /// next task's, oldest first.
-    fn prepare_task(
-        &self,
-        st: &mut EngineState,
-        p: &PipelineParams,
-        now: u64,
-        releases: u64,
-        among: impl Fn(&ContextQueue) -> bool,
-    ) -> Option<MemoryTask> {
-        let gate = Gate::new(st, now, *p);
-        let first = st
-            .queues
-            .iter()
-            .enumerate()
-            .filter(|(_, q)| among(q))
-            .filter_map(|(qi, q)| {
-                let key = (q.ctx.priority, q.slot.is_none());
-                Some((qi, key, gate.preparable(qi, q, now)?.id))
-            })
-            .min_by_key(|&(_, key, id)| (key, id));
-        let (qi, _, id) = first?;
+    /// Starts the phase 2 of job `id` of context `qi` (a [`Choices`]
+    /// candidate).
+    fn prepare_task(st: &mut EngineState, qi: usize, id: u64, releases: u64) -> Option<MemoryTask> {
         let q = st.queues.get_mut(qi).map(|q| &mut **q)?;
         let ctx = q.ctx.clone();
         let job = find_job_of(&mut q.jobs, id)?;
@@ -845,6 +954,24 @@ impl Engine {
             seqno: job.seqno,
             bindings: job.spec.bindings.clone(),
             prepared,
+            releases,
+        })
+    }
+
+    /// Starts the phase 1 of context `i` (a [`Choices`] candidate).
+    fn phase_one_task(
+        &self,
+        st: &mut EngineState,
+        p: &PipelineParams,
+        releases: u64,
+        i: usize,
+    ) -> Option<MemoryTask> {
+        make_phase1_room(st, p, self.phase_one.state_bytes, i);
+        let q = st.queues.get_mut(i).map(|q| &mut **q)?;
+        q.phase1 = PhaseOne::Allocating;
+        Some(MemoryTask::PhaseOne {
+            ctx: q.ctx.clone(),
+            area: q.state_area.take(),
             releases,
         })
     }
