@@ -554,6 +554,60 @@ struct Survey {
     progress: bool,
 }
 
+/// A [`Survey`] being taken, one context at a time.
+#[derive(Default)]
+struct Tally {
+    held: u64,
+    ending: bool,
+    cleanup: bool,
+    cleanup_due: Option<usize>,
+    lead: Option<u32>,
+    /// Some current task is not at its progress point.
+    short: bool,
+}
+
+impl Tally {
+    /// Counts context `i` (`q`); with `choice`, for the choice's fields
+    /// too.
+    fn add(&mut self, i: usize, q: &ContextQueue, p: &PipelineParams, choice: bool) {
+        if q.phase1 != PhaseOne::Idle {
+            self.held += 1;
+            self.ending |= q.slot.is_none() && q.active().is_none();
+        }
+        let cancelling = q.ctx.cancelling();
+        let due = q.jobs.first().is_some_and(|j| j.stage == Stage::CleanUpDue);
+        // The choice's rules: off the walk otherwise.
+        if choice && due && !cancelling && self.cleanup_due.is_none() {
+            self.cleanup_due = Some(i);
+        }
+        self.cleanup |= (due || q.task_over()) && !cancelling;
+        if choice && self.lead.is_none_or(|l| q.ctx.priority < l) && q.has_work() {
+            self.lead = Some(q.ctx.priority);
+        }
+        if !self.short && q.slot.is_some() {
+            self.short = !pipeline::next_phase2_allowed(p, q.sub_tasks());
+        }
+    }
+
+    /// The survey of `st`, every context counted.
+    fn survey(self, st: &EngineState, p: &PipelineParams, state_bytes: u64) -> Survey {
+        let held = self.held.saturating_mul(state_bytes);
+        Survey {
+            held,
+            // At the threshold, a loaded context waits for a task that is
+            // ending (no slot, every job finished, its clean-ups under
+            // way) to give its area back, rather than pass the threshold.
+            ending: self.ending && p.mode == Mode::Pipelined && held >= p.phase1_threshold,
+            // Only sequential mode looks at it: no walk otherwise.
+            busy: p.mode == Mode::Sequential && device_busy(st),
+            cleanup: self.cleanup,
+            cleanup_due: self.cleanup_due,
+            level_in_force: self.lead,
+            progress: !self.short,
+        }
+    }
+}
+
 impl Survey {
     /// What the gates read.
     fn of(st: &EngineState, p: &PipelineParams, state_bytes: u64) -> Self {
@@ -568,42 +622,32 @@ impl Survey {
     /// The one walk behind both: with `choice`, the choice's fields too
     /// (`None` otherwise).
     fn walk(st: &EngineState, p: &PipelineParams, state_bytes: u64, choice: bool) -> Self {
-        let mut held = 0u64;
-        let (mut ending, mut cleanup, mut progress) = (false, false, true);
-        let (mut cleanup_due, mut lead) = (None, None::<u32>);
+        let mut tally = Tally::default();
         for (i, q) in st.queues.iter().enumerate() {
-            if q.phase1 != PhaseOne::Idle {
-                held += 1;
-                ending |= q.slot.is_none() && q.active().is_none();
-            }
-            let cancelling = q.ctx.cancelling();
-            let due = q.jobs.first().is_some_and(|j| j.stage == Stage::CleanUpDue);
-            // The choice's rules: off the walk otherwise.
-            if choice && due && !cancelling && cleanup_due.is_none() {
-                cleanup_due = Some(i);
-            }
-            cleanup |= (due || q.task_over()) && !cancelling;
-            if choice && lead.is_none_or(|l| q.ctx.priority < l) && q.has_work() {
-                lead = Some(q.ctx.priority);
-            }
-            if progress && q.slot.is_some() {
-                progress = pipeline::next_phase2_allowed(p, q.sub_tasks());
-            }
+            tally.add(i, q, p, choice);
         }
-        let held = held.saturating_mul(state_bytes);
-        Self {
-            held,
-            // At the threshold, a loaded context waits for a task that is
-            // ending (no slot, every job finished, its clean-ups under
-            // way) to give its area back, rather than pass the threshold.
-            ending: ending && p.mode == Mode::Pipelined && held >= p.phase1_threshold,
-            // Only sequential mode looks at it: no walk otherwise.
-            busy: p.mode == Mode::Sequential && device_busy(st),
-            cleanup,
-            cleanup_due,
-            level_in_force: lead,
-            progress,
+        tally.survey(st, p, state_bytes)
+    }
+
+    /// [`Self::for_choice`] in the same walk as the state-area release
+    /// that comes first: a task that is over (not being cancelled) gives
+    /// its state area back (a spinlock only) before it is counted, so the
+    /// phase-1 threshold sees it gone.
+    fn releasing(st: &mut EngineState, p: &PipelineParams, state_bytes: u64, now: u64) -> Self {
+        let mut tally = Tally::default();
+        let mut released = false;
+        let EngineState { queues, stages, .. } = &mut *st;
+        for (i, q) in queues.iter_mut().enumerate() {
+            if !q.ctx.cancelling() && q.task_over() {
+                q.release_state(stages, now);
+                released = true;
+            }
+            tally.add(i, q, p, true);
         }
+        if released {
+            st.released();
+        }
+        tally.survey(st, p, state_bytes)
     }
 
     /// Whether a context without a slot may start phase 1 now.
@@ -692,18 +736,11 @@ impl Best {
 type Candidates = (Option<Key>, Option<(u64, Key)>);
 
 impl Choices {
-    /// The candidates at `now` under the settings `p`, with state areas of
-    /// `state_bytes`; with `shortcut`, only the leading ones if the
-    /// residents have one.
-    fn of(
-        st: &EngineState,
-        p: &PipelineParams,
-        state_bytes: u64,
-        now: u64,
-        shortcut: bool,
-    ) -> Self {
-        let survey = Survey::for_choice(st, p, state_bytes);
-        let gate = Gate::of(st, now, *p, &survey);
+    /// The candidates at `now` under the settings `p`, from `survey` (a
+    /// [`Survey::for_choice`] of the same state); with `shortcut`, only
+    /// the leading ones if the residents have one.
+    fn of(st: &EngineState, p: &PipelineParams, survey: &Survey, now: u64, shortcut: bool) -> Self {
+        let gate = Gate::of(st, now, *p, survey);
         let leading = |i: usize| {
             st.queues
                 .get(i)
@@ -856,24 +893,12 @@ impl Engine {
     /// level first, a current task's first, then oldest first.
     fn next_task(&self, st: &mut EngineState, now: u64) -> Option<MemoryTask> {
         let p = params::pipeline();
-        // State-area release first: a task that is over gives its state
-        // area back (a spinlock only), so the phase-1 threshold sees it
-        // gone.
-        let EngineState { queues, stages, .. } = &mut *st;
-        let mut released = false;
-        for q in queues
-            .iter_mut()
-            .filter(|q| !q.ctx.cancelling() && q.task_over())
-        {
-            q.release_state(stages, now);
-            released = true;
-        }
-        if released {
-            st.released();
-        }
-        let releases = st.releases;
         let state_bytes = self.phase_one.state_bytes;
-        let mut choices = Choices::of(st, &p, state_bytes, now, true);
+        // State areas of tasks that are over are released first, in the
+        // survey's walk.
+        let survey = Survey::releasing(st, &p, state_bytes, now);
+        let releases = st.releases;
+        let mut choices = Choices::of(st, &p, &survey, now, true);
         // The loaded contexts of the level in force go before everything
         // else: a preempting job's phase 1 and phase 2 do not wait behind
         // lower levels' clean-ups.
@@ -888,7 +913,7 @@ impl Engine {
         if !choices.complete {
             // A leading task was found and could not start (a queued job
             // always has its spare handles: not expected): the others.
-            choices = Choices::of(st, &p, state_bytes, now, false);
+            choices = Choices::of(st, &p, &survey, now, false);
         }
         if let Some(qi) = choices.cleanup_due {
             let EngineState { queues, stages, .. } = st;
@@ -929,7 +954,8 @@ impl Engine {
                 // The blocked one is tried again (below), with the others
                 // the release lets through.
                 st.released();
-                choices = Choices::of(st, &p, state_bytes, now, false);
+                let survey = Survey::for_choice(st, &p, state_bytes);
+                choices = Choices::of(st, &p, &survey, now, false);
             }
             // Otherwise only a strictly higher level may try (below).
         }
