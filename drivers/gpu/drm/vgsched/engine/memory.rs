@@ -877,12 +877,14 @@ impl Engine {
         // its load, and for phase 2 only at the progress point
         // (pipelined): when neither may be, only the residents are looked
         // at (their list is exact unless a removal is pending).
-        let others = survey.ahead(st, &p) || (p.mode == Mode::Pipelined && gate.progress);
-        if others || st.slots.reorder_due || st.slots.lost() {
-            (0..st.queues.len()).any(wanted)
-        } else {
-            st.slots.residents().any(wanted)
+        // The residents are looked at first either way: the answer is
+        // the same whichever qualifying context is found.
+        let exact = !st.slots.reorder_due && !st.slots.lost();
+        if exact && st.slots.residents().any(wanted) {
+            return true;
         }
+        let others = survey.ahead(st, &p) || (p.mode == Mode::Pipelined && gate.progress);
+        (others || !exact) && (0..st.queues.len()).any(wanted)
     }
 
     /// The next piece of work, after the state areas of tasks that are
