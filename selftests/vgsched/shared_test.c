@@ -14,7 +14,9 @@
  *    and BO_CPU_PREP for writing are EACCES, a read-only binding works; a
  *    read-write opener's stores reach the others; a shared object's
  *    dma-buf maps read-only and cannot be imported into another file;
+ *    racing the handle's open and close gets no export either;
  *  - names: malformed paths and project names EINVAL, an unknown project
+ *    or a member folder of a uid that is no member (whoever publishes)
  *    ENOENT, a name in use EEXIST, publishing an object one may only read
  *    EACCES, the published bytes charged to the member (EDQUOT past its
  *    request) and given back by unpublish.
@@ -23,6 +25,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -620,6 +623,92 @@ TEST_F(shared, read_only_holds_and_read_write_reaches)
 	munmap((void *)words, OBJ_SIZE);
 }
 
+/* What the racing read-only holder did: its opens, its export tries, the exports that worked. */
+struct handle_race {
+	int fd;
+	volatile int stop;
+	long opens, tries, exported;
+};
+
+/* Opens 1001's member-folder object read-only and closes it again, until told to stop. */
+static void *open_and_close(void *arg)
+{
+	struct drm_vgsched_shared_path path = place(F_MEMBER, "data");
+	struct handle_race *r = arg;
+	struct drm_vgsched_shared_open o;
+
+	while (!r->stop) {
+		if (vg_shared_open(r->fd, &path, 0, &o) || o.writable)
+			break;
+		r->opens++;
+		vgsched_bo_close(r->fd, o.handle);
+	}
+	return NULL;
+}
+
+/*
+ * 1002 may only read the object: one thread of its file opens and closes
+ * the object's handle in a loop while this one asks for a dma-buf of every
+ * handle number the opens can get, for 3 s. Exit status 0 if no export
+ * ever worked.
+ */
+static int reader_races_its_handle(void *arg)
+{
+	struct handle_race r = { .fd = vgsched_open_render_node() };
+	__u64 end = vg_now_ns() + 3 * VG_SECOND_NS;
+	pthread_t t;
+
+	(void)arg;
+	if (r.fd < 0 || pthread_create(&t, NULL, open_and_close, &r))
+		return 101;
+	while (vg_now_ns() < end) {
+		for (__u32 handle = 1; handle <= 2; handle++) {
+			int dmabuf = vg_prime_export(r.fd, handle);
+
+			r.tries++;
+			if (dmabuf >= 0) {
+				r.exported++;
+				close(dmabuf);
+			}
+		}
+	}
+	r.stop = 1;
+	pthread_join(t, NULL);
+	printf("# %ld opens, %ld export tries, %ld exported\n", r.opens, r.tries, r.exported);
+	close(r.fd);
+	if (r.opens < 100 || r.tries < 100)
+		return 102;
+	return r.exported ? 103 : 0;
+}
+
+/*
+ * A handle being made or closed is a handle too: a file that holds an
+ * object read-only never gets a dma-buf of it, however its export races
+ * the handle's open and close.
+ */
+TEST_F(shared, read_only_holder_racing_its_handle_never_exports)
+{
+	ASSERT_EQ(0, as_uid(1001, members_publish, NULL));
+	EXPECT_EQ(0, as_uid(1002, reader_races_its_handle, NULL));
+}
+
+/* Publishing to the member folder of 1009, who is in no project: there is no such folder. */
+static int publishes_to_a_stranger(void *arg)
+{
+	struct drm_vgsched_shared_path path = vg_path("alpha", DRM_VGSCHED_FOLDER_MEMBER, "1009",
+						      "gift");
+	int fd = vgsched_open_render_node();
+	__u32 handle;
+
+	(void)arg;
+	if (fd < 0 || !(handle = vgsched_bo_create(fd, OBJ_SIZE)))
+		return 101;
+	if (vg_publish(fd, &path, handle) != -ENOENT)
+		return 102;
+	close(fd);
+	return 0;
+}
+
 /* 1002 publishes 4 KiB objects until its shared_bytes request (12 KiB here) stops it. */
 static int member_fills_its_folder(void *arg)
 {
@@ -690,6 +779,14 @@ TEST_F(shared, names_and_charges)
 	struct drm_vgsched_shared_path nowhere = vg_path("gamma", DRM_VGSCHED_FOLDER_PUBLIC, "x", "m");
 
 	EXPECT_EQ(-ENOENT, vg_publish(self->fd, &nowhere, handle));
+	/* A member folder of a uid that is no member: ENOENT for everyone, the uid included. */
+	struct drm_vgsched_shared_path stranger = vg_path("alpha", DRM_VGSCHED_FOLDER_MEMBER,
+							  "1009", "gift");
+
+	EXPECT_EQ(-ENOENT, vg_publish(self->fd, &stranger, handle));
+	EXPECT_EQ(0, as_uid(1001, publishes_to_a_stranger, NULL)) TH_LOG("the owner");
+	EXPECT_EQ(0, as_uid(1002, publishes_to_a_stranger, NULL)) TH_LOG("a member");
+	EXPECT_EQ(0, as_uid(1009, publishes_to_a_stranger, NULL)) TH_LOG("the uid itself");
 	EXPECT_EQ(-ENOENT, vg_publish(self->fd, &good, handle + 100));
 	EXPECT_EQ(-ENOENT, vg_shared_open(self->fd, &good, 0, &o));
 	EXPECT_EQ(-ENOENT, vg_unpublish(self->fd, &good));

@@ -165,10 +165,12 @@ pub(crate) fn publish(
     let object = gem::lookup(file, handle)?;
     let uid = file.inner().uid;
     book.with_named(&project, |p| {
-        p.check(uid, &place, Op::Publish)?;
+        // No member, no folder to publish to: for every caller, before the
+        // folder's rules (which would refuse a folder not one's own).
         if place.kind == Folder::Member && p.role_of(place.member_uid).is_none() {
             return Err(ENOENT);
         }
+        p.check(uid, &place, Op::Publish)?;
         match p.find(&place) {
             Some(_) => Err(EEXIST),
             None => Ok(()),
