@@ -133,6 +133,53 @@ TEST(tile_topology_reaches_dev_query)
 	ASSERT_EQ(0, vgsched_module_unload());
 }
 
+/* The text of module parameter @name in sysfs, without its newline, in @buf. */
+static int param_text(const char *name, char *buf, size_t size)
+{
+	char path[128];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/module/vgsched/parameters/%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = 0;
+	return 0;
+}
+
+/*
+ * The tile lists in sysfs show what the device uses: the defaults filled
+ * in for those left out, the given ones as given.
+ */
+TEST(tile_lists_in_sysfs_show_the_values_in_force)
+{
+	static const struct { const char *load, *tile_type, *type_power_mw, *node_standby_mw; } cases[] = {
+		{ "", "0", "150000", "25000" },
+		{ "modules=8 nodes=2 tiles_per_node=2", "0,0,0,0", "150000", "25000,25000" },
+		{ "modules=8 nodes=2 tiles_per_node=2 tile_type=0,1,1,1 type_power_mw=100000,60000 "
+		  "node_standby_mw=25000,20000", "0,1,1,1", "100000,60000", "25000,20000" },
+	};
+	char text[256];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ASSERT_EQ(0, vgsched_module_load(cases[i].load)) TH_LOG("'%s'", cases[i].load);
+		ASSERT_EQ(0, param_text("tile_type", text, sizeof(text)));
+		EXPECT_STREQ(cases[i].tile_type, text) TH_LOG("'%s'", cases[i].load);
+		ASSERT_EQ(0, param_text("type_power_mw", text, sizeof(text)));
+		EXPECT_STREQ(cases[i].type_power_mw, text) TH_LOG("'%s'", cases[i].load);
+		ASSERT_EQ(0, param_text("node_standby_mw", text, sizeof(text)));
+		EXPECT_STREQ(cases[i].node_standby_mw, text) TH_LOG("'%s'", cases[i].load);
+		ASSERT_EQ(0, vgsched_module_unload());
+	}
+}
+
 /*
  * Device memory of vram_mib MiB, all of it free, handed out by the GPU
  * buddy allocator in 4 KiB chunks (debugfs vram), for the default and for
@@ -497,6 +544,12 @@ TEST(invalid_parameters_fail_with_einval_and_a_log_line)
 		{ "placement_policy=2", "invalid parameter placement_policy=2 (must be 0..=1)" },
 		{ "pool_contexts=0", "invalid parameter pool_contexts=0 (must be 1..=1000000)" },
 		{ "pool_bo_mib=1048577", "invalid parameter pool_bo_mib=1048577 (must be 1..=1048576)" },
+		/* Past 32 bits: out of range as given, not a parser's ERANGE. */
+		{ "nodes=4294967296", "invalid parameter nodes=4294967296 (must be 1..=16)" },
+		{ "tile_wake_us=4294967296",
+		  "invalid parameter tile_wake_us=4294967296 (must be 0..=1000000)" },
+		{ "placement_policy=4294967296",
+		  "invalid parameter placement_policy=4294967296 (must be 0..=1)" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -504,6 +557,12 @@ TEST(invalid_parameters_fail_with_einval_and_a_log_line)
 		EXPECT_TRUE(kmsg_contains(bad[i].log)) TH_LOG("no log line '%s'", bad[i].log);
 		EXPECT_EQ(-1, vgsched_open_render_node()) TH_LOG("%s left a device", bad[i].param);
 	}
+	/* The same for a write to a loaded module's parameter: refused, the value kept. */
+	ASSERT_EQ(0, vgsched_module_load(""));
+	EXPECT_EQ(-EINVAL, vgsched_param_write("placement_policy", "4294967296"));
+	EXPECT_TRUE(kmsg_contains("invalid parameter placement_policy=4294967296 (must be 0..=1)"));
+	EXPECT_EQ(0, vgsched_param_read("placement_policy"));
+	ASSERT_EQ(0, vgsched_module_unload());
 }
 
 TEST_HARNESS_MAIN

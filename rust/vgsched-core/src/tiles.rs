@@ -125,8 +125,8 @@ impl TileTopology {
     /// none: [`DEFAULT_STANDBY_MW`] each).
     pub fn from_values(
         modules: u32,
-        nodes: u32,
-        tiles_per_node: u32,
+        nodes: u64,
+        tiles_per_node: u64,
         tile_type: &[u32],
         type_power_mw: &[u32],
         node_standby_mw: &[u32],
@@ -392,10 +392,10 @@ impl PowerModel {
     /// idle power), `tile_idle_delay_us` and `tile_wake_us`.
     pub fn from_values(
         topo: &TileTopology,
-        idle_mw: u32,
-        sleep_mw: u32,
-        idle_delay_us: u32,
-        wake_us: u32,
+        idle_mw: u64,
+        sleep_mw: u64,
+        idle_delay_us: u64,
+        wake_us: u64,
     ) -> Result<Self, ParamError> {
         let lowest = topo
             .type_power_mw
@@ -1043,6 +1043,16 @@ mod tests {
             TileTopology::from_values(4, 0, 1, &[], &[], &[]),
             Err(TopologyError::Param(ParamError { field: "nodes", .. }))
         ));
+        // A value past 32 bits is out of range as given, not cut short.
+        assert_eq!(
+            TileTopology::from_values(4, 1 << 32, 1, &[], &[], &[]),
+            Err(TopologyError::Param(ParamError {
+                field: "nodes",
+                value: 1 << 32,
+                min: 1,
+                max: 16
+            }))
+        );
     }
 
     #[test]
@@ -1154,12 +1164,12 @@ mod tests {
             field(PowerModel::from_values(&topo, 10, 11, 0, 0)),
             "tile_sleep_mw"
         );
-        let long = IDLE_DELAY_US.1 + 1;
+        let long = u64::from(IDLE_DELAY_US.1) + 1;
         assert_eq!(
             field(PowerModel::from_values(&topo, 10, 1, long, 0)),
             "tile_idle_delay_us"
         );
-        let slow = WAKE_US.1 + 1;
+        let slow = u64::from(WAKE_US.1) + 1;
         assert_eq!(
             field(PowerModel::from_values(&topo, 10, 1, 0, slow)),
             "tile_wake_us"

@@ -71,18 +71,24 @@ pub struct ParamError {
     pub max: u64,
 }
 
-/// `value` if it lies within `limits`, or the range error of `field`.
-pub fn within(field: &'static str, value: u32, limits: (u32, u32)) -> Result<u32, ParamError> {
+/// `value` if it lies within `limits`, or the range error of `field`. A
+/// value as given may be wider than the parameter (past 32 bits): it is
+/// out of range, and the error names it as given.
+pub fn within(
+    field: &'static str,
+    value: impl Into<u64>,
+    limits: (u32, u32),
+) -> Result<u32, ParamError> {
     let (min, max) = limits;
-    if (min..=max).contains(&value) {
-        Ok(value)
-    } else {
-        Err(ParamError {
+    let value = value.into();
+    match u32::try_from(value) {
+        Ok(v) if (min..=max).contains(&v) => Ok(v),
+        _ => Err(ParamError {
             field,
-            value: u64::from(value),
+            value,
             min: u64::from(min),
             max: u64::from(max),
-        })
+        }),
     }
 }
 

@@ -19,7 +19,9 @@
  */
 
 #include <linux/kernel.h>
+#include <linux/minmax.h>
 #include <linux/moduleparam.h>
+#include <linux/string.h>
 
 #include "params.h"
 
@@ -41,15 +43,19 @@ static unsigned int vgsched_pipeline_values[VGSCHED_PIPELINE_PARAMS] = VGSCHED_P
 static int vgsched_pipeline_set(const char *val, const struct kernel_param *kp)
 {
 	unsigned int *slot = kp->arg;
-	unsigned int value;
-	int ret = kstrtouint(val, 0, &value);
+	unsigned long long value;
+	int ret = kstrtoull(val, 0, &value);
 
-	if (ret)
+	/* A number past 64 bits is out of range too: checked as the widest. */
+	if (ret == -ERANGE)
+		value = ULLONG_MAX;
+	else if (ret)
 		return ret;
+	/* In range only if it fits the parameter. */
 	ret = vgsched_pipeline_param_check(slot - vgsched_pipeline_values, value);
 	if (ret)
 		return ret;
-	WRITE_ONCE(*slot, value);
+	WRITE_ONCE(*slot, (unsigned int)value);
 	return 0;
 }
 
@@ -107,10 +113,13 @@ unsigned int vgsched_pipeline_param(unsigned int index)
  * The tiles: nodes of tiles_per_node tiles, each tile's type, each type's
  * first power value and each node's standby power (mW). Read once at load
  * and checked by the Rust side (tiles.rs), which refuses the load with
- * -EINVAL and a log line; a list left out takes its default there.
+ * -EINVAL and a log line; a list left out takes its default there, and
+ * the lists in force are written back (vgsched_tile_lists_in_force()), so
+ * that sysfs shows what the device uses. The numbers are kept 64 bits
+ * wide: one past 32 bits is refused as out of range, not by the parser.
  */
-static unsigned int vgsched_nodes = 1;
-static unsigned int vgsched_tiles_per_node = 1;
+static unsigned long long vgsched_nodes = 1;
+static unsigned long long vgsched_tiles_per_node = 1;
 static unsigned int vgsched_tile_type[VGSCHED_MAX_TILES];
 static int vgsched_tile_type_n;
 static unsigned int vgsched_type_power_mw[VGSCHED_MAX_TYPES];
@@ -118,9 +127,9 @@ static int vgsched_type_power_n;
 static unsigned int vgsched_node_standby_mw[VGSCHED_MAX_NODES];
 static int vgsched_node_standby_n;
 
-module_param_named(nodes, vgsched_nodes, uint, 0444);
+module_param_named(nodes, vgsched_nodes, ullong, 0444);
 MODULE_PARM_DESC(nodes, "Tiles: nodes (groups of tiles sharing a standby power, 1-16)");
-module_param_named(tiles_per_node, vgsched_tiles_per_node, uint, 0444);
+module_param_named(tiles_per_node, vgsched_tiles_per_node, ullong, 0444);
 MODULE_PARM_DESC(tiles_per_node, "Tiles per node (1-16); each tile owns modules / tiles modules");
 module_param_array_named(tile_type, vgsched_tile_type, uint, &vgsched_tile_type_n, 0444);
 MODULE_PARM_DESC(tile_type, "Each tile's type, node by node (default: all 0)");
@@ -131,18 +140,18 @@ module_param_array_named(node_standby_mw, vgsched_node_standby_mw, uint,
 MODULE_PARM_DESC(node_standby_mw, "Standby power of each node, mW (default: 25000 each)");
 
 /* The power model of the tiles, checked by the Rust side too. */
-static unsigned int vgsched_tile_idle_mw = VGSCHED_DEFAULT_IDLE_MW;
-static unsigned int vgsched_tile_sleep_mw = VGSCHED_DEFAULT_SLEEP_MW;
-static unsigned int vgsched_tile_idle_delay_us = VGSCHED_DEFAULT_IDLE_DELAY_US;
-static unsigned int vgsched_tile_wake_us = VGSCHED_DEFAULT_WAKE_US;
+static unsigned long long vgsched_tile_idle_mw = VGSCHED_DEFAULT_IDLE_MW;
+static unsigned long long vgsched_tile_sleep_mw = VGSCHED_DEFAULT_SLEEP_MW;
+static unsigned long long vgsched_tile_idle_delay_us = VGSCHED_DEFAULT_IDLE_DELAY_US;
+static unsigned long long vgsched_tile_wake_us = VGSCHED_DEFAULT_WAKE_US;
 
-module_param_named(tile_idle_mw, vgsched_tile_idle_mw, uint, 0444);
+module_param_named(tile_idle_mw, vgsched_tile_idle_mw, ullong, 0444);
 MODULE_PARM_DESC(tile_idle_mw, "Power of an idle tile, mW (at most the lowest type power)");
-module_param_named(tile_sleep_mw, vgsched_tile_sleep_mw, uint, 0444);
+module_param_named(tile_sleep_mw, vgsched_tile_sleep_mw, ullong, 0444);
 MODULE_PARM_DESC(tile_sleep_mw, "Power of a tile in the low-power state, mW (at most tile_idle_mw)");
-module_param_named(tile_idle_delay_us, vgsched_tile_idle_delay_us, uint, 0444);
+module_param_named(tile_idle_delay_us, vgsched_tile_idle_delay_us, ullong, 0444);
 MODULE_PARM_DESC(tile_idle_delay_us, "Idle time after which a tile goes to the low-power state, us (0-10000000)");
-module_param_named(tile_wake_us, vgsched_tile_wake_us, uint, 0444);
+module_param_named(tile_wake_us, vgsched_tile_wake_us, ullong, 0444);
 MODULE_PARM_DESC(tile_wake_us, "Modeled latency of waking a tile before a job starts on it, us (0-1000000)");
 
 void vgsched_tile_params(struct vgsched_tile_params *out)
@@ -163,3 +172,23 @@ void vgsched_tile_params(struct vgsched_tile_params *out)
 	};
 }
 
+/*
+ * The lists in force after the Rust side checked them (tiles.rs), with the
+ * defaults of those left out filled in: each tile's type, each type's
+ * first power value, each node's standby power. Called once at load,
+ * before the device is registered; the lists are read-only afterwards.
+ */
+void vgsched_tile_lists_in_force(const unsigned int *tile_type, int tiles,
+				 const unsigned int *type_power_mw, int types,
+				 const unsigned int *node_standby_mw, int nodes)
+{
+	tiles = clamp(tiles, 0, VGSCHED_MAX_TILES);
+	types = clamp(types, 0, VGSCHED_MAX_TYPES);
+	nodes = clamp(nodes, 0, VGSCHED_MAX_NODES);
+	memcpy(vgsched_tile_type, tile_type, tiles * sizeof(*tile_type));
+	vgsched_tile_type_n = tiles;
+	memcpy(vgsched_type_power_mw, type_power_mw, types * sizeof(*type_power_mw));
+	vgsched_type_power_n = types;
+	memcpy(vgsched_node_standby_mw, node_standby_mw, nodes * sizeof(*node_standby_mw));
+	vgsched_node_standby_n = nodes;
+}

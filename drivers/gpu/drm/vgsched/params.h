@@ -20,8 +20,11 @@ enum {
 
 unsigned int vgsched_pipeline_param(unsigned int index);
 unsigned int vgsched_pipeline_default(unsigned int index);
-/* Implemented in Rust (params.rs): 0 or -EINVAL. */
-int vgsched_pipeline_param_check(unsigned int index, unsigned int value);
+/*
+ * Implemented in Rust (params.rs): 0 or -EINVAL (with the log line). The
+ * value as written, which may be wider than the parameter.
+ */
+int vgsched_pipeline_param_check(unsigned int index, unsigned long long value);
 
 /* As tiles.rs: MAX_TILES, MAX_TYPES, MAX_NODES. */
 #define VGSCHED_MAX_TILES	32
@@ -33,10 +36,14 @@ int vgsched_pipeline_param_check(unsigned int index, unsigned int value);
 #define VGSCHED_DEFAULT_IDLE_DELAY_US	5000
 #define VGSCHED_DEFAULT_WAKE_US		500
 
-/* The tile topology's parameters, as given (params.rs reads them). */
+/*
+ * The tile topology's parameters, as given (params.rs reads them and
+ * checks them; a number is kept as wide as written, so that a value past
+ * 32 bits is refused as out of range).
+ */
 struct vgsched_tile_params {
-	unsigned int nodes;
-	unsigned int tiles_per_node;
+	unsigned long long nodes;
+	unsigned long long tiles_per_node;
 	const unsigned int *tile_type;
 	int tile_type_n;
 	const unsigned int *type_power_mw;
@@ -44,12 +51,15 @@ struct vgsched_tile_params {
 	const unsigned int *node_standby_mw;
 	int node_standby_n;
 	/* The power model. */
-	unsigned int idle_mw;
-	unsigned int sleep_mw;
-	unsigned int idle_delay_us;
-	unsigned int wake_us;
+	unsigned long long idle_mw;
+	unsigned long long sleep_mw;
+	unsigned long long idle_delay_us;
+	unsigned long long wake_us;
 };
 
 void vgsched_tile_params(struct vgsched_tile_params *out);
+void vgsched_tile_lists_in_force(const unsigned int *tile_type, int tiles,
+				 const unsigned int *type_power_mw, int types,
+				 const unsigned int *node_standby_mw, int nodes);
 
 #endif

@@ -55,24 +55,32 @@ const DEFAULT_BO_MIB_INDEX: c_uint = 6;
 /// `struct vgsched_tile_params` of `params.h`.
 #[repr(C)]
 struct RawTileParams {
-    nodes: c_uint,
-    tiles_per_node: c_uint,
+    nodes: u64,
+    tiles_per_node: u64,
     tile_type: *const c_uint,
     tile_type_n: c_int,
     type_power_mw: *const c_uint,
     type_power_n: c_int,
     node_standby_mw: *const c_uint,
     node_standby_n: c_int,
-    idle_mw: c_uint,
-    sleep_mw: c_uint,
-    idle_delay_us: c_uint,
-    wake_us: c_uint,
+    idle_mw: u64,
+    sleep_mw: u64,
+    idle_delay_us: u64,
+    wake_us: u64,
 }
 
 extern "C" {
     fn vgsched_pipeline_param(index: c_uint) -> c_uint;
     fn vgsched_pipeline_default(index: c_uint) -> c_uint;
     fn vgsched_tile_params(out: *mut RawTileParams);
+    fn vgsched_tile_lists_in_force(
+        tile_type: *const c_uint,
+        tiles: c_int,
+        type_power_mw: *const c_uint,
+        types: c_int,
+        node_standby_mw: *const c_uint,
+        nodes: c_int,
+    );
 }
 
 /// The first `n` entries of a parameter list `params.c` owns.
@@ -149,6 +157,7 @@ pub(crate) fn tiles(modules: u32) -> Result<(TileTopology, PowerModel)> {
         }
         EINVAL
     })?;
+    publish_lists(&topology);
     let model = PowerModel::from_values(
         &topology,
         raw.idle_mw,
@@ -158,6 +167,32 @@ pub(crate) fn tiles(modules: u32) -> Result<(TileTopology, PowerModel)> {
     )
     .map_err(crate::invalid_parameter)?;
     Ok((topology, model))
+}
+
+/// Writes the lists `topology` uses back to the module parameters (the
+/// defaults of those left out filled in), so that
+/// `/sys/module/vgsched/parameters/` shows them.
+fn publish_lists(topology: &TileTopology) {
+    let tiles = topology.tiles().min(MAX_TILES as u32) as usize;
+    let types = (topology.types as usize).min(MAX_TYPES);
+    let nodes = (topology.nodes as usize).min(MAX_NODES);
+    let mut tile_type = [0u32; MAX_TILES];
+    for (t, &ty) in tile_type.iter_mut().zip(topology.tile_type.iter()) {
+        *t = u32::from(ty);
+    }
+    // SAFETY: Each pointer is valid for the count given with it (at most
+    // the array's length, and `params.c` clamps to its own arrays'
+    // lengths, the same); the lists are copied before the call returns.
+    unsafe {
+        vgsched_tile_lists_in_force(
+            tile_type.as_ptr(),
+            tiles as c_int,
+            topology.type_power_mw.as_ptr(),
+            types as c_int,
+            topology.standby_mw.as_ptr(),
+            nodes as c_int,
+        )
+    };
 }
 
 /// The placement policy in force.
@@ -214,7 +249,7 @@ pub(crate) fn pipeline() -> PipelineParams {
 /// stores one): 0 or `-EINVAL`.
 #[no_mangle]
 #[expect(unreachable_pub, reason = "called from params.c, not from Rust")]
-pub extern "C" fn vgsched_pipeline_param_check(index: c_uint, value: c_uint) -> c_int {
+pub extern "C" fn vgsched_pipeline_param_check(index: c_uint, value: u64) -> c_int {
     let limits = match index {
         MODE_INDEX => ("pipeline_mode", MODE),
         PHASE1_THRESHOLD_INDEX => ("phase1_threshold_kib", THRESHOLD_KIB),
