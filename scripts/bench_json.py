@@ -74,9 +74,11 @@ class Report:
             self.section = "miss"
         elif s.startswith("Document check"):
             self.section = None
-        elif s.startswith("Single module"):
+        elif s.startswith("Four units per module"):
+            self.section = "grouped_chain"
+        elif s.startswith("One unit's map"):
             self.section = "grouped_single"
-        elif s.startswith("16 modules, 16 independent maps"):
+        elif s.startswith("16 modules of one map, 16 independent maps"):
             self.section = "grouped_all16"
         elif s.startswith("Dispatch round with per-module summaries"):
             self.section = "summaries"
@@ -133,6 +135,12 @@ class Report:
                 self.row("grouped_check.single.%s" % p_key(m.group(1)),
                          ["p_none", "p_none_analytic", "p_miss_given_fits", "p_miss_given_fits_analytic",
                           "p_fits"], m.groups()[1:])
+        elif sec == "grouped_chain":
+            m = re.match(r"^([0-9.]+)\s+(\S+)\s+(\S+)\s+(\S+) \|\s+(?:yes|no)\s+(\d+)\s+(\d+)\s+(\S+)\s+\[.*\]\s+(\S+)\s+\S+$", s)
+            if m:
+                self.row("grouped_check.chain.%s" % p_key(m.group(1)),
+                         ["unit_p_none_analytic", "module_p_fail", "module_p_fail_analytic", "all16_trials",
+                          "all16_events", "all16_p_all", "all16_analytic"], m.groups()[1:])
         elif sec == "grouped_all16":
             m = re.match(r"^([0-9.]+)\s+(\d+)\s+(\d+)\s+(\S+)\s+\[.*\]\s+(\S+)\s+(\S+)\s+\S+\s+(\d+)$", s)
             if m:

@@ -11,13 +11,16 @@
 //! exact finder does (a *miss*, reported as P(miss | exact fits)) and how
 //! often it finds nothing at all (P(none)).
 //!
-//! It then confronts the published estimate for 128 blocks, groups of 4,
-//! need 4: "a single module misses with probability 0.418, with 16 modules
-//! all miss with probability ≈ 9e-7" (0.418^16 = 8.7e-7). Both readings of
-//! "misses" are measured and also computed exactly (a dynamic programme
-//! over the 32 groups), the occupancy `p` at which each reading gives 0.418
-//! is solved for, and the 16-module rate is measured directly on 16
-//! independent maps per trial.
+//! It then reproduces the published estimate for 128 blocks per execution
+//! unit, groups of 4, need 4, at p = 1/2: one unit's grouped finder finds
+//! no free group with probability (15/16)^32 = 0.127; a work-group of more
+//! than 4 waves needs all 4 units of a module, so a module fails with
+//! 1 − (1 − 0.127)^4 = 0.418; 16 modules all fail with 0.418^16 ≈ 9e-7.
+//! Each link is measured (a unit's map, a module of four independent unit
+//! maps, 16 such modules per trial) and computed exactly (a dynamic
+//! programme over the 32 groups for a unit). The tables of the single-map
+//! reading (one map per module, where 0.418 needs p = 0.595) stay beside
+//! it for comparison.
 
 use std::fmt::Write as _;
 
@@ -48,8 +51,15 @@ const MAX_NEED: usize = 32;
 const DOC_NEED: usize = 4;
 /// Modules in the published estimate.
 const MODULES: usize = 16;
+/// Execution units of a module: a work-group of more than this many waves
+/// needs a free group on every one of them.
+const UNITS: usize = 4;
+/// The published miss probability of one unit, at p = 1/2.
+const DOC_UNIT: f64 = 0.127;
 /// The published single-module miss probability.
 const DOC_SINGLE: f64 = 0.418;
+/// The occupancy of the published chain.
+const DOC_P: u32 = 500;
 /// The published all-16-modules miss probability.
 const DOC_ALL: f64 = 9e-7;
 
@@ -62,6 +72,13 @@ const MULTI_TRIALS: u64 = 10_000_000;
 /// Trials of 16 modules at the occupancy that reproduces 0.418, where the
 /// event is rare (about 9 in 10^7) and needs more.
 const HEADLINE_TRIALS: u64 = 50_000_000;
+/// Modules of four units per occupancy, for the module's failure rate.
+const CHAIN_MODULES: u64 = 1_000_000;
+/// Trials of 16 four-unit modules at the published occupancy, where the
+/// event is rare (about 9 in 10^7).
+const CHAIN_TRIALS: u64 = 50_000_000;
+/// Trials of 16 four-unit modules at the other occupancies.
+const CHAIN_OTHER_TRIALS: u64 = 2_000_000;
 
 /// Occupancies of the need table: each block used with p = 1/4, 1/2, 3/4.
 const TABLE_P: [u32; 3] = [250, 500, 750];
@@ -343,6 +360,61 @@ fn multi(p: Density, trials: u64, seed: u64) -> Multi {
     r
 }
 
+/// Whether one module of [`UNITS`] independent unit maps fails a work-group
+/// of more than [`UNITS`] waves: some unit's grouped finder finds no free
+/// group. Stops drawing at the first unit that fails.
+///
+/// Each module draws from a generator of its own, seeded by a SplitMix64
+/// step of `seeds`: the core's xorshift generator gives maps of p = 1/2
+/// straight from consecutive outputs, and over the long runs of modules a
+/// 16-module event spans, those outputs are not independent enough (it
+/// counted about half the 16-module failures the exact rate predicts).
+fn module_fails(seeds: &mut u64, p: Density) -> bool {
+    let mut rng = Rng::new(splitmix64(seeds));
+    (0..UNITS).any(|_| finds(GROUPED, &draw(&mut rng, p), NBITS, DOC_NEED).is_none())
+}
+
+/// One SplitMix64 output, advancing `state`.
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Counts of the four-unit chain at one occupancy.
+struct Chain {
+    modules: u64,
+    /// Modules that failed.
+    failed: u64,
+    trials: u64,
+    /// Trials where all [`MODULES`] modules failed.
+    all_failed: u64,
+}
+
+/// `modules` four-unit modules, then `trials` trials of [`MODULES`] of
+/// them (a trial stops at the first module that fits, which decides it).
+fn chain(p: Density, modules: u64, trials: u64, seed: u64) -> Chain {
+    let mut seeds = seed;
+    let failed = (0..modules).filter(|_| module_fails(&mut seeds, p)).count() as u64;
+    let all_failed = (0..trials)
+        .filter(|_| (0..MODULES).all(|_| module_fails(&mut seeds, p)))
+        .count() as u64;
+    Chain {
+        modules,
+        failed,
+        trials,
+        all_failed,
+    }
+}
+
+/// A module of [`UNITS`] units fails if any unit does: from one unit's
+/// probability `unit`.
+fn module_from_unit(unit: f64) -> f64 {
+    1.0 - (1.0 - unit).powi(UNITS as i32)
+}
+
 /// Whether a measured proportion agrees with the published figure given to
 /// three digits: within rounding (half a unit in the last digit) plus three
 /// standard errors.
@@ -401,10 +473,95 @@ pub fn report(opts: &Options) -> String {
 
     let _ = writeln!(
         out,
-        "\nDocument check (grouped finder): {NBITS} blocks, groups of {GROUP}, need {DOC_NEED}:\n\
+        "\nDocument check (grouped finder): {NBITS} blocks per unit, groups of {GROUP}, need {DOC_NEED}, \
+         {UNITS} units per module:\n\
          \x20 \"a single module misses with probability {DOC_SINGLE}, with {MODULES} modules all miss \
          with probability ~{DOC_ALL:.0e}\" ({DOC_SINGLE}^{MODULES} = {:.2e})",
         DOC_SINGLE.powi(MODULES as i32)
+    );
+    let half = analytic(0.5, DOC_NEED).grouped_none;
+    let _ = writeln!(
+        out,
+        "  the chain at p = 1/2: a unit finds no free group with (15/16)^32 = {}; a work-group of more \
+         than {UNITS} waves\n\
+         \x20 needs all {UNITS} units, so a module fails with 1 - (1 - {})^{UNITS} = {}; {MODULES} modules \
+         all fail with {}",
+        prob(half),
+        prob(half),
+        prob(module_from_unit(half)),
+        prob(module_from_unit(half).powi(MODULES as i32)),
+    );
+    let _ = writeln!(
+        out,
+        "\nFour units per module ({} modules per p; {MODULES} modules per trial; analytic from one unit's exact P(none))",
+        opts.count(CHAIN_MODULES)
+    );
+    let _ = writeln!(
+        out,
+        "{:>7} {:>9} {:>9} {:>9} | {:>10} {:>10} {:>8} {:>10} {:>21} {:>10} {:>8}",
+        "p",
+        "P(unit)",
+        "P(module)",
+        "analytic",
+        "= 0.418?",
+        "trials",
+        "events",
+        "P(all)",
+        "95% interval",
+        "analytic",
+        "= 9e-7?"
+    );
+    let mut chain_ok = (Vec::new(), Vec::new());
+    for pm in TABLE_P {
+        let p = Density::per_mille(pm);
+        let headline = pm == DOC_P;
+        let trials = opts.count(if headline {
+            CHAIN_TRIALS
+        } else {
+            CHAIN_OTHER_TRIALS
+        });
+        let c = chain(
+            p,
+            opts.count(CHAIN_MODULES),
+            trials,
+            0xc4a1_0000 + pm as u64,
+        );
+        let unit = analytic(p.frac16() as f64 / 65536.0, DOC_NEED).grouped_none;
+        let module = module_from_unit(unit);
+        let (lo, hi) = wilson(c.all_failed, c.trials);
+        let module_yes = agrees(c.failed, c.modules, DOC_SINGLE);
+        let all = all_verdict(lo, hi);
+        if module_yes {
+            chain_ok.0.push(p_label(p));
+        }
+        if all == "yes" {
+            chain_ok.1.push(p_label(p));
+        }
+        let _ = writeln!(
+            out,
+            "{:>7} {:>9} {:>9} {:>9} | {:>10} {:>10} {:>8} {:>10} {:>21} {:>10} {:>8}",
+            p_label(p),
+            prob(unit),
+            prob(rate(c.failed, c.modules)),
+            prob(module),
+            if module_yes { "yes" } else { "no" },
+            c.trials,
+            c.all_failed,
+            prob(rate(c.all_failed, c.trials)),
+            format!("[{}, {}]", prob(lo), prob(hi)),
+            prob(module.powi(MODULES as i32)),
+            all,
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  P(unit) = one unit's grouped finder finds no free group (exact); P(module) = some unit of \
+         the module's {UNITS} does (measured);\n\
+         \x20 events = trials where all {MODULES} modules failed"
+    );
+    let _ = writeln!(
+        out,
+        "\nThe single-map reading (one {NBITS}-block map per module):"
     );
     let _ = writeln!(
         out,
@@ -416,7 +573,7 @@ pub fn report(opts: &Options) -> String {
     );
     let _ = writeln!(
         out,
-        "\nSingle module ({} maps per p; analytic = exact dynamic programme)",
+        "\nOne unit's map ({} maps per p; analytic = exact dynamic programme)",
         opts.count(SINGLE_MAPS)
     );
     let _ = writeln!(
@@ -453,7 +610,7 @@ pub fn report(opts: &Options) -> String {
 
     let _ = writeln!(
         out,
-        "\n{MODULES} modules, {MODULES} independent maps per trial (reading A: no module's grouped finder fits)"
+        "\n{MODULES} modules of one map, {MODULES} independent maps per trial (reading A: no module's grouped finder fits)"
     );
     let _ = writeln!(
         out,
@@ -522,28 +679,27 @@ pub fn report(opts: &Options) -> String {
     let _ = writeln!(out, "\nVerdict:");
     let _ = writeln!(
         out,
-        "  0.418 reproduced by reading A at p = {}; by reading B at p = {}",
+        "  the chain (four units per module): 0.418 reproduced at p = {}, 9e-7 at p = {}",
+        list(&chain_ok.0),
+        list(&chain_ok.1)
+    );
+    let _ = writeln!(
+        out,
+        "  the single-map reading: 0.418 by reading A at p = {}; by reading B at p = {}",
         list(&a_ok),
         list(&b_ok)
     );
     let _ = writeln!(
         out,
-        "  9e-7 reproduced (16 modules, reading A) at p = {}",
+        "  9e-7 by the single-map reading (16 maps, reading A) at p = {}",
         list(&verdict_all)
     );
-    let half = analytic(0.5, DOC_NEED);
-    let at = analytic(p_none, DOC_NEED);
+    let at = analytic(0.5, DOC_NEED);
     let _ = writeln!(
         out,
-        "  the figures hold for blocks used independently with p = {p_none:.3}, where\n\
-         \x20   P(none) = (1 - (1-p)^4)^32 = 0.418 and, the 16 maps being independent, 0.418^16 = 8.7e-7;\n\
-         \x20 at p = 0.5 they are {} and {}, at p = 0.75 {} and {};\n\
-         \x20 the 0.418 also counts maps without any free run of 4 ({} of them at p = {p_none:.3}):\n\
-         \x20   the grouped finder's miss proper there is P(miss|fits) = {}",
-        prob(half.grouped_none),
-        prob(half.grouped_none.powi(MODULES as i32)),
-        prob(analytic(0.75, DOC_NEED).grouped_none),
-        prob(analytic(0.75, DOC_NEED).grouped_none.powi(MODULES as i32)),
+        "  of a unit's {} at p = 0.5, {} are maps without any free run of 4 (the exact finder fails too):\n\
+         \x20 the grouped finder's miss proper is P(miss|fits) = {}",
+        prob(at.grouped_none),
         prob(1.0 - at.exact_fits),
         prob(at.miss_given_fit()),
     );
@@ -582,6 +738,25 @@ mod tests {
                 "{x} vs {want}"
             );
         }
+    }
+
+    /// The published chain at p = 1/2: 0.127 per unit, 0.418 per module,
+    /// about 9e-7 for 16 modules; and the measured module agrees.
+    #[test]
+    fn the_chain_at_one_half() {
+        let unit = analytic(0.5, 4).grouped_none;
+        assert!((unit - (15.0f64 / 16.0).powi(32)).abs() < 1e-12);
+        assert!((unit - DOC_UNIT).abs() < 0.0005, "{unit}");
+        let module = module_from_unit(unit);
+        assert!((module - DOC_SINGLE).abs() < 0.001, "{module}");
+        let all = module.powi(MODULES as i32);
+        assert!((all - DOC_ALL).abs() < 0.5e-7, "{all}");
+        let c = chain(Density::per_mille(500), 200_000, 0, 7);
+        let x = rate(c.failed, c.modules);
+        assert!(
+            (x - module).abs() < 5.0 * (module * (1.0 - module) / 2e5).sqrt(),
+            "{x}"
+        );
     }
 
     #[test]
