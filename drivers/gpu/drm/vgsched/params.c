@@ -19,7 +19,7 @@
  */
 
 #include <linux/kernel.h>
-#include <linux/minmax.h>
+#include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/string.h>
 
@@ -114,9 +114,10 @@ unsigned int vgsched_pipeline_param(unsigned int index)
  * first power value and each node's standby power (mW). Read once at load
  * and checked by the Rust side (tiles.rs), which refuses the load with
  * -EINVAL and a log line; a list left out takes its default there, and
- * the lists in force are written back (vgsched_tile_lists_in_force()), so
- * that sysfs shows what the device uses. The numbers are kept 64 bits
- * wide: one past 32 bits is refused as out of range, not by the parser.
+ * the lists in force are written back (vgsched_tile_lists_write_back()),
+ * so that sysfs shows what the device uses. The numbers are kept 64 bits
+ * wide: one past 32 bits is refused as out of range, not by the parser
+ * (a list's entries stay 32 bits: one past them is the parser's ERANGE).
  */
 static unsigned long long vgsched_nodes = 1;
 static unsigned long long vgsched_tiles_per_node = 1;
@@ -173,22 +174,26 @@ void vgsched_tile_params(struct vgsched_tile_params *out)
 }
 
 /*
- * The lists in force after the Rust side checked them (tiles.rs), with the
- * defaults of those left out filled in: each tile's type, each type's
- * first power value, each node's standby power. Called once at load,
- * before the device is registered; the lists are read-only afterwards.
+ * Writes back the lists in force after the Rust side checked them
+ * (tiles.rs), with the defaults of those left out filled in: each tile's
+ * type, each type's first power value, each node's standby power. Called
+ * once at load, before the device is registered; the lists are read-only
+ * afterwards. Their sysfs files exist already: a reader takes the
+ * parameter lock (param_attr_show()), and so does this.
  */
-void vgsched_tile_lists_in_force(const unsigned int *tile_type, int tiles,
-				 const unsigned int *type_power_mw, int types,
-				 const unsigned int *node_standby_mw, int nodes)
+void vgsched_tile_lists_write_back(const unsigned int *tile_type, int tiles,
+				   const unsigned int *type_power_mw, int types,
+				   const unsigned int *node_standby_mw, int nodes)
 {
-	tiles = clamp(tiles, 0, VGSCHED_MAX_TILES);
-	types = clamp(types, 0, VGSCHED_MAX_TYPES);
-	nodes = clamp(nodes, 0, VGSCHED_MAX_NODES);
+	if (WARN_ON(tiles < 0 || tiles > VGSCHED_MAX_TILES || types < 0 ||
+		    types > VGSCHED_MAX_TYPES || nodes < 0 || nodes > VGSCHED_MAX_NODES))
+		return;
+	kernel_param_lock(THIS_MODULE);
 	memcpy(vgsched_tile_type, tile_type, tiles * sizeof(*tile_type));
 	vgsched_tile_type_n = tiles;
 	memcpy(vgsched_type_power_mw, type_power_mw, types * sizeof(*type_power_mw));
 	vgsched_type_power_n = types;
 	memcpy(vgsched_node_standby_mw, node_standby_mw, nodes * sizeof(*node_standby_mw));
 	vgsched_node_standby_n = nodes;
+	kernel_param_unlock(THIS_MODULE);
 }

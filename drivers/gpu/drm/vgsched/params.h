@@ -58,8 +58,8 @@ struct vgsched_tile_params {
 };
 
 void vgsched_tile_params(struct vgsched_tile_params *out);
-void vgsched_tile_lists_in_force(const unsigned int *tile_type, int tiles,
-				 const unsigned int *type_power_mw, int types,
-				 const unsigned int *node_standby_mw, int nodes);
+void vgsched_tile_lists_write_back(const unsigned int *tile_type, int tiles,
+				   const unsigned int *type_power_mw, int types,
+				   const unsigned int *node_standby_mw, int nodes);
 
 #endif

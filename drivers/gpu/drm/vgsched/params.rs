@@ -73,7 +73,7 @@ extern "C" {
     fn vgsched_pipeline_param(index: c_uint) -> c_uint;
     fn vgsched_pipeline_default(index: c_uint) -> c_uint;
     fn vgsched_tile_params(out: *mut RawTileParams);
-    fn vgsched_tile_lists_in_force(
+    fn vgsched_tile_lists_write_back(
         tile_type: *const c_uint,
         tiles: c_int,
         type_power_mw: *const c_uint,
@@ -83,17 +83,24 @@ extern "C" {
     );
 }
 
-/// The first `n` entries of a parameter list `params.c` owns.
+/// A copy of the first `n` entries (at most `N`) of a parameter list
+/// `params.c` owns, and how many there are: the list is written back at
+/// load ([`write_back_tile_lists`]), so no slice of it is kept.
 ///
 /// # Safety
 ///
-/// `list` points at a `static` array of at least `max` entries.
-unsafe fn entries<'a>(list: *const c_uint, n: c_int, max: usize) -> &'a [u32] {
-    let n = usize::try_from(n).unwrap_or(0).min(max);
-    // SAFETY: Per the function's safety requirement, `list` has `max >= n`
-    // entries, and a `static` lives for the module's lifetime, as does
-    // every borrow of it here (module init).
-    unsafe { core::slice::from_raw_parts(list, n) }
+/// `list` points at a `static` array of at least `N` entries, not written
+/// meanwhile.
+unsafe fn entries<const N: usize>(list: *const c_uint, n: c_int) -> ([u32; N], usize) {
+    let n = usize::try_from(n).unwrap_or(0).min(N);
+    let mut out = [0; N];
+    // SAFETY: Per the function's safety requirement, `list` has `N >= n`
+    // entries, which nothing writes during the copy.
+    let given = unsafe { core::slice::from_raw_parts(list, n) };
+    for (o, &g) in out.iter_mut().zip(given) {
+        *o = g;
+    }
+    (out, n)
 }
 
 /// The tile topology of the module parameters over `modules` modules, and
@@ -117,14 +124,20 @@ pub(crate) fn tiles(modules: u32) -> Result<(TileTopology, PowerModel)> {
     unsafe { vgsched_tile_params(&mut raw) };
     // SAFETY: The lists are the static arrays of `params.c`, of
     // `VGSCHED_MAX_TILES`, `VGSCHED_MAX_TYPES` and `VGSCHED_MAX_NODES`
-    // entries (the same as `MAX_TILES`, `MAX_TYPES`, `MAX_NODES`).
-    let (tile_type, type_power_mw, node_standby_mw) = unsafe {
+    // entries (the same as `MAX_TILES`, `MAX_TYPES`, `MAX_NODES`), written
+    // only by the write-back below, after the copies.
+    let ((tiles_given, nt), (types_given, np), (standby_given, ns)) = unsafe {
         (
-            entries(raw.tile_type, raw.tile_type_n, MAX_TILES),
-            entries(raw.type_power_mw, raw.type_power_n, MAX_TYPES),
-            entries(raw.node_standby_mw, raw.node_standby_n, MAX_NODES),
+            entries::<MAX_TILES>(raw.tile_type, raw.tile_type_n),
+            entries::<MAX_TYPES>(raw.type_power_mw, raw.type_power_n),
+            entries::<MAX_NODES>(raw.node_standby_mw, raw.node_standby_n),
         )
     };
+    let (tile_type, type_power_mw, node_standby_mw) = (
+        tiles_given.get(..nt).unwrap_or(&[]),
+        types_given.get(..np).unwrap_or(&[]),
+        standby_given.get(..ns).unwrap_or(&[]),
+    );
     let topology = TileTopology::from_values(
         modules,
         raw.nodes,
@@ -157,7 +170,7 @@ pub(crate) fn tiles(modules: u32) -> Result<(TileTopology, PowerModel)> {
         }
         EINVAL
     })?;
-    publish_lists(&topology);
+    write_back_tile_lists(&topology);
     let model = PowerModel::from_values(
         &topology,
         raw.idle_mw,
@@ -172,7 +185,7 @@ pub(crate) fn tiles(modules: u32) -> Result<(TileTopology, PowerModel)> {
 /// Writes the lists `topology` uses back to the module parameters (the
 /// defaults of those left out filled in), so that
 /// `/sys/module/vgsched/parameters/` shows them.
-fn publish_lists(topology: &TileTopology) {
+fn write_back_tile_lists(topology: &TileTopology) {
     let tiles = topology.tiles().min(MAX_TILES as u32) as usize;
     let types = (topology.types as usize).min(MAX_TYPES);
     let nodes = (topology.nodes as usize).min(MAX_NODES);
@@ -181,10 +194,11 @@ fn publish_lists(topology: &TileTopology) {
         *t = u32::from(ty);
     }
     // SAFETY: Each pointer is valid for the count given with it (at most
-    // the array's length, and `params.c` clamps to its own arrays'
-    // lengths, the same); the lists are copied before the call returns.
+    // the array's length, which `params.c`'s arrays share); the lists are
+    // copied, under the parameter lock, before the call returns. No slice
+    // of `params.c`'s lists is held here ([`tiles`] copied them).
     unsafe {
-        vgsched_tile_lists_in_force(
+        vgsched_tile_lists_write_back(
             tile_type.as_ptr(),
             tiles as c_int,
             topology.type_power_mw.as_ptr(),
