@@ -264,6 +264,17 @@ impl gem::DriverObject for VgObject {
         if vma.flags() & flags::MAYSHARE == 0 {
             return Err(EINVAL);
         }
+        // Only a file that holds the object maps it. The DRM core lets a
+        // file map an object from before its handle's open hook runs
+        // (`drm_gem_handle_create_tail()` allows the mapping first) until
+        // a refused open withdraws that again: a `GEM_OPEN` of a shared
+        // object's flink name, refused, would otherwise let its caller map
+        // the object in between.
+        if let Some(file) = file {
+            if !obj.is_held_by(file) {
+                return Err(EACCES);
+            }
+        }
         // SAFETY: `vma` is being set up by this `mmap()`, for `obj`, whose
         // reference the mapping holds from here on.
         unsafe { vgsched_bo_track_writes(vma.as_ptr().cast()) };
@@ -347,6 +358,13 @@ impl VgObject {
     pub(crate) fn mark_shared(&self) {
         let _holders = self.holders.lock();
         self.shared.store(true, ordering::Relaxed);
+    }
+
+    /// `file` holds a handle to the object, or is about to (a
+    /// shared-storage open granted it one).
+    fn is_held_by(&self, file: &DrmFile) -> bool {
+        let client = file.client_id();
+        self.holders.lock().iter().any(|h| h.client == client)
     }
 
     /// `file` may write the object: it holds a read-write handle.
