@@ -137,21 +137,15 @@ TEST(tile_topology_reaches_dev_query)
 static int param_text(const char *name, char *buf, size_t size)
 {
 	char path[128];
-	ssize_t n;
-	int fd;
+	size_t n;
+	int ret;
 
 	snprintf(path, sizeof(path), "/sys/module/vgsched/parameters/%s", name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, size - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
+	ret = vg_read_file(path, buf, size);
+	n = ret ? 0 : strlen(buf);
 	if (n && buf[n - 1] == '\n')
 		buf[n - 1] = 0;
-	return 0;
+	return ret;
 }
 
 /*

@@ -62,19 +62,9 @@ static inline int cfs_set(const char *dir, const char *attr, const char *value)
 static inline int cfs_read(const char *path, char *buf, size_t size)
 {
 	char full[256];
-	ssize_t n;
-	int fd;
 
 	snprintf(full, sizeof(full), CFS "/%s", path);
-	fd = open(full, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, size - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	return 0;
+	return vg_read_file(full, buf, size);
 }
 
 /* Attribute @path as a number; -1 on error. */

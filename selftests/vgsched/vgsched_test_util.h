@@ -328,6 +328,22 @@ static inline int vg_write_file(const char *path, const char *value)
 	return ret;
 }
 
+/* Reads the file @path (sysfs, configfs) into @buf, NUL-terminated; 0 or -errno. */
+static inline int vg_read_file(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	return 0;
+}
+
 /* Writes @value to the module parameter @name in sysfs; 0 or -errno. */
 static inline int vgsched_param_write(const char *name, const char *value)
 {
