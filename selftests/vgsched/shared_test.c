@@ -14,7 +14,9 @@
  *    and BO_CPU_PREP for writing are EACCES, a read-only binding works; a
  *    read-write opener's stores reach the others; a shared object's
  *    dma-buf maps read-only and cannot be imported into another file;
- *    racing the handle's open and close gets no export either;
+ *    racing the handle's open and close gets no export either; a dma-buf
+ *    that outlived every handle of a published object, once the object is
+ *    opened by name and exported anew, imports as EBUSY;
  *  - names: malformed paths and project names EINVAL, an unknown project
  *    or a member folder of a uid that is no member (whoever publishes)
  *    ENOENT, a name in use EEXIST, publishing an object one may only read
@@ -690,6 +692,47 @@ TEST_F(shared, read_only_holder_racing_its_handle_never_exports)
 {
 	ASSERT_EQ(0, as_uid(1001, members_publish, NULL));
 	EXPECT_EQ(0, as_uid(1002, reader_races_its_handle, NULL));
+}
+
+/*
+ * 1001 publishes an object in its own folder, exports it, closes every
+ * handle (the core forgets the dma-buf, which lives on), opens it by name
+ * again and exports it anew. Importing the first dma-buf is refused
+ * (EBUSY) rather than handing the core an object whose dma-buf is another;
+ * the second imports as the handle the file has.
+ */
+static int old_dma_buf_comes_back(void *arg)
+{
+	struct drm_vgsched_shared_path path = vg_path("alpha", DRM_VGSCHED_FOLDER_MEMBER, "1001",
+						      "twice");
+	struct drm_vgsched_shared_open o;
+	int fd = vgsched_open_render_node(), first, second;
+	__u32 handle;
+
+	(void)arg;
+	if (fd < 0 || !(handle = vgsched_bo_create(fd, OBJ_SIZE)) || vg_publish(fd, &path, handle))
+		return 101;
+	first = vg_prime_export(fd, handle);
+	if (first < 0 || vgsched_bo_close(fd, handle))
+		return 102;
+	if (vg_shared_open(fd, &path, DRM_VGSCHED_SHARED_OPEN_WRITE, &o))
+		return 103;
+	second = vg_prime_export(fd, o.handle);
+	if (second < 0)
+		return 104;
+	if (vg_prime_import(fd, first) || errno != EBUSY)
+		return 105;
+	if (vg_prime_import(fd, second) != o.handle)
+		return 106;
+	close(first);
+	close(second);
+	close(fd);
+	return 0;
+}
+
+TEST_F(shared, a_dma_buf_outliving_every_handle_imports_as_ebusy)
+{
+	ASSERT_EQ(0, as_uid(1001, old_dma_buf_comes_back, NULL));
 }
 
 /* Publishing to the member folder of 1009, who is in no project: there is no such folder. */
