@@ -544,6 +544,11 @@ TEST(invalid_parameters_fail_with_einval_and_a_log_line)
 		  "invalid parameter tile_wake_us=4294967296 (must be 0..=1000000)" },
 		{ "placement_policy=4294967296",
 		  "invalid parameter placement_policy=4294967296 (must be 0..=1)" },
+		{ "modules=4294967296", "invalid parameter modules=4294967296 (must be 1..=64)" },
+		{ "preemption_us=4294967296",
+		  "invalid parameter preemption_us=4294967296 (must be 100..=1000000)" },
+		{ "finder=4294967296", "invalid parameter finder=4294967296 (must be 0..=3)" },
+		{ "vram_mib=4294967296", "invalid parameter vram_mib=4294967296 (must be 1..=1024)" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

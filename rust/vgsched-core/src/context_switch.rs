@@ -89,17 +89,17 @@ pub struct SchedParams {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SchedParamValues {
     /// `slice_formula`: 0 proportional, 1 literal.
-    pub slice_formula: u32,
+    pub slice_formula: u64,
     /// `preemption_us`.
-    pub preemption_us: u32,
+    pub preemption_us: u64,
     /// `slot_mode`: 0 side by side, 1 in turn.
-    pub slot_mode: u32,
+    pub slot_mode: u64,
     /// `weight_history`: 0 bounded, 1 unbounded.
-    pub weight_history: u32,
+    pub weight_history: u64,
     /// `slot_switch_us`.
-    pub slot_switch_us: u32,
+    pub slot_switch_us: u64,
     /// `preempt_at_once`: 0 at the next preemption point, 1 at once.
-    pub preempt_at_once: u32,
+    pub preempt_at_once: u64,
 }
 
 impl SchedParamValues {
@@ -118,13 +118,13 @@ impl SchedParamValues {
 /// parameter `field` (0..=`max`).
 fn choice<T>(
     field: &'static str,
-    value: u32,
+    value: u64,
     max: u64,
     parse: fn(u32) -> Option<T>,
 ) -> Result<T, ParamError> {
-    parse(value).ok_or(ParamError {
+    u32::try_from(value).ok().and_then(parse).ok_or(ParamError {
         field,
-        value: u64::from(value),
+        value,
         min: 0,
         max,
     })

@@ -28,7 +28,7 @@ pub const DEFAULT_VRAM_MIB: u32 = 64;
 pub const CHUNK_BYTES: u64 = 4096;
 
 /// Bytes of device memory for `vram_mib`, or the parameter's range error.
-pub fn vram_bytes(vram_mib: u32) -> Result<u64, ParamError> {
+pub fn vram_bytes(vram_mib: u64) -> Result<u64, ParamError> {
     Ok(u64::from(within("vram_mib", vram_mib, VRAM_MIB)?) << 20)
 }
 
@@ -41,7 +41,7 @@ pub const BANDWIDTH_MBPS: (u32, u32) = (1, 1_000_000);
 pub const DEFAULT_BANDWIDTH_MBPS: u32 = 12_000;
 
 /// Checks `vram_bandwidth_mbps`.
-pub fn bandwidth_mbps(value: u32) -> Result<u32, ParamError> {
+pub fn bandwidth_mbps(value: u64) -> Result<u32, ParamError> {
     within("vram_bandwidth_mbps", value, BANDWIDTH_MBPS)
 }
 
@@ -302,15 +302,12 @@ mod tests {
 
     #[test]
     fn sizes_in_range_and_errors_named() {
-        assert_eq!(vram_bytes(DEFAULT_VRAM_MIB), Ok(64 << 20));
+        assert_eq!(vram_bytes(DEFAULT_VRAM_MIB.into()), Ok(64 << 20));
         assert_eq!(vram_bytes(1), Ok(1 << 20));
         assert_eq!(vram_bytes(1024), Ok(1 << 30));
-        for bad in [0, 1025, u32::MAX] {
+        for bad in [0, 1025, u64::from(u32::MAX), 1 << 32] {
             let e = vram_bytes(bad).unwrap_err();
-            assert_eq!(
-                (e.field, e.value, e.min, e.max),
-                ("vram_mib", u64::from(bad), 1, 1024)
-            );
+            assert_eq!((e.field, e.value, e.min, e.max), ("vram_mib", bad, 1, 1024));
         }
         // Whole chunks.
         assert_eq!(vram_bytes(3).unwrap() % CHUNK_BYTES, 0);
@@ -318,7 +315,7 @@ mod tests {
 
     #[test]
     fn bandwidth_in_range() {
-        assert_eq!(bandwidth_mbps(DEFAULT_BANDWIDTH_MBPS), Ok(12_000));
+        assert_eq!(bandwidth_mbps(DEFAULT_BANDWIDTH_MBPS.into()), Ok(12_000));
         for bad in [0, 1_000_001] {
             let e = bandwidth_mbps(bad).unwrap_err();
             assert_eq!(

@@ -70,8 +70,8 @@ impl DispatchParams {
         rotation_period_cycles: u64,
         split_after_rounds: u64,
         power_window_cycles: u64,
-        choice: u32,
-        finder: u32,
+        choice: u64,
+        finder: u64,
     ) -> Result<Self, ParamError> {
         let check = |field, value: u64, min: u64, max: u64| {
             if value < min || value > max {
@@ -85,12 +85,15 @@ impl DispatchParams {
                 Ok(value)
             }
         };
-        let choice_ok = ModuleChoice::from_param(choice).ok_or(ParamError {
-            field: "module_choice",
-            value: u64::from(choice),
-            min: 0,
-            max: 2,
-        })?;
+        let choice_ok = u32::try_from(choice)
+            .ok()
+            .and_then(ModuleChoice::from_param)
+            .ok_or(ParamError {
+                field: "module_choice",
+                value: choice,
+                min: 0,
+                max: 2,
+            })?;
         let finder_ok = match finder {
             0 => FinderKind::Exact,
             1 => FinderKind::Grouped { group: 4 },
@@ -99,7 +102,7 @@ impl DispatchParams {
             _ => {
                 return Err(ParamError {
                     field: "finder",
-                    value: u64::from(finder),
+                    value: finder,
                     min: 0,
                     max: 3,
                 })

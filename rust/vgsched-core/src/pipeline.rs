@@ -129,7 +129,7 @@ pub struct PhaseOneParams {
 
 impl PhaseOneParams {
     /// From the module parameters `ctx_state_kib` and `ctx_init_us`.
-    pub fn from_values(state_kib: u32, init_us: u32) -> Result<Self, ParamError> {
+    pub fn from_values(state_kib: u64, init_us: u64) -> Result<Self, ParamError> {
         Ok(Self {
             state_bytes: u64::from(within("ctx_state_kib", state_kib, CTX_STATE_KIB)?) << 10,
             init_ns: u64::from(within("ctx_init_us", init_us, CTX_INIT_US)?) * 1000,

@@ -120,7 +120,7 @@ pub const POOL_BO_MIB: (u32, u32) = (1, 1 << 20);
 /// The device's pool for project members, from the module parameters
 /// `pool_contexts` and `pool_bo_mib`; tiles and shared bytes are not
 /// pooled (unlimited).
-pub fn pool_from_values(contexts: u32, bo_mib: u32) -> Result<Amounts, ParamError> {
+pub fn pool_from_values(contexts: u64, bo_mib: u64) -> Result<Amounts, ParamError> {
     let contexts = within("pool_contexts", contexts, POOL_CONTEXTS)?;
     let bo_mib = within("pool_bo_mib", bo_mib, POOL_BO_MIB)?;
     let mut pool = Amounts([u64::MAX; RESOURCES]);

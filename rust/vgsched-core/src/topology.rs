@@ -92,6 +92,81 @@ pub fn within(
     }
 }
 
+/// The topology's module parameters as given, each as wide as the
+/// parameter parser reads it (a value past 32 bits is out of range, named
+/// as given).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TopologyParams {
+    /// `modules`.
+    pub modules: u64,
+    /// `units_per_module`.
+    pub units_per_module: u64,
+    /// `hw_slots`.
+    pub hw_slots: u64,
+    /// `time_slice_us`.
+    pub time_slice_us: u64,
+    /// `vgpr_blocks`.
+    pub vgpr_blocks: u64,
+    /// `sgpr_blocks`.
+    pub sgpr_blocks: u64,
+    /// `wave_slots`.
+    pub wave_slots: u64,
+    /// `shared_mem_blocks`.
+    pub shared_mem_blocks: u64,
+    /// `clock_khz`.
+    pub clock_khz: u64,
+    /// `job_timeout_ms`.
+    pub job_timeout_ms: u64,
+}
+
+impl From<Topology> for TopologyParams {
+    fn from(t: Topology) -> Self {
+        Self {
+            modules: t.modules.into(),
+            units_per_module: t.units_per_module.into(),
+            hw_slots: t.hw_slots.into(),
+            time_slice_us: t.time_slice_us.into(),
+            vgpr_blocks: t.vgpr_blocks.into(),
+            sgpr_blocks: t.sgpr_blocks.into(),
+            wave_slots: t.wave_slots.into(),
+            shared_mem_blocks: t.shared_mem_blocks.into(),
+            clock_khz: t.clock_khz.into(),
+            job_timeout_ms: t.job_timeout_ms.into(),
+        }
+    }
+}
+
+impl TopologyParams {
+    /// The topology, or the first parameter out of [`limits`], in
+    /// declaration order (as [`Topology::validate`] names it).
+    pub fn topology(&self) -> Result<Topology, ParamError> {
+        Ok(Topology {
+            modules: within("modules", self.modules, limits::MODULES)?,
+            units_per_module: within(
+                "units_per_module",
+                self.units_per_module,
+                limits::UNITS_PER_MODULE,
+            )?,
+            hw_slots: within("hw_slots", self.hw_slots, limits::HW_SLOTS)?,
+            time_slice_us: within("time_slice_us", self.time_slice_us, limits::TIME_SLICE_US)?,
+            vgpr_blocks: within("vgpr_blocks", self.vgpr_blocks, limits::VGPR_BLOCKS)?,
+            sgpr_blocks: within("sgpr_blocks", self.sgpr_blocks, limits::SGPR_BLOCKS)?,
+            wave_slots: within("wave_slots", self.wave_slots, limits::WAVE_SLOTS)?,
+            shared_mem_blocks: within(
+                "shared_mem_blocks",
+                self.shared_mem_blocks,
+                limits::SHARED_MEM_BLOCKS,
+            )?,
+            clock_khz: within("clock_khz", self.clock_khz, limits::CLOCK_KHZ)?,
+            job_timeout_ms: within(
+                "job_timeout_ms",
+                self.job_timeout_ms,
+                limits::JOB_TIMEOUT_MS,
+            )?,
+        })
+    }
+}
+
 impl Topology {
     /// The default device: 4 modules of 4 units, 8 hardware slots, a 10 ms
     /// slice and the per-unit resources of the design brief.
@@ -111,41 +186,7 @@ impl Topology {
     /// Checks every field against [`limits`]; reports the first field that
     /// is out of range, in declaration order.
     pub fn validate(&self) -> Result<(), ParamError> {
-        let fields = [
-            ("modules", self.modules, limits::MODULES),
-            (
-                "units_per_module",
-                self.units_per_module,
-                limits::UNITS_PER_MODULE,
-            ),
-            ("hw_slots", self.hw_slots, limits::HW_SLOTS),
-            ("time_slice_us", self.time_slice_us, limits::TIME_SLICE_US),
-            ("vgpr_blocks", self.vgpr_blocks, limits::VGPR_BLOCKS),
-            ("sgpr_blocks", self.sgpr_blocks, limits::SGPR_BLOCKS),
-            ("wave_slots", self.wave_slots, limits::WAVE_SLOTS),
-            (
-                "shared_mem_blocks",
-                self.shared_mem_blocks,
-                limits::SHARED_MEM_BLOCKS,
-            ),
-            ("clock_khz", self.clock_khz, limits::CLOCK_KHZ),
-            (
-                "job_timeout_ms",
-                self.job_timeout_ms,
-                limits::JOB_TIMEOUT_MS,
-            ),
-        ];
-        for (field, value, (min, max)) in fields {
-            if value < min || value > max {
-                return Err(ParamError {
-                    field,
-                    value: value.into(),
-                    min: min.into(),
-                    max: max.into(),
-                });
-            }
-        }
-        Ok(())
+        TopologyParams::from(*self).topology().map(|_| ())
     }
 
     /// Total execution units on the device.
@@ -187,6 +228,21 @@ mod tests {
     fn default_is_valid() {
         assert_eq!(Topology::DEFAULT.validate(), Ok(()));
         assert_eq!(Topology::DEFAULT.total_units(), 16);
+    }
+
+    #[test]
+    fn a_value_past_32_bits_is_out_of_range_as_given() {
+        let mut p = TopologyParams::from(Topology::DEFAULT);
+        p.modules = 1 << 32;
+        let e = p.topology().unwrap_err();
+        assert_eq!(
+            (e.field, e.value, e.min, e.max),
+            ("modules", 1 << 32, 1, 64)
+        );
+        assert_eq!(
+            TopologyParams::from(Topology::DEFAULT).topology(),
+            Ok(Topology::DEFAULT)
+        );
     }
 
     #[test]

@@ -82,7 +82,8 @@ use vgsched_core::{
     tiles::TileAccount,
     topology::{
         ParamError,
-        Topology, //
+        Topology,
+        TopologyParams, //
     }, //
 };
 
@@ -95,51 +96,51 @@ module! {
     description: "Scheduling virtual GPU (DRM render device)",
     license: "GPL",
     params: {
-        modules: u32 {
+        modules: u64 {
             default: 4,
             description: "Execution modules on the virtual GPU (1-64)",
         },
-        units_per_module: u32 {
+        units_per_module: u64 {
             default: 4,
             description: "Execution units per module (1-16)",
         },
-        hw_slots: u32 {
+        hw_slots: u64 {
             default: 8,
             description: "Hardware context slots (1-64)",
         },
-        time_slice_us: u32 {
+        time_slice_us: u64 {
             default: 10000,
             description: "Base time slice t0 in microseconds (100-1000000)",
         },
-        vgpr_blocks: u32 {
+        vgpr_blocks: u64 {
             default: 128,
             description: "Vector register blocks per unit (1-4096)",
         },
-        sgpr_blocks: u32 {
+        sgpr_blocks: u64 {
             default: 64,
             description: "Scalar register blocks per unit (1-4096)",
         },
-        wave_slots: u32 {
+        wave_slots: u64 {
             default: 16,
             description: "Wave slots per unit (1-64)",
         },
-        shared_mem_blocks: u32 {
+        shared_mem_blocks: u64 {
             default: 48,
             description: "Shared-memory blocks per module (1-4096)",
         },
-        clock_khz: u32 {
+        clock_khz: u64 {
             default: 1000,
             description: "Modeled clock rate in kHz (1-1000000)",
         },
-        job_timeout_ms: u32 {
+        job_timeout_ms: u64 {
             default: 2000,
             description: "A wave running longer than this (modeled ms) hangs its job (10-60000)",
         },
-        module_choice: u32 {
+        module_choice: u64 {
             default: 0,
             description: "Execution module choice: 0 least recent power, 1 most free resources, 2 both",
         },
-        finder: u32 {
+        finder: u64 {
             default: 0,
             description: "Resource finder: 0 exact, 1 grouped by 4, 2 sampled, 3 packed (exact; a unit's register maps searched in one pass when they fit in 128 bits)",
         },
@@ -155,60 +156,61 @@ module! {
             default: 1024,
             description: "Window of the recent-power count of module choice, modeled cycles (16-2^24)",
         },
-        slice_formula: u32 {
+        slice_formula: u64 {
             default: 0,
             description: "Time-slice formula: 0 proportional (t0*n*wc/wz), 1 literal (t0*wz/wc); fixed at load",
         },
-        preemption_us: u32 {
+        preemption_us: u64 {
             default: 1000,
             description: "Distance between preemption points, modeled us (100-1000000)",
         },
-        slot_mode: u32 {
+        slot_mode: u64 {
             default: 0,
             description: "How residents share the device: 0 side by side, 1 in turn (one after another in load order)",
         },
-        weight_history: u32 {
+        weight_history: u64 {
             default: 0,
             description: "What slot-selection weights count: 0 bounded (runnable time; entering contexts join the residents), 1 unbounded (all since creation)",
         },
-        slot_switch_us: u32 {
+        slot_switch_us: u64 {
             default: 5,
             description: "Modeled time to stop or resume a wave whose state stays in its slot, us (0-1000)",
         },
-        pool_contexts: u32 {
+        pool_contexts: u64 {
             default: 1024,
             description: "Contexts the members of all projects may hold together (1-1000000)",
         },
-        pool_bo_mib: u32 {
+        pool_bo_mib: u64 {
             default: 1024,
             description: "Buffer-object MiB the members of all projects may hold together (1-1048576)",
         },
-        vram_mib: u32 {
+        vram_mib: u64 {
             default: 64,
             description: "Device memory, MiB (1-1024), handed out in 4 KiB chunks",
         },
-        ctx_state_kib: u32 {
+        ctx_state_kib: u64 {
             default: 64,
             description: "Phase 1: a context's state area in device memory, KiB (0-65536)",
         },
-        ctx_init_us: u32 {
+        ctx_init_us: u64 {
             default: 0,
             description: "Phase 1: a context's modeled environment initialisation, us (0-10000000)",
         },
-        vram_bandwidth_mbps: u32 {
+        vram_bandwidth_mbps: u64 {
             default: 12000,
             description: "Modeled copy bandwidth between system and device memory, MB/s (1-1000000)",
         },
-        preempt_at_once: u32 {
+        preempt_at_once: u64 {
             default: 1,
             description: "A context losing its slot stops its waves: 1 at once (their current instruction), 0 at their next preemption point",
         },
     },
 }
 
-/// Reads the topology from the module parameters.
-fn topology_from_params() -> Topology {
-    Topology {
+/// Reads the topology from the module parameters: `EINVAL` and a log line
+/// for one out of range.
+fn topology_from_params() -> Result<Topology> {
+    TopologyParams {
         modules: module_parameters::modules.value(),
         units_per_module: module_parameters::units_per_module.value(),
         hw_slots: module_parameters::hw_slots.value(),
@@ -220,6 +222,8 @@ fn topology_from_params() -> Topology {
         clock_khz: module_parameters::clock_khz.value(),
         job_timeout_ms: module_parameters::job_timeout_ms.value(),
     }
+    .topology()
+    .map_err(invalid_parameter)
 }
 
 /// Reads the dispatcher's settings from the module parameters.
@@ -283,8 +287,7 @@ struct VgschedModule {
 
 impl kernel::Module for VgschedModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let topology = topology_from_params();
-        topology.validate().map_err(invalid_parameter)?;
+        let topology = topology_from_params()?;
 
         let (tile_topology, power_model) = params::tiles(topology.modules)?;
         let tiles = KBox::new(
