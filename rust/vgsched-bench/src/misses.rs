@@ -481,7 +481,8 @@ pub fn report(opts: &Options) -> String {
          with probability ~{DOC_ALL:.0e}\" ({DOC_SINGLE}^{MODULES} = {:.2e})",
         DOC_SINGLE.powi(MODULES as i32)
     );
-    let half = analytic(0.5, DOC_NEED).grouped_none;
+    let at_half = analytic(0.5, DOC_NEED);
+    let half = at_half.grouped_none;
     let _ = writeln!(
         out,
         "  the chain at p = 1/2: a unit finds no free group with (15/16)^32 = {} (published: {DOC_UNIT}); \
@@ -696,7 +697,7 @@ pub fn report(opts: &Options) -> String {
         "  9e-7 by the single-map reading (16 maps, reading A) at p = {}",
         list(&verdict_all)
     );
-    let at = analytic(0.5, DOC_NEED);
+    let at = at_half;
     let _ = writeln!(
         out,
         "  of a unit's {} at p = 0.5, {} are maps without any free run of 4 (the exact finder fails too):\n\

@@ -161,6 +161,7 @@ use memory::{
     StageLog, //
 };
 use queue::{
+    queue_at,
     queue_in,
     queue_index,
     queue_of,
@@ -1413,7 +1414,7 @@ impl Engine {
         let mut collected = 0;
         let mut released = false;
         for i in 0..queues.len() {
-            let Some(q) = queues.get_mut(i).map(|q| &mut **q) else {
+            let Some(q) = queue_at(queues, i) else {
                 break;
             };
             let before = collected;

@@ -31,6 +31,7 @@ use super::{
         self,
         StageEvent, //
     },
+    queue_at,
     tiles,
     Engine,
     EngineState,
@@ -185,7 +186,7 @@ impl Engine {
             .filter_map(|&i| st.queues.get(i))
             .map(|q| q.head_jobs().filter(|j| j.tiles != 0).count())
             .sum::<usize>();
-        let walk = st.tile_jobs > resident_holders || st.slots.reorder_due || st.slots.lost();
+        let walk = st.tile_jobs > resident_holders || !st.slots.residents_exact();
         let running = match walk {
             true => memory::running_bytes(st.queues.iter().map(|q| &**q)),
             false => memory::running_bytes(
@@ -200,7 +201,7 @@ impl Engine {
             false => &mut only,
         };
         for queue in indices {
-            let Some(q) = st.queues.get_mut(queue).map(|q| &mut **q) else {
+            let Some(q) = queue_at(&mut st.queues, queue) else {
                 continue;
             };
             // Side by side every resident is a channel; in turn only the
@@ -482,7 +483,7 @@ impl Engine {
             warn_on!(true);
             return false;
         };
-        let Some(q) = queues.get_mut(head.queue).map(|q| &mut **q) else {
+        let Some(q) = queue_at(queues, head.queue) else {
             return false;
         };
         let Some(job) = active_in(&mut q.jobs) else {

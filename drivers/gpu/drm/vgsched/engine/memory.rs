@@ -55,6 +55,7 @@ use kernel::{
 
 use super::{
     dump::Ring,
+    queue_at,
     queue_in,
     queue_index,
     sync::Signalling,
@@ -430,19 +431,17 @@ impl ContextQueue {
     }
 }
 
-/// Something of a job or a context is in preparation, execution or
-/// clean-up (sequential mode does one thing at a time). A prepared job of
-/// a context that lost its slot does not count: it does not run, and its
-/// memory is reclaimed if the one that runs needs it.
-fn device_busy(st: &EngineState) -> bool {
-    st.queues.iter().any(|q| {
-        q.phase1 == PhaseOne::Allocating
-            || q.staged_jobs().any(|j| match j.stage {
-                Stage::Queued => false,
-                Stage::Uploading(_) => q.slot.is_some(),
-                _ => true,
-            })
-    })
+/// Something of context `q` or of its jobs is in preparation, execution
+/// or clean-up (sequential mode does one thing at a time). A prepared job
+/// of a context that lost its slot does not count: it does not run, and
+/// its memory is reclaimed if the one that runs needs it.
+fn keeps_device_busy(q: &ContextQueue) -> bool {
+    q.phase1 == PhaseOne::Allocating
+        || q.staged_jobs().any(|j| match j.stage {
+            Stage::Queued => false,
+            Stage::Uploading(_) => q.slot.is_some(),
+            _ => true,
+        })
 }
 
 /// The next task: the waiting context (with work, holding no slot) that
@@ -530,7 +529,7 @@ impl<'a> Gate<'a> {
 }
 
 /// What the phase-1 and phase-2 gates read of all contexts, found in one
-/// walk (and, in sequential mode, the busy test's), and for the memory
+/// walk (the busy test included, in sequential mode), and for the memory
 /// work item's choice ([`Survey::for_choice`]) what that choice reads.
 struct Survey {
     /// State areas held by initialised contexts (or contexts in phase 1).
@@ -564,6 +563,8 @@ struct Tally {
     lead: Option<u32>,
     /// Some current task is not at its progress point.
     short: bool,
+    /// Something keeps the device busy (sequential mode only).
+    busy: bool,
 }
 
 impl Tally {
@@ -587,10 +588,14 @@ impl Tally {
         if !self.short && q.slot.is_some() {
             self.short = !pipeline::next_phase2_allowed(p, q.sub_tasks());
         }
+        // Only sequential mode looks at it.
+        if p.mode == Mode::Sequential && !self.busy {
+            self.busy = keeps_device_busy(q);
+        }
     }
 
-    /// The survey of `st`, every context counted.
-    fn survey(self, st: &EngineState, p: &PipelineParams, state_bytes: u64) -> Survey {
+    /// The survey, every context counted.
+    fn survey(self, p: &PipelineParams, state_bytes: u64) -> Survey {
         let held = self.held.saturating_mul(state_bytes);
         Survey {
             held,
@@ -598,8 +603,7 @@ impl Tally {
             // ending (no slot, every job finished, its clean-ups under
             // way) to give its area back, rather than pass the threshold.
             ending: self.ending && p.mode == Mode::Pipelined && held >= p.phase1_threshold,
-            // Only sequential mode looks at it: no walk otherwise.
-            busy: p.mode == Mode::Sequential && device_busy(st),
+            busy: self.busy,
             cleanup: self.cleanup,
             cleanup_due: self.cleanup_due,
             level_in_force: self.lead,
@@ -626,7 +630,7 @@ impl Survey {
         for (i, q) in st.queues.iter().enumerate() {
             tally.add(i, q, p, choice);
         }
-        tally.survey(st, p, state_bytes)
+        tally.survey(p, state_bytes)
     }
 
     /// [`Self::for_choice`] in the same walk as the state-area release
@@ -647,7 +651,7 @@ impl Survey {
         if released {
             st.released();
         }
-        tally.survey(st, p, state_bytes)
+        tally.survey(p, state_bytes)
     }
 
     /// Whether a context without a slot may start phase 1 now.
@@ -769,7 +773,7 @@ impl Choices {
         // lost): when one of them has a task, that is the choice, and no
         // other context is looked at. Their order does not matter: no two
         // contexts have equal keys (job numbers are unique).
-        if shortcut && !st.slots.reorder_due && !st.slots.lost() {
+        if shortcut && st.slots.residents_exact() {
             for i in st.slots.residents().filter(|&i| leading(i)) {
                 lead.keep(i, candidates(i));
             }
@@ -803,20 +807,21 @@ impl Choices {
     }
 }
 
-/// State areas held by initialised contexts (or contexts in phase 1).
-fn phase1_held(queues: &[KBox<ContextQueue>], state_bytes: u64) -> u64 {
-    let held = queues.iter().filter(|q| q.phase1 != PhaseOne::Idle).count();
-    (held as u64).saturating_mul(state_bytes)
-}
-
 /// Before the phase 1 of context `index` (pipelined): if it holds a slot
-/// and the phase-1 threshold is reached, gives back the state areas of
-/// contexts initialised ahead of their load (no slot, nothing prepared or
-/// on the device, not of a higher level) until the areas held are under
-/// the threshold or none is left to give. A loaded context is initialised
-/// even so ([`pipeline::may_start_phase1`]): the threshold bounds
-/// initialisation ahead of a load.
-fn make_phase1_room(st: &mut EngineState, p: &PipelineParams, state_bytes: u64, index: usize) {
+/// and the state areas held (`held` bytes, as the [`Survey`] counted them)
+/// reach the phase-1 threshold, gives back the state areas of contexts
+/// initialised ahead of their load (no slot, nothing prepared or on the
+/// device, not of a higher level), in list order, until the areas held
+/// are under the threshold or none is left to give. A loaded context is
+/// initialised even so ([`pipeline::may_start_phase1`]): the threshold
+/// bounds initialisation ahead of a load.
+fn make_phase1_room(
+    st: &mut EngineState,
+    p: &PipelineParams,
+    state_bytes: u64,
+    index: usize,
+    mut held: u64,
+) {
     if p.mode != Mode::Pipelined {
         return;
     }
@@ -828,17 +833,19 @@ fn make_phase1_room(st: &mut EngineState, p: &PipelineParams, state_bytes: u64, 
     else {
         return;
     };
+    let now = monotonic_ns();
     let mut released = false;
-    while phase1_held(&st.queues, state_bytes) >= p.phase1_threshold {
-        let EngineState { queues, stages, .. } = &mut *st;
-        let Some(q) = queues
-            .iter_mut()
-            .find(|q| q.slot.is_none() && q.ctx.priority >= level && q.area_idle())
-        else {
+    let EngineState { queues, stages, .. } = &mut *st;
+    for q in queues.iter_mut() {
+        if held < p.phase1_threshold {
             break;
-        };
-        q.release_state(stages, monotonic_ns());
-        released = true;
+        }
+        if q.slot.is_none() && q.ctx.priority >= level && q.area_idle() {
+            // Initialised (`area_idle`): counted in `held`.
+            q.release_state(stages, now);
+            held = held.saturating_sub(state_bytes);
+            released = true;
+        }
     }
     if released {
         st.released();
@@ -879,7 +886,7 @@ impl Engine {
         // at (their list is exact unless a removal is pending).
         // The residents are looked at first either way: the answer is
         // the same whichever qualifying context is found.
-        let exact = !st.slots.reorder_due && !st.slots.lost();
+        let exact = st.slots.residents_exact();
         if exact && st.slots.residents().any(wanted) {
             return true;
         }
@@ -898,14 +905,14 @@ impl Engine {
         let state_bytes = self.phase_one.state_bytes;
         // State areas of tasks that are over are released first, in the
         // survey's walk.
-        let survey = Survey::releasing(st, &p, state_bytes, now);
+        let mut survey = Survey::releasing(st, &p, state_bytes, now);
         let releases = st.releases;
         let mut choices = Choices::of(st, &p, &survey, now, true);
         // The loaded contexts of the level in force go before everything
         // else: a preempting job's phase 1 and phase 2 do not wait behind
         // lower levels' clean-ups.
         if let Some(i) = choices.lead_phase_one {
-            return self.phase_one_task(st, &p, releases, i);
+            return self.phase_one_task(st, &p, releases, i, survey.held);
         }
         // (A queued job always has its spare handles: this finds one.)
         let lead_two = choices.lead_phase_two;
@@ -919,7 +926,7 @@ impl Engine {
         }
         if let Some(qi) = choices.cleanup_due {
             let EngineState { queues, stages, .. } = st;
-            let q = queues.get_mut(qi).map(|q| &mut **q)?;
+            let q = queue_at(queues, qi)?;
             let job = q.jobs.first_mut()?;
             let prepared = job.device.take()?;
             job.stage = Stage::CleaningUp;
@@ -938,7 +945,7 @@ impl Engine {
             // (initialised again once the blocked job fits).
             if let Some((qi, id)) = reclaim_victim(st, &blocked) {
                 let EngineState { queues, stages, .. } = st;
-                let q = queues.get_mut(qi).map(|q| &mut **q)?;
+                let q = queue_at(queues, qi)?;
                 let job = find_job_of(&mut q.jobs, id)?;
                 let prepared = job.device.take()?;
                 job.stage = Stage::Preparing;
@@ -956,13 +963,13 @@ impl Engine {
                 // The blocked one is tried again (below), with the others
                 // the release lets through.
                 st.released();
-                let survey = Survey::for_choice(st, &p, state_bytes);
+                survey = Survey::for_choice(st, &p, state_bytes);
                 choices = Choices::of(st, &p, &survey, now, false);
             }
             // Otherwise only a strictly higher level may try (below).
         }
         if let Some(i) = choices.phase_one {
-            return self.phase_one_task(st, &p, releases, i);
+            return self.phase_one_task(st, &p, releases, i, survey.held);
         }
         let (qi, id) = choices.phase_two?;
         Self::prepare_task(st, qi, id, releases)
@@ -971,7 +978,7 @@ impl Engine {
     /// Starts the phase 2 of job `id` of context `qi` (a [`Choices`]
     /// candidate).
     fn prepare_task(st: &mut EngineState, qi: usize, id: u64, releases: u64) -> Option<MemoryTask> {
-        let q = st.queues.get_mut(qi).map(|q| &mut **q)?;
+        let q = queue_at(&mut st.queues, qi)?;
         let ctx = q.ctx.clone();
         let job = find_job_of(&mut q.jobs, id)?;
         let prepared = job.spare.take()?;
@@ -986,16 +993,18 @@ impl Engine {
         })
     }
 
-    /// Starts the phase 1 of context `i` (a [`Choices`] candidate).
+    /// Starts the phase 1 of context `i` (a [`Choices`] candidate), with
+    /// `held` bytes of state areas held (the [`Survey`]'s count).
     fn phase_one_task(
         &self,
         st: &mut EngineState,
         p: &PipelineParams,
         releases: u64,
         i: usize,
+        held: u64,
     ) -> Option<MemoryTask> {
-        make_phase1_room(st, p, self.phase_one.state_bytes, i);
-        let q = st.queues.get_mut(i).map(|q| &mut **q)?;
+        make_phase1_room(st, p, self.phase_one.state_bytes, i, held);
+        let q = queue_at(&mut st.queues, i)?;
         q.phase1 = PhaseOne::Allocating;
         Some(MemoryTask::PhaseOne {
             ctx: q.ctx.clone(),

@@ -97,18 +97,6 @@ pub(super) struct ContextQueue {
     pub(super) last_job: JobTimes,
 }
 
-impl AsRef<SlotEntry> for ContextQueue {
-    fn as_ref(&self) -> &SlotEntry {
-        &self.entry
-    }
-}
-
-impl AsMut<SlotEntry> for ContextQueue {
-    fn as_mut(&mut self) -> &mut SlotEntry {
-        &mut self.entry
-    }
-}
-
 // The context list holds records boxed (removing one moves pointers, not
 // records): slot selection reads them through the box.
 impl AsRef<SlotEntry> for KBox<ContextQueue> {
@@ -234,7 +222,12 @@ pub(super) fn queue_in<'a>(
     queues: &'a mut [KBox<ContextQueue>],
     ctx: &Context,
 ) -> Option<&'a mut ContextQueue> {
-    queues.get_mut(queue_index(queues, ctx)?).map(|q| &mut **q)
+    queue_at(queues, queue_index(queues, ctx)?)
+}
+
+/// Record `i` of the context list, out of its box.
+pub(super) fn queue_at(queues: &mut [KBox<ContextQueue>], i: usize) -> Option<&mut ContextQueue> {
+    queues.get_mut(i).map(|q| &mut **q)
 }
 
 /// The position of the record of `ctx` in `queues`, the context list, if

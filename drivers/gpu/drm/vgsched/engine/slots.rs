@@ -40,6 +40,7 @@ use super::{
         LogRecord,
         SlotEvent, //
     },
+    queue_at,
     Chunk,
     ContextQueue,
     Engine,
@@ -251,6 +252,12 @@ impl SlotSelection {
         self.ordered.lost()
     }
 
+    /// [`Self::residents`] names exactly the contexts holding a slot, at
+    /// their positions: no reordering is due and nothing was lost.
+    pub(super) fn residents_exact(&self) -> bool {
+        !self.reorder_due && !self.lost()
+    }
+
     /// The earliest end of a running resident's slice.
     pub(super) fn next_slice_end(&self, queues: &[KBox<ContextQueue>]) -> Option<u64> {
         self.ordered.next_slice_end(queues)
@@ -400,7 +407,7 @@ impl Engine {
             *r = i;
         }
         let mut refresh_one = |queues: &mut KVVec<KBox<ContextQueue>>, i: usize| {
-            let Some(q) = queues.get_mut(i).map(|q| &mut **q) else {
+            let Some(q) = queue_at(queues, i) else {
                 return;
             };
             // A failed in-fence finishes its job at once: the job behind it
@@ -463,7 +470,7 @@ impl Engine {
         for change in changes.iter().take(n) {
             match *change {
                 SlotChange::Evict { index, preempted } => {
-                    let Some(q) = queues.get_mut(index).map(|q| &mut **q) else {
+                    let Some(q) = queue_at(queues, index) else {
                         continue;
                     };
                     if let Some(slot) = q.slot {
@@ -487,7 +494,7 @@ impl Engine {
                     q.switch_ns = q.switch_ns.saturating_add(out_ns);
                 }
                 SlotChange::Load { index, slice_ns } => {
-                    let Some(q) = queues.get_mut(index).map(|q| &mut **q) else {
+                    let Some(q) = queue_at(queues, index) else {
                         continue;
                     };
                     // At most `hw_slots` <= 64 contexts are resident.
@@ -547,7 +554,7 @@ impl Engine {
             totals,
             ..
         } = st;
-        let Some(q) = queues.get_mut(index).map(|q| &mut **q) else {
+        let Some(q) = queue_at(queues, index) else {
             return;
         };
         let Some(job) = active_in(&mut q.jobs) else {
