@@ -13,6 +13,13 @@
  *    not lock a busy one out when it wakes; under the unbounded history
  *    (weight_history=1) a context that never ran always wins and idle time
  *    counts, so both cases starve the other context (0 us measured).
+ *  - slot selection as its source document writes it (slot_mode=1
+ *    weight_history=1 slice_formula=1: residents in turn, unbounded
+ *    weights, the literal slice t0 x wz / wc) on the document's worked
+ *    examples with their 4-bit priority values: of 11 contexts (5 at
+ *    value 2, 6 at value 4) and of 7 (2 at 1, 4 at 3, 1 at 9) only the
+ *    highest level is ever a candidate, and of 3 contexts all at value 5
+ *    all three are loaded and share the device in load order.
  *
  * The module is reloaded for each test and the default one loaded after.
  */
@@ -35,6 +42,7 @@ struct log_line {
 	char kind[16]; /* "round", "load", "turn", "preempt", "leave" or "place" */
 	__u64 time_ns, client;
 	unsigned int ctx;
+	long slice_us; /* a load's or a turn's slice_us=, or -1 */
 };
 
 /* Parses the placement log into @out; returns how many lines, or -errno. */
@@ -55,6 +63,7 @@ static int read_log(struct log_line *out, int max)
 		__u64 number;
 
 		memset(l, 0, sizeof(*l));
+		l->slice_us = strstr(line, " slice_us=") ? atol(strstr(line, " slice_us=") + 10) : -1;
 		if (sscanf(line, "#%llu t=%llu client=%llu ctx=%u", &number, &l->time_ns, &l->client,
 			   &l->ctx) == 4)
 			strcpy(l->kind, "place");
@@ -461,6 +470,298 @@ TEST_F(preempt, a_higher_level_waits_for_the_save_not_the_point)
 	vg_buf_destroy(self->fd, &prog);
 	vg_buf_destroy(self->fd, &out);
 	free(log);
+}
+
+/*
+ * Slot selection as its source document writes it: residents in turn,
+ * weights counting all time since creation, the literal slice
+ * tc = t0 x wz / wc; L = 4 slots, t0 = 2 ms.
+ *
+ * Each example creates its contexts (in an interleaved order, so that
+ * creation order alone does not explain the choice) and queues a short job
+ * on each while a priority-0 context holds the device with an endless job;
+ * destroying that context lets the first selection look at all of them at
+ * once, as the document's pool does. The placement log then shows every
+ * selection (a "round" line, its "load" lines, then the turns).
+ */
+#define DOC_SLOTS 4
+#define DOC_T0_US 2000
+#define DOC_MAX 11
+#define DOC_LOG 4096
+
+FIXTURE(as_written) {
+	int fd;
+};
+
+FIXTURE_SETUP(as_written)
+{
+	ASSERT_EQ(0, vgsched_module_unload());
+	ASSERT_EQ(0, vgsched_module_load("hw_slots=4 time_slice_us=2000 preemption_us=200 "
+					 "slot_mode=1 weight_history=1 slice_formula=1"));
+	self->fd = vgsched_open_render_node();
+	ASSERT_GE(self->fd, 0);
+}
+
+FIXTURE_TEARDOWN(as_written)
+{
+	close(self->fd);
+	EXPECT_EQ(0, vgsched_module_unload());
+	EXPECT_EQ(0, vgsched_module_load(""));
+}
+
+/* One worked example: its contexts' priorities, in creation order. */
+struct example {
+	int n;
+	__u32 prio[DOC_MAX];
+	__u32 ctx[DOC_MAX];
+	struct busy_job job[DOC_MAX];
+	/* The log from the first selection of the example's contexts on. */
+	struct log_line log[DOC_LOG];
+	int lines;
+};
+
+/* Which of the example's contexts line @l is about, or -1. */
+static int who(const struct example *ex, const struct log_line *l, __u64 client)
+{
+	if (l->client != client)
+		return -1;
+	for (int i = 0; i < ex->n; i++)
+		if (ex->ctx[i] == l->ctx)
+			return i;
+	return -1;
+}
+
+/*
+ * Runs @ex: every context gets a job of @ms modeled ms, queued behind the
+ * priority-0 holder, which is then destroyed; waits for every job and
+ * checks its result. Keeps in ex->log the lines from the "round" of the
+ * first selection of an example context on. 0, or -1 with a message.
+ */
+static int run_example(struct __test_metadata *_metadata, int fd, struct example *ex, int ms)
+{
+	struct log_line *all = calloc(DOC_LOG, sizeof(*all));
+	struct vg_buf prog, out;
+	__u64 words[4], client;
+	__u32 holder;
+	int n, first = -1;
+
+	if (!all)
+		return -1;
+	holder = vgsched_ctx_create(fd, 0);
+	if (!holder || vg_program(fd, words, vg_prog_endless(words), &prog) ||
+	    vg_buf_create(fd, 4096, &out))
+		return -1;
+	struct drm_vgsched_submit s = vg_job(holder, &prog, 1, &out.handle, 1, 1, 1, 1);
+
+	if (vgsched_submit(fd, &s))
+		return -1;
+	for (int i = 0; i < ex->n; i++) {
+		ex->ctx[i] = vgsched_ctx_create(fd, ex->prio[i]);
+		if (!ex->ctx[i] || busy_job_init(fd, &ex->job[i], ex->ctx[i], ms, 1, 1, 1, 1))
+			return -1;
+	}
+	for (int i = 0; i < ex->n; i++)
+		if (busy_submit(fd, &ex->job[i]))
+			return -1;
+	if (!still_running(fd, holder, s.seqno)) {
+		TH_LOG("the priority-0 holder is not running");
+		return -1;
+	}
+	if (vgsched_ctx_destroy(fd, holder))
+		return -1;
+	for (int i = 0; i < ex->n; i++) {
+		if (wait_ok(fd, ex->ctx[i], ex->job[i].s.seqno) || busy_job_wrong(&ex->job[i]) != -1) {
+			TH_LOG("the job of context %d (priority %u) failed", i, ex->prio[i]);
+			return -1;
+		}
+	}
+	client = vgsched_client_id(fd, ex->ctx[0]);
+	n = read_log(all, DOC_LOG);
+	for (int k = 0; k < n && first < 0; k++)
+		if (who(ex, &all[k], client) >= 0)
+			first = k;
+	/* The round line before the first load; older lines must remain. */
+	while (first > 0 && !is(&all[first], "round"))
+		first--;
+	if (first <= 0 || !is(&all[first + 1], "load")) {
+		TH_LOG("the log does not hold the first selection (%d lines)", n);
+		return -1;
+	}
+	ex->lines = 0;
+	/* Rounds and the example's lines, with ctx rewritten as its index. */
+	for (int k = first; k < n; k++) {
+		int i = who(ex, &all[k], client);
+
+		if (!is(&all[k], "round") && i < 0)
+			continue;
+		ex->log[ex->lines] = all[k];
+		ex->log[ex->lines++].ctx = i;
+	}
+	for (int i = 0; i < ex->n; i++)
+		busy_job_fini(fd, &ex->job[i]);
+	vg_buf_destroy(fd, &prog);
+	vg_buf_destroy(fd, &out);
+	free(all);
+	return 0;
+}
+
+/*
+ * Selection @r (0 for the first): writes the example indices it loaded to
+ * @loaded and returns how many, or -1 if the log has no such selection. A
+ * selection is a "round" line, the residents it evicts, then its loads;
+ * the first turn ends it.
+ */
+static int selection(const struct example *ex, int r, int *loaded)
+{
+	int k = 0, count = 0;
+
+	for (int rounds = -1; k < ex->lines; k++)
+		if (is(&ex->log[k], "round") && ++rounds == r)
+			break;
+	if (k == ex->lines)
+		return -1;
+	for (k++; k < ex->lines && !is(&ex->log[k], "turn") && !is(&ex->log[k], "round"); k++)
+		if (is(&ex->log[k], "load"))
+			loaded[count++] = ex->log[k].ctx;
+	return count;
+}
+
+/* Index in the log of the first (@last: last) line about a context of priority @prio. */
+static int line_of(const struct example *ex, __u32 prio, int last)
+{
+	int found = -1;
+
+	for (int k = 0; k < ex->lines; k++) {
+		if (is(&ex->log[k], "round") || ex->prio[ex->log[k].ctx] != prio)
+			continue;
+		found = k;
+		if (!last)
+			break;
+	}
+	return found;
+}
+
+/*
+ * The first round's turns: none of them is clamped, since equal weights
+ * (none of the loaded contexts ran yet) give each n x t0 under the literal
+ * formula, n the number loaded (proportional would give t0).
+ */
+static int first_turns_are_n_t0(struct __test_metadata *_metadata, const struct example *ex, int n)
+{
+	int turns = 0;
+
+	for (int k = 1; k < ex->lines && !is(&ex->log[k], "round"); k++) {
+		if (!is(&ex->log[k], "turn"))
+			continue;
+		if (ex->log[k].slice_us != (long)n * DOC_T0_US) {
+			TH_LOG("a first-round turn of %ld us, not %d x t0", ex->log[k].slice_us, n);
+			return -1;
+		}
+		turns++;
+	}
+	return turns == n ? 0 : -1;
+}
+
+/* The document's 11 contexts: 5 at the third priority (value 2), 6 at the fifth (value 4). */
+TEST_F(as_written, eleven_contexts_only_the_third_priority_is_a_candidate)
+{
+	static const __u32 prio[] = { 4, 2, 4, 2, 4, 2, 4, 2, 4, 2, 4 };
+	struct example *ex = calloc(1, sizeof(*ex));
+	int loaded[DOC_MAX], got, fifth = 0;
+
+	ASSERT_NE(NULL, ex);
+	ex->n = 11;
+	memcpy(ex->prio, prio, sizeof(prio));
+	ASSERT_EQ(0, run_example(_metadata, self->fd, ex, 12));
+	/*
+	 * a = 5 candidates > L = 4: the four of the largest weight, all
+	 * infinite (none ran), hence the oldest: contexts 1, 3, 5 and 7.
+	 */
+	got = selection(ex, 0, loaded);
+	ASSERT_EQ(DOC_SLOTS, got);
+	for (int i = 0; i < got; i++) {
+		ASSERT_EQ(1 + 2 * i, loaded[i]) TH_LOG("first selection loaded context %d", loaded[i]);
+	}
+	ASSERT_EQ(0, first_turns_are_n_t0(_metadata, ex, DOC_SLOTS));
+	/* Once they had their turns, the remaining a - L compete: context 9 never ran, so it wins. */
+	got = selection(ex, 1, loaded);
+	ASSERT_GT(got, 0);
+	for (int i = 0; i < got; i++) {
+		ASSERT_EQ(2, ex->prio[loaded[i]]);
+		fifth |= loaded[i] == 9;
+	}
+	ASSERT_TRUE(fifth);
+	/* Strict priority: the fifth level's contexts appear only once the third's are done. */
+	ASSERT_GT(line_of(ex, 4, 0), line_of(ex, 2, 1));
+	TH_LOG("%d log lines; the fifth level first at line %d, the third last at %d", ex->lines,
+	       line_of(ex, 4, 0), line_of(ex, 2, 1));
+	free(ex);
+}
+
+/* The document's 7 contexts: 2 at the second priority (1), 4 at the fourth (3), 1 at the tenth (9). */
+TEST_F(as_written, seven_contexts_one_level_at_a_time)
+{
+	static const __u32 prio[] = { 3, 9, 1, 3, 3, 1, 3 };
+	struct example *ex = calloc(1, sizeof(*ex));
+	int loaded[DOC_MAX], got, r;
+
+	ASSERT_NE(NULL, ex);
+	ex->n = 7;
+	memcpy(ex->prio, prio, sizeof(prio));
+	ASSERT_EQ(0, run_example(_metadata, self->fd, ex, 12));
+	/* a = 2 <= L: both loaded, and nothing else although two slots stay free. */
+	got = selection(ex, 0, loaded);
+	ASSERT_EQ(2, got);
+	ASSERT_EQ(2, loaded[0]);
+	ASSERT_EQ(5, loaded[1]);
+	ASSERT_EQ(0, first_turns_are_n_t0(_metadata, ex, 2));
+	/* Level 3 once level 1 is done; level 9 once level 3 is. */
+	ASSERT_GT(line_of(ex, 3, 0), line_of(ex, 1, 1));
+	ASSERT_GT(line_of(ex, 9, 0), line_of(ex, 3, 1));
+	/* The selection that first takes level 3 loads all four (a = 4 <= L). */
+	for (r = 1; (got = selection(ex, r, loaded)) >= 0; r++)
+		if (got > 0 && ex->prio[loaded[0]] == 3)
+			break;
+	ASSERT_EQ(4, got);
+	for (int i = 0; i < got; i++)
+		ASSERT_EQ(3, ex->prio[loaded[i]]);
+	free(ex);
+}
+
+/*
+ * The document's 3 contexts, all at the sixth priority (value 5): all three
+ * are candidates and all are loaded; they run one after another in load
+ * order, 3 x t0 each in the first round, and no slice of the run is
+ * clamped to [t0 / 4, 8 x t0]: the formula is in force as written.
+ */
+TEST_F(as_written, three_contexts_at_the_sixth_priority_share_in_turn)
+{
+	static const __u32 prio[] = { 5, 5, 5 };
+	struct example *ex = calloc(1, sizeof(*ex));
+	int loaded[DOC_MAX], got, turns[3] = { 0 };
+
+	ASSERT_NE(NULL, ex);
+	ex->n = 3;
+	memcpy(ex->prio, prio, sizeof(prio));
+	ASSERT_EQ(0, run_example(_metadata, self->fd, ex, 20));
+	got = selection(ex, 0, loaded);
+	ASSERT_EQ(3, got);
+	for (int i = 0; i < got; i++)
+		ASSERT_EQ(i, loaded[i]);
+	ASSERT_EQ(0, first_turns_are_n_t0(_metadata, ex, 3));
+	for (int k = 0; k < ex->lines; k++) {
+		const struct log_line *l = &ex->log[k];
+
+		if (l->slice_us < 0)
+			continue;
+		ASSERT_GT(l->slice_us, DOC_T0_US / 4) TH_LOG("line %d: slice clamped", k);
+		ASSERT_LT(l->slice_us, 8 * DOC_T0_US) TH_LOG("line %d: slice clamped", k);
+		turns[l->ctx] += is(l, "turn");
+	}
+	TH_LOG("turns: %d, %d, %d", turns[0], turns[1], turns[2]);
+	for (int i = 0; i < 3; i++)
+		ASSERT_GE(turns[i], 2);
+	free(ex);
 }
 
 TEST_HARNESS_MAIN

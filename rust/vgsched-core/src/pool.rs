@@ -298,26 +298,26 @@ mod tests {
     }
 
     #[test]
-    fn eleven_contexts_level_three_wins() {
-        // Slot selection's worked example: 5 at priority 3, 6 at priority 5,
-        // L large.
+    fn eleven_contexts_the_third_priority_wins() {
+        // Slot selection's worked example in 4-bit values: 5 at the third
+        // priority (value 2), 6 at the fifth (value 4), L large.
         let mut c = [cand(0, 0, 0, 0); 11];
         for (i, x) in c.iter_mut().enumerate() {
-            let level = if i % 2 == 0 && i < 10 { 3 } else { 5 };
+            let level = if i % 2 == 0 && i < 10 { 2 } else { 4 };
             *x = cand(i as u32, level, i as u64 * MIN, (i as u64 + 1) * MIN);
         }
         let mut out = [0; 64];
         let n = select(&c, 60 * MIN, 64, &mut out);
         assert_eq!(n, 5);
         assert_eq!(sorted(&out[..n])[..5], [0, 2, 4, 6, 8]);
-        assert_eq!(highest_runnable_level(&c), Some(3));
+        assert_eq!(highest_runnable_level(&c), Some(2));
     }
 
     #[test]
-    fn seven_contexts_level_two_wins() {
-        // Slot selection's worked example: 2 at level 2, 4 at level 4, 1 at
-        // level 10.
-        let levels = [4, 10, 2, 4, 4, 2, 4];
+    fn seven_contexts_the_second_priority_wins() {
+        // Slot selection's worked example: 2 at the second priority (value
+        // 1), 4 at the fourth (3), 1 at the tenth (9).
+        let levels = [3, 9, 1, 3, 3, 1, 3];
         let mut c = [cand(0, 0, 0, 0); 7];
         for (i, x) in c.iter_mut().enumerate() {
             *x = cand(i as u32, levels[i], 0, MIN);
@@ -325,6 +325,23 @@ mod tests {
         let mut out = [0; 8];
         let n = select(&c, 60 * MIN, 8, &mut out);
         assert_eq!(&out[..n], &[2, 5]);
+        assert_eq!(highest_runnable_level(&c), Some(1));
+    }
+
+    #[test]
+    fn three_contexts_at_the_sixth_priority_are_all_candidates() {
+        // Slot selection's worked example: 3 contexts, all at the sixth
+        // priority (value 5), beside two at lower levels; L = 4 >= a = 3.
+        let levels = [5, 7, 5, 15, 5];
+        let mut c = [cand(0, 0, 0, 0); 5];
+        for (i, x) in c.iter_mut().enumerate() {
+            *x = cand(i as u32, levels[i], i as u64 * MIN, (i as u64 + 1) * MIN);
+        }
+        let mut out = [0; 4];
+        let n = select(&c, 60 * MIN, 4, &mut out);
+        assert_eq!(highest_runnable_level(&c), Some(5));
+        assert_eq!(n, 3);
+        assert_eq!(sorted(&out[..n])[..3], [0, 2, 4]);
     }
 
     #[test]

@@ -700,10 +700,10 @@ mod tests {
 
     #[test]
     fn document_examples_load_only_the_highest_level() {
-        // 11 contexts: 5 at priority 3, 6 at priority 5; L = 8.
+        // 11 contexts: 5 at value 2, 6 at value 4; L = 8.
         let mut e = [ctx(0, 0, 0, 0); 11];
         for (i, x) in e.iter_mut().enumerate() {
-            *x = ctx(i as u32, if i < 5 { 3 } else { 5 }, 0, MIN);
+            *x = ctx(i as u32, if i < 5 { 2 } else { 4 }, 0, MIN);
         }
         let mut s = Sched::new(8, SliceFormula::Proportional);
         let changes = s.run(&mut e, 60 * MIN);
@@ -712,8 +712,8 @@ mod tests {
             .iter()
             .all(|c| matches!(c, SlotChange::Load { index, .. } if *index < 5)));
         assert_eq!(residents(&e), 0b11111);
-        // 7 contexts: 2 at level 2, 4 at level 4, 1 at level 10.
-        let levels = [4, 10, 2, 4, 4, 2, 4];
+        // 7 contexts: 2 at value 1, 4 at value 3, 1 at value 9.
+        let levels = [3, 9, 1, 3, 3, 1, 3];
         let mut e = [ctx(0, 0, 0, 0); 7];
         for (i, x) in e.iter_mut().enumerate() {
             *x = ctx(i as u32, levels[i], 0, MIN);
@@ -1053,7 +1053,7 @@ mod tests {
     fn in_turn_document_examples_load_only_the_highest_level() {
         let mut e = [ctx(0, 0, 0, 0); 11];
         for (i, x) in e.iter_mut().enumerate() {
-            *x = ctx(i as u32, if i < 5 { 3 } else { 5 }, 0, MIN);
+            *x = ctx(i as u32, if i < 5 { 2 } else { 4 }, 0, MIN);
         }
         let mut s = sched_with(
             8,
@@ -1071,7 +1071,7 @@ mod tests {
         assert!(matches!(changes[6], SlotChange::Turn { index: 0, .. }));
         assert_eq!(residents(&e), 0b11111);
         assert_eq!(e.iter().filter(|x| x.turn).count(), 1);
-        let levels = [4, 10, 2, 4, 4, 2, 4];
+        let levels = [3, 9, 1, 3, 3, 1, 3];
         let mut e = [ctx(0, 0, 0, 0); 7];
         for (i, x) in e.iter_mut().enumerate() {
             *x = ctx(i as u32, levels[i], 0, MIN);

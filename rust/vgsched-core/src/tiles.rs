@@ -955,7 +955,21 @@ pub fn document_cases() -> Result<(), &'static str> {
     ];
     let mut out = [0usize; 4];
     let n = order(Policy::Power, &nodes, 2, &mut out);
-    let cases: [(&'static str, bool); 6] = [
+    // Two pending tasks of 2 tiles: the first takes node 1, which has no
+    // idle tile left; placed next, the second takes node 2.
+    let mut after_first = nodes;
+    after_first[0].idle = 0;
+    after_first[0].idle_power_mw = 0;
+    // Second power values 18, 20, 5 and 7 of nodes a to d, none wholly idle.
+    let abcd = [18, 20, 5, 7].map(|mw| NodeView {
+        tiles: 4,
+        idle: 2,
+        idle_power_mw: mw,
+        standby_mw: 10,
+    });
+    let mut by_power = [0usize; 4];
+    let ordered = order(Policy::Power, &abcd, 1, &mut by_power);
+    let cases: [(&'static str, bool); 10] = [
         (
             "node 3 is wholly idle: 30 + 25",
             nodes[2].order_power_mw() == 55,
@@ -974,8 +988,37 @@ pub fn document_cases() -> Result<(), &'static str> {
             "3 tiles: no node",
             choose(Policy::Power, &nodes, 3).is_none(),
         ),
+        (
+            "two pending tasks: nodes 1 and 2",
+            choose(Policy::Power, &after_first, 2) == Some(1),
+        ),
+        (
+            "second power 2 + 7 + 9 + 12 = 30",
+            second_power_of_four_types() == Some((30, 55)),
+        ),
+        ("18, 20, 5, 7: all four ordered", ordered == 4),
+        ("18, 20, 5, 7: order c, d, a, b", by_power == [2, 3, 0, 1]),
     ];
     super::device_memory::first_failing(&cases)
+}
+
+/// The second power value of one node of four idle tiles whose types draw
+/// 2, 7, 9 and 12 mW when busy, as placement reads it from the tile
+/// account, and its third (the standby charge of 25 mW added, since every
+/// tile is idle).
+fn second_power_of_four_types() -> Option<(u64, u64)> {
+    let topo = TileTopology::from_values(4, 1, 4, &[0, 1, 2, 3], &[2, 7, 9, 12], &[25]).ok()?;
+    let model = PowerModel::from_values(&topo, 1, 1, 0, 0).ok()?;
+    let account = TileAccount::new(topo, model, 0);
+    let mut views = [NodeView {
+        tiles: 0,
+        idle: 0,
+        idle_power_mw: 0,
+        standby_mw: 0,
+    }; MAX_NODES];
+    let count = account.views(&mut views);
+    let node = views.get(..count)?.first()?;
+    Some((node.idle_power_mw, node.order_power_mw()))
 }
 
 #[cfg(test)]

@@ -627,22 +627,29 @@ mod slots {
     fn in_turn_runs_the_document_examples() {
         let policy =
             SlotPolicy::new(8, SliceFormula::Proportional, 10_000_000).with_mode(SlotMode::InTurn);
-        // 11 contexts, 5 at priority 3: those five load, the first runs.
-        let mut e = contexts([3, 3, 3, 3, 3, 5, 5, 5, 5, 5, 5], [MIN; 11]);
+        // 11 contexts, 5 at the third priority (value 2), 6 at the fifth
+        // (value 4): those five load, the first runs.
+        let mut e = contexts([2, 2, 2, 2, 2, 4, 4, 4, 4, 4, 4], [MIN; 11]);
         let (c, n) = decide(&mut e, &policy, 60 * MIN);
         assert_eq!(n, 7);
         assert_eq!(c[0], SlotChange::Round);
         assert!(matches!(c[6], SlotChange::Turn { index: 0, .. }));
         assert!(e.iter().enumerate().all(|(i, x)| x.resident == (i < 5)));
         assert_eq!(e.iter().filter(|x| x.turn).count(), 1);
-        // 7 contexts, 2 at priority 2: those two.
-        let mut e = contexts([4, 10, 2, 4, 4, 2, 4], [MIN; 7]);
+        // 7 contexts, 2 at value 1, 4 at value 3, 1 at value 9: those two.
+        let mut e = contexts([3, 9, 1, 3, 3, 1, 3], [MIN; 7]);
         decide(&mut e, &policy, 60 * MIN);
         assert!(e
             .iter()
             .enumerate()
             .all(|(i, x)| x.resident == (i == 2 || i == 5)));
         assert!(e[2].turn && !e[5].turn);
+        // 3 contexts, all at the sixth priority (value 5): all three load.
+        let mut e = contexts([5, 5, 5], [MIN; 3]);
+        let (c, n) = decide(&mut e, &policy, 60 * MIN);
+        assert_eq!(n, 5);
+        assert!(e.iter().all(|x| x.resident));
+        assert!(matches!(c[4], SlotChange::Turn { index: 0, .. }));
         // Ten loaded, weights 5, 5, 5, 5, 2, 2, 2, 2, 1, 1 (sum 30): the
         // first, of weight 5, runs t0 x 30 / 5 = 6 x t0 under the literal
         // formula.
@@ -659,11 +666,11 @@ mod slots {
 
     #[test]
     fn only_the_highest_level_is_loaded() {
-        // 11 contexts: 5 at priority 3, 6 at priority 5; 8 slots.
+        // 11 contexts: 5 at value 2, 6 at value 4; 8 slots.
         let mut e: [SlotEntry; 11] = core::array::from_fn(|i| {
             SlotEntry::new(Candidate {
                 id: i as u32,
-                priority: if i < 5 { 3 } else { 5 },
+                priority: if i < 5 { 2 } else { 4 },
                 created_ns: 0,
                 runtime_ns: MIN,
                 runnable: true,
