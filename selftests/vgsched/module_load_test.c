@@ -538,6 +538,7 @@ TEST(invalid_parameters_fail_with_einval_and_a_log_line)
 		{ "placement_policy=2", "invalid parameter placement_policy=2 (must be 0..=1)" },
 		{ "pool_contexts=0", "invalid parameter pool_contexts=0 (must be 1..=1000000)" },
 		{ "pool_bo_mib=1048577", "invalid parameter pool_bo_mib=1048577 (must be 1..=1048576)" },
+		{ "tile_enrolment=2", "invalid parameter tile_enrolment=2 (must be 0..=1)" },
 		/* Past 32 bits: out of range as given, not a parser's ERANGE. */
 		{ "nodes=4294967296", "invalid parameter nodes=4294967296 (must be 1..=16)" },
 		{ "tile_wake_us=4294967296",

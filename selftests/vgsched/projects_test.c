@@ -791,4 +791,181 @@ TEST_F(projects, tile_codes)
 	EXPECT_STREQ("", buf);
 }
 
+/* Creates @project with member @uid whose request fits two one-tile jobs at once. */
+static int project_of_one(const char *project, const char *uid)
+{
+	char dir[64];
+
+	snprintf(dir, sizeof(dir), "%s/%s", project, uid);
+	return cfs_mkdir(project) || cfs_set(project, "budget_contexts", "2") ||
+	       cfs_set(project, "budget_bo_bytes", "1048576") ||
+	       cfs_set(project, "budget_tiles", "2") || cfs_mkdir(dir) ||
+	       cfs_set(dir, "request_contexts", "2") || cfs_set(dir, "request_bo_bytes", "1048576") ||
+	       cfs_set(dir, "request_tiles", "2");
+}
+
+/* A job of one tile (arg 1) or two (arg 2) in a new file: 0, -errno of SUBMIT, or 1000. */
+static int one_job_of(void *arg)
+{
+	__u64 seqno;
+	int fd = vgsched_open_render_node(), ret = 1000;
+	__u32 ctx = fd < 0 ? 0 : vgsched_ctx_create(fd, 8);
+
+	if (ctx)
+		ret = tile_job_done(fd, ctx, (__u32)(long)arg, &seqno);
+	if (fd >= 0)
+		close(fd);
+	return ret == -EACCES ? 13 : ret;
+}
+
+/* The status of one_job_of() for a job of @k tiles as @uid: 0 ran, 13 EACCES. */
+static int job_as(uid_t uid, long k)
+{
+	return as_uid(uid, one_job_of, (void *)k);
+}
+
+/*
+ * A member of alpha, with tile 1 enrolled into alpha and tile 2 for
+ * everyone: its jobs run (on tile 1, the first node in placement's order);
+ * a long one is running when tile 1 is revoked, and ends with its result
+ * exact; every job after it goes to tile 2, although tile 1 is idle
+ * again. Its client and context are sent to the parent first.
+ */
+static int alpha_across_a_revocation(void *arg)
+{
+	struct tile_run *r = arg;
+	struct busy_job long_job;
+	__u64 seqno;
+	__u32 ctx;
+	int fd;
+
+	if (tile_child_start(r, &fd, &ctx))
+		return 101;
+	for (int i = 0; i < 2; i++)
+		if (tile_job_done(fd, ctx, 1, &seqno))
+			return 102;
+	if (busy_job_init(fd, &long_job, ctx, 300, 1, 1, 4, 1))
+		return 103;
+	long_job.s.tiles = 1;
+	if (busy_submit(fd, &long_job) || long_job.s.seqno != 3)
+		return 104;
+	/* The administrator revokes tile 1. */
+	if (await_revocation(r->from_child, r->to_child))
+		return 105;
+	if (wait_ok(fd, ctx, long_job.s.seqno) || busy_job_wrong(&long_job) != -1)
+		return 106;
+	busy_job_fini(fd, &long_job);
+	/* Tile 1 is free again, and would be placement's first choice. */
+	for (int i = 0; i < 3; i++)
+		if (tile_job_done(fd, ctx, 1, &seqno) || seqno != 4 + (__u64)i)
+			return 107;
+	close(fd);
+	return 0;
+}
+
+/*
+ * Provider enrolment, as the pooling document has it (tile_enrolment=1;
+ * two nodes of two tiles): every tile starts outside the pool and serves
+ * no job, root's included; a code made for tile 1 and entered for project
+ * alpha puts it in the pool for alpha's members only; tile 2 entered
+ * without a project serves everyone; revoking tile 1 sends every later
+ * job of alpha to tile 2 while the job already running on tile 1 ends
+ * exactly; revoking tile 2 leaves nothing. Malformed commands are EINVAL,
+ * a wrong code EACCES, an unknown project ENOENT, each changing nothing.
+ */
+TEST_F(projects, providers_join_the_pool_by_their_codes)
+{
+	static const char *const bad[] = { "code", "code 4", "frob 1", "code 1 2", "revoke -1",
+					   "enrol 1", "enrol 1 0123", "enrol 1 0123 alpha" };
+	char buf[512], line[128], code1[33], code2[33];
+	struct vg_tiles rec[16];
+	struct tile_run run;
+	int fd, to, from, n;
+	__u64 ids[2];
+	pid_t pid;
+
+	ASSERT_EQ(0, vgsched_module_unload());
+	ASSERT_EQ(0, vgsched_module_load("modules=4 nodes=2 tiles_per_node=2 tile_enrolment=1"));
+	fd = vgsched_open_render_node_at(buf, sizeof(buf));
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, chmod(buf, 0666));
+	ASSERT_EQ(0, project_of_one("alpha", "1001"));
+	ASSERT_EQ(0, project_of_one("beta", "1002"));
+	ASSERT_EQ(0, cfs_read("providers", buf, sizeof(buf)));
+	EXPECT_STREQ("0 out\n1 out\n2 out\n3 out\n", buf);
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		EXPECT_EQ(-EINVAL, cfs_write("providers", bad[i])) TH_LOG("'%s'", bad[i]);
+	}
+	/* Nothing in the pool: no job runs, not even root's. */
+	EXPECT_EQ(13, one_job_of((void *)1L));
+	EXPECT_EQ(13, job_as(1001, 1));
+
+	/* The provider's code for tile 1, shown once. */
+	ASSERT_EQ(0, cfs_write("providers", "code 1\n"));
+	ASSERT_EQ(0, cfs_read("providers", buf, sizeof(buf)));
+	ASSERT_EQ(1, sscanf(buf, "0 out\n1 out code %32s\n", code1)) TH_LOG("'%s'", buf);
+	ASSERT_EQ(32, strlen(code1));
+	ASSERT_EQ(0, cfs_read("providers", buf, sizeof(buf)));
+	EXPECT_STREQ("0 out\n1 out code\n2 out\n3 out\n", buf);
+	/* A wrong code, an unknown project: refused, nothing changes. */
+	snprintf(line, sizeof(line), "enrol 1 %s alpha", code1);
+	line[8] = line[8] == '0' ? '1' : '0';
+	EXPECT_EQ(-EACCES, cfs_write("providers", line));
+	snprintf(line, sizeof(line), "enrol 1 %s gamma", code1);
+	EXPECT_EQ(-ENOENT, cfs_write("providers", line));
+	snprintf(line, sizeof(line), "enrol 2 %s", code1);
+	EXPECT_EQ(-EACCES, cfs_write("providers", line)) TH_LOG("tile 2 has no code");
+	ASSERT_EQ(0, cfs_read("providers", buf, sizeof(buf)));
+	EXPECT_STREQ("0 out\n1 out code\n2 out\n3 out\n", buf);
+
+	/* Entered for alpha: alpha's member and root run, beta's and a stranger do not. */
+	snprintf(line, sizeof(line), "enrol 1 %s alpha\n", code1);
+	ASSERT_EQ(0, cfs_write("providers", line));
+	ASSERT_EQ(0, cfs_read("providers", buf, sizeof(buf)));
+	EXPECT_STREQ("0 out\n1 projects alpha code\n2 out\n3 out\n", buf);
+	EXPECT_EQ(0, job_as(1001, 1));
+	EXPECT_EQ(13, job_as(1001, 2)) TH_LOG("two tiles: only tile 1 is alpha's");
+	EXPECT_EQ(13, job_as(1002, 1));
+	EXPECT_EQ(13, job_as(1004, 1));
+	EXPECT_EQ(0, one_job_of((void *)1L));
+
+	/* Tile 2 entered without a project: everyone's. */
+	ASSERT_EQ(0, cfs_write("providers", "code 2"));
+	ASSERT_EQ(0, cfs_read("providers", buf, sizeof(buf)));
+	ASSERT_EQ(1, sscanf(strstr(buf, "\n2 ") + 1, "2 out code %32s\n", code2)) TH_LOG("'%s'", buf);
+	snprintf(line, sizeof(line), "enrol 2 %s", code2);
+	ASSERT_EQ(0, cfs_write("providers", line));
+	ASSERT_EQ(0, cfs_read("providers", buf, sizeof(buf)));
+	EXPECT_STREQ("0 out\n1 projects alpha code\n2 everyone code\n3 out\n", buf);
+	EXPECT_EQ(0, job_as(1002, 1));
+	EXPECT_EQ(0, job_as(1004, 1));
+	EXPECT_EQ(13, job_as(1002, 2)) TH_LOG("tiles 1 and 2 are on two nodes");
+
+	/* Revoked while alpha's long job runs on tile 1. */
+	pid = fork_talking(1001, alpha_across_a_revocation, &run, &run.to_child, &run.from_child,
+			   &to, &from);
+	ASSERT_GE(pid, 0);
+	ASSERT_EQ(sizeof(ids), read(from, ids, sizeof(ids)));
+	EXPECT_EQ(0, revoke_for_child(pid, from, to, "providers", "revoke 1"));
+	ASSERT_EQ(0, cfs_read("providers", buf, sizeof(buf)));
+	EXPECT_STREQ("0 out\n1 out\n2 everyone code\n3 out\n", buf);
+	n = tile_records(ids[0], ids[1], rec, 16);
+	ASSERT_EQ(6, n);
+	for (int i = 0; i < n; i++) {
+		TH_LOG("job %llu on tiles 0x%x", rec[i].job, rec[i].mask);
+		if (rec[i].job <= 3) {
+			EXPECT_EQ(0x2, rec[i].mask) TH_LOG("before the revocation, tile 1 first");
+		} else {
+			EXPECT_EQ(0x4, rec[i].mask) TH_LOG("after tile 1 was revoked");
+		}
+	}
+
+	ASSERT_EQ(0, cfs_write("providers", "revoke 2"));
+	ASSERT_EQ(0, cfs_read("providers", buf, sizeof(buf)));
+	EXPECT_STREQ("0 out\n1 out\n2 out\n3 out\n", buf);
+	EXPECT_EQ(13, job_as(1001, 1));
+	EXPECT_EQ(13, one_job_of((void *)1L));
+	close(fd);
+}
+
 TEST_HARNESS_MAIN

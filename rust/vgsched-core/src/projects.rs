@@ -493,12 +493,111 @@ pub const NAME_BYTES: usize = 32;
 pub fn parse_name(field: &[u8; NAME_BYTES]) -> Option<&[u8]> {
     let len = field.iter().position(|&b| b == 0)?;
     let (name, rest) = field.split_at(len);
+    (valid_name(name) && rest.iter().all(|&b| b == 0)).then_some(name)
+}
+
+/// Whether `name` is a valid name of [`parse_name`]'s rule.
+pub fn valid_name(name: &[u8]) -> bool {
     let allowed = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
-    let ok = !name.is_empty()
-        && name[0] != b'.'
-        && name.iter().all(allowed)
-        && rest.iter().all(|&b| b == 0);
-    ok.then_some(name)
+    name.len() < NAME_BYTES && name.first().is_some_and(|&b| b != b'.') && name.iter().all(allowed)
+}
+
+/// Bytes of an authorization code (`DRM_VGSCHED_CODE_BYTES`).
+pub const CODE_BYTES: usize = 16;
+
+/// Limits of the module parameter `tile_enrolment`.
+pub const TILE_ENROLMENT: (u32, u32) = (0, 1);
+
+/// Whether the device's tiles start outside the pool, from the module
+/// parameter `tile_enrolment`: 0, every tile serves everyone from load
+/// (until revoked); 1, no tile serves anyone until its code is entered.
+pub fn tiles_start_outside(value: u64) -> Result<bool, ParamError> {
+    Ok(within("tile_enrolment", value, TILE_ENROLMENT)? == 1)
+}
+
+/// A command of the `providers` attribute, which enrols the device's
+/// tiles (its providers) into the pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProviderCommand<'a> {
+    /// `code T`: a new enrolment code for tile `T`, replacing any, shown
+    /// once; what the provider hands the pool's administrator.
+    Code {
+        /// The tile.
+        tile: u32,
+    },
+    /// `enrol T CODE [PROJECT]`: enters tile `T`'s code (32 hex digits):
+    /// the tile joins the pool for `PROJECT`'s members, or for everyone
+    /// without one.
+    Enrol {
+        /// The tile.
+        tile: u32,
+        /// The code entered.
+        code: [u8; CODE_BYTES],
+        /// The project it serves, a valid name; `None`: every user.
+        project: Option<&'a [u8]>,
+    },
+    /// `revoke T`: tile `T` leaves the pool (no new job may use it; the
+    /// jobs accepted before run on) and its code is void.
+    Revoke {
+        /// The tile.
+        tile: u32,
+    },
+}
+
+impl<'a> ProviderCommand<'a> {
+    /// Parses `line` (one trailing newline allowed; words separated by
+    /// single spaces) for a device of `tiles` tiles; `None` for anything
+    /// malformed: an unknown word, a tile past the device, a code that is
+    /// not 32 hex digits, a project that is not a valid name, extra words.
+    pub fn parse(line: &'a [u8], tiles: u32) -> Option<Self> {
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        let mut words = line.split(|&b| b == b' ');
+        let verb = words.next()?;
+        let tile = parse_decimal(words.next()?).filter(|&t| t < tiles)?;
+        let command = match verb {
+            b"code" => Self::Code { tile },
+            b"revoke" => Self::Revoke { tile },
+            b"enrol" => {
+                let code = parse_code(words.next()?)?;
+                let project = match words.next() {
+                    Some(name) if valid_name(name) => Some(name),
+                    Some(_) => return None,
+                    None => None,
+                };
+                Self::Enrol {
+                    tile,
+                    code,
+                    project,
+                }
+            }
+            _ => return None,
+        };
+        words.next().is_none().then_some(command)
+    }
+}
+
+/// A decimal `u32` of 1 to 10 digits, nothing else.
+fn parse_decimal(word: &[u8]) -> Option<u32> {
+    if word.is_empty() || word.len() > 10 {
+        return None;
+    }
+    word.iter().try_fold(0u32, |v, &c| {
+        let d = (c as char).to_digit(10)?;
+        v.checked_mul(10)?.checked_add(d)
+    })
+}
+
+/// A code written as 32 hex digits (either case).
+pub fn parse_code(word: &[u8]) -> Option<[u8; CODE_BYTES]> {
+    if word.len() != 2 * CODE_BYTES {
+        return None;
+    }
+    let mut code = [0u8; CODE_BYTES];
+    let digit = |i: usize| (*word.get(i)? as char).to_digit(16);
+    for (i, byte) in code.iter_mut().enumerate() {
+        *byte = (digit(2 * i)? << 4 | digit(2 * i + 1)?) as u8;
+    }
+    Some(code)
 }
 
 /// How one open file holds one buffer object: its handles to it, the
@@ -1041,5 +1140,70 @@ mod tests {
             DEFAULT_BO_MIB_LIMITS.0 <= DEFAULT_BO_MIB && DEFAULT_BO_MIB <= DEFAULT_BO_MIB_LIMITS.1
         );
         assert_eq!(defaults.get(Resource::BoBytes), 1 << 30);
+    }
+
+    #[test]
+    fn provider_commands_parse_or_are_refused() {
+        let hex = b"00112233445566778899aabbccddeeFF";
+        let code = parse_code(hex).unwrap();
+        assert_eq!(code[0], 0x00);
+        assert_eq!(code[15], 0xff);
+        assert_eq!(
+            ProviderCommand::parse(b"code 3\n", 4),
+            Some(ProviderCommand::Code { tile: 3 })
+        );
+        assert_eq!(
+            ProviderCommand::parse(b"revoke 0", 4),
+            Some(ProviderCommand::Revoke { tile: 0 })
+        );
+        let mut line = [0u8; 64];
+        let enrol = |tail: &[u8], line: &mut [u8; 64]| -> usize {
+            let parts: [&[u8]; 3] = [b"enrol 1 ", hex, tail];
+            let mut n = 0;
+            for p in parts {
+                line[n..n + p.len()].copy_from_slice(p);
+                n += p.len();
+            }
+            n
+        };
+        let n = enrol(b"", &mut line);
+        assert_eq!(
+            ProviderCommand::parse(&line[..n], 4),
+            Some(ProviderCommand::Enrol {
+                tile: 1,
+                code,
+                project: None
+            })
+        );
+        let n = enrol(b" vision\n", &mut line);
+        assert_eq!(
+            ProviderCommand::parse(&line[..n], 4),
+            Some(ProviderCommand::Enrol {
+                tile: 1,
+                code,
+                project: Some(&b"vision"[..])
+            })
+        );
+        // Malformed: each is refused.
+        for bad in [&b" vision x"[..], b" .hidden", b" ", b"  vision"] {
+            let n = enrol(bad, &mut line);
+            assert_eq!(ProviderCommand::parse(&line[..n], 4), None);
+        }
+        for bad in [
+            &b"code 4"[..],
+            b"code",
+            b"code -1",
+            b"code 1 2",
+            b"frob 1",
+            b"revoke 99999999999",
+            b"enrol 1 0011",
+            b"enrol 1 00112233445566778899aabbccddeegg",
+            b"",
+        ] {
+            assert_eq!(ProviderCommand::parse(bad, 4), None, "{bad:?}");
+        }
+        assert_eq!(tiles_start_outside(0), Ok(false));
+        assert_eq!(tiles_start_outside(1), Ok(true));
+        assert!(tiles_start_outside(2).is_err());
     }
 }

@@ -46,9 +46,10 @@ const PROVIDERS: usize = 1 + MAX_TILES;
 /// Bytes of a code.
 pub(crate) const CODE_BYTES: usize = uapi::DRM_VGSCHED_CODE_BYTES as usize;
 /// Bytes of its hash.
-const HASH_BYTES: usize = 32;
+pub(crate) const HASH_BYTES: usize = 32;
 
 const _: () = assert!(uapi::DRM_VGSCHED_AUTH_BURST == AUTH_BURST);
+const _: () = assert!(CODE_BYTES == crate::vgsched_core::projects::CODE_BYTES);
 
 extern "C" {
     /// `lib/crypto/sha256.c`.
@@ -70,6 +71,28 @@ fn hash(code: &[u8; CODE_BYTES]) -> [u8; HASH_BYTES] {
     // the 32-byte digest.
     unsafe { sha256(code.as_ptr(), CODE_BYTES, out.as_mut_ptr()) };
     out
+}
+
+/// A new code from the kernel's random number generator, and its hash.
+/// The caller keeps the code only until it is shown.
+pub(crate) fn new_code() -> ([u8; CODE_BYTES], [u8; HASH_BYTES]) {
+    let mut code = [0u8; CODE_BYTES];
+    // SAFETY: `code` is `CODE_BYTES` writable bytes.
+    unsafe { bindings::get_random_bytes(code.as_mut_ptr().cast(), CODE_BYTES) };
+    let hashed = hash(&code);
+    (code, hashed)
+}
+
+/// Whether `code` is the code whose hash is `valid`, compared in a time
+/// that does not depend on where they differ.
+pub(crate) fn is_code_of(code: &[u8; CODE_BYTES], valid: &[u8; HASH_BYTES]) -> bool {
+    !differ(&hash(code), valid)
+}
+
+/// Overwrites a copy of a code that is no longer needed.
+pub(crate) fn forget(code: &mut [u8; CODE_BYTES]) {
+    code.iter_mut().for_each(|b| *b = 0);
+    core::hint::black_box(&code);
 }
 
 /// One provider's code.
@@ -175,10 +198,7 @@ impl Authority {
     /// Makes a new code for `provider`, replacing any; it is shown once by
     /// [`Self::show`].
     pub(crate) fn generate(&self, provider: u32) -> Result {
-        let mut code = [0u8; CODE_BYTES];
-        // SAFETY: `code` is `CODE_BYTES` writable bytes.
-        unsafe { bindings::get_random_bytes(code.as_mut_ptr().cast(), CODE_BYTES) };
-        let hashed = hash(&code);
+        let (mut code, hashed) = new_code();
         let done = self.with(provider, |c| {
             c.required = true;
             c.hash = Some(hashed);
@@ -186,8 +206,7 @@ impl Authority {
             c.unshown = Some(code);
         });
         // The stack copy goes; the one to show stays until it is shown.
-        code.iter_mut().for_each(|b| *b = 0);
-        core::hint::black_box(&code);
+        forget(&mut code);
         done
     }
 
@@ -248,13 +267,12 @@ impl Authority {
 
     /// Authorizes `grants` for provider `i` if `code` is its valid code.
     fn check(&self, grants: &mut Grants, i: usize, code: &[u8; CODE_BYTES]) -> Result {
-        let presented = hash(code);
         let codes = self.codes.lock();
         let c = codes.get(i).ok_or(EINVAL)?;
         let Some(valid) = c.hash.as_ref() else {
             return Err(EACCES);
         };
-        if differ(&presented, valid) {
+        if !is_code_of(code, valid) {
             return Err(EACCES);
         }
         if let Some(g) = grants.generations.get_mut(i) {

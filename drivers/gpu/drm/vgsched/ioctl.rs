@@ -420,13 +420,15 @@ impl Ioctl for Submit {
         file: &DrmFile,
     ) -> Result<u32> {
         let inner = file.inner();
-        // The tiles the file may use: those whose authorization codes (or
-        // the device's) it presented, and those that need none; all of
-        // them for root.
-        let allowed = match inner.uid {
+        // The tiles the file may use: of those in the pool for its user
+        // (`projects/providers.rs`), those whose authorization codes (or
+        // the device's) it presented, and those that need none; every
+        // tile in the pool for root.
+        let authorized = match inner.uid {
             0 => dev.engine.tile_topology().all_tiles(),
             _ => dev.book.authority.tiles_allowed(&inner.auth.lock()),
         };
+        let allowed = authorized & dev.book.pool_tiles(inner.uid);
         if allowed == 0 {
             return Err(EACCES);
         }

@@ -43,6 +43,7 @@ use kernel::{
     }, //
 };
 
+mod providers;
 pub(crate) mod shared;
 
 use crate::auth::{
@@ -61,6 +62,7 @@ use crate::vgsched_core::projects::{
     Role,
     NAME_BYTES, //
 };
+use crate::vgsched_core::tiles::MAX_TILES;
 
 /// Most projects, and most members of one project.
 const MAX_PROJECTS: usize = 64;
@@ -93,6 +95,8 @@ struct ProjectEntry {
     members: KVec<MemberEntry>,
     /// The names of its shared storage (`shared.rs`).
     names: KVec<shared::SharedName>,
+    /// The tiles enrolled into it (`providers.rs`), as a mask.
+    tiles: u32,
 }
 
 impl ProjectEntry {
@@ -126,6 +130,8 @@ struct Ledger {
     /// The uids in no project that hold something (an entry goes when its
     /// uid holds nothing any more).
     outsiders: KVec<OutsiderEntry>,
+    /// The device's tiles as providers of the pool (`providers.rs`).
+    providers: providers::Providers,
 }
 
 impl Ledger {
@@ -165,14 +171,18 @@ pub(crate) struct Book {
     /// The device's pool: what all members of all projects may hold
     /// together.
     pool: Amounts,
+    /// The device's tiles.
+    tiles: u32,
     /// The device's authorization code.
     #[pin]
     pub(crate) authority: Authority,
 }
 
 impl Book {
-    /// No projects, on a device of `tiles` tiles whose pool is `pool`.
-    pub(crate) fn new(pool: Amounts, tiles: u32) -> Result<Arc<Self>> {
+    /// No projects, on a device of `tiles` tiles whose pool is `pool`;
+    /// the tiles start in the pool for everyone, or outside it
+    /// (`tiles_outside`).
+    pub(crate) fn new(pool: Amounts, tiles: u32, tiles_outside: bool) -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(Self {
                 ledger <- new_mutex!(Ledger {
@@ -180,10 +190,13 @@ impl Book {
                     next_id: 1,
                     pool_used: Amounts::ZERO,
                     outsiders: KVec::with_capacity(MAX_OUTSIDERS, GFP_KERNEL)?,
+                    providers: [providers::Provider::at_load(tiles_outside); MAX_TILES],
                 }),
                 released <- new_condvar!("vgsched::Book::released"),
                 pool,
                 authority <- Authority::new(tiles),
+                // After the authority, which reads the parameter.
+                tiles: tiles.min(MAX_TILES as u32),
             }),
             GFP_KERNEL,
         )
@@ -303,6 +316,7 @@ impl Book {
                 budget: Amounts::ZERO,
                 members,
                 names: KVec::new(),
+                tiles: 0,
             })
             .map_err(|_| ENOSPC)?;
         ledger.next_id += 1;
@@ -459,6 +473,7 @@ impl Registry {
             attributes: [
                 device_code: 0,
                 tile_codes: 1,
+                providers: 2,
             ],
         };
         // Every `configfs_attrs!` writes its statics when it runs: once, here.
@@ -779,6 +794,22 @@ impl configfs::AttributeOperations<1> for Registry {
             return Err(EINVAL);
         }
         code_command(a, word, tile + 1)
+    }
+}
+
+/// `providers`: the device's tiles as providers of the pool
+/// (`providers.rs`): `code T`, `enrol T CODE [PROJECT]` and `revoke T`;
+/// reads show whom each tile serves.
+#[vtable]
+impl configfs::AttributeOperations<2> for Registry {
+    type Data = Registry;
+
+    fn show(data: &Registry, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+        data.book.show_providers(page)
+    }
+
+    fn store(data: &Registry, page: &[u8]) -> Result {
+        data.book.provider_command(page)
     }
 }
 

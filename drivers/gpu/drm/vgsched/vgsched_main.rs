@@ -184,6 +184,10 @@ module! {
             default: 1024,
             description: "Buffer-object MiB the members of all projects may hold together (1-1048576)",
         },
+        tile_enrolment: u64 {
+            default: 0,
+            description: "Where the tiles start: 0 in the pool for everyone, 1 outside it until their providers' codes are entered (configfs providers)",
+        },
         vram_mib: u64 {
             default: 64,
             description: "Device memory, MiB (1-1024), handed out in 4 KiB chunks",
@@ -311,7 +315,10 @@ impl kernel::Module for VgschedModule {
             module_parameters::pool_bo_mib.value(),
         )
         .map_err(invalid_parameter)?;
-        let book = projects::Book::new(pool, tile_topology.tiles())?;
+        let tiles_outside =
+            projects_core::tiles_start_outside(module_parameters::tile_enrolment.value())
+                .map_err(invalid_parameter)?;
+        let book = projects::Book::new(pool, tile_topology.tiles(), tiles_outside)?;
         let faux = faux::Registration::new(DEVICE_NAME, None)?;
         let unregistered = drm::UnregisteredDevice::<driver::VgDriver>::new(
             faux.as_ref(),
