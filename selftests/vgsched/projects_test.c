@@ -511,6 +511,192 @@ TEST_F(projects, the_pool_refuses_or_waits)
 	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
+/* Reaps child @pid: its exit status, or -1. */
+static int reap(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/* DRM_IOCTL_VGSCHED_START with @flags; 0 or -errno. */
+static int start_env(int fd, __u32 flags)
+{
+	struct drm_vgsched_start st = { .flags = flags };
+
+	return ioctl(fd, DRM_IOCTL_VGSCHED_START, &st) ? -errno : 0;
+}
+
+/* Says @c to the parent and waits for its go; 0 or -1. */
+static int step(int out, int in, char c)
+{
+	return write(out, &c, 1) == 1 && read(in, &c, 1) == 1 ? 0 : -1;
+}
+
+/*
+ * uid 1001, target 3 contexts, 1 MiB + the start's 64 KiB of objects and
+ * 2 tiles: starts (a second START on the file is EALREADY, bad flags
+ * EINVAL), then, once 1002 has filled the rest of the pool, creates its
+ * three contexts (never ENOSPC) and a fourth (EDQUOT); it exits when told,
+ * which stops its environment.
+ */
+static int started_member(void *arg)
+{
+	int *p = arg, fd = vgsched_open_render_node();
+	struct drm_vgsched_start bad = { .flags = 2 };
+
+	if (fd < 0 || start_env(fd, 0))
+		return 101;
+	if (start_env(fd, 0) != -EALREADY || !ioctl(fd, DRM_IOCTL_VGSCHED_START, &bad) ||
+	    errno != EINVAL)
+		return 102;
+	if (step(p[1], p[0], 's'))
+		return 103;
+	for (int i = 0; i < 3; i++)
+		if (!vgsched_ctx_create(fd, 8))
+			return 104;
+	if (vgsched_ctx_create(fd, 8) || errno != EDQUOT)
+		return 105;
+	if (step(p[1], p[0], 'c'))
+		return 106;
+	close(fd);
+	return 0;
+}
+
+/*
+ * uid 1002, target 3 contexts, not started: takes the pool's last context
+ * allocation by allocation, then ENOSPC; its START is ENOSPC; with the
+ * wait flag it sleeps until 1001's environment stops, then holds its
+ * whole target: two more contexts never fail.
+ */
+static int waiting_member(void *arg)
+{
+	int *p = arg, fd = vgsched_open_render_node();
+
+	if (fd < 0 || !vgsched_ctx_create(fd, 8))
+		return 101;
+	if (vgsched_ctx_create(fd, 8) || errno != ENOSPC)
+		return 102;
+	if (start_env(fd, 0) != -ENOSPC)
+		return 103;
+	if (step(p[1], p[0], 'f'))
+		return 104;
+	if (start_env(fd, DRM_VGSCHED_START_WAIT))
+		return 105;
+	for (int i = 0; i < 2; i++)
+		if (!vgsched_ctx_create(fd, 8))
+			return 106;
+	if (step(p[1], p[0], 'w'))
+		return 107;
+	close(fd);
+	return 0;
+}
+
+/* uid 1003, whose 3 tiles the device's 2 could never hold: ENOSPC at once, even waiting. */
+static int never_fits(void *arg)
+{
+	int fd = vgsched_open_render_node();
+
+	if (fd < 0)
+		return 101;
+	return start_env(fd, DRM_VGSCHED_START_WAIT) == -ENOSPC ? 0 : 102;
+}
+
+/* A uid in no project has nothing to start. */
+static int no_project(void *arg)
+{
+	int fd = vgsched_open_render_node();
+
+	return fd >= 0 && start_env(fd, 0) == -ENOENT ? 0 : 101;
+}
+
+/*
+ * Admission of a member's whole request at start (pool_contexts=4, one
+ * node of two tiles): a member's target is the project's start parameters
+ * plus its request; START reserves all of it from the pool at once, or
+ * nothing; once started, the member's creations within it never fail for
+ * want of pool, while a member that did not start is refused by the full
+ * pool allocation by allocation, and its own START waits until the first
+ * environment stops. Start parameters that would take the targets past
+ * the budget are EDQUOT.
+ */
+TEST_F(projects, a_started_member_holds_its_whole_request)
+{
+	int a_io[2], b_io[2], to_a, from_a, to_b, from_b, fd;
+	char c, path[64], buf[256];
+	pid_t a, b;
+
+	ASSERT_EQ(0, vgsched_module_unload());
+	ASSERT_EQ(0, vgsched_module_load("pool_contexts=4 modules=4 nodes=1 tiles_per_node=2"));
+	fd = vgsched_open_render_node_at(path, sizeof(path));
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, chmod(path, 0666));
+	/* Root has nothing to start; bad input is EINVAL. */
+	EXPECT_EQ(0, start_env(fd, 0));
+	close(fd);
+	EXPECT_EQ(0, as_uid(1004, no_project, NULL));
+	ASSERT_EQ(0, cfs_mkdir("alpha"));
+	ASSERT_EQ(0, cfs_write("alpha/budget_contexts", "8"));
+	ASSERT_EQ(0, cfs_write("alpha/budget_bo_bytes", "4194304"));
+	ASSERT_EQ(0, cfs_write("alpha/budget_tiles", "5"));
+	ASSERT_EQ(0, cfs_write("alpha/start_bo_bytes", "65536"));
+	ASSERT_EQ(0, cfs_mkdir("alpha/1001"));
+	ASSERT_EQ(0, cfs_mkdir("alpha/1002"));
+	ASSERT_EQ(0, cfs_mkdir("alpha/1003"));
+	ASSERT_EQ(0, cfs_write("alpha/1001/request_contexts", "3"));
+	ASSERT_EQ(0, cfs_write("alpha/1001/request_bo_bytes", "1048576"));
+	ASSERT_EQ(0, cfs_write("alpha/1001/request_tiles", "2"));
+	ASSERT_EQ(0, cfs_write("alpha/1002/request_contexts", "3"));
+	ASSERT_EQ(0, cfs_write("alpha/1003/request_tiles", "3"));
+	/* The targets: 6 contexts, 1 MiB + 3 x 64 KiB, 5 tiles, within the budget. */
+	ASSERT_EQ(0, cfs_read("alpha/requested", buf, sizeof(buf)));
+	EXPECT_STREQ("contexts 6\nbo_bytes 1245184\ntiles 5\nshared_bytes 0\n", buf);
+	EXPECT_EQ(-EDQUOT, cfs_write("alpha/start_contexts", "1")) TH_LOG("3 x 1 + 6 > 8");
+	EXPECT_EQ(0, cfs_number("alpha/start_contexts"));
+	EXPECT_EQ(0, as_uid(1003, never_fits, NULL));
+
+	a = fork_talking(1001, started_member, a_io, &a_io[0], &a_io[1], &to_a, &from_a);
+	ASSERT_GE(a, 0);
+	ASSERT_EQ(1, read(from_a, &c, 1));
+	ASSERT_EQ('s', c);
+	ASSERT_EQ(0, cfs_read("alpha/1001/reserved", buf, sizeof(buf)));
+	EXPECT_STREQ("contexts 3\nbo_bytes 1114112\ntiles 2\nshared_bytes 0\n", buf);
+	EXPECT_EQ(0, cfs_usage("alpha/1001/usage", "contexts")) TH_LOG("reserved, not held");
+
+	b = fork_talking(1002, waiting_member, b_io, &b_io[0], &b_io[1], &to_b, &from_b);
+	ASSERT_GE(b, 0);
+	ASSERT_EQ(1, read(from_b, &c, 1));
+	ASSERT_EQ('f', c) TH_LOG("1002 could not fill the pool as expected");
+	ASSERT_EQ(0, cfs_read("alpha/1002/reserved", buf, sizeof(buf)));
+	EXPECT_STREQ("contexts 0\nbo_bytes 0\ntiles 0\nshared_bytes 0\n", buf);
+	/* The pool is full (3 reserved + 1 held): 1001 creates its three anyway. */
+	ASSERT_EQ(1, write(to_a, "g", 1));
+	ASSERT_EQ(1, read(from_a, &c, 1));
+	ASSERT_EQ('c', c);
+	EXPECT_EQ(3, cfs_usage("alpha/1001/usage", "contexts"));
+	/* 1002's waiting start sleeps while 1001's environment lasts. */
+	ASSERT_EQ(1, write(to_b, "g", 1));
+	for (int i = 0; i < 500 && proc_state(b) != 'S'; i++)
+		usleep(10000);
+	usleep(100000);
+	EXPECT_EQ('S', proc_state(b));
+	EXPECT_EQ(0, cfs_usage("alpha/1002/reserved", "contexts"));
+	ASSERT_EQ(1, write(to_a, "q", 1));
+	ASSERT_EQ(1, read(from_b, &c, 1));
+	ASSERT_EQ('w', c) TH_LOG("1002 did not start once 1001 stopped");
+	ASSERT_EQ(0, cfs_read("alpha/1002/reserved", buf, sizeof(buf)));
+	EXPECT_STREQ("contexts 3\nbo_bytes 65536\ntiles 0\nshared_bytes 0\n", buf);
+	EXPECT_EQ(3, cfs_usage("alpha/1002/usage", "contexts"));
+	ASSERT_EQ(1, write(to_b, "q", 1));
+	EXPECT_EQ(0, reap(a));
+	EXPECT_EQ(0, reap(b));
+	/* Everything given back: nothing reserved, nothing held. */
+	EXPECT_EQ(0, usage_settles("alpha/1002/reserved", "contexts", 0));
+	EXPECT_EQ(0, usage_settles("alpha/1001/usage", "contexts", 0));
+}
+
 /* DRM_IOCTL_VGSCHED_AUTHORIZE with @code; 0 or -errno. */
 static int authorize(int fd, const __u8 *code, __u32 provider)
 {

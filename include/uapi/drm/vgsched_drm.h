@@ -21,7 +21,7 @@ extern "C" {
 /** The uAPI version a driver reports; bump minor for additions. */
 enum drm_vgsched_uapi_version {
 	DRM_VGSCHED_UAPI_MAJOR = 1,
-	DRM_VGSCHED_UAPI_MINOR = 8,
+	DRM_VGSCHED_UAPI_MINOR = 9,
 };
 
 /** Driver-private ioctl numbers, offset from DRM_COMMAND_BASE. */
@@ -52,6 +52,8 @@ enum drm_vgsched_ioctl_id {
 	DRM_VGSCHED_SHARED_OPEN = 11,
 	/** @DRM_VGSCHED_SHARED_UNPUBLISH: remove a name from shared storage (uAPI 1.8). */
 	DRM_VGSCHED_SHARED_UNPUBLISH = 12,
+	/** @DRM_VGSCHED_START: start the caller's project environment (uAPI 1.9). */
+	DRM_VGSCHED_START = 13,
 };
 
 /** Limits user space may rely on. */
@@ -624,6 +626,32 @@ struct drm_vgsched_authorize {
 /** Failed authorization attempts a user may make at once. */
 #define DRM_VGSCHED_AUTH_BURST 3
 
+/** Wait for the pool to hold the whole target instead of -ENOSPC. */
+#define DRM_VGSCHED_START_WAIT (1u << 0)
+
+/**
+ * struct drm_vgsched_start - argument of DRM_IOCTL_VGSCHED_START (uAPI 1.9).
+ *
+ * Starts the environment of the project member the file belongs to (the
+ * uid that opened it): its target, the project's start parameters plus
+ * the member's request (configfs), is reserved from the device's pool in
+ * one step, tiles included, or not at all. Afterwards nothing the member
+ * creates within its target fails for want of pool (-ENOSPC); the
+ * environment stays started while a file that started it is open. When
+ * the pool cannot hold the whole target now, -ENOSPC, or with
+ * DRM_VGSCHED_START_WAIT the call sleeps (interruptibly) until it can;
+ * a target the pool could never hold is -ENOSPC at once. A uid in no
+ * project is -ENOENT; root has nothing to start (0). A file starts once
+ * (-EALREADY after). Files that never start are charged allocation by
+ * allocation, as before uAPI 1.9.
+ */
+struct drm_vgsched_start {
+	/** @flags: DRM_VGSCHED_START_WAIT or 0. */
+	__u32 flags;
+	/** @pad: must be zero. */
+	__u32 pad;
+};
+
 /** Kinds of folder of a project's shared storage (uAPI 1.8). */
 enum drm_vgsched_folder_kind {
 	/**
@@ -766,6 +794,8 @@ struct drm_vgsched_shared_unpublish {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGSCHED_SHARED_OPEN, struct drm_vgsched_shared_open)
 #define DRM_IOCTL_VGSCHED_SHARED_UNPUBLISH \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGSCHED_SHARED_UNPUBLISH, struct drm_vgsched_shared_unpublish)
+#define DRM_IOCTL_VGSCHED_START \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_VGSCHED_START, struct drm_vgsched_start)
 
 #if defined(__cplusplus)
 }

@@ -9,9 +9,14 @@
 //! that does not fit beside the others is refused (`EDQUOT`), and so is a
 //! budget lowered below them. What a member's files create is *charged* to
 //! it: past its request, `EDQUOT`; when the device's pool of that resource
-//! is held by others, `ENOSPC` (or the caller waits). These are pure
-//! functions over small numbers; the module keeps the state and calls
-//! them under its own lock.
+//! is held by others, `ENOSPC` (or the caller waits). A member's *target*
+//! is the project's start parameters plus its request; *starting* its
+//! environment reserves the whole target from the pool in one step
+//! ([`admit_start`]), after which its charges within the target take
+//! nothing more from the pool. These are pure functions over small
+//! numbers; the module keeps the state and calls them under its own lock.
+//! The commands that enrol the device's tiles into the pool are parsed
+//! here too ([`ProviderCommand`]).
 //!
 //! Shared storage has three kinds of folder: the project's folders
 //! (read-write for its members), one folder per member (read-write for its
@@ -136,6 +141,9 @@ pub enum QuotaError {
     OverQuota(Resource),
     /// Within quota, but the device's pool is held by others (`ENOSPC`).
     PoolBusy(Resource),
+    /// A start the device's pool could never hold, whatever the others
+    /// give back (`ENOSPC`, and no wait).
+    PoolTooSmall(Resource),
 }
 
 /// A member's new request, beside the other members' requests (their sum),
@@ -161,26 +169,84 @@ pub fn admit_budget(budget: &Amounts, requests: &Amounts) -> Result<(), QuotaErr
     }
 }
 
-/// Charging `amount` of `r` to a member that holds `used` of a `request`,
-/// on a device whose pool of `r` has `pool_free` left: past the request
-/// [`QuotaError::OverQuota`], past the pool [`QuotaError::PoolBusy`].
+/// Charging `amount` of `r` to a member that holds `used` of a `request`
+/// and has `reserved` from the pool (its started environment; nothing
+/// otherwise), on a device whose pool of `r` has `pool_free` left: past the
+/// request [`QuotaError::OverQuota`], past the pool [`QuotaError::PoolBusy`].
+/// Returns what the pool gives: only what the charge takes beyond the
+/// reservation ([`pool_share`]), so a started member within its
+/// reservation is never refused by the pool.
 pub fn charge(
     request: &Amounts,
     used: &Amounts,
+    reserved: &Amounts,
     r: Resource,
     amount: u64,
     pool_free: u64,
-) -> Result<(), QuotaError> {
+) -> Result<u64, QuotaError> {
     let Some(after) = used.get(r).checked_add(amount) else {
         return Err(QuotaError::OverQuota(r));
     };
     if after > request.get(r) {
         return Err(QuotaError::OverQuota(r));
     }
-    if amount > pool_free {
+    let res = reserved.get(r);
+    let taken = after.max(res) - used.get(r).max(res);
+    if taken > pool_free {
         return Err(QuotaError::PoolBusy(r));
     }
-    Ok(())
+    Ok(taken)
+}
+
+/// What the pool gets back when a member that holds `used` of a resource
+/// and has `reserved` of it gives `amount` back: nothing within the
+/// reservation.
+pub fn uncharge(reserved: u64, used: u64, amount: u64) -> u64 {
+    used.max(reserved) - used.saturating_sub(amount).max(reserved)
+}
+
+/// What a member takes from the device's pool: what its files hold, or,
+/// while its environment is started, what it reserved where that is more.
+pub fn pool_share(reserved: &Amounts, used: &Amounts) -> Amounts {
+    let mut share = *used;
+    for (s, r) in share.0.iter_mut().zip(reserved.0.iter()) {
+        *s = (*s).max(*r);
+    }
+    share
+}
+
+/// Starting a member's environment: its `target` (the project's start
+/// parameters plus its request) reserved from the pool in one step, the
+/// member holding `used` already, on a device whose pool is `pool` with
+/// `pool_used` taken. Returns what the pool gives (the target beyond what
+/// the member holds), all or nothing: [`QuotaError::PoolBusy`] for the
+/// first resource the pool cannot give now, [`QuotaError::PoolTooSmall`]
+/// for one it could never give (a waiting start would never end).
+pub fn admit_start(
+    target: &Amounts,
+    used: &Amounts,
+    pool: &Amounts,
+    pool_used: &Amounts,
+) -> Result<Amounts, QuotaError> {
+    let take = pool_share(target, used).minus(used);
+    if let Some(r) = target.first_over(pool) {
+        return Err(QuotaError::PoolTooSmall(r));
+    }
+    match take.first_over(&pool.minus(pool_used)) {
+        Some(r) => Err(QuotaError::PoolBusy(r)),
+        None => Ok(take),
+    }
+}
+
+/// The pool a start is admitted against: `pool` with the device's `tiles`.
+/// Jobs' tiles are charged to members as they are submitted but not
+/// refused by the pool (a job waits for idle tiles instead); a start
+/// reserves tiles from the device's, and waits for the jobs that hold
+/// them.
+pub fn start_pool(pool: &Amounts, tiles: u32) -> Amounts {
+    let mut p = *pool;
+    p.set(Resource::Tiles, u64::from(tiles));
+    p
 }
 
 /// Default bound of a uid in no project (not root), module parameter
@@ -698,12 +764,13 @@ pub fn cases() -> Result<(), &'static str> {
     };
     let budget = Amounts([4, 1 << 20, 2, 0]);
     let others = Amounts([3, 1 << 19, 1, 0]);
+    let none = Amounts::ZERO;
     let mut limiter = AttemptLimiter::new(0);
     let mut name = [0u8; NAME_BYTES];
     name[..5].copy_from_slice(b"model");
     let mut holding = Holding::granted(false);
     holding.opened();
-    let checks: [(&'static str, bool); 15] = [
+    let checks: [(&'static str, bool); 16] = [
         (
             "project folders are read-write for members",
             access(member(Role::Member, false), Folder::Project, Op::MapWrite).is_ok(),
@@ -753,10 +820,17 @@ pub fn cases() -> Result<(), &'static str> {
                 == Err(QuotaError::OverQuota(Resource::Contexts)),
         ),
         (
+            "a start takes its whole target from the pool, or nothing",
+            admit_start(&budget, &none, &budget, &others)
+                == Err(QuotaError::PoolBusy(Resource::Contexts))
+                && admit_start(&others, &none, &budget, &none) == Ok(others)
+                && charge(&budget, &others, &budget, Resource::Contexts, 1, 0) == Ok(0),
+        ),
+        (
             "charges stop at the request, then at the pool",
-            charge(&budget, &others, Resource::Contexts, 2, 10)
+            charge(&budget, &others, &none, Resource::Contexts, 2, 10)
                 == Err(QuotaError::OverQuota(Resource::Contexts))
-                && charge(&budget, &others, Resource::Contexts, 1, 0)
+                && charge(&budget, &others, &none, Resource::Contexts, 1, 0)
                     == Err(QuotaError::PoolBusy(Resource::Contexts)),
         ),
         ("three failed attempts, then a wait", {
@@ -1033,6 +1107,7 @@ mod tests {
                         let r = charge(
                             &Amounts([0, req, 0, 0]),
                             &Amounts([0, used, 0, 0]),
+                            &Amounts::ZERO,
                             Resource::BoBytes,
                             amount,
                             pool,
@@ -1042,7 +1117,7 @@ mod tests {
                         } else if amount > pool {
                             Err(QuotaError::PoolBusy(Resource::BoBytes))
                         } else {
-                            Ok(())
+                            Ok(amount)
                         };
                         assert_eq!(r, want);
                     }
@@ -1053,6 +1128,7 @@ mod tests {
             charge(
                 &Amounts([u64::MAX; 4]),
                 &Amounts([u64::MAX; 4]),
+                &Amounts::ZERO,
                 Resource::Tiles,
                 1,
                 1
@@ -1112,24 +1188,59 @@ mod tests {
         let bound = default_bound(2, 3);
         let used = Amounts::ZERO;
         assert_eq!(
-            charge(&bound, &used, Resource::Contexts, 2, u64::MAX),
-            Ok(())
+            charge(
+                &bound,
+                &used,
+                &Amounts::ZERO,
+                Resource::Contexts,
+                2,
+                u64::MAX
+            ),
+            Ok(2)
         );
         assert_eq!(
-            charge(&bound, &used, Resource::Contexts, 3, u64::MAX),
+            charge(
+                &bound,
+                &used,
+                &Amounts::ZERO,
+                Resource::Contexts,
+                3,
+                u64::MAX
+            ),
             Err(QuotaError::OverQuota(Resource::Contexts))
         );
         assert_eq!(
-            charge(&bound, &used, Resource::BoBytes, 3 << 20, u64::MAX),
-            Ok(())
+            charge(
+                &bound,
+                &used,
+                &Amounts::ZERO,
+                Resource::BoBytes,
+                3 << 20,
+                u64::MAX
+            ),
+            Ok(3 << 20)
         );
         assert_eq!(
-            charge(&bound, &used, Resource::BoBytes, (3 << 20) + 1, u64::MAX),
+            charge(
+                &bound,
+                &used,
+                &Amounts::ZERO,
+                Resource::BoBytes,
+                (3 << 20) + 1,
+                u64::MAX
+            ),
             Err(QuotaError::OverQuota(Resource::BoBytes))
         );
         assert_eq!(
-            charge(&bound, &used, Resource::Tiles, 1 << 40, u64::MAX),
-            Ok(())
+            charge(
+                &bound,
+                &used,
+                &Amounts::ZERO,
+                Resource::Tiles,
+                1 << 40,
+                u64::MAX
+            ),
+            Ok(1 << 40)
         );
         let defaults = default_bound(DEFAULT_CONTEXTS, DEFAULT_BO_MIB);
         assert!(
@@ -1205,5 +1316,67 @@ mod tests {
         assert_eq!(tiles_start_outside(0), Ok(false));
         assert_eq!(tiles_start_outside(1), Ok(true));
         assert!(tiles_start_outside(2).is_err());
+    }
+
+    #[test]
+    fn a_started_member_takes_its_target_at_once_and_is_never_refused_within_it() {
+        let mut pool = Amounts::ZERO;
+        pool.set(Resource::Contexts, 4);
+        pool.set(Resource::Tiles, u64::MAX);
+        let pool = start_pool(&pool, 2);
+        assert_eq!(pool.get(Resource::Tiles), 2);
+        let mut target = Amounts::ZERO;
+        target.set(Resource::Contexts, 3);
+        target.set(Resource::Tiles, 2);
+        // Nothing held yet: the whole target comes from the pool at once.
+        let take = admit_start(&target, &Amounts::ZERO, &pool, &Amounts::ZERO).unwrap();
+        assert_eq!(take, target);
+        // Another member holding one context: one short, all refused.
+        let mut pool_used = Amounts::ZERO;
+        pool_used.set(Resource::Contexts, 2);
+        assert_eq!(
+            admit_start(&target, &Amounts::ZERO, &pool, &pool_used),
+            Err(QuotaError::PoolBusy(Resource::Contexts))
+        );
+        // Holding one already: only the rest is taken.
+        let mut used = Amounts::ZERO;
+        used.set(Resource::Contexts, 1);
+        let take = admit_start(&target, &used, &pool, &used).unwrap();
+        assert_eq!(take.get(Resource::Contexts), 2);
+        // Past the pool: never, so no wait.
+        target.set(Resource::Tiles, 3);
+        assert_eq!(
+            admit_start(&target, &Amounts::ZERO, &pool, &Amounts::ZERO),
+            Err(QuotaError::PoolTooSmall(Resource::Tiles))
+        );
+        // Started with 3 reserved: charges within it take nothing from the
+        // pool, even a full one; past the reservation, they do.
+        let mut reserved = Amounts::ZERO;
+        reserved.set(Resource::Contexts, 3);
+        let mut request = reserved;
+        request.set(Resource::Contexts, 4);
+        let c = Resource::Contexts;
+        for held in 0..3 {
+            used.set(c, held);
+            assert_eq!(charge(&request, &used, &reserved, c, 1, 0), Ok(0));
+        }
+        used.set(c, 3);
+        assert_eq!(
+            charge(&request, &used, &reserved, c, 1, 0),
+            Err(QuotaError::PoolBusy(c))
+        );
+        assert_eq!(charge(&request, &used, &reserved, c, 1, 1), Ok(1));
+        used.set(c, 4);
+        assert_eq!(
+            charge(&request, &used, &reserved, c, 1, 9),
+            Err(QuotaError::OverQuota(c))
+        );
+        // Giving back: the pool gets only what was beyond the reservation.
+        assert_eq!(uncharge(3, 4, 1), 1);
+        assert_eq!(uncharge(3, 3, 1), 0);
+        assert_eq!(uncharge(0, 3, 1), 1);
+        assert_eq!(pool_share(&reserved, &used).get(c), 4);
+        used.set(c, 1);
+        assert_eq!(pool_share(&reserved, &used).get(c), 3);
     }
 }

@@ -21,7 +21,8 @@ use crate::{
     auth::Grants,
     context::ContextTable,
     driver::VgDriver,
-    engine::Engine, //
+    engine::Engine,
+    projects::Started, //
 };
 
 /// One client of the device: what a process gets by opening the render node.
@@ -42,6 +43,10 @@ pub(crate) struct VgFile {
     pub(crate) contexts: Mutex<ContextTable>,
     /// Runtime of the file's destroyed contexts, for fdinfo (`fdinfo.rs`).
     pub(crate) retired_runtime_ns: Atomic<u64>,
+    /// Its start of its member's environment (`START`), given back when
+    /// the file goes.
+    #[pin]
+    pub(crate) started: Mutex<Option<Started>>,
 }
 
 #[pinned_drop]
@@ -94,6 +99,7 @@ impl drm::file::DriverFile for VgFile {
                 auth <- new_mutex!(Grants::new()),
                 contexts <- new_mutex!(ContextTable::new()),
                 retired_runtime_ns: Atomic::new(0),
+                started <- new_mutex!(None),
             }),
             GFP_KERNEL_ACCOUNT,
         )

@@ -122,6 +122,7 @@ pub(crate) const TABLE: &[drm::ioctl::DrmIoctlDescriptor] = &[
     desc::<SharedPublish>(),
     desc::<SharedOpen>(),
     desc::<SharedUnpublish>(),
+    desc::<Start>(),
 ];
 
 // The DRM core finds a handler by `nr - DRM_COMMAND_BASE`: the table must be
@@ -267,6 +268,45 @@ impl Ioctl for Authorize {
         let mut grants = inner.auth.lock();
         let now = crate::context::monotonic_ns();
         authority.authorize(&mut grants, inner.uid, args.provider, &args.code, now)?;
+        Ok(0)
+    }
+}
+
+/// `DRM_IOCTL_VGSCHED_START`: start the environment of the file's project
+/// member (`projects.rs`, [`crate::projects::Book::start`]).
+struct Start;
+
+impl Ioctl for Start {
+    type Arg = uapi::drm_vgsched_start;
+    const NR: u32 = uapi::DRM_VGSCHED_START;
+    const NAME: &'static CStr = c"VGSCHED_START";
+
+    fn handle(
+        dev: &VgDevice<drm::Registered>,
+        args: &mut Self::Arg,
+        file: &DrmFile,
+    ) -> Result<u32> {
+        if args.flags & !uapi::DRM_VGSCHED_START_WAIT != 0 || args.pad != 0 {
+            return Err(EINVAL);
+        }
+        let inner = file.inner();
+        // Root is not limited: nothing to reserve.
+        if inner.uid == 0 {
+            return Ok(0);
+        }
+        if inner.started.lock().is_some() {
+            return Err(EALREADY);
+        }
+        // Not under the file's lock: the start may sleep.
+        let wait = args.flags & uapi::DRM_VGSCHED_START_WAIT != 0;
+        let started = dev.book.start(inner.uid, wait)?;
+        let mut slot = inner.started.lock();
+        if slot.is_some() {
+            // Another thread of the file started it meanwhile; this start
+            // is given back as `started` drops.
+            return Err(EALREADY);
+        }
+        *slot = Some(started);
         Ok(0)
     }
 }

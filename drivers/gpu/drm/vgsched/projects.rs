@@ -16,7 +16,11 @@
 //! A render-node file belongs to the member whose uid opened it. What the
 //! file creates (contexts, buffer-object bytes) is charged to that member
 //! and given back when the thing goes: a [`Charge`] is dropped with it,
-//! which covers closing the file and killing the process. Root is not
+//! which covers closing the file and killing the process. A file may
+//! start its member's environment ([`Book::start`], the `START` ioctl):
+//! the member's target (the project's `start_*` parameters plus its
+//! request) is reserved from the pool at once, and a [`Started`] kept by
+//! the file gives it back. Root is not
 //! limited. A uid in no project holds at most the default bound (module
 //! parameters `default_contexts` and `default_bo_mib`, [`params`]), counted
 //! per uid across its files.
@@ -54,8 +58,12 @@ use crate::params;
 use crate::vgsched_core::projects::{
     admit_budget,
     admit_request,
+    admit_start,
     charge,
     parse_name,
+    pool_share,
+    start_pool,
+    uncharge,
     Amounts,
     QuotaError,
     Resource,
@@ -84,6 +92,18 @@ struct MemberEntry {
     role: Role,
     request: Amounts,
     used: Amounts,
+    /// What its started environment reserved from the pool (nothing
+    /// while it is not started).
+    reserved: Amounts,
+    /// Files that started its environment and are open.
+    started: u32,
+}
+
+impl MemberEntry {
+    /// What it takes from the device's pool.
+    fn share(&self) -> Amounts {
+        pool_share(&self.reserved, &self.used)
+    }
 }
 
 /// One project.
@@ -92,6 +112,9 @@ struct ProjectEntry {
     /// Its configfs directory's name, which shared-storage paths use.
     name: CString,
     budget: Amounts,
+    /// Its start parameters: what every member's environment needs
+    /// besides its request.
+    start: Amounts,
     members: KVec<MemberEntry>,
     /// The names of its shared storage (`shared.rs`).
     names: KVec<shared::SharedName>,
@@ -105,12 +128,19 @@ impl ProjectEntry {
         self.members.iter().find(|m| m.uid == uid).map(|m| m.role)
     }
 
-    /// The requests of every member but the one of serial `serial`, summed.
-    fn requests_except(&self, serial: Option<u64>) -> Amounts {
+    /// The target of a member of request `request`: the project's start
+    /// parameters plus its request. It is what the member may hold, and
+    /// what its environment reserves when it starts.
+    fn target(&self, request: &Amounts) -> Amounts {
+        self.start.plus(request)
+    }
+
+    /// The targets of every member but the one of serial `serial`, summed.
+    fn targets_except(&self, serial: Option<u64>) -> Amounts {
         self.members
             .iter()
             .filter(|m| Some(m.serial) != serial)
-            .fold(Amounts::ZERO, |sum, m| sum.plus(&m.request))
+            .fold(Amounts::ZERO, |sum, m| sum.plus(&self.target(&m.request)))
     }
 }
 
@@ -137,10 +167,6 @@ struct Ledger {
 impl Ledger {
     fn project(&mut self, id: u64) -> Option<&mut ProjectEntry> {
         self.projects.iter_mut().find(|p| p.id == id)
-    }
-
-    fn member(&mut self, id: u64, uid: u32) -> Option<&mut MemberEntry> {
-        self.project(id)?.members.iter_mut().find(|m| m.uid == uid)
     }
 
     /// The member of serial `serial`, if it still exists.
@@ -225,17 +251,23 @@ impl Book {
             };
             let pool = self.pool.get(r);
             let pool_free = pool.saturating_sub(ledger.pool_used.get(r));
-            let Some(m) = ledger.member(project, uid) else {
+            let Some(p) = ledger.project(project) else {
+                return Ok(None);
+            };
+            let start = p.start;
+            let Some(m) = p.members.iter_mut().find(|m| m.uid == uid) else {
                 return Ok(None);
             };
             // Room the other members could ever give back: without it a
             // wait would never end.
-            let reachable = amount <= pool.saturating_sub(m.used.get(r));
-            match charge(&m.request, &m.used, r, amount, pool_free) {
-                Ok(()) => {
-                    m.used.set(r, m.used.get(r).saturating_add(amount));
+            let after = m.used.get(r).saturating_add(amount);
+            let reachable = after.max(m.reserved.get(r)) <= pool;
+            let target = start.plus(&m.request);
+            match charge(&target, &m.used, &m.reserved, r, amount, pool_free) {
+                Ok(taken) => {
+                    m.used.set(r, after);
                     let serial = m.serial;
-                    let used = ledger.pool_used.get(r).saturating_add(amount);
+                    let used = ledger.pool_used.get(r).saturating_add(taken);
                     ledger.pool_used.set(r, used);
                     return Ok(Some(Charge {
                         book: self.clone(),
@@ -285,7 +317,7 @@ impl Book {
             }
         };
         let o = ledger.outsiders.get_mut(i).ok_or(EINVAL)?;
-        let charged = charge(&bound, &o.used, r, amount, u64::MAX);
+        let charged = charge(&bound, &o.used, &Amounts::ZERO, r, amount, u64::MAX);
         if charged.is_ok() {
             o.used.set(r, o.used.get(r).saturating_add(amount));
         }
@@ -314,6 +346,7 @@ impl Book {
                 id,
                 name,
                 budget: Amounts::ZERO,
+                start: Amounts::ZERO,
                 members,
                 names: KVec::new(),
                 tiles: 0,
@@ -341,6 +374,8 @@ impl Book {
                 role: Role::Member,
                 request: Amounts::ZERO,
                 used: Amounts::ZERO,
+                reserved: Amounts::ZERO,
+                started: 0,
             })
             .map_err(|_| ENOSPC)?;
         ledger.next_id += 1;
@@ -351,11 +386,18 @@ impl Book {
         let mut ledger = self.ledger.lock();
         match holder {
             Holder::Member { project, serial } => {
-                if let Some(m) = ledger.member_by_serial(project, serial) {
-                    m.used.set(r, m.used.get(r).saturating_sub(amount));
-                }
-                // The pool gets it back even from a member that is gone.
-                let used = ledger.pool_used.get(r).saturating_sub(amount);
+                // The pool gets it back even from a member that is gone;
+                // from a started member, only what was past its
+                // reservation.
+                let freed = match ledger.member_by_serial(project, serial) {
+                    Some(m) => {
+                        let used = m.used.get(r);
+                        m.used.set(r, used.saturating_sub(amount));
+                        uncharge(m.reserved.get(r), used, amount)
+                    }
+                    None => amount,
+                };
+                let used = ledger.pool_used.get(r).saturating_sub(freed);
                 ledger.pool_used.set(r, used);
             }
             Holder::Outsider { uid } => {
@@ -371,11 +413,92 @@ impl Book {
     }
 }
 
+impl Book {
+    /// Starts the environment of the member `uid` is, for one more file:
+    /// the first start reserves the member's target (the project's start
+    /// parameters plus its request, as they are now) from the device's
+    /// pool in one step, tiles included ([`start_pool`]), after which
+    /// nothing the member creates within it is refused by the pool; later
+    /// starts only count the file. `ENOENT` for a uid in no project; when
+    /// the pool cannot give it all now, `ENOSPC`, or with `wait` the caller
+    /// sleeps until it can (`ERESTARTSYS` on a signal); `ENOSPC` without a
+    /// wait if the pool could never give it.
+    pub(crate) fn start(self: &Arc<Self>, uid: u32, wait: bool) -> Result<Started> {
+        let pool = start_pool(&self.pool, self.tiles);
+        let mut ledger = self.ledger.lock();
+        loop {
+            let project = ledger.project_of(uid).ok_or(ENOENT)?;
+            let pool_used = ledger.pool_used;
+            let p = ledger.project(project).ok_or(ENOENT)?;
+            let start = p.start;
+            let m = p.members.iter_mut().find(|m| m.uid == uid).ok_or(ENOENT)?;
+            let serial = m.serial;
+            let started = || Started {
+                book: self.clone(),
+                project,
+                serial,
+            };
+            if m.started > 0 {
+                m.started += 1;
+                return Ok(started());
+            }
+            let target = start.plus(&m.request);
+            match admit_start(&target, &m.used, &pool, &pool_used) {
+                Ok(take) => {
+                    m.reserved = target;
+                    m.started = 1;
+                    ledger.pool_used = pool_used.plus(&take);
+                    return Ok(started());
+                }
+                Err(QuotaError::PoolBusy(_)) if wait => {
+                    if self.released.wait_interruptible(&mut ledger) {
+                        return Err(ERESTARTSYS);
+                    }
+                }
+                Err(e) => return Err(quota_errno(e)),
+            }
+        }
+    }
+
+    /// A file that started the environment of member `serial` of project
+    /// `project` is closed: the last one gives back to the pool what the
+    /// reservation held beyond what the member holds.
+    fn stop(&self, project: u64, serial: u64) {
+        let mut ledger = self.ledger.lock();
+        let Some(m) = ledger.member_by_serial(project, serial) else {
+            return;
+        };
+        m.started = m.started.saturating_sub(1);
+        if m.started > 0 {
+            return;
+        }
+        let freed = m.share().minus(&m.used);
+        m.reserved = Amounts::ZERO;
+        ledger.pool_used = ledger.pool_used.minus(&freed);
+        drop(ledger);
+        self.released.notify_all();
+    }
+}
+
+/// A file's start of its member's environment ([`Book::start`]); the
+/// environment stops when the last one is dropped, with its file.
+pub(crate) struct Started {
+    book: Arc<Book>,
+    project: u64,
+    serial: u64,
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        self.book.stop(self.project, self.serial);
+    }
+}
+
 /// The errno of a refused quota operation.
 fn quota_errno(e: QuotaError) -> Error {
     match e {
         QuotaError::OverQuota(_) => EDQUOT,
-        QuotaError::PoolBusy(_) => ENOSPC,
+        QuotaError::PoolBusy(_) | QuotaError::PoolTooSmall(_) => ENOSPC,
     }
 }
 
@@ -489,6 +612,10 @@ impl Registry {
                     budget_shared_bytes: 3,
                     requested: 4,
                     shared: 5,
+                    start_contexts: 6,
+                    start_bo_bytes: 7,
+                    start_tiles: 8,
+                    start_shared_bytes: 9,
                 ],
             },
             member: configfs_attrs! {
@@ -501,6 +628,7 @@ impl Registry {
                     request_tiles: 3,
                     request_shared_bytes: 4,
                     usage: 5,
+                    reserved: 6,
                 ],
             },
         };
@@ -554,9 +682,17 @@ impl PinnedDrop for Member {
     fn drop(self: Pin<&mut Self>) {
         let serial = self.serial;
         let mut ledger = self.book.ledger.lock();
+        let mut freed = Amounts::ZERO;
         if let Some(p) = ledger.project(self.project) {
+            // A started environment's reservation goes with it.
+            if let Some(m) = p.members.iter().find(|m| m.serial == serial) {
+                freed = m.share().minus(&m.used);
+            }
             p.members.retain(|m| m.serial != serial);
         }
+        ledger.pool_used = ledger.pool_used.minus(&freed);
+        drop(ledger);
+        self.book.released.notify_all();
         // What its files still hold counts against the pool until it is
         // freed (`Book::uncharge`).
     }
@@ -627,13 +763,35 @@ impl Project {
         show(page, |w| writeln!(w, "{v}"))
     }
 
+    fn show_start(&self, r: Resource, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+        let v = self.with(|p| Ok(p.start.get(r)))?;
+        show(page, |w| writeln!(w, "{v}"))
+    }
+
+    /// New start parameters; refused (`EDQUOT`) if the members' targets
+    /// would no longer fit in the budget. Environments started already
+    /// keep what they reserved.
+    fn store_start(&self, r: Resource, page: &[u8]) -> Result {
+        let v = parse_u64(page)?;
+        self.with(|p| {
+            let old = p.start;
+            p.start.set(r, v);
+            let fits = admit_budget(&p.budget, &p.targets_except(None));
+            if let Err(e) = fits {
+                p.start = old;
+                return Err(quota_errno(e));
+            }
+            Ok(())
+        })
+    }
+
     /// A new budget; refused (`EDQUOT`) below what the members request.
     fn store_budget(&self, r: Resource, page: &[u8]) -> Result {
         let v = parse_u64(page)?;
         self.with(|p| {
             let mut budget = p.budget;
             budget.set(r, v);
-            admit_budget(&budget, &p.requests_except(None)).map_err(quota_errno)?;
+            admit_budget(&budget, &p.targets_except(None)).map_err(quota_errno)?;
             p.budget = budget;
             Ok(())
         })
@@ -669,12 +827,12 @@ impl Member {
     fn store_request(&self, r: Resource, page: &[u8]) -> Result {
         let v = parse_u64(page)?;
         self.with(|p, i| {
-            let others = p.requests_except(Some(self.serial));
+            let others = p.targets_except(Some(self.serial));
             let budget = p.budget;
-            let m = p.members.get_mut(i).ok_or(ENOENT)?;
-            let mut request = m.request;
+            let mut request = p.members.get(i).ok_or(ENOENT)?.request;
             request.set(r, v);
-            admit_request(&budget, &others, &request).map_err(quota_errno)?;
+            admit_request(&budget, &others, &p.target(&request)).map_err(quota_errno)?;
+            let m = p.members.get_mut(i).ok_or(ENOENT)?;
             m.request = request;
             Ok(())
         })
@@ -704,6 +862,13 @@ amount_attributes!(Project, show_budget, store_budget,
     1 => Resource::BoBytes,
     2 => Resource::Tiles,
     3 => Resource::SharedBytes,
+);
+
+amount_attributes!(Project, show_start, store_start,
+    6 => Resource::Contexts,
+    7 => Resource::BoBytes,
+    8 => Resource::Tiles,
+    9 => Resource::SharedBytes,
 );
 
 amount_attributes!(Member, show_request, store_request,
@@ -819,7 +984,7 @@ impl configfs::AttributeOperations<4> for Project {
     type Data = Project;
 
     fn show(data: &Project, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
-        let sum = data.with(|p| Ok(p.requests_except(None)))?;
+        let sum = data.with(|p| Ok(p.targets_except(None)))?;
         show_amounts(page, &sum)
     }
 }
@@ -861,5 +1026,17 @@ impl configfs::AttributeOperations<5> for Member {
     fn show(data: &Member, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
         let used = data.with_entry(|m| m.used)?;
         show_amounts(page, &used)
+    }
+}
+
+/// `reserved`: what the member's started environment reserved from the
+/// pool (nothing while it is not started), read-only.
+#[vtable]
+impl configfs::AttributeOperations<6> for Member {
+    type Data = Member;
+
+    fn show(data: &Member, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+        let reserved = data.with_entry(|m| m.reserved)?;
+        show_amounts(page, &reserved)
     }
 }

@@ -52,4 +52,5 @@ plain_bytes!(
     drm_vgsched_shared_publish,
     drm_vgsched_shared_open,
     drm_vgsched_shared_unpublish,
+    drm_vgsched_start,
 );
