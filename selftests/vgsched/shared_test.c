@@ -21,7 +21,15 @@
  *    or a member folder of a uid that is no member (whoever publishes)
  *    ENOENT, a name in use EEXIST, publishing an object one may only read
  *    EACCES, the published bytes charged to the member (EDQUOT past its
- *    request) and given back by unpublish.
+ *    request) and given back by unpublish;
+ *  - the device's public folders, beside the projects: read-only for
+ *    everyone, published by root and the owners the administrator lets;
+ *  - the administrator's rules per object and member: read-only,
+ *    read-write and download (PRIME export) as separate rights, in place
+ *    of the folder's matrix, on every path, even for a handle held when
+ *    the rule changes;
+ *  - the pooling document's example: project 28, member 144, the folders
+ *    algorithms, models and data sets.
  * Every role is a real uid: a forked child that setresuid()s to it, which
  * drops every capability; root's child keeps them.
  */
@@ -41,7 +49,7 @@
 #include "vgsched_projects.h"
 
 enum role { OWNER, MEMBER, OTHER_PROJECT, NON_MEMBER, ROOT, ROLES };
-enum folder { F_PROJECT, F_MEMBER, F_OTHER, F_PUBLIC, FOLDERS };
+enum folder { F_PROJECT, F_MEMBER, F_OTHER, F_PUBLIC, F_DEVICE, FOLDERS };
 enum op { OPEN_RO, OPEN_RW, MMAP_WRITE, BIND_WRITE, PUBLISH, UNPUBLISH, OPS };
 
 static const uid_t role_uid[ROLES] = { 1001, 1002, 1003, 1004, 0 };
@@ -49,10 +57,10 @@ static const char *const role_name[ROLES] = {
 	"owner", "member", "other-project", "non-member", "root",
 };
 static const char *const folder_name[FOLDERS] = {
-	"project", "owner's member", "other member's", "public",
+	"project", "owner's member", "other member's", "public", "device's public",
 };
-/* Who publishes the fixture of each folder. */
-static const uid_t folder_publisher[FOLDERS] = { 1001, 1001, 1002, 1001 };
+/* Who publishes the fixture of each folder (1001 may publish in the device's). */
+static const uid_t folder_publisher[FOLDERS] = { 1001, 1001, 1002, 1001, 1001 };
 static const char *const op_name[OPS] = {
 	"open-ro", "open-rw", "mmap-write", "bind-write", "publish", "unpublish",
 };
@@ -61,7 +69,8 @@ static const char *const op_name[OPS] = {
  * The documented rules (Documentation/admin-guide.rst, "Shared storage"),
  * written out rather than computed: 1001 is alpha's owner, 1002 a member
  * of alpha, 1003 a member of beta; F_MEMBER is 1001's folder, F_OTHER
- * 1002's.
+ * 1002's; F_DEVICE a public folder of the device, beside the projects,
+ * where the administrator let 1001 publish (publish_public).
  */
 #define ALL(e) { e, e, e, e, e, e }
 static const int expected[FOLDERS][ROLES][OPS] = {
@@ -93,6 +102,13 @@ static const int expected[FOLDERS][ROLES][OPS] = {
 		[NON_MEMBER] = { 0, -EACCES, -EACCES, -EACCES, -EACCES, -EACCES },
 		[ROOT] = ALL(0),
 	},
+	[F_DEVICE] = {
+		[OWNER] = { 0, -EACCES, -EACCES, -EACCES, 0, 0 },
+		[MEMBER] = { 0, -EACCES, -EACCES, -EACCES, -EACCES, -EACCES },
+		[OTHER_PROJECT] = { 0, -EACCES, -EACCES, -EACCES, -EACCES, -EACCES },
+		[NON_MEMBER] = { 0, -EACCES, -EACCES, -EACCES, -EACCES, -EACCES },
+		[ROOT] = ALL(0),
+	},
 };
 
 /* Results outside errno space: a check after the operation failed. */
@@ -115,11 +131,13 @@ static struct drm_vgsched_shared_path place(int f, const char *name)
 {
 	static const __u32 kind[FOLDERS] = {
 		DRM_VGSCHED_FOLDER_PROJECT, DRM_VGSCHED_FOLDER_MEMBER, DRM_VGSCHED_FOLDER_MEMBER,
-		DRM_VGSCHED_FOLDER_PUBLIC,
+		DRM_VGSCHED_FOLDER_PUBLIC, DRM_VGSCHED_FOLDER_PUBLIC,
 	};
-	static const char *const folder[FOLDERS] = { "models", "1001", "1002", "releases" };
+	static const char *const folder[FOLDERS] = { "models", "1001", "1002", "releases",
+						     "datasets" };
 
-	return vg_path("alpha", kind[f], folder[f], name);
+	/* The device's public folders: a path with no project. */
+	return vg_path(f == F_DEVICE ? "" : "alpha", kind[f], folder[f], name);
 }
 
 /* The object at @path, opened read-only on @fd, holds folder @f's pattern. */
@@ -413,15 +431,19 @@ FIXTURE_SETUP(shared)
 		}
 	}
 	ASSERT_EQ(0, cfs_write("alpha/1001/role", "owner"));
+	ASSERT_EQ(0, cfs_write("alpha/1001/publish_public", "1"));
 }
 
 FIXTURE_TEARDOWN(shared)
 {
 	static const char *const uids[] = { "1001", "1002", "1003" };
 
+	static const char *const example[] = { "144", "145" };
+
 	close(self->fd);
 	remove_project("alpha", uids, 3);
 	remove_project("beta", uids, 3);
+	remove_project("28", example, 2);
 	EXPECT_EQ(0, vgsched_module_unload());
 	EXPECT_EQ(0, vgsched_module_load(""));
 }
@@ -852,6 +874,340 @@ TEST_F(shared, names_and_charges)
 	EXPECT_EQ(0, vgsched_bo_close(self->fd, o.handle));
 	/* Removing the project drops its names (the teardown unloads the module: nothing left). */
 	EXPECT_EQ(0, cfs_rmdir("alpha/1002"));
+}
+
+/* Opens @path on a new file of the caller's as @flags asks; 0 or -errno. */
+static int open_as_asked(const struct drm_vgsched_shared_path *path, __u32 flags)
+{
+	struct drm_vgsched_shared_open o;
+	int fd = vgsched_open_render_node(), ret;
+
+	if (fd < 0)
+		return BAD_SETUP;
+	ret = vg_shared_open(fd, path, flags, &o);
+	close(fd);
+	return ret;
+}
+
+/* Opens @path read-only and exports the handle as a dma-buf; 0 or -errno. */
+static int download(const struct drm_vgsched_shared_path *path)
+{
+	struct drm_vgsched_shared_open o;
+	int fd = vgsched_open_render_node(), ret;
+
+	if (fd < 0)
+		return BAD_SETUP;
+	ret = vg_shared_open(fd, path, 0, &o);
+	if (!ret) {
+		ret = vg_prime_export(fd, o.handle);
+		if (ret >= 0) {
+			close(ret);
+			ret = 0;
+		}
+	}
+	close(fd);
+	return ret;
+}
+
+/* What 1002 gets on alpha's models/data: open read-only, read-write, download. */
+struct rule_view {
+	int ro, rw, dl;
+};
+
+static int view_project_data(void *arg)
+{
+	struct drm_vgsched_shared_path path = place(F_PROJECT, "data");
+	struct rule_view v = {
+		.ro = open_as_asked(&path, 0),
+		.rw = open_as_asked(&path, DRM_VGSCHED_SHARED_OPEN_WRITE),
+		.dl = download(&path),
+	};
+
+	return write(*(int *)arg, &v, sizeof(v)) == sizeof(v) ? 0 : 101;
+}
+
+/* 1002's view of models/data under the rules now in force. */
+static struct rule_view view_of_1002(void)
+{
+	struct rule_view v = { BAD_SETUP, BAD_SETUP, BAD_SETUP };
+	int io[2];
+
+	if (pipe(io))
+		return v;
+	if (as_uid(1002, view_project_data, &io[1]) || read(io[0], &v, sizeof(v)) != sizeof(v))
+		v.ro = BAD_SETUP;
+	close(io[0]);
+	close(io[1]);
+	return v;
+}
+
+/*
+ * 1002, a member, opens 1001's member folder read-write (a rule lets it),
+ * maps it for writing, and waits; the administrator then lowers its rule
+ * to read-only: its writable mapping, a writable binding and BO_CPU_PREP
+ * for writing through the handle it holds are refused from then on.
+ */
+static int writer_loses_its_right(void *arg)
+{
+	struct drm_vgsched_shared_path path = place(F_MEMBER, "data");
+	const __u64 load[] = {
+		vg_instr(DRM_VGSCHED_OP_MOVI, 0, 0, 0, 0),
+		vg_instr(DRM_VGSCHED_OP_LD, 1, 0, 0, 0),
+		vg_instr(DRM_VGSCHED_OP_END, 0, 0, 0, 0),
+	};
+	struct drm_vgsched_shared_open o;
+	struct drm_vgsched_submit sub;
+	struct vg_buf prog;
+	int *io = arg, fd = vgsched_open_render_node();
+	__u32 ctx;
+	void *map;
+
+	if (fd < 0 || vg_shared_open(fd, &path, DRM_VGSCHED_SHARED_OPEN_WRITE, &o) || !o.writable)
+		return 101;
+	map = vgsched_bo_mmap(fd, o.handle, OBJ_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED);
+	if (map == MAP_FAILED)
+		return 102;
+	munmap(map, OBJ_SIZE);
+	ctx = vgsched_ctx_create(fd, 8);
+	if (!ctx || vg_program(fd, load, 3, &prog))
+		return 103;
+	/* The administrator lowers 1002's rule to read-only. */
+	if (await_revocation(io[1], io[0]))
+		return 104;
+	map = vgsched_bo_mmap(fd, o.handle, OBJ_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED);
+	if (map != MAP_FAILED || errno != EACCES)
+		return 105;
+	sub = vg_job(ctx, &prog, 3, &o.handle, 1, 1, 1, 1);
+	sub.binding_access[0] = DRM_VGSCHED_BINDING_READ | DRM_VGSCHED_BINDING_WRITE;
+	if (!vgsched_submit(fd, &sub) || errno != EACCES)
+		return 106;
+	sub.binding_access[0] = DRM_VGSCHED_BINDING_READ;
+	if (vgsched_submit(fd, &sub))
+		return 107;
+	if (vg_prime_export(fd, o.handle) != -EACCES)
+		return 108;
+	close(fd);
+	return 0;
+}
+
+/*
+ * The administrator's rules per object and member (configfs rules): a
+ * rule gives one member its own rights on one object in place of the
+ * folder's matrix: read-only, read-write and download (PRIME export) are
+ * separate, so a reader may download and a writer may not; a rule lowered
+ * while the member holds the object takes effect on every path (mapping,
+ * binding, export); "default" brings the matrix back. Malformed rules are
+ * EINVAL, an unknown name or a uid that is not a member ENOENT.
+ */
+TEST_F(shared, rules_per_member_and_object)
+{
+	static const char *const bad[] = {
+		"alpha/project/models 1002 r",	    "alpha/project/models/data 1002 rx",
+		"alpha/project/models/data 1002",   "alpha/project/models/data x r",
+		"alpha/project/models/data 0 r",    "alpha/folder/models/data 1002 r",
+		"alpha/project/models/data 1002 r d",
+	};
+	struct rule_view v;
+	char buf[1024];
+	int io[2], to, from;
+	pid_t pid;
+
+	ASSERT_EQ(0, as_uid(1001, members_publish, NULL));
+	ASSERT_EQ(0, as_uid(1002, members_publish, NULL));
+	/* The matrix: a member reads and writes a project folder; the writer may download. */
+	v = view_of_1002();
+	EXPECT_EQ(0, v.ro);
+	EXPECT_EQ(0, v.rw);
+	EXPECT_EQ(-EACCES, v.dl) TH_LOG("a read-only holder downloads nothing by default");
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		EXPECT_EQ(-EINVAL, cfs_write("rules", bad[i])) TH_LOG("'%s'", bad[i]);
+	}
+	EXPECT_EQ(-ENOENT, cfs_write("rules", "alpha/project/models/nothing 1002 r"));
+	EXPECT_EQ(-ENOENT, cfs_write("rules", "gamma/project/models/data 1002 r"));
+	EXPECT_EQ(-ENOENT, cfs_write("rules", "alpha/project/models/data 1004 r"))
+		TH_LOG("1004 is no member of alpha");
+	ASSERT_EQ(0, cfs_read("rules", buf, sizeof(buf)));
+	EXPECT_STREQ("", buf);
+
+	/* Read-only for 1002: no writing, no download. */
+	ASSERT_EQ(0, cfs_write("rules", "alpha/project/models/data 1002 r\n"));
+	v = view_of_1002();
+	EXPECT_EQ(0, v.ro);
+	EXPECT_EQ(-EACCES, v.rw);
+	EXPECT_EQ(-EACCES, v.dl);
+	/* Read and download, still no writing. */
+	ASSERT_EQ(0, cfs_write("rules", "alpha/project/models/data 1002 dr"));
+	v = view_of_1002();
+	EXPECT_EQ(0, v.ro);
+	EXPECT_EQ(-EACCES, v.rw);
+	EXPECT_EQ(0, v.dl) TH_LOG("the download right alone exports");
+	/* Nothing at all. */
+	ASSERT_EQ(0, cfs_write("rules", "alpha/project/models/data 1002 -"));
+	v = view_of_1002();
+	EXPECT_EQ(-EACCES, v.ro);
+	EXPECT_EQ(-EACCES, v.rw);
+	ASSERT_EQ(0, cfs_read("rules", buf, sizeof(buf)));
+	EXPECT_STREQ("alpha/project/models/data 1002 ---\n", buf);
+	/* The matrix again. */
+	ASSERT_EQ(0, cfs_write("rules", "alpha/project/models/data 1002 default"));
+	v = view_of_1002();
+	EXPECT_EQ(0, v.rw);
+	ASSERT_EQ(0, cfs_read("rules", buf, sizeof(buf)));
+	EXPECT_STREQ("", buf);
+
+	/* Another member's folder, read-only by the matrix, made read-write for 1002, then lowered. */
+	ASSERT_EQ(0, cfs_write("rules", "alpha/member/1001/data 1002 rw"));
+	pid = fork_talking(1002, writer_loses_its_right, io, &io[0], &io[1], &to, &from);
+	ASSERT_GE(pid, 0);
+	EXPECT_EQ(0, revoke_for_child(pid, from, to, "rules", "alpha/member/1001/data 1002 r"));
+	ASSERT_EQ(0, cfs_read("rules", buf, sizeof(buf)));
+	EXPECT_STREQ("alpha/member/1001/data 1002 r--\n", buf);
+}
+
+/*
+ * The device's public folders, beside the projects (a path with no
+ * project): root publishes there, an owner only once the administrator
+ * lets it (publish_public), whose bytes are then charged to it; every
+ * user reads, none writes; the subsystem's public attribute lists the
+ * names; a path with no project in any other kind of folder is EINVAL.
+ */
+static int owner_publishes_on_the_device(void *arg)
+{
+	struct drm_vgsched_shared_path path = vg_path("", DRM_VGSCHED_FOLDER_PUBLIC, "models", "base");
+	int fd = vgsched_open_render_node();
+	__u32 handle = fd < 0 ? 0 : vgsched_bo_create(fd, OBJ_SIZE);
+
+	if (!handle)
+		return 101;
+	return -vg_publish(fd, &path, handle);
+}
+
+TEST_F(shared, device_public_folders)
+{
+	struct drm_vgsched_shared_path path = vg_path("", DRM_VGSCHED_FOLDER_PUBLIC, "models", "base");
+	struct drm_vgsched_shared_path bad = vg_path("", DRM_VGSCHED_FOLDER_PROJECT, "models", "base");
+	char buf[256];
+
+	ASSERT_EQ(0, cfs_write("alpha/1001/publish_public", "0"));
+	EXPECT_EQ(-EINVAL, cfs_write("alpha/1001/publish_public", "2"));
+	EXPECT_EQ(EACCES, as_uid(1001, owner_publishes_on_the_device, NULL));
+	EXPECT_EQ(-ENOENT, name_exists(self->fd, &path));
+	ASSERT_EQ(0, cfs_write("alpha/1001/publish_public", "1"));
+	EXPECT_EQ(EACCES, as_uid(1002, owner_publishes_on_the_device, NULL)) TH_LOG("a plain member");
+	EXPECT_EQ(0, as_uid(1001, owner_publishes_on_the_device, NULL));
+	EXPECT_EQ(0, name_exists(self->fd, &path));
+	EXPECT_EQ(OBJ_SIZE, cfs_usage("alpha/1001/usage", "shared_bytes"));
+	ASSERT_EQ(0, cfs_read("public", buf, sizeof(buf)));
+	EXPECT_STREQ("public/models/base 4096 1001\n", buf);
+	EXPECT_EQ(-EINVAL, vg_publish(self->fd, &bad, vgsched_bo_create(self->fd, OBJ_SIZE)));
+	/* Root empties it; its bytes come back to 1001. */
+	EXPECT_EQ(0, vg_unpublish(self->fd, &path));
+	EXPECT_EQ(0, cfs_usage("alpha/1001/usage", "shared_bytes"));
+	ASSERT_EQ(0, cfs_read("public", buf, sizeof(buf)));
+	EXPECT_STREQ("", buf);
+}
+
+/* The paths of the pooling document's shared-storage example. */
+enum { EX_ALGORITHMS, EX_MODELS, EX_DATASETS, EX_NOTES, EX_PUBLIC, EX_PATHS };
+
+static struct drm_vgsched_shared_path example_path(int i)
+{
+	switch (i) {
+	case EX_ALGORITHMS:
+		return vg_path("28", DRM_VGSCHED_FOLDER_PROJECT, "algorithms", "detector");
+	case EX_MODELS:
+		return vg_path("28", DRM_VGSCHED_FOLDER_PROJECT, "models", "resnet");
+	case EX_DATASETS:
+		return vg_path("28", DRM_VGSCHED_FOLDER_PROJECT, "datasets", "train");
+	case EX_NOTES:
+		return vg_path("28", DRM_VGSCHED_FOLDER_MEMBER, "144", "notes");
+	default:
+		return vg_path("", DRM_VGSCHED_FOLDER_PUBLIC, "datasets", "mnist");
+	}
+}
+
+/* Member 144 publishes in the project's three folders and its own. */
+static int member_144_publishes(void *arg)
+{
+	int fd = vgsched_open_render_node();
+
+	(void)arg;
+	for (int i = EX_ALGORITHMS; i <= EX_NOTES; i++) {
+		struct drm_vgsched_shared_path path = example_path(i);
+		__u32 handle = fd < 0 ? 0 : vgsched_bo_create(fd, OBJ_SIZE);
+
+		if (!handle || vg_publish(fd, &path, handle))
+			return 101 + i;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Each path opened read-only, then read-write: results into the pipe of @arg. */
+static int probe_example(void *arg)
+{
+	int res[EX_PATHS][2];
+
+	for (int i = 0; i < EX_PATHS; i++) {
+		struct drm_vgsched_shared_path path = example_path(i);
+
+		res[i][0] = open_as_asked(&path, 0);
+		res[i][1] = open_as_asked(&path, DRM_VGSCHED_SHARED_OPEN_WRITE);
+	}
+	return write(*(int *)arg, res, sizeof(res)) == sizeof(res) ? 0 : 101;
+}
+
+/*
+ * The pooling document's example of shared storage: in project 28, the
+ * project folders for algorithms, models and data sets are read-write for
+ * its members; member 144's own folder is read-write for it and read-only
+ * for the other members; the public folders beside the projects are
+ * read-only for everyone; a user outside project 28 sees none of its
+ * folders.
+ */
+TEST_F(shared, the_documents_example_project_28_member_144)
+{
+	static const uid_t uids[] = { 144, 145, 1004 };
+	/* [user][path][read-only, read-write] */
+	static const int want[3][EX_PATHS][2] = {
+		{ { 0, 0 }, { 0, 0 }, { 0, 0 }, { 0, 0 }, { 0, -EACCES } },
+		{ { 0, 0 }, { 0, 0 }, { 0, 0 }, { 0, -EACCES }, { 0, -EACCES } },
+		{ { -ENOENT, -ENOENT }, { -ENOENT, -ENOENT }, { -ENOENT, -ENOENT },
+		  { -ENOENT, -ENOENT }, { 0, -EACCES } },
+	};
+	static const char *const members[] = { "144", "145" };
+	struct drm_vgsched_shared_path mnist = example_path(EX_PUBLIC);
+
+	ASSERT_EQ(0, cfs_mkdir("28"));
+	ASSERT_EQ(0, cfs_write("28/budget_contexts", "8"));
+	ASSERT_EQ(0, cfs_write("28/budget_bo_bytes", "1048576"));
+	ASSERT_EQ(0, cfs_write("28/budget_shared_bytes", "65536"));
+	for (int m = 0; m < 2; m++) {
+		char dir[32];
+
+		snprintf(dir, sizeof(dir), "28/%s", members[m]);
+		ASSERT_EQ(0, cfs_mkdir(dir));
+		ASSERT_EQ(0, cfs_set(dir, "request_contexts", "4"));
+		ASSERT_EQ(0, cfs_set(dir, "request_bo_bytes", "524288"));
+		ASSERT_EQ(0, cfs_set(dir, "request_shared_bytes", "32768"));
+	}
+	ASSERT_EQ(0, as_uid(144, member_144_publishes, NULL));
+	ASSERT_EQ(0, vg_publish(self->fd, &mnist, vgsched_bo_create(self->fd, OBJ_SIZE)));
+	for (int u = 0; u < 3; u++) {
+		int got[EX_PATHS][2], io[2];
+
+		ASSERT_EQ(0, pipe(io));
+		ASSERT_EQ(0, as_uid(uids[u], probe_example, &io[1]));
+		ASSERT_EQ(sizeof(got), read(io[0], got, sizeof(got)));
+		close(io[0]);
+		close(io[1]);
+		for (int i = 0; i < EX_PATHS; i++) {
+			EXPECT_EQ(want[u][i][0], got[i][0]) TH_LOG("uid %u, path %d, read-only", uids[u], i);
+			EXPECT_EQ(want[u][i][1], got[i][1]) TH_LOG("uid %u, path %d, read-write", uids[u], i);
+		}
+	}
+	EXPECT_EQ(0, vg_unpublish(self->fd, &mnist));
+	remove_project("28", members, 2);
 }
 
 TEST_HARNESS_MAIN

@@ -401,6 +401,175 @@ pub fn access(caller: Caller, folder: Folder, op: Op) -> Result<(), AccessError>
     }
 }
 
+/// What the administrator's rule for one user on one shared object
+/// allows, three separate rights: reading it, writing it (which includes
+/// reading), and downloading it (exporting it out of the device as a
+/// dma-buf, `PRIME_HANDLE_TO_FD`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rights {
+    /// Open it read-only.
+    pub read: bool,
+    /// Open it read-write, map it for writing, bind it writable.
+    pub write: bool,
+    /// Export it out of the device.
+    pub download: bool,
+}
+
+impl Rights {
+    /// Parses rights written as letters of `rwd`, each at most once, in
+    /// any order (`w` gives `r` too), or `-` for none; `None` otherwise.
+    pub fn parse(word: &[u8]) -> Option<Rights> {
+        if word == b"-" {
+            return Some(Rights::default());
+        }
+        if word.is_empty() {
+            return None;
+        }
+        let mut r = Rights::default();
+        for &c in word {
+            let right = match c {
+                b'r' => &mut r.read,
+                b'w' => &mut r.write,
+                b'd' => &mut r.download,
+                _ => return None,
+            };
+            if *right {
+                return None;
+            }
+            *right = true;
+        }
+        r.read |= r.write;
+        Some(r)
+    }
+
+    /// The rights as three letters, `-` for each one missing (`rw-`).
+    pub fn letters(self) -> [u8; 3] {
+        let pick = |on: bool, c: u8| if on { c } else { b'-' };
+        [
+            pick(self.read, b'r'),
+            pick(self.write, b'w'),
+            pick(self.download, b'd'),
+        ]
+    }
+}
+
+/// [`access`] for an object the administrator gave `caller` a rule on:
+/// the rule decides what the caller may do with the object itself
+/// (open it either way, map it for writing, bind it writable), in place
+/// of the folder's matrix; what a caller may not see stays hidden, and
+/// publishing and unpublishing stay the folder's.
+pub fn access_by_rule(
+    caller: Caller,
+    folder: Folder,
+    op: Op,
+    rule: Option<Rights>,
+) -> Result<(), AccessError> {
+    let by_folder = access(caller, folder, op);
+    let Some(rights) = rule else {
+        return by_folder;
+    };
+    if caller.admin || by_folder == Err(AccessError::Hidden) {
+        return by_folder;
+    }
+    let allowed = match op {
+        Op::Publish | Op::Unpublish => return by_folder,
+        Op::OpenRead => rights.read,
+        Op::OpenWrite | Op::MapWrite | Op::BindWrite => rights.write,
+    };
+    match allowed {
+        true => Ok(()),
+        false => Err(AccessError::Denied),
+    }
+}
+
+/// Whether a holder may download (export) an object: as its rule says if
+/// the administrator gave it one, else if it may write the object (a
+/// dma-buf gives its importers the pages).
+pub fn may_download(rule: Option<Rights>, writable: bool) -> bool {
+    rule.map_or(writable, |r| r.download)
+}
+
+/// A shared object as the `rules` attribute names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RulePath<'a> {
+    /// Its project; `None` for the device's public folders.
+    pub project: Option<&'a [u8]>,
+    /// The kind of its folder.
+    pub kind: Folder,
+    /// The folder's name (`None` for a member folder).
+    pub folder: Option<&'a [u8]>,
+    /// The member of a member folder, else 0.
+    pub member_uid: u32,
+    /// The object's name.
+    pub name: &'a [u8],
+}
+
+impl<'a> RulePath<'a> {
+    /// `PROJECT/project/FOLDER/NAME`, `PROJECT/member/UID/NAME`,
+    /// `PROJECT/public/FOLDER/NAME` or, for the device's public folders,
+    /// `public/FOLDER/NAME`; every name valid.
+    pub fn parse(text: &'a [u8]) -> Option<Self> {
+        let mut parts = text.split(|&b| b == b'/');
+        let (a, b, c) = (parts.next()?, parts.next()?, parts.next()?);
+        let name = |n: &'a [u8]| valid_name(n).then_some(n);
+        let path = match parts.next() {
+            None if a == b"public" => Self {
+                project: None,
+                kind: Folder::Public,
+                folder: Some(name(b)?),
+                member_uid: 0,
+                name: name(c)?,
+            },
+            None => return None,
+            Some(d) => {
+                let (kind, folder, member_uid) = match b {
+                    b"project" => (Folder::Project, Some(name(c)?), 0),
+                    b"public" => (Folder::Public, Some(name(c)?), 0),
+                    b"member" => (Folder::Member, None, parse_decimal(c)?),
+                    _ => return None,
+                };
+                Self {
+                    project: Some(name(a)?),
+                    kind,
+                    folder,
+                    member_uid,
+                    name: name(d)?,
+                }
+            }
+        };
+        parts.next().is_none().then_some(path)
+    }
+}
+
+/// A command of the `rules` attribute: `PATH UID RIGHTS` gives user `UID`
+/// the rights on the object at `PATH`; `PATH UID default` removes its
+/// rule (the folder's matrix applies again).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RuleCommand<'a> {
+    /// The object.
+    pub path: RulePath<'a>,
+    /// The user.
+    pub uid: u32,
+    /// Its rights; `None` to remove its rule.
+    pub rights: Option<Rights>,
+}
+
+impl<'a> RuleCommand<'a> {
+    /// Parses `line` (one trailing newline allowed, single spaces);
+    /// `None` for anything malformed.
+    pub fn parse(line: &'a [u8]) -> Option<Self> {
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        let mut words = line.split(|&b| b == b' ');
+        let path = RulePath::parse(words.next()?)?;
+        let uid = parse_decimal(words.next()?)?;
+        let rights = match words.next()? {
+            b"default" => None,
+            w => Some(Rights::parse(w)?),
+        };
+        words.next().is_none().then_some(Self { path, uid, rights })
+    }
+}
+
 /// Failed authorization attempts a user may make in a burst.
 pub const AUTH_BURST: u32 = 3;
 /// Modeled time after which a failed attempt is forgiven, ns.
@@ -1378,5 +1547,86 @@ mod tests {
         assert_eq!(pool_share(&reserved, &used).get(c), 4);
         used.set(c, 1);
         assert_eq!(pool_share(&reserved, &used).get(c), 3);
+    }
+
+    #[test]
+    fn rules_give_each_member_its_own_rights_on_an_object() {
+        let rw = Rights::parse(b"rw").unwrap();
+        let r_d = Rights::parse(b"dr").unwrap();
+        assert_eq!(Rights::parse(b"w"), Some(rw));
+        assert_eq!(Rights::parse(b"-"), Some(Rights::default()));
+        assert_eq!(&rw.letters(), b"rw-");
+        assert_eq!(&r_d.letters(), b"r-d");
+        for bad in [&b""[..], b"rr", b"x", b"r-", b"rwdr"] {
+            assert_eq!(Rights::parse(bad), None, "{bad:?}");
+        }
+        let other = Caller {
+            admin: false,
+            role: Some(Role::Member),
+            owns_folder: false,
+        };
+        let stranger = Caller {
+            admin: false,
+            role: None,
+            owns_folder: false,
+        };
+        // Another member's folder is read-only by the matrix; a rule makes
+        // it read-write for this member, or takes reading away.
+        assert_eq!(
+            access(other, Folder::Member, Op::OpenWrite),
+            Err(AccessError::Denied)
+        );
+        for op in [Op::OpenWrite, Op::MapWrite, Op::BindWrite, Op::OpenRead] {
+            assert_eq!(access_by_rule(other, Folder::Member, op, Some(rw)), Ok(()));
+        }
+        let none = Some(Rights::default());
+        assert_eq!(
+            access_by_rule(other, Folder::Project, Op::OpenRead, none),
+            Err(AccessError::Denied)
+        );
+        // Publishing stays the folder's; what is hidden stays hidden.
+        assert_eq!(
+            access_by_rule(other, Folder::Member, Op::Publish, Some(rw)),
+            Err(AccessError::Denied)
+        );
+        assert_eq!(
+            access_by_rule(stranger, Folder::Project, Op::OpenRead, Some(rw)),
+            Err(AccessError::Hidden)
+        );
+        // Downloading is a right of its own; without a rule, writers may.
+        assert!(may_download(None, true) && !may_download(None, false));
+        assert!(may_download(Some(r_d), false) && !may_download(Some(rw), true));
+    }
+
+    #[test]
+    fn rule_commands_name_an_object_a_user_and_rights() {
+        let c = RuleCommand::parse(b"28/project/models/resnet 144 rd\n").unwrap();
+        assert_eq!(c.path.project, Some(&b"28"[..]));
+        assert_eq!(
+            (c.path.kind, c.path.folder),
+            (Folder::Project, Some(&b"models"[..]))
+        );
+        assert_eq!((c.uid, c.rights), (144, Rights::parse(b"rd")));
+        let c = RuleCommand::parse(b"28/member/144/notes 145 default").unwrap();
+        assert_eq!(
+            (c.path.kind, c.path.member_uid, c.path.folder),
+            (Folder::Member, 144, None)
+        );
+        assert_eq!(c.rights, None);
+        let c = RuleCommand::parse(b"public/datasets/mnist 0 r").unwrap();
+        assert_eq!((c.path.project, c.path.kind), (None, Folder::Public));
+        for bad in [
+            &b"28/project/models 144 r"[..],
+            b"28/folder/models/x 144 r",
+            b"28/member/abc/x 144 r",
+            b"28/project/models/.x 144 r",
+            b"28/project/models/x 144",
+            b"28/project/models/x -1 r",
+            b"28/project/models/x 144 r extra",
+            b"28/project/models/x/y 144 r",
+            b"private/models/x 144 r",
+        ] {
+            assert_eq!(RuleCommand::parse(bad), None, "{bad:?}");
+        }
     }
 }

@@ -57,8 +57,10 @@ use crate::{
             Op, //
         },
         projects::{
+            may_download,
             Holding,
-            Resource, //
+            Resource,
+            Rights, //
         }, //
     },
     vram::{
@@ -129,7 +131,21 @@ pub(crate) struct VgObject {
     /// The program last validated from the object ([`VgObject::program`]).
     #[pin]
     program: Mutex<Option<CachedProgram>>,
+    /// The administrator's rules on it, per user (`shared.rs`): what each
+    /// may do with it in place of its folder's matrix. Taken alone.
+    #[pin]
+    rules: Mutex<KVec<UserRule>>,
 }
+
+/// The administrator's rule for one user on one shared object.
+#[derive(Clone, Copy)]
+pub(crate) struct UserRule {
+    pub(crate) uid: u32,
+    pub(crate) rights: Rights,
+}
+
+/// Most rules on one object.
+const MAX_RULES: usize = 64;
 
 /// A validated program, shared by the jobs that run it.
 pub(crate) type Program = Arc<KVec<Instr>>;
@@ -224,6 +240,7 @@ impl gem::DriverObject for VgObject {
             kmap <- new_mutex!(None),
             cpu_writes: Atomic::new(0),
             program <- new_mutex!(None),
+            rules <- new_mutex!(KVec::new()),
         })
     }
 
@@ -295,9 +312,12 @@ impl gem::DriverObject for VgObject {
     }
 
     /// A dma-buf gives its importers the object's pages to write: a file
-    /// that may only read the object does not export it.
+    /// that may only read the object does not export it, unless the
+    /// administrator's rule lets its user download it; a rule without
+    /// the right refuses a writer too.
     fn export(obj: &Bo, file: &DrmFile) -> Result {
-        match obj.may_write(file) {
+        let rule = obj.rule_for(file.inner().uid);
+        match may_download(rule, obj.holds_writable(file)) {
             true => {
                 obj.exported.store(true, ordering::Relaxed);
                 Ok(())
@@ -367,13 +387,61 @@ impl VgObject {
         self.holders.lock().iter().any(|h| h.client == client)
     }
 
-    /// `file` may write the object: it holds a read-write handle.
+    /// `file` may write the object: it holds a read-write handle, and the
+    /// administrator's rule for its user, if any, lets it write.
     pub(crate) fn may_write(&self, file: &DrmFile) -> bool {
+        let ruled = self.rule_for(file.inner().uid);
+        self.holds_writable(file) && ruled.is_none_or(|r| r.write)
+    }
+
+    /// `file` holds a read-write handle.
+    fn holds_writable(&self, file: &DrmFile) -> bool {
         let client = file.client_id();
         self.holders
             .lock()
             .iter()
             .any(|h| h.client == client && h.holding.writable())
+    }
+
+    /// The administrator's rule for `uid` on the object; never one for
+    /// root.
+    pub(crate) fn rule_for(&self, uid: u32) -> Option<Rights> {
+        if uid == 0 {
+            return None;
+        }
+        let rules = self.rules.lock();
+        rules.iter().find(|r| r.uid == uid).map(|r| r.rights)
+    }
+
+    /// Sets `uid`'s rule to `rights`, or removes it (`None`); `ENOSPC`
+    /// past [`MAX_RULES`] users, `EINVAL` for root.
+    pub(crate) fn set_rule(&self, uid: u32, rights: Option<Rights>) -> Result {
+        if uid == 0 {
+            return Err(EINVAL);
+        }
+        let mut rules = self.rules.lock();
+        let at = rules.iter().position(|r| r.uid == uid);
+        match (at, rights) {
+            (Some(i), Some(rights)) => {
+                if let Some(r) = rules.get_mut(i) {
+                    r.rights = rights;
+                }
+            }
+            (Some(i), None) => {
+                let _ = rules.remove(i);
+            }
+            (None, Some(rights)) if rules.len() < MAX_RULES => {
+                rules.push(UserRule { uid, rights }, GFP_KERNEL)?;
+            }
+            (None, Some(_)) => return Err(ENOSPC),
+            (None, None) => {}
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with each rule on the object.
+    pub(crate) fn each_rule(&self, f: impl FnMut(&UserRule)) {
+        self.rules.lock().iter().for_each(f);
     }
 
     /// A shared-storage open gave `file` access (`writable` or not) and is

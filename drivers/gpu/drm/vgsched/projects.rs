@@ -97,6 +97,8 @@ struct MemberEntry {
     reserved: Amounts,
     /// Files that started its environment and are open.
     started: u32,
+    /// While an owner, it may publish in the device's public folders.
+    publish_public: bool,
 }
 
 impl MemberEntry {
@@ -162,6 +164,8 @@ struct Ledger {
     outsiders: KVec<OutsiderEntry>,
     /// The device's tiles as providers of the pool (`providers.rs`).
     providers: providers::Providers,
+    /// The names of the device's public folders (`shared.rs`).
+    public: KVec<shared::SharedName>,
 }
 
 impl Ledger {
@@ -217,6 +221,7 @@ impl Book {
                     pool_used: Amounts::ZERO,
                     outsiders: KVec::with_capacity(MAX_OUTSIDERS, GFP_KERNEL)?,
                     providers: [providers::Provider::at_load(tiles_outside); MAX_TILES],
+                    public: KVec::new(),
                 }),
                 released <- new_condvar!("vgsched::Book::released"),
                 pool,
@@ -376,6 +381,7 @@ impl Book {
                 used: Amounts::ZERO,
                 reserved: Amounts::ZERO,
                 started: 0,
+                publish_public: false,
             })
             .map_err(|_| ENOSPC)?;
         ledger.next_id += 1;
@@ -597,6 +603,8 @@ impl Registry {
                 device_code: 0,
                 tile_codes: 1,
                 providers: 2,
+                rules: 3,
+                public: 4,
             ],
         };
         // Every `configfs_attrs!` writes its statics when it runs: once, here.
@@ -629,6 +637,7 @@ impl Registry {
                     request_shared_bytes: 4,
                     usage: 5,
                     reserved: 6,
+                    publish_public: 7,
                 ],
             },
         };
@@ -998,7 +1007,7 @@ impl configfs::AttributeOperations<5> for Project {
     fn show(data: &Project, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
         let mut ledger = data.book.ledger.lock();
         let p = ledger.project(data.id).ok_or(ENOENT)?;
-        shared::list(p, page)
+        shared::list(&p.names, page)
     }
 }
 
@@ -1038,5 +1047,53 @@ impl configfs::AttributeOperations<6> for Member {
     fn show(data: &Member, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
         let reserved = data.with_entry(|m| m.reserved)?;
         show_amounts(page, &reserved)
+    }
+}
+
+/// `rules`: the administrator's rules on shared objects, per user
+/// (`shared.rs`): `PATH UID RIGHTS` or `PATH UID default`; reads list
+/// them.
+#[vtable]
+impl configfs::AttributeOperations<3> for Registry {
+    type Data = Registry;
+
+    fn show(data: &Registry, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+        shared::show_rules(&data.book, page)
+    }
+
+    fn store(data: &Registry, page: &[u8]) -> Result {
+        shared::set_rule(&data.book, page)
+    }
+}
+
+/// `public`: the names of the device's public folders, read-only.
+#[vtable]
+impl configfs::AttributeOperations<4> for Registry {
+    type Data = Registry;
+
+    fn show(data: &Registry, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+        let ledger = data.book.ledger.lock();
+        shared::list(&ledger.public, page)
+    }
+}
+
+/// `publish_public`: `1` lets the member, while it is an owner, publish
+/// in the device's public folders; `0` (the default) does not.
+#[vtable]
+impl configfs::AttributeOperations<7> for Member {
+    type Data = Member;
+
+    fn show(data: &Member, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+        let on = data.with_entry(|m| m.publish_public)?;
+        show(page, |w| writeln!(w, "{}", u8::from(on)))
+    }
+
+    fn store(data: &Member, page: &[u8]) -> Result {
+        let on = match parse_u64(page)? {
+            0 => false,
+            1 => true,
+            _ => return Err(EINVAL),
+        };
+        data.with_entry(|m| m.publish_public = on)
     }
 }

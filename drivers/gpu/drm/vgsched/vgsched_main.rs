@@ -283,6 +283,9 @@ const DEVICE_NAME: &CStr = c"vgsched";
 /// device is unregistered, which removes the debugfs directory.
 struct VgschedModule {
     _configfs: Pin<KBox<projects::Subsystem>>,
+    /// The projects' book, whose device-wide public names are dropped
+    /// first: they hold objects, which hold the DRM device.
+    book: kernel::sync::Arc<projects::Book>,
     _hwmon: hwmon::Hwmon,
     _debugfs: debugfs::DeviceFiles,
     _drm: drm::Registration<'static, driver::VgDriver>,
@@ -342,9 +345,10 @@ impl kernel::Module for VgschedModule {
         );
         let debugfs = debugfs::DeviceFiles::new(DEVICE_NAME, &engine)?;
         let hwmon = hwmon::Hwmon::new(parent, &engine)?;
-        let configfs = KBox::pin_init(projects::Registry::subsystem(book), GFP_KERNEL)?;
+        let configfs = KBox::pin_init(projects::Registry::subsystem(book.clone()), GFP_KERNEL)?;
         Ok(Self {
             _configfs: configfs,
+            book,
             _hwmon: hwmon,
             _debugfs: debugfs,
             _drm: drm,
@@ -355,8 +359,13 @@ impl kernel::Module for VgschedModule {
 
 impl Drop for VgschedModule {
     fn drop(&mut self) {
-        // The fields drop after this, in declaration order: the debugfs
-        // files, DRM, then faux.
+        // No project is left (configfs holds the module while one exists),
+        // but the device's public folders may hold names: emptied here,
+        // their objects (and their references to the device) go before the
+        // device is unregistered.
+        self.book.clear_public();
+        // The fields drop after this, in declaration order: configfs, the
+        // hwmon and debugfs files, DRM, then faux.
         pr_info!("unloaded\n");
     }
 }

@@ -1,16 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Shared storage: buffer objects published under names in a project's
-//! folders.
+//! folders, or in the device's public folders.
 //!
 //! A project's storage has project folders (read-write for its members),
 //! one folder per member (read-write for that member, read-only for the
 //! others) and public folders (read-only for everyone; the project's
-//! owners publish there). Folders exist while they hold names. A name
-//! keeps its object alive and its size charged to the member that
-//! published it (`shared_bytes`) until it is unpublished or the project
-//! goes. The rules are the core's [`access`]; the handles an open makes
-//! carry the access it granted (`gem.rs`).
+//! owners publish there). The device's own public folders sit beside the
+//! projects (a path with no project): read-only for everyone; root and
+//! the owners the administrator lets (`publish_public`) publish there.
+//! Folders exist while they hold names. A name keeps its object alive and
+//! its size charged to the member that published it (`shared_bytes`)
+//! until it is unpublished or its project goes. The rules are the core's
+//! [`access_by_rule`]: the folder's matrix, or the administrator's rule
+//! for the caller on the object (`rules` in configfs, kept on the object:
+//! `gem.rs`), which the object's other paths (mapping, binding, export)
+//! follow too; the handles an open makes carry the access it granted.
 
 use kernel::{
     drm::gem::BaseObject,
@@ -30,7 +35,7 @@ use kernel::{
 use super::{
     Book,
     Charge,
-    ProjectEntry, //
+    Ledger, //
 };
 use crate::{
     file::DrmFile,
@@ -40,13 +45,17 @@ use crate::{
     },
     uapi,
     vgsched_core::projects::{
-        access,
+        access_by_rule,
         parse_name,
         AccessError,
         Caller,
         Folder,
         Op,
         Resource,
+        Rights,
+        Role,
+        RuleCommand,
+        RulePath,
         NAME_BYTES, //
     },
 };
@@ -77,12 +86,28 @@ pub(super) struct SharedName {
     _charge: Option<Charge>,
 }
 
-/// The project and the place a uAPI path names; `EINVAL` for a malformed
-/// one.
-fn parse_path(path: &uapi::drm_vgsched_shared_path) -> Result<([u8; NAME_BYTES], Place)> {
+/// Whose storage a path is in.
+#[derive(Clone, Copy)]
+enum Store {
+    /// The project of this name's.
+    Project([u8; NAME_BYTES]),
+    /// The device's public folders, beside the projects.
+    Device,
+}
+
+/// The storage and the place a uAPI path names; `EINVAL` for a malformed
+/// one. A path with no project names the device's public folders.
+fn parse_path(path: &uapi::drm_vgsched_shared_path) -> Result<(Store, Place)> {
     // `char` is unsigned in the kernel: the fields are bytes.
     let project = path.project;
-    parse_name(&project).ok_or(EINVAL)?;
+    let store = match project.iter().all(|&b| b == 0) {
+        true if path.kind == uapi::DRM_VGSCHED_FOLDER_PUBLIC => Store::Device,
+        true => return Err(EINVAL),
+        false => {
+            parse_name(&project).ok_or(EINVAL)?;
+            Store::Project(project)
+        }
+    };
     let name = path.name;
     parse_name(&name).ok_or(EINVAL)?;
     let folder = path.folder;
@@ -105,21 +130,40 @@ fn parse_path(path: &uapi::drm_vgsched_shared_path) -> Result<([u8; NAME_BYTES],
         folder,
         name,
     };
-    Ok((project, place))
+    Ok((store, place))
 }
 
-impl ProjectEntry {
-    /// Whether `uid` may do `op` at `place` of this project: `ENOENT` where
-    /// it may not know what the folder holds, `EACCES` where it may look
-    /// but not do this.
-    fn check(&self, uid: u32, place: &Place, op: Op) -> Result {
-        let role = self.role_of(uid);
-        let caller = Caller {
-            admin: uid == 0,
-            role,
-            owns_folder: place.kind == Folder::Member && place.member_uid == uid,
-        };
-        access(caller, place.kind, op).map_err(|e| match e {
+/// The place a `rules` path names.
+fn rule_place(path: &RulePath<'_>) -> Place {
+    let field = |name: &[u8]| {
+        let mut f = [0u8; NAME_BYTES];
+        if let Some(to) = f.get_mut(..name.len()) {
+            to.copy_from_slice(name);
+        }
+        f
+    };
+    Place {
+        kind: path.kind,
+        member_uid: path.member_uid,
+        folder: path.folder.map_or([0; NAME_BYTES], field),
+        name: field(path.name),
+    }
+}
+
+/// One storage's names, and a caller as its rules see it.
+struct Storage<'a> {
+    names: &'a mut KVec<SharedName>,
+    caller: Caller,
+    /// The place is a member folder of a uid that is not a member.
+    no_such_member: bool,
+}
+
+impl Storage<'_> {
+    /// Whether the caller may do `op` at `place`, whose object has the
+    /// caller's rule `rule`: `ENOENT` where it may not know what the
+    /// folder holds, `EACCES` where it may look but not do this.
+    fn check(&self, op: Op, place: &Place, rule: Option<Rights>) -> Result {
+        access_by_rule(self.caller, place.kind, op, rule).map_err(|e| match e {
             AccessError::Hidden => ENOENT,
             AccessError::Denied => EACCES,
         })
@@ -131,22 +175,75 @@ impl ProjectEntry {
     }
 }
 
+impl Ledger {
+    /// Whether `uid` may publish in the device's public folders besides
+    /// root: an owner the administrator let (`publish_public`).
+    fn publishes_public(&self, uid: u32) -> bool {
+        self.projects.iter().any(|p| {
+            p.members
+                .iter()
+                .any(|m| m.uid == uid && m.role == Role::Owner && m.publish_public)
+        })
+    }
+}
+
 impl Book {
-    /// Runs `f` on the project named `name`, under the ledger lock;
-    /// `ENOENT` if there is none.
-    fn with_named<R>(
+    /// Empties the device's public folders (at unload): their objects go,
+    /// their charges are given back.
+    pub(crate) fn clear_public(&self) {
+        let names = core::mem::take(&mut self.ledger.lock().public);
+        // Charges given back and objects freed after the lock.
+        drop(names);
+    }
+
+    /// Runs `f` on the storage `store` names, with `uid` at `place` as its
+    /// rules see it, under the ledger lock; `ENOENT` for an unknown
+    /// project.
+    fn with_store<R>(
         &self,
-        name: &[u8; NAME_BYTES],
-        f: impl FnOnce(&mut ProjectEntry) -> Result<R>,
+        store: &Store,
+        uid: u32,
+        place: &Place,
+        f: impl FnOnce(Storage<'_>) -> Result<R>,
     ) -> Result<R> {
-        let name = parse_name(name).ok_or(EINVAL)?;
         let mut ledger = self.ledger.lock();
-        let p = ledger
-            .projects
-            .iter_mut()
-            .find(|p| p.name.to_bytes() == name)
-            .ok_or(ENOENT)?;
-        f(p)
+        let admin = uid == 0;
+        match store {
+            Store::Device => {
+                // As a non-member of a project's public folder, or, for
+                // those let publish, as its owner.
+                let publisher = ledger.publishes_public(uid);
+                f(Storage {
+                    names: &mut ledger.public,
+                    caller: Caller {
+                        admin,
+                        role: publisher.then_some(Role::Owner),
+                        owns_folder: false,
+                    },
+                    no_such_member: false,
+                })
+            }
+            Store::Project(name) => {
+                let name = parse_name(name).ok_or(EINVAL)?;
+                let p = ledger
+                    .projects
+                    .iter_mut()
+                    .find(|p| p.name.to_bytes() == name)
+                    .ok_or(ENOENT)?;
+                let caller = Caller {
+                    admin,
+                    role: p.role_of(uid),
+                    owns_folder: place.kind == Folder::Member && place.member_uid == uid,
+                };
+                let no_such_member =
+                    place.kind == Folder::Member && p.role_of(place.member_uid).is_none();
+                f(Storage {
+                    names: &mut p.names,
+                    caller,
+                    no_such_member,
+                })
+            }
+        }
     }
 }
 
@@ -161,17 +258,17 @@ pub(crate) fn publish(
     path: &uapi::drm_vgsched_shared_path,
     handle: u32,
 ) -> Result {
-    let (project, place) = parse_path(path)?;
+    let (store, place) = parse_path(path)?;
     let object = gem::lookup(file, handle)?;
     let uid = file.inner().uid;
-    book.with_named(&project, |p| {
+    book.with_store(&store, uid, &place, |st| {
         // No member, no folder to publish to: for every caller, before the
         // folder's rules (which would refuse a folder not one's own).
-        if place.kind == Folder::Member && p.role_of(place.member_uid).is_none() {
+        if st.no_such_member {
             return Err(ENOENT);
         }
-        p.check(uid, &place, Op::Publish)?;
-        match p.find(&place) {
+        st.check(Op::Publish, &place, None)?;
+        match st.find(&place) {
             Some(_) => Err(EEXIST),
             None => Ok(()),
         }
@@ -193,17 +290,17 @@ pub(crate) fn publish(
     // or the name been taken, meanwhile. A name not stored stays in `name`
     // and is dropped (its charge given back, perhaps its object freed,
     // both taking the ledger lock) after the lock.
-    let stored = book.with_named(&project, |p| {
-        if p.find(&place).is_some() {
+    let stored = book.with_store(&store, uid, &place, |st| {
+        if st.find(&place).is_some() {
             return Err(EEXIST);
         }
-        if p.names.len() >= MAX_NAMES {
+        if st.names.len() >= MAX_NAMES {
             return Err(ENOSPC);
         }
-        p.names.reserve(1, GFP_KERNEL_ACCOUNT)?;
+        st.names.reserve(1, GFP_KERNEL_ACCOUNT)?;
         let n = name.take().ok_or(EINVAL)?;
         n.object.mark_shared();
-        p.names.push_within_capacity(n).map_err(|e| {
+        st.names.push_within_capacity(n).map_err(|e| {
             name = Some(e.0);
             ENOMEM
         })
@@ -222,13 +319,19 @@ pub(crate) fn open(
     path: &uapi::drm_vgsched_shared_path,
     write: bool,
 ) -> Result<(u32, bool, u64)> {
-    let (project, place) = parse_path(path)?;
+    let (store, place) = parse_path(path)?;
     let uid = file.inner().uid;
     let op = if write { Op::OpenWrite } else { Op::OpenRead };
-    let object = book.with_named(&project, |p| {
-        p.check(uid, &place, op)?;
-        let i = p.find(&place).ok_or(ENOENT)?;
-        p.names.get(i).map(|n| n.object.clone()).ok_or(ENOENT)
+    let object = book.with_store(&store, uid, &place, |st| {
+        let object = st
+            .find(&place)
+            .and_then(|i| st.names.get(i))
+            .map(|n| n.object.clone());
+        // The administrator's rule on the object for the caller, if any,
+        // in place of the folder's matrix (what is hidden stays hidden).
+        let rule = object.as_ref().and_then(|o| o.rule_for(uid));
+        st.check(op, &place, rule)?;
+        object.ok_or(ENOENT)
     })?;
     object.grant(file, write)?;
     let handle = match object.create_handle(file) {
@@ -249,12 +352,12 @@ pub(crate) fn unpublish(
     file: &DrmFile,
     path: &uapi::drm_vgsched_shared_path,
 ) -> Result {
-    let (project, place) = parse_path(path)?;
+    let (store, place) = parse_path(path)?;
     let uid = file.inner().uid;
-    let name = book.with_named(&project, |p| {
-        p.check(uid, &place, Op::Unpublish)?;
-        let i = p.find(&place).ok_or(ENOENT)?;
-        p.names.remove(i).map_err(|_| ENOENT)
+    let name = book.with_store(&store, uid, &place, |st| {
+        st.check(Op::Unpublish, &place, None)?;
+        let i = st.find(&place).ok_or(ENOENT)?;
+        st.names.remove(i).map_err(|_| ENOENT)
     })?;
     // Its charge is given back, and its object perhaps freed, after the
     // ledger lock.
@@ -262,42 +365,122 @@ pub(crate) fn unpublish(
     Ok(())
 }
 
-/// Shows the names of `p` in `page`, one line each (`KIND/FOLDER/NAME
-/// SIZE PUBLISHER`, with the member's uid as the folder of a member
-/// folder); when the page is full, a last line `+N more` counts the rest.
-pub(super) fn list(p: &ProjectEntry, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+/// A name field as text.
+fn text(field: &[u8; NAME_BYTES]) -> &str {
+    let name = parse_name(field).unwrap_or(b"?");
+    core::str::from_utf8(name).unwrap_or("?")
+}
+
+/// Writes `place` as `KIND/FOLDER/NAME` (the member's uid as the folder of
+/// a member folder).
+fn write_place(w: &mut impl Write, place: &Place) -> fmt::Result {
+    match place.kind {
+        Folder::Project => write!(w, "project/{}", text(&place.folder))?,
+        Folder::Public => write!(w, "public/{}", text(&place.folder))?,
+        Folder::Member => write!(w, "member/{}", place.member_uid)?,
+    }
+    write!(w, "/{}", text(&place.name))
+}
+
+/// Shows `names` in `page`, one line each (`KIND/FOLDER/NAME SIZE
+/// PUBLISHER`); when the page is full, a last line `+N more` counts the
+/// rest.
+pub(super) fn list(names: &[SharedName], page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
     /// Room kept for the `+N more` line.
     const TAIL: usize = 32;
-    fn text(field: &[u8; NAME_BYTES]) -> &str {
-        let name = parse_name(field).unwrap_or(b"?");
-        core::str::from_utf8(name).unwrap_or("?")
-    }
-    fn line(w: &mut Formatter<'_>, n: &SharedName) -> fmt::Result {
-        let place = &n.place;
-        match place.kind {
-            Folder::Project => write!(w, "project/{}", text(&place.folder))?,
-            Folder::Public => write!(w, "public/{}", text(&place.folder))?,
-            Folder::Member => write!(w, "member/{}", place.member_uid)?,
-        }
-        let size = n.object.size();
-        writeln!(w, "/{} {} {}", text(&place.name), size, n.publisher)
-    }
     let (body, _) = page.split_at_mut(PAGE_SIZE - TAIL);
     let mut w = Formatter::new(body);
     let mut end = 0;
     let mut shown = 0;
-    for n in p.names.iter() {
-        if line(&mut w, n).is_err() {
+    for n in names {
+        let line = write_place(&mut w, &n.place)
+            .and_then(|()| writeln!(w, " {} {}", n.object.size(), n.publisher));
+        if line.is_err() {
             break;
         }
         end = w.bytes_written();
         shown += 1;
     }
-    let more = p.names.len().saturating_sub(shown);
+    let more = names.len().saturating_sub(shown);
     if more > 0 {
         let rest = page.get_mut(end..).ok_or(EINVAL)?;
         let mut t = Formatter::new(rest);
         writeln!(t, "+{more} more").map_err(|_| EINVAL)?;
+        end += t.bytes_written();
+    }
+    Ok(end)
+}
+
+/// Carries out a command written to `rules`: `PATH UID RIGHTS` gives user
+/// `UID` the rights on the object published at `PATH`, `PATH UID default`
+/// removes its rule. `EINVAL` for a malformed command or root's uid,
+/// `ENOENT` for an unknown project or name, or a `UID` that is not a
+/// member of the path's project, `ENOSPC` past the rules an object holds.
+pub(super) fn set_rule(book: &Book, line: &[u8]) -> Result {
+    let cmd = RuleCommand::parse(line).ok_or(EINVAL)?;
+    // Root may do everything: no rule binds it.
+    if cmd.uid == 0 {
+        return Err(EINVAL);
+    }
+    let place = rule_place(&cmd.path);
+    let object = {
+        let ledger = book.ledger.lock();
+        let names = match cmd.path.project {
+            None => &ledger.public,
+            Some(name) => {
+                let p = ledger
+                    .projects
+                    .iter()
+                    .find(|p| p.name.to_bytes() == name)
+                    .ok_or(ENOENT)?;
+                // A rule is for a member: others do not see the object.
+                p.role_of(cmd.uid).ok_or(ENOENT)?;
+                &p.names
+            }
+        };
+        let n = names.iter().find(|n| n.place == place).ok_or(ENOENT)?;
+        n.object.clone()
+    };
+    object.set_rule(cmd.uid, cmd.rights)
+}
+
+/// Shows every rule, one line each: `PATH UID RIGHTS`, the rights as
+/// three letters (`r-d`); when the page is full, a last line `+more`.
+pub(super) fn show_rules(book: &Book, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
+    /// Room kept for the `+more` line.
+    const TAIL: usize = 16;
+    let ledger = book.ledger.lock();
+    let (body, _) = page.split_at_mut(PAGE_SIZE - TAIL);
+    let mut w = Formatter::new(body);
+    let mut end = 0;
+    let mut full = false;
+    let projects = ledger.projects.iter().map(|p| (Some(&p.name), &p.names));
+    let stores = Iterator::chain(projects, core::iter::once((None, &ledger.public)));
+    for (project, names) in stores {
+        for n in names.iter() {
+            n.object.each_rule(|r| {
+                if full {
+                    return;
+                }
+                let letters = r.rights.letters();
+                let rights = core::str::from_utf8(&letters).unwrap_or("?");
+                let line = match project {
+                    Some(p) => write!(w, "{}/", core::str::from_utf8(p.to_bytes()).unwrap_or("?")),
+                    None => Ok(()),
+                }
+                .and_then(|()| write_place(&mut w, &n.place))
+                .and_then(|()| writeln!(w, " {} {}", r.uid, rights));
+                match line {
+                    Ok(()) => end = w.bytes_written(),
+                    Err(_) => full = true,
+                }
+            });
+        }
+    }
+    if full {
+        let rest = page.get_mut(end..).ok_or(EINVAL)?;
+        let mut t = Formatter::new(rest);
+        writeln!(t, "+more").map_err(|_| EINVAL)?;
         end += t.bytes_written();
     }
     Ok(end)
