@@ -92,6 +92,8 @@ class Report:
             self.section = "decision"
         elif s.startswith("Placing on a busy module, packed vs exact"):
             self.section = "packed"
+        elif s.startswith("Time-multiplexed finder at the default sizes"):
+            self.section = "periods"
         elif s.startswith("Ordered slot decisions"):
             self.section = "ordered"
         elif s.startswith("(host benchmark took"):
@@ -191,6 +193,18 @@ class Report:
             if m:
                 self.put("finder.packed_place_ns.%s" % m.group(1), number(m.group(2)))
                 self.put("finder.packed_same_answers", int(m.group(3) == "yes"))
+        elif sec == "periods":
+            # The time-multiplexed finder's passes at the default sizes,
+            # per number of units a work-group uses, and packed against
+            # exact on the placement path at those sizes.
+            m = re.match(r"^(\d+)\s+(\d+)\s+(\d+)$", s)
+            if m:
+                self.put("finder.packed_searches.units%s" % m.group(1), int(m.group(2)))
+                self.put("finder.packed_passes.units%s" % m.group(1), int(m.group(3)))
+            m = re.match(r"^(packed|exact)\s+([0-9.]+)\s+(yes|NO)$", s)
+            if m:
+                self.put("finder.packed_place_ns_default.%s" % m.group(1), number(m.group(2)))
+                self.put("finder.packed_same_answers_default", int(m.group(3) == "yes"))
         elif sec == "ordered":
             # The ordered decision (sched.decision_ns, mean) and the full
             # reschedule() it replaces (sched.decision_ns_linear, mean), same

@@ -16,7 +16,12 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use vgsched_core::{
-    bitmask::FinderKind,
+    bitmask::{
+        packed_first_runs,
+        FinderKind,
+        Search,
+        PACK_WIDTH, //
+    },
     dispatch::{
         pick,
         Candidate,
@@ -241,17 +246,17 @@ fn measure(choice: ModuleChoice, finder: FinderKind, rounds: u64, how: Matching)
 }
 
 /// The packed finder against the exact one on the real placement path
-/// (`Occupancy::try_place`), on a device whose unit's register maps fit in
-/// one 128-bit word together (64 vector + 48 scalar blocks): random
-/// occupancy states reached by placing and releasing, then every state
-/// asked the same random placements under both finders. Returns ns per
-/// call (packed, exact) and whether every answer agreed.
-fn packed_vs_exact(calls: u64) -> (f64, f64, bool) {
+/// (`Occupancy::try_place`), on a device of `vgpr` vector and `sgpr`
+/// scalar register blocks per unit: random occupancy states reached by
+/// placing and releasing, then every state asked the same random
+/// placements under both finders. Returns ns per call (packed, exact)
+/// and whether every answer agreed.
+fn packed_vs_exact(calls: u64, vgpr: u32, sgpr: u32) -> (f64, f64, bool) {
     let topo = Topology {
         modules: 4,
         units_per_module: 4,
-        vgpr_blocks: 64,
-        sgpr_blocks: 48,
+        vgpr_blocks: vgpr,
+        sgpr_blocks: sgpr,
         wave_slots: 16,
         ..Topology::DEFAULT
     };
@@ -418,7 +423,7 @@ pub fn report(opts: &Options) -> String {
         kept.rounds_per_s / rescan.rounds_per_s,
         memo.rounds_per_s / rescan.rounds_per_s
     );
-    let (packed, exact, same) = packed_vs_exact(opts.count(1_000_000));
+    let (packed, exact, same) = packed_vs_exact(opts.count(1_000_000), 64, 48);
     let _ = writeln!(out);
     let _ = writeln!(out, "Placing on a busy module, packed vs exact finder (try_place, 64 vector + 48 scalar blocks per unit)");
     let _ = writeln!(
@@ -435,5 +440,52 @@ pub fn report(opts: &Options) -> String {
             if same { "yes" } else { "NO" }
         );
     }
+    periods_table(&mut out, opts);
     out
+}
+
+/// The time-multiplexed finder's periods at the default sizes (48 shared,
+/// 64 scalar and 128 vector blocks): a placement's searches (its shared
+/// memory, then the scalar and the vector registers of each unit its
+/// waves use) and the passes `packed_first_runs` takes for them, per
+/// number of units; then packed against exact on the placement path at
+/// those sizes.
+fn periods_table(out: &mut String, opts: &Options) {
+    let t = Topology::DEFAULT;
+    let free = [0u64; 2];
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "Time-multiplexed finder at the default sizes ({} shared, {} scalar, {} vector blocks; {PACK_WIDTH}-bit periods)",
+        t.shared_mem_blocks, t.sgpr_blocks, t.vgpr_blocks
+    );
+    let _ = writeln!(out, "{:<8} {:>9} {:>7}", "units", "searches", "passes");
+    for units in 1..=t.units_per_module as usize {
+        let mut searches = vec![Search {
+            map: &free,
+            nbits: t.shared_mem_blocks as usize,
+            len: 1,
+        }];
+        for nbits in [t.sgpr_blocks, t.vgpr_blocks] {
+            searches.extend((0..units).map(|_| Search {
+                map: &free,
+                nbits: nbits as usize,
+                len: 1,
+            }));
+        }
+        let mut answers = vec![None; searches.len()];
+        let passes = packed_first_runs(&searches, &mut answers);
+        let _ = writeln!(out, "{:<8} {:>9} {:>7}", units, searches.len(), passes);
+    }
+    let (packed, exact, same) =
+        packed_vs_exact(opts.count(1_000_000), t.vgpr_blocks, t.sgpr_blocks);
+    let _ = writeln!(
+        out,
+        "{:<12} {:>12} {:>14}",
+        "finder", "ns/call", "same answers"
+    );
+    for (name, ns) in [("packed", packed), ("exact", exact)] {
+        let same = if same { "yes" } else { "NO" };
+        let _ = writeln!(out, "{:<12} {:>12.1} {:>14}", name, ns, same);
+    }
 }

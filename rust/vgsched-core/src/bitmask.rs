@@ -346,11 +346,10 @@ pub enum FinderKind {
     /// hardware finder's optional exclusion of low-probability lengths (e.g.
     /// primes) is not applied: of the powers of two only 2 is prime.
     Sampled,
-    /// Exact answers, with the small maps of one unit (its vector and
-    /// scalar registers, when they fit in [`PACK_WIDTH`] bits together)
-    /// searched in one pass of the time-multiplexed finder
-    /// ([`PackedFinder`]); a single map, or maps too large to pack, as the
-    /// exact finder.
+    /// Exact answers from the time-multiplexed finder: a placement's
+    /// searches packed into periods of [`PACK_WIDTH`] bits, one pass each
+    /// ([`packed_first_runs`]); matching a module (its largest runs) as
+    /// the exact finder.
     Packed,
 }
 
@@ -565,6 +564,84 @@ impl PackedFinder {
             *o = Some((cur.trailing_zeros() as usize - self.offset[k] as usize, len));
         }
     }
+}
+
+/// One search of the time-multiplexed finder: the lowest start of `len`
+/// free bits in the first `nbits` bits of `map`.
+#[derive(Clone, Copy, Debug)]
+pub struct Search<'a> {
+    /// The resource's bitmap (this module's convention: set bits used).
+    pub map: &'a [u64],
+    /// Its bits.
+    pub nbits: usize,
+    /// The run looked for.
+    pub len: usize,
+}
+
+/// The time-multiplexed finder over several resources, period by period:
+/// the searches are packed in their order into periods of [`PACK_WIDTH`]
+/// bits (a period takes the next searches while their maps fit, at most
+/// [`PACK_MAX_FIELDS`] of them; a 128-bit map takes a whole period, a
+/// wider one is searched alone by the exact finder), and each period is
+/// searched in one pass ([`PackedFinder::first_free_runs`]). Writes each
+/// search's answer to `out` (as [`first_free_run`]: the lowest start, or
+/// `None`) and returns the number of passes. A search for 0 bits is
+/// answered without one.
+pub fn packed_first_runs(searches: &[Search<'_>], out: &mut [Option<usize>]) -> usize {
+    let mut passes = 0;
+    let mut period = PackedFinder::new();
+    // The period's fields: their lengths and their searches' indices.
+    let mut lens = [0usize; PACK_MAX_FIELDS];
+    let mut index = [0usize; PACK_MAX_FIELDS];
+    let flush = |period: &PackedFinder,
+                 lens: &[usize; PACK_MAX_FIELDS],
+                 index: &[usize; PACK_MAX_FIELDS],
+                 out: &mut [Option<usize>]| {
+        let mut answers = [None; PACK_MAX_FIELDS];
+        period.first_free_runs(&lens[..period.fields()], &mut answers);
+        for (&i, a) in index.iter().zip(answers).take(period.fields()) {
+            if let Some(o) = out.get_mut(i) {
+                *o = a;
+            }
+        }
+    };
+    for (i, s) in searches.iter().enumerate() {
+        if s.len == 0 {
+            if let Some(o) = out.get_mut(i) {
+                *o = Some(0);
+            }
+            continue;
+        }
+        if clamp_bits(s.map, s.nbits) > PACK_WIDTH {
+            if let Some(o) = out.get_mut(i) {
+                *o = first_free_run(s.map, s.nbits, s.len);
+            }
+            passes += 1;
+            continue;
+        }
+        let k = match period.push(s.map, s.nbits) {
+            Some(k) => k,
+            None => {
+                // The period is full: search it, start the next.
+                flush(&period, &lens, &index, out);
+                passes += 1;
+                period = PackedFinder::new();
+                match period.push(s.map, s.nbits) {
+                    Some(k) => k,
+                    None => continue,
+                }
+            }
+        };
+        if let (Some(l), Some(x)) = (lens.get_mut(k), index.get_mut(k)) {
+            *l = s.len;
+            *x = i;
+        }
+    }
+    if period.fields() > 0 {
+        flush(&period, &lens, &index, out);
+        passes += 1;
+    }
+    passes
 }
 
 /// Naive references, one bit at a time: what the tests check the finders
@@ -1019,5 +1096,52 @@ mod tests {
             assert_eq!(p.push(&free, 1), Some(k));
         }
         assert_eq!(p.push(&free, 1), None, "too many fields");
+    }
+
+    /// The period loop answers every search as the exact finder does and
+    /// takes one pass per period: at the default sizes (48 shared, 64
+    /// scalar, 128 vector blocks) a one-unit work-group's three searches
+    /// take two passes, the shared and scalar maps sharing one.
+    #[test]
+    fn periods_pack_several_resources_and_answer_exactly() {
+        extern crate std;
+        use std::{
+            vec,
+            vec::Vec, //
+        };
+        let mut rng = Rng::new(0x7e51);
+        let widths = [48usize, 64, 128, 64, 64, 128, 200, 17, 1, 128];
+        let maps: Vec<[u64; 4]> = (0..widths.len())
+            .map(|_| core::array::from_fn(|_| rng.next_u64() & rng.next_u64()))
+            .collect();
+        for round in 0..2000 {
+            let n = 1 + round % widths.len();
+            let searches: Vec<Search<'_>> = (0..n)
+                .map(|i| Search {
+                    map: &maps[(i + round) % maps.len()],
+                    nbits: widths[i],
+                    len: rng.below(9) as usize,
+                })
+                .collect();
+            let mut out = vec![Some(usize::MAX); n];
+            packed_first_runs(&searches, &mut out);
+            for (s, o) in searches.iter().zip(&out) {
+                assert_eq!(*o, ref_first(s.map, s.nbits, s.len), "{s:?}");
+            }
+        }
+        let free = [0u64; 2];
+        let search = |nbits| Search {
+            map: &free,
+            nbits,
+            len: 1,
+        };
+        let mut out = [None; 9];
+        assert_eq!(
+            packed_first_runs(&[search(48), search(64), search(128)], &mut out),
+            2
+        );
+        let four_units = [48, 64, 64, 64, 64, 128, 128, 128, 128].map(search);
+        assert_eq!(packed_first_runs(&four_units, &mut out), 7);
+        assert_eq!(packed_first_runs(&[search(129)], &mut out), 1);
     }
 }

@@ -21,10 +21,10 @@ use super::bitmask::{
     count_free,
     finds,
     largest_free_run,
+    packed_first_runs,
     set_range,
     FinderKind,
-    PackedFinder,
-    PACK_WIDTH, //
+    Search, //
 };
 use super::grid::MAX_WAVES_PER_GROUP;
 use super::module_choice::FreeResources;
@@ -36,6 +36,10 @@ use super::topology::{
 
 /// Most units a (validated) module has.
 const MAX_UNITS_PER_MODULE: usize = limits::UNITS_PER_MODULE.1 as usize;
+
+/// Per unit of a module: the starts of a work-group's vector and scalar
+/// register ranges.
+type UnitStarts = [(u32, u32); MAX_UNITS_PER_MODULE];
 
 /// What one wave of a job needs on its unit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -542,42 +546,27 @@ impl<'a> Occupancy<'a> {
         {
             return None;
         }
-        let shared_start = self.find(
-            self.shared_map(module),
-            self.topo.shared_mem_blocks,
-            needs.shared,
-        )?;
-        let mut p = Placement {
-            module,
-            shared_start,
-            waves: [WaveSlot::default(); MAX_WAVES_PER_GROUP as usize],
-        };
         let mut per_unit = [0u32; MAX_UNITS_PER_MODULE];
         for &unit in &wave_units[..waves] {
             *per_unit
                 .get_mut(unit as usize)
                 .filter(|_| u32::from(unit) < self.topo.units_per_module)? += 1;
         }
-        let mut starts = [(0u32, 0u32); MAX_UNITS_PER_MODULE];
-        for (unit, &count) in per_unit
-            .iter()
-            .enumerate()
-            .take(self.topo.units_per_module as usize)
-        {
-            if count == 0 {
-                continue;
-            }
-            let unit = unit as u32;
-            if self.unit_waves(module, unit) + count > self.topo.wave_slots {
+        let units = self.topo.units_per_module as usize;
+        for (unit, &count) in per_unit.iter().enumerate().take(units) {
+            if count > 0 && self.unit_waves(module, unit as u32) + count > self.topo.wave_slots {
                 return None;
             }
-            starts[unit as usize] = self.find_registers(
-                module,
-                unit,
-                count * needs.wave.vgpr,
-                count * needs.wave.sgpr,
-            )?;
         }
+        let (shared_start, mut starts) = match self.finder {
+            FinderKind::Packed => self.find_packed(module, needs, &per_unit)?,
+            _ => self.find_each(module, needs, &per_unit)?,
+        };
+        let mut p = Placement {
+            module,
+            shared_start,
+            waves: [WaveSlot::default(); MAX_WAVES_PER_GROUP as usize],
+        };
         // Each wave takes the next piece of its unit's ranges.
         for (slot, &unit) in p.waves.iter_mut().zip(&wave_units[..waves]) {
             let (vgpr, sgpr) = &mut starts[unit as usize];
@@ -592,26 +581,101 @@ impl<'a> Occupancy<'a> {
         Some(p)
     }
 
-    /// Starts of `vgpr` free vector-register blocks and `sgpr` free
-    /// scalar-register blocks on `unit` of `module`. With the packed finder,
-    /// both maps are searched in one pass when they fit in one
-    /// [`PACK_WIDTH`]-bit word together.
-    fn find_registers(&self, module: u32, unit: u32, vgpr: u32, sgpr: u32) -> Option<(u32, u32)> {
-        let (vbits, sbits) = (self.topo.vgpr_blocks, self.topo.sgpr_blocks);
-        if self.finder == FinderKind::Packed && (vbits + sbits) as usize <= PACK_WIDTH {
-            let mut pack = PackedFinder::new();
-            pack.push(self.vgpr_map(module, unit), vbits as usize)?;
-            pack.push(self.sgpr_map(module, unit), sbits as usize)?;
-            let mut out = [None; 2];
-            pack.first_free_runs(&[vgpr as usize, sgpr as usize], &mut out);
-            let [Some(v), Some(s)] = out else {
-                return None;
-            };
-            return Some((v as u32, s as u32));
+    /// The ranges a work-group of `needs` with `per_unit` waves on each
+    /// unit takes on `module`, one search after the other: the start of
+    /// its shared memory, and per unit the starts of its vector and scalar
+    /// registers.
+    fn find_each(
+        &self,
+        module: u32,
+        needs: &GroupNeeds,
+        per_unit: &[u32; MAX_UNITS_PER_MODULE],
+    ) -> Option<(u32, UnitStarts)> {
+        let t = &self.topo;
+        let shared = self.find(self.shared_map(module), t.shared_mem_blocks, needs.shared)?;
+        let mut starts = [(0u32, 0u32); MAX_UNITS_PER_MODULE];
+        for (unit, &count) in per_unit
+            .iter()
+            .enumerate()
+            .take(t.units_per_module as usize)
+        {
+            if count == 0 {
+                continue;
+            }
+            let u = unit as u32;
+            let vgpr = self.find(
+                self.vgpr_map(module, u),
+                t.vgpr_blocks,
+                count * needs.wave.vgpr,
+            )?;
+            let sgpr = self.find(
+                self.sgpr_map(module, u),
+                t.sgpr_blocks,
+                count * needs.wave.sgpr,
+            )?;
+            starts[unit] = (vgpr, sgpr);
         }
-        let v = self.find(self.vgpr_map(module, unit), vbits, vgpr)?;
-        let s = self.find(self.sgpr_map(module, unit), sbits, sgpr)?;
-        Some((v, s))
+        Some((shared, starts))
+    }
+
+    /// [`Occupancy::find_each`]'s answers from the time-multiplexed
+    /// finder: the searches (shared memory, then the scalar registers of
+    /// each unit with waves, then their vector registers) packed into
+    /// periods of [`super::bitmask::PACK_WIDTH`] bits, one pass each
+    /// ([`packed_first_runs`]). At the default sizes the shared and
+    /// scalar maps share periods and a vector map takes a whole one.
+    fn find_packed(
+        &self,
+        module: u32,
+        needs: &GroupNeeds,
+        per_unit: &[u32; MAX_UNITS_PER_MODULE],
+    ) -> Option<(u32, UnitStarts)> {
+        let t = &self.topo;
+        let blank = Search {
+            map: &[],
+            nbits: 0,
+            len: 0,
+        };
+        let mut searches = [blank; 1 + 2 * MAX_UNITS_PER_MODULE];
+        let mut unit_of = [0usize; MAX_UNITS_PER_MODULE];
+        searches[0] = Search {
+            map: self.shared_map(module),
+            nbits: t.shared_mem_blocks as usize,
+            len: needs.shared as usize,
+        };
+        let used = per_unit
+            .iter()
+            .enumerate()
+            .take(t.units_per_module as usize)
+            .filter(|(_, &count)| count > 0);
+        let mut n = 0;
+        for ((unit, &count), u) in used.zip(unit_of.iter_mut()) {
+            let m = module;
+            searches[1 + n] = Search {
+                map: self.sgpr_map(m, unit as u32),
+                nbits: t.sgpr_blocks as usize,
+                len: (count * needs.wave.sgpr) as usize,
+            };
+            *u = unit;
+            n += 1;
+        }
+        for (i, &unit) in unit_of.iter().enumerate().take(n) {
+            let count = per_unit[unit];
+            searches[1 + n + i] = Search {
+                map: self.vgpr_map(module, unit as u32),
+                nbits: t.vgpr_blocks as usize,
+                len: (count * needs.wave.vgpr) as usize,
+            };
+        }
+        let mut out = [None; 1 + 2 * MAX_UNITS_PER_MODULE];
+        let total = 1 + 2 * n;
+        packed_first_runs(&searches[..total], &mut out);
+        let shared = out[0]? as u32;
+        let mut starts = [(0u32, 0u32); MAX_UNITS_PER_MODULE];
+        for (i, &unit) in unit_of.iter().enumerate().take(n) {
+            starts[unit] = (out[1 + n + i]? as u32, out[1 + i]? as u32);
+        }
+        Some((shared, starts))
     }
 
     /// Takes the resources of a placement [`Occupancy::try_place`] returned.
@@ -739,7 +803,10 @@ impl<'a> Occupancy<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::bitmask::naive;
+    use super::super::bitmask::{
+        naive,
+        PACK_WIDTH, //
+    };
     use super::super::rng::Rng;
     use super::*;
 
@@ -1277,7 +1344,9 @@ mod tests {
     /// releases.
     #[test]
     fn packed_finder_places_as_the_exact_one() {
-        let t = Topology {
+        // A unit's two register maps in one period, and the default sizes
+        // (128 vector blocks take a period; shared and scalar maps share).
+        let small = Topology {
             modules: 2,
             units_per_module: 4,
             vgpr_blocks: 64,
@@ -1286,7 +1355,20 @@ mod tests {
             shared_mem_blocks: 32,
             ..Topology::DEFAULT
         };
-        assert!((t.vgpr_blocks + t.sgpr_blocks) as usize <= PACK_WIDTH);
+        assert!((small.vgpr_blocks + small.sgpr_blocks) as usize <= PACK_WIDTH);
+        let default = Topology {
+            modules: 2,
+            units_per_module: 4,
+            wave_slots: 8,
+            ..Topology::DEFAULT
+        };
+        for t in [small, default] {
+            packed_places_as_exact_on(&t);
+        }
+    }
+
+    fn packed_places_as_exact_on(t: &Topology) {
+        let t = *t;
         let mut rng = Rng::new(0x9ac4);
         let mut m = Maps::new(&t);
         let mut live: [(Placement, GroupNeeds); 48] = [(

@@ -375,6 +375,37 @@ mod bitmask {
             assert_eq!(out[i], bitmask::largest_free_run(&[map], nbits));
         }
     }
+
+    /// The time-multiplexed finder's periods as the document lays them
+    /// out: a 64-block and a 48-block resource share one period, a
+    /// 128-block resource takes a whole one; each answer is the exact
+    /// finder's.
+    #[test]
+    fn periods_of_the_documents_layouts() {
+        let (a, b, c) = ([0x00ff_0f0f_u64], [0x0000_ff00_u64], [u64::MAX >> 3, 0x0f]);
+        let searches = [
+            bitmask::Search {
+                map: &a,
+                nbits: 64,
+                len: 5,
+            },
+            bitmask::Search {
+                map: &b,
+                nbits: 48,
+                len: 9,
+            },
+            bitmask::Search {
+                map: &c,
+                nbits: 128,
+                len: 60,
+            },
+        ];
+        let mut out = [None; 3];
+        assert_eq!(bitmask::packed_first_runs(&searches, &mut out), 2);
+        for (s, o) in searches.iter().zip(out) {
+            assert_eq!(o, bitmask::first_free_run(s.map, s.nbits, s.len));
+        }
+    }
 }
 
 /// The benchmark's maps and the kernel's finder (`bench.rs`): the guest

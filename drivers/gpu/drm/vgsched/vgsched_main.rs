@@ -142,7 +142,7 @@ module! {
         },
         finder: u64 {
             default: 0,
-            description: "Resource finder: 0 exact, 1 grouped by 4, 2 sampled, 3 packed (exact; a unit's register maps searched in one pass when they fit in 128 bits)",
+            description: "Resource finder: 0 exact, 1 grouped by 4, 2 sampled, 3 packed (exact; the time-multiplexed finder, a placement's maps searched in 128-bit periods)",
         },
         rotation_period_cycles: u64 {
             default: 15000,
