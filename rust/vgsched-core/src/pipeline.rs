@@ -195,6 +195,14 @@ pub const fn prepare_ahead(mode: Mode) -> usize {
     }
 }
 
+/// State-area release: a task is over, and its state area given back
+/// (its clean-up), once it was initialised and has no unfinished job and
+/// no slot. A task with work keeps its area for its next job; a loaded one
+/// keeps it for its slot.
+pub fn task_over(initialised: bool, unfinished_jobs: usize, loaded: bool) -> bool {
+    initialised && unfinished_jobs == 0 && !loaded
+}
+
 /// The rules' cases, one per branch, as the host tests and KUnit run
 /// them: `Err(name)` names the first case that fails.
 pub fn rule_cases() -> Result<(), &'static str> {
@@ -217,7 +225,7 @@ pub fn rule_cases() -> Result<(), &'static str> {
     let marked = [sub(11 * MIB, true), sub(MIB, false)];
     let marked_unrun = [sub(MIB, true), sub(11 * MIB, false)];
     let at = [sub(10 * MIB, true)];
-    let cases: [(&'static str, bool); 22] = [
+    let cases: [(&'static str, bool); 26] = [
         // Early phase 1 and the phase-1 threshold.
         (
             "early phase 1: ahead of its load, the device busy",
@@ -309,6 +317,23 @@ pub fn rule_cases() -> Result<(), &'static str> {
         (
             "prepare-ahead: one at a time, sequential",
             prepare_ahead(Mode::Sequential) == 1,
+        ),
+        // State-area release.
+        (
+            "state-area release: no work, no slot",
+            task_over(true, 0, false),
+        ),
+        (
+            "state-area release: not while a job is unfinished",
+            !task_over(true, 1, false),
+        ),
+        (
+            "state-area release: not while it holds a slot",
+            !task_over(true, 0, true),
+        ),
+        (
+            "state-area release: nothing before phase 1",
+            !task_over(false, 0, false),
         ),
     ];
     first_failing(&cases)

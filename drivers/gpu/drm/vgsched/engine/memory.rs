@@ -427,7 +427,8 @@ impl ContextQueue {
     /// Its task is over (state-area release): initialised, no work and
     /// no slot.
     fn task_over(&self) -> bool {
-        matches!(self.phase1, PhaseOne::Done(_)) && self.jobs.is_empty() && self.slot.is_none()
+        let initialised = matches!(self.phase1, PhaseOne::Done(_));
+        pipeline::task_over(initialised, self.jobs.len(), self.slot.is_some())
     }
 }
 
