@@ -594,7 +594,7 @@ static int waiting_member(void *arg)
 	return 0;
 }
 
-/* uid 1003, whose 3 tiles the device's 2 could never hold: ENOSPC at once, even waiting. */
+/* uid 1003, whose 5 contexts the pool's 4 could never hold: ENOSPC at once, even waiting. */
 static int never_fits(void *arg)
 {
 	int fd = vgsched_open_render_node();
@@ -638,7 +638,7 @@ TEST_F(projects, a_started_member_holds_its_whole_request)
 	close(fd);
 	EXPECT_EQ(0, as_uid(1004, no_project, NULL));
 	ASSERT_EQ(0, cfs_mkdir("alpha"));
-	ASSERT_EQ(0, cfs_write("alpha/budget_contexts", "8"));
+	ASSERT_EQ(0, cfs_write("alpha/budget_contexts", "12"));
 	ASSERT_EQ(0, cfs_write("alpha/budget_bo_bytes", "4194304"));
 	ASSERT_EQ(0, cfs_write("alpha/budget_tiles", "5"));
 	ASSERT_EQ(0, cfs_write("alpha/start_bo_bytes", "65536"));
@@ -649,12 +649,17 @@ TEST_F(projects, a_started_member_holds_its_whole_request)
 	ASSERT_EQ(0, cfs_write("alpha/1001/request_bo_bytes", "1048576"));
 	ASSERT_EQ(0, cfs_write("alpha/1001/request_tiles", "2"));
 	ASSERT_EQ(0, cfs_write("alpha/1002/request_contexts", "3"));
+	ASSERT_EQ(0, cfs_write("alpha/1003/request_contexts", "5"));
 	ASSERT_EQ(0, cfs_write("alpha/1003/request_tiles", "3"));
-	/* The targets: 6 contexts, 1 MiB + 3 x 64 KiB, 5 tiles, within the budget. */
+	/* The targets: 11 contexts, 1 MiB + 3 x 64 KiB, 5 tiles, within the budget. */
 	ASSERT_EQ(0, cfs_read("alpha/requested", buf, sizeof(buf)));
-	EXPECT_STREQ("contexts 6\nbo_bytes 1245184\ntiles 5\nshared_bytes 0\n", buf);
-	EXPECT_EQ(-EDQUOT, cfs_write("alpha/start_contexts", "1")) TH_LOG("3 x 1 + 6 > 8");
+	EXPECT_STREQ("contexts 11\nbo_bytes 1245184\ntiles 5\nshared_bytes 0\n", buf);
+	EXPECT_EQ(-EDQUOT, cfs_write("alpha/start_contexts", "1")) TH_LOG("3 x 1 + 11 > 12");
 	EXPECT_EQ(0, cfs_number("alpha/start_contexts"));
+	/* A new member's target is the start parameters: it must fit too. */
+	ASSERT_EQ(0, cfs_write("alpha/budget_bo_bytes", "1245184"));
+	EXPECT_EQ(-EDQUOT, cfs_mkdir("alpha/1005")) TH_LOG("a fourth 64 KiB start past the budget");
+	ASSERT_EQ(0, cfs_write("alpha/budget_bo_bytes", "4194304"));
 	EXPECT_EQ(0, as_uid(1003, never_fits, NULL));
 
 	a = fork_talking(1001, started_member, a_io, &a_io[0], &a_io[1], &to_a, &from_a);

@@ -943,9 +943,11 @@ static struct rule_view view_of_1002(void)
 
 /*
  * 1002, a member, opens 1001's member folder read-write (a rule lets it),
- * maps it for writing, and waits; the administrator then lowers its rule
- * to read-only: its writable mapping, a writable binding and BO_CPU_PREP
- * for writing through the handle it holds are refused from then on.
+ * maps it for writing, cannot publish it elsewhere (only a rule lets it
+ * write), and waits; the administrator then removes its rule, and the
+ * folder's matrix (read-only for another member) holds again: its
+ * writable mapping, a writable binding and the export through the handle
+ * it holds are refused from then on, a read-only binding runs.
  */
 static int writer_loses_its_right(void *arg)
 {
@@ -968,10 +970,14 @@ static int writer_loses_its_right(void *arg)
 	if (map == MAP_FAILED)
 		return 102;
 	munmap(map, OBJ_SIZE);
+	struct drm_vgsched_shared_path elsewhere = place(F_PROJECT, "copy");
+
+	if (vg_publish(fd, &elsewhere, o.handle) != -EACCES)
+		return 109;
 	ctx = vgsched_ctx_create(fd, 8);
 	if (!ctx || vg_program(fd, load, 3, &prog))
 		return 103;
-	/* The administrator lowers 1002's rule to read-only. */
+	/* The administrator removes 1002's rule. */
 	if (await_revocation(io[1], io[0]))
 		return 104;
 	map = vgsched_bo_mmap(fd, o.handle, OBJ_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED);
@@ -1059,9 +1065,14 @@ TEST_F(shared, rules_per_member_and_object)
 	ASSERT_EQ(0, cfs_write("rules", "alpha/member/1001/data 1002 rw"));
 	pid = fork_talking(1002, writer_loses_its_right, io, &io[0], &io[1], &to, &from);
 	ASSERT_GE(pid, 0);
-	EXPECT_EQ(0, revoke_for_child(pid, from, to, "rules", "alpha/member/1001/data 1002 r"));
+	EXPECT_EQ(0, revoke_for_child(pid, from, to, "rules", "alpha/member/1001/data 1002 default"));
 	ASSERT_EQ(0, cfs_read("rules", buf, sizeof(buf)));
-	EXPECT_STREQ("alpha/member/1001/data 1002 r--\n", buf);
+	EXPECT_STREQ("", buf);
+	/* A rule goes with its member. */
+	ASSERT_EQ(0, cfs_write("rules", "alpha/project/models/data 1002 r"));
+	ASSERT_EQ(0, cfs_rmdir("alpha/1002"));
+	ASSERT_EQ(0, cfs_read("rules", buf, sizeof(buf)));
+	EXPECT_STREQ("", buf);
 }
 
 /*
@@ -1082,6 +1093,15 @@ static int owner_publishes_on_the_device(void *arg)
 	return -vg_publish(fd, &path, handle);
 }
 
+static int owner_unpublishes_roots(void *arg)
+{
+	struct drm_vgsched_shared_path path = vg_path("", DRM_VGSCHED_FOLDER_PUBLIC, "models", "root");
+	int fd = vgsched_open_render_node();
+
+	(void)arg;
+	return fd < 0 ? 101 : -vg_unpublish(fd, &path);
+}
+
 TEST_F(shared, device_public_folders)
 {
 	struct drm_vgsched_shared_path path = vg_path("", DRM_VGSCHED_FOLDER_PUBLIC, "models", "base");
@@ -1096,6 +1116,13 @@ TEST_F(shared, device_public_folders)
 	EXPECT_EQ(EACCES, as_uid(1002, owner_publishes_on_the_device, NULL)) TH_LOG("a plain member");
 	EXPECT_EQ(0, as_uid(1001, owner_publishes_on_the_device, NULL));
 	EXPECT_EQ(0, name_exists(self->fd, &path));
+	/* Another publisher removes only its own names. */
+	struct drm_vgsched_shared_path roots = vg_path("", DRM_VGSCHED_FOLDER_PUBLIC, "models", "root");
+
+	ASSERT_EQ(0, vg_publish(self->fd, &roots, vgsched_bo_create(self->fd, OBJ_SIZE)));
+	EXPECT_EQ(EACCES, as_uid(1001, owner_unpublishes_roots, NULL));
+	EXPECT_EQ(0, name_exists(self->fd, &roots));
+	EXPECT_EQ(0, vg_unpublish(self->fd, &roots));
 	EXPECT_EQ(OBJ_SIZE, cfs_usage("alpha/1001/usage", "shared_bytes"));
 	ASSERT_EQ(0, cfs_read("public", buf, sizeof(buf)));
 	EXPECT_STREQ("public/models/base 4096 1001\n", buf);

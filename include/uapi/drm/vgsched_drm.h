@@ -635,15 +635,16 @@ struct drm_vgsched_authorize {
  * Starts the environment of the project member the file belongs to (the
  * uid that opened it): its target, the project's start parameters plus
  * the member's request (configfs), is reserved from the device's pool in
- * one step, tiles included, or not at all. Afterwards nothing the member
- * creates within its target fails for want of pool (-ENOSPC); the
- * environment stays started while a file that started it is open. When
- * the pool cannot hold the whole target now, -ENOSPC, or with
- * DRM_VGSCHED_START_WAIT the call sleeps (interruptibly) until it can;
- * a target the pool could never hold is -ENOSPC at once. A uid in no
- * project is -ENOENT; root has nothing to start (0). A file starts once
- * (-EALREADY after). Files that never start are charged allocation by
- * allocation, as before uAPI 1.9.
+ * one step (of the tiles, at most the device's), or not at all.
+ * Afterwards nothing the member's files create within what was reserved
+ * fails for want of pool (-ENOSPC); the environment stays started while
+ * a file that started it is open. When the pool cannot hold the whole
+ * target now, -ENOSPC, or with DRM_VGSCHED_START_WAIT the call sleeps
+ * (interruptibly) until it can; a target the pool could never hold is
+ * -ENOSPC at once. A uid in no project is -ENOENT; root has nothing to
+ * start (0). A file starts once (-EALREADY after, while the member it
+ * started exists). A member none of whose files started is charged
+ * allocation by allocation, as before uAPI 1.9. Nothing is written back.
  */
 struct drm_vgsched_start {
 	/** @flags: DRM_VGSCHED_START_WAIT or 0. */

@@ -628,7 +628,15 @@ pub fn packed_first_runs(searches: &[Search<'_>], out: &mut [Option<usize>]) -> 
                 period = PackedFinder::new();
                 match period.push(s.map, s.nbits) {
                     Some(k) => k,
-                    None => continue,
+                    // An empty period takes any map of up to its width;
+                    // answered alone otherwise, never left unanswered.
+                    None => {
+                        if let Some(o) = out.get_mut(i) {
+                            *o = first_free_run(s.map, s.nbits, s.len);
+                        }
+                        passes += 1;
+                        continue;
+                    }
                 }
             }
         };

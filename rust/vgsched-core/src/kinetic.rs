@@ -228,12 +228,15 @@ impl<'a> Kinetic<'a> {
     /// inputs).
     fn replay_path(&mut self, index: usize) {
         let mut i = (self.leaves.len() + index) / 2;
+        // A node's key is its winner's: it changes only with the winner, or
+        // with the key of leaf `index` when that leaf wins.
+        let outcome = |n: &Node| (n.winner, n.fail_at, n.min_fail);
         while i >= 1 {
-            let before = self.nodes.get(i).copied();
+            let before = self.nodes.get(i).map(outcome);
             self.replay(i);
-            let after = self.nodes.get(i).copied();
+            let after = self.nodes.get(i).map(outcome);
             // Unchanged, and not won by the leaf whose key changed.
-            if after == before && after.is_some_and(|n| n.winner as usize != index) {
+            if after == before && after.is_some_and(|(w, ..)| w as usize != index) {
                 return;
             }
             i /= 2;

@@ -638,7 +638,11 @@ impl<'a> Occupancy<'a> {
         };
         let mut searches = [blank; 1 + 2 * MAX_UNITS_PER_MODULE];
         let mut unit_of = [0usize; MAX_UNITS_PER_MODULE];
-        searches[0] = Search {
+        let (first, rest) = searches.split_at_mut(1);
+        let [shared] = first else {
+            return None;
+        };
+        *shared = Search {
             map: self.shared_map(module),
             nbits: t.shared_mem_blocks as usize,
             len: needs.shared as usize,
@@ -649,19 +653,19 @@ impl<'a> Occupancy<'a> {
             .take(t.units_per_module as usize)
             .filter(|(_, &count)| count > 0);
         let mut n = 0;
-        for ((unit, &count), u) in used.zip(unit_of.iter_mut()) {
-            let m = module;
-            searches[1 + n] = Search {
-                map: self.sgpr_map(m, unit as u32),
+        for ((unit, &count), (u, s)) in used.zip(unit_of.iter_mut().zip(rest.iter_mut())) {
+            *s = Search {
+                map: self.sgpr_map(module, unit as u32),
                 nbits: t.sgpr_blocks as usize,
                 len: (count * needs.wave.sgpr) as usize,
             };
             *u = unit;
             n += 1;
         }
-        for (i, &unit) in unit_of.iter().enumerate().take(n) {
-            let count = per_unit[unit];
-            searches[1 + n + i] = Search {
+        let vector = rest.iter_mut().skip(n);
+        for (&unit, s) in unit_of.iter().take(n).zip(vector) {
+            let count = per_unit.get(unit).copied().unwrap_or(0);
+            *s = Search {
                 map: self.vgpr_map(module, unit as u32),
                 nbits: t.vgpr_blocks as usize,
                 len: (count * needs.wave.vgpr) as usize,
@@ -669,11 +673,14 @@ impl<'a> Occupancy<'a> {
         }
         let mut out = [None; 1 + 2 * MAX_UNITS_PER_MODULE];
         let total = 1 + 2 * n;
-        packed_first_runs(&searches[..total], &mut out);
-        let shared = out[0]? as u32;
+        packed_first_runs(searches.get(..total)?, &mut out);
+        let shared = out.first().copied().flatten()? as u32;
+        let (scalar, vector) = out.get(1..total)?.split_at(n);
         let mut starts = [(0u32, 0u32); MAX_UNITS_PER_MODULE];
-        for (i, &unit) in unit_of.iter().enumerate().take(n) {
-            starts[unit] = (out[1 + n + i]? as u32, out[1 + i]? as u32);
+        for ((&unit, s), v) in unit_of.iter().take(n).zip(scalar).zip(vector) {
+            if let Some(start) = starts.get_mut(unit) {
+                *start = ((*v)? as u32, (*s)? as u32);
+            }
         }
         Some((shared, starts))
     }

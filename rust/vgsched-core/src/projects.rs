@@ -228,14 +228,35 @@ pub fn admit_start(
     pool: &Amounts,
     pool_used: &Amounts,
 ) -> Result<Amounts, QuotaError> {
-    let take = pool_share(target, used).minus(used);
-    if let Some(r) = target.first_over(pool) {
+    let reserved = reservation(target, pool);
+    let take = pool_share(&reserved, used).minus(used);
+    if let Some(r) = reserved.first_over(pool) {
         return Err(QuotaError::PoolTooSmall(r));
     }
     match take.first_over(&pool.minus(pool_used)) {
         Some(r) => Err(QuotaError::PoolBusy(r)),
         None => Ok(take),
     }
+}
+
+/// What a start reserves of `target` from `pool`: nothing of a resource
+/// the pool does not limit (`u64::MAX`: nothing to run out of, and a
+/// reservation would only overflow the count), and at most the pool's
+/// tiles (a member may queue jobs of more tiles than the device has; they
+/// wait for idle tiles, and a start reserves them all).
+pub fn reservation(target: &Amounts, pool: &Amounts) -> Amounts {
+    let mut r = *target;
+    for res in Resource::ALL {
+        let limit = pool.get(res);
+        let want = target.get(res);
+        let kept = match (limit, res) {
+            (u64::MAX, _) => 0,
+            (limit, Resource::Tiles) => want.min(limit),
+            _ => want,
+        };
+        r.set(res, kept);
+    }
+    r
 }
 
 /// The pool a start is admitted against: `pool` with the device's `tiles`.
@@ -852,6 +873,10 @@ pub struct Holding {
     handles: u32,
     pending: u32,
     writable: bool,
+    /// The write access was given by making the object or by its folder's
+    /// matrix, not only by an administrator's rule (which may be taken
+    /// back: [`may_write_now`]).
+    folder_writable: bool,
 }
 
 impl Holding {
@@ -865,6 +890,7 @@ impl Holding {
                 handles: 1,
                 pending: 0,
                 writable: true,
+                folder_writable: true,
             }),
         }
     }
@@ -876,6 +902,7 @@ impl Holding {
             handles: 0,
             pending: 1,
             writable,
+            folder_writable: writable,
         }
     }
 
@@ -884,6 +911,31 @@ impl Holding {
     pub fn grant(&mut self, writable: bool) {
         self.pending = self.pending.saturating_add(1);
         self.writable |= writable;
+        self.folder_writable |= writable;
+    }
+
+    /// [`Holding::granted`] (if `holding` is `None`) or [`Holding::grant`]
+    /// of write access that only an administrator's rule gave
+    /// (`by_rule`), or of what the folder's matrix gave.
+    pub fn grant_to(
+        holding: Option<&mut Holding>,
+        writable: bool,
+        by_rule: bool,
+    ) -> Option<Holding> {
+        match holding {
+            Some(h) => {
+                h.pending = h.pending.saturating_add(1);
+                h.writable |= writable;
+                h.folder_writable |= writable && !by_rule;
+                None
+            }
+            None => Some(Holding {
+                handles: 0,
+                pending: 1,
+                writable,
+                folder_writable: writable && !by_rule,
+            }),
+        }
     }
 
     /// A handle was made (a granted one, or another of a file that holds
@@ -907,10 +959,34 @@ impl Holding {
         self.handles == 0 && self.pending == 0
     }
 
-    /// The file may write the object.
+    /// The file's handles were given write access, by whatever means.
     pub fn writable(&self) -> bool {
         self.writable
     }
+
+    /// Write access given by making the object or by its folder's matrix.
+    pub fn folder_writable(&self) -> bool {
+        self.folder_writable
+    }
+}
+
+/// Whether a file holding an object as `holding` may write it now, the
+/// administrator's rule for its user being `rule`: as the rule says if
+/// there is one (and a handle was given write access); else only if its
+/// write access did not come from a rule, which may have been taken back
+/// since.
+pub fn may_write_now(holding: &Holding, rule: Option<Rights>) -> bool {
+    match rule {
+        Some(r) => holding.writable && r.write,
+        None => holding.folder_writable,
+    }
+}
+
+/// Whether such a file may publish the object under another name: only
+/// with write access of its own (not a rule's, which binds this object and
+/// user only), and no rule against writing.
+pub fn may_republish(holding: &Holding, rule: Option<Rights>) -> bool {
+    holding.folder_writable && rule.is_none_or(|r| r.write)
 }
 
 /// The cases KUnit runs too: the access matrix at its corners and the
@@ -1512,12 +1588,25 @@ mod tests {
         used.set(Resource::Contexts, 1);
         let take = admit_start(&target, &used, &pool, &used).unwrap();
         assert_eq!(take.get(Resource::Contexts), 2);
-        // Past the pool: never, so no wait.
+        // More tiles than the device has: all of them reserved.
         target.set(Resource::Tiles, 3);
+        let take = admit_start(&target, &Amounts::ZERO, &pool, &Amounts::ZERO).unwrap();
+        assert_eq!(take.get(Resource::Tiles), 2);
+        // Past the pool: never, so no wait.
+        target.set(Resource::Contexts, 5);
         assert_eq!(
             admit_start(&target, &Amounts::ZERO, &pool, &Amounts::ZERO),
-            Err(QuotaError::PoolTooSmall(Resource::Tiles))
+            Err(QuotaError::PoolTooSmall(Resource::Contexts))
         );
+        target.set(Resource::Contexts, 3);
+        // A resource the pool does not limit is not reserved, even huge.
+        let mut huge = target;
+        huge.set(Resource::SharedBytes, u64::MAX);
+        let mut unlimited = pool;
+        unlimited.set(Resource::SharedBytes, u64::MAX);
+        let take = admit_start(&huge, &Amounts::ZERO, &unlimited, &Amounts::ZERO).unwrap();
+        assert_eq!(take.get(Resource::SharedBytes), 0);
+        assert_eq!(reservation(&huge, &unlimited).get(Resource::SharedBytes), 0);
         // Started with 3 reserved: charges within it take nothing from the
         // pool, even a full one; past the reservation, they do.
         let mut reserved = Amounts::ZERO;

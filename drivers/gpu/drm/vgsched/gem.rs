@@ -58,6 +58,8 @@ use crate::{
         },
         projects::{
             may_download,
+            may_republish,
+            may_write_now,
             Holding,
             Resource,
             Rights, //
@@ -317,7 +319,7 @@ impl gem::DriverObject for VgObject {
     /// the right refuses a writer too.
     fn export(obj: &Bo, file: &DrmFile) -> Result {
         let rule = obj.rule_for(file.inner().uid);
-        match may_download(rule, obj.holds_writable(file)) {
+        match may_download(rule, obj.may_write(file)) {
             true => {
                 obj.exported.store(true, ordering::Relaxed);
                 Ok(())
@@ -387,20 +389,32 @@ impl VgObject {
         self.holders.lock().iter().any(|h| h.client == client)
     }
 
-    /// `file` may write the object: it holds a read-write handle, and the
-    /// administrator's rule for its user, if any, lets it write.
+    /// `file` may write the object now: its handles were given write
+    /// access, and the administrator's rule for its user, if any, lets it
+    /// write (write access only a rule gave ends with the rule:
+    /// [`may_write_now`]).
     pub(crate) fn may_write(&self, file: &DrmFile) -> bool {
-        let ruled = self.rule_for(file.inner().uid);
-        self.holds_writable(file) && ruled.is_none_or(|r| r.write)
+        let rule = self.rule_for(file.inner().uid);
+        self.holding_of(file)
+            .is_some_and(|h| may_write_now(&h, rule))
     }
 
-    /// `file` holds a read-write handle.
-    fn holds_writable(&self, file: &DrmFile) -> bool {
+    /// `file` may publish the object under another name: it may write it
+    /// by its own right, not by a rule's ([`may_republish`]).
+    pub(crate) fn may_republish(&self, file: &DrmFile) -> bool {
+        let rule = self.rule_for(file.inner().uid);
+        self.holding_of(file)
+            .is_some_and(|h| may_republish(&h, rule))
+    }
+
+    /// How `file` holds the object, if it does.
+    fn holding_of(&self, file: &DrmFile) -> Option<Holding> {
         let client = file.client_id();
-        self.holders
-            .lock()
+        let holders = self.holders.lock();
+        holders
             .iter()
-            .any(|h| h.client == client && h.holding.writable())
+            .find(|h| h.client == client)
+            .map(|h| h.holding)
     }
 
     /// The administrator's rule for `uid` on the object; never one for
@@ -447,15 +461,12 @@ impl VgObject {
     /// A shared-storage open gave `file` access (`writable` or not) and is
     /// about to make its handle: [`gem::DriverObject::open`] will count it
     /// in. Undone by [`VgObject::ungrant`] if the handle is not made.
-    pub(crate) fn grant(&self, file: &DrmFile, writable: bool) -> Result {
+    pub(crate) fn grant(&self, file: &DrmFile, writable: bool, by_rule: bool) -> Result {
         let client = file.client_id();
         let mut holders = self.holders.lock();
-        match holders.iter_mut().find(|h| h.client == client) {
-            Some(h) => h.holding.grant(writable),
-            None => {
-                let holding = Holding::granted(writable);
-                holders.push(Holder { client, holding }, GFP_KERNEL_ACCOUNT)?;
-            }
+        let held = holders.iter_mut().find(|h| h.client == client);
+        if let Some(holding) = Holding::grant_to(held.map(|h| &mut h.holding), writable, by_rule) {
+            holders.push(Holder { client, holding }, GFP_KERNEL_ACCOUNT)?;
         }
         Ok(())
     }

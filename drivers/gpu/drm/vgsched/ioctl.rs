@@ -40,7 +40,10 @@ use crate::{
     },
     file::DrmFile,
     gem,
-    projects::shared,
+    projects::{
+        shared,
+        Started, //
+    },
     submit::Submission,
     uapi,
     vgsched_core::projects::Resource, //
@@ -294,19 +297,27 @@ impl Ioctl for Start {
         if inner.uid == 0 {
             return Ok(0);
         }
-        if inner.started.lock().is_some() {
+        // A start of a member the administrator removed since is stale:
+        // the file may start the uid's new member.
+        let live = |slot: &Option<Started>| slot.as_ref().is_some_and(Started::is_live);
+        if live(&inner.started.lock()) {
             return Err(EALREADY);
         }
         // Not under the file's lock: the start may sleep.
         let wait = args.flags & uapi::DRM_VGSCHED_START_WAIT != 0;
         let started = dev.book.start(inner.uid, wait)?;
         let mut slot = inner.started.lock();
-        if slot.is_some() {
-            // Another thread of the file started it meanwhile; this start
-            // is given back as `started` drops.
+        if live(&slot) {
+            // Another thread of the file started it meanwhile: this start
+            // is given back, after the file's lock (stopping takes the
+            // ledger's).
+            drop(slot);
+            drop(started);
             return Err(EALREADY);
         }
-        *slot = Some(started);
+        let stale = slot.replace(started);
+        drop(slot);
+        drop(stale);
         Ok(0)
     }
 }

@@ -62,6 +62,7 @@ use crate::vgsched_core::projects::{
     charge,
     parse_name,
     pool_share,
+    reservation,
     start_pool,
     uncharge,
     Amounts,
@@ -151,8 +152,12 @@ impl ProjectEntry {
 /// # Invariants
 ///
 /// A uid is a member of one project at most; each project's members'
-/// requests sum to no more than its budget; `used` is what the live
-/// [`Charge`]s of a member add up to.
+/// targets (its start parameters plus their requests) sum to no more than
+/// its budget; `used` is what the live [`Charge`]s of a member add up to;
+/// `pool_used` is the sum over members of their [`pool_share`] (what they
+/// hold, or what their started environment reserved where that is more)
+/// plus what the charges of removed members still hold; a member's
+/// `reserved` is nothing while its `started` is 0.
 struct Ledger {
     projects: KVec<ProjectEntry>,
     next_id: u64,
@@ -371,6 +376,10 @@ impl Book {
         }
         let serial = ledger.next_id;
         let p = ledger.project(project).ok_or(ENOENT)?;
+        // A new member's target is the start parameters (its request is
+        // nothing yet): the targets must still fit the budget.
+        let targets = p.targets_except(None).plus(&p.start);
+        admit_budget(&p.budget, &targets).map_err(quota_errno)?;
         // Room for MAX_MEMBERS was reserved with the project.
         p.members
             .push_within_capacity(MemberEntry {
@@ -451,7 +460,7 @@ impl Book {
             let target = start.plus(&m.request);
             match admit_start(&target, &m.used, &pool, &pool_used) {
                 Ok(take) => {
-                    m.reserved = target;
+                    m.reserved = reservation(&target, &pool);
                     m.started = 1;
                     ledger.pool_used = pool_used.plus(&take);
                     return Ok(started());
@@ -492,6 +501,15 @@ pub(crate) struct Started {
     book: Arc<Book>,
     project: u64,
     serial: u64,
+}
+
+impl Started {
+    /// The member it started still exists (not removed by the
+    /// administrator since).
+    pub(crate) fn is_live(&self) -> bool {
+        let mut ledger = self.book.ledger.lock();
+        ledger.member_by_serial(self.project, self.serial).is_some()
+    }
 }
 
 impl Drop for Started {
@@ -693,9 +711,11 @@ impl PinnedDrop for Member {
         let mut ledger = self.book.ledger.lock();
         let mut freed = Amounts::ZERO;
         if let Some(p) = ledger.project(self.project) {
-            // A started environment's reservation goes with it.
+            // A started environment's reservation goes with it, and so do
+            // the administrator's rules for it on the project's objects.
             if let Some(m) = p.members.iter().find(|m| m.serial == serial) {
                 freed = m.share().minus(&m.used);
+                shared::forget_rules(p, m.uid);
             }
             p.members.retain(|m| m.serial != serial);
         }
@@ -791,7 +811,10 @@ impl Project {
                 return Err(quota_errno(e));
             }
             Ok(())
-        })
+        })?;
+        // A smaller target may let a waiting start in.
+        self.book.released.notify_all();
+        Ok(())
     }
 
     /// A new budget; refused (`EDQUOT`) below what the members request.
@@ -844,7 +867,10 @@ impl Member {
             let m = p.members.get_mut(i).ok_or(ENOENT)?;
             m.request = request;
             Ok(())
-        })
+        })?;
+        // A smaller target may let the member's waiting start in.
+        self.book.released.notify_all();
+        Ok(())
     }
 }
 

@@ -164,22 +164,20 @@ impl Book {
         Ok(())
     }
 
-    /// Shows one line per tile: `T everyone`, `T projects NAME,...` or
-    /// `T out`, then ` code` and the new code (once, as 32 hex digits),
-    /// or ` code` alone while a code is valid.
+    /// Shows one line per tile: `T everyone`, `T projects NAME,...` (at
+    /// most [`NAMES_SHOWN`] names, then `,+N`) or `T out`, then ` code`
+    /// and the new code (once, as 32 hex digits), or ` code` alone while a
+    /// code is valid. A new code counts as shown only once its line is
+    /// written.
     pub(super) fn show_providers(&self, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
         let mut ledger = self.ledger.lock();
         let tiles = (self.tiles as usize).min(MAX_TILES);
-        let mut unshown = [None; MAX_TILES];
-        for (u, p) in unshown.iter_mut().zip(ledger.providers.iter_mut()) {
-            *u = p.unshown.take();
-        }
-        let ledger = &*ledger;
-        let shown = show(page, |w| {
+        let mut shown = [false; MAX_TILES];
+        let written = show(page, |w| {
             for (t, p) in ledger.providers.iter().enumerate().take(tiles) {
                 write!(w, "{t} ")?;
-                write_serving(w, ledger, t, p)?;
-                match unshown.get(t).copied().flatten() {
+                write_serving(w, &ledger, t, p)?;
+                match p.unshown.as_ref() {
                     Some(code) => {
                         w.write_str(" code ")?;
                         code.iter().try_for_each(|b| write!(w, "{b:02x}"))?;
@@ -188,13 +186,23 @@ impl Book {
                     None => {}
                 }
                 writeln!(w)?;
+                if let Some(s) = shown.get_mut(t) {
+                    *s = true;
+                }
             }
             Ok(())
-        });
-        unshown.iter_mut().flatten().for_each(forget);
-        shown
+        })?;
+        for (p, _) in ledger.providers.iter_mut().zip(shown).filter(|(_, s)| *s) {
+            if let Some(mut code) = p.unshown.take() {
+                forget(&mut code);
+            }
+        }
+        Ok(written)
     }
 }
+
+/// Most project names a line of `providers` shows.
+const NAMES_SHOWN: usize = 8;
 
 /// Writes whom tile `t` serves: `everyone`, `projects` and their names, or
 /// `out`.
@@ -202,12 +210,20 @@ fn write_serving(w: &mut impl Write, ledger: &Ledger, t: usize, p: &Provider) ->
     if p.everyone {
         return w.write_str("everyone");
     }
-    let mut serving = ledger.projects.iter().filter(|e| e.tiles >> t & 1 == 1);
-    let Some(first) = serving.next() else {
+    let serving = || ledger.projects.iter().filter(|e| e.tiles >> t & 1 == 1);
+    let count = serving().count();
+    if count == 0 {
         return w.write_str("out");
-    };
-    write!(w, "projects {}", name(first))?;
-    serving.try_for_each(|e| write!(w, ",{}", name(e)))
+    }
+    w.write_str("projects")?;
+    for (i, e) in serving().take(NAMES_SHOWN).enumerate() {
+        let sep = if i == 0 { " " } else { "," };
+        write!(w, "{sep}{}", name(e))?;
+    }
+    match count.checked_sub(NAMES_SHOWN) {
+        Some(more) if more > 0 => write!(w, ",+{more}"),
+        _ => Ok(()),
+    }
 }
 
 /// A project's name as text (names are ASCII: `valid_name`).

@@ -11,7 +11,8 @@
 //! the owners the administrator lets (`publish_public`) publish there.
 //! Folders exist while they hold names. A name keeps its object alive and
 //! its size charged to the member that published it (`shared_bytes`)
-//! until it is unpublished or its project goes. The rules are the core's
+//! until it is unpublished or its project goes (the device's names, until
+//! unpublished or the module is unloaded). The rules are the core's
 //! [`access_by_rule`]: the folder's matrix, or the administrator's rule
 //! for the caller on the object (`rules` in configfs, kept on the object:
 //! `gem.rs`), which the object's other paths (mapping, binding, export)
@@ -35,7 +36,8 @@ use kernel::{
 use super::{
     Book,
     Charge,
-    Ledger, //
+    Ledger,
+    ProjectEntry, //
 };
 use crate::{
     file::DrmFile,
@@ -60,8 +62,12 @@ use crate::{
     },
 };
 
-/// Most names one project's storage holds.
+/// Most names one project's storage holds, and the device's public
+/// folders.
 const MAX_NAMES: usize = 256;
+/// Most names one publisher other than root holds in the device's public
+/// folders.
+const MAX_PUBLIC_PER_PUBLISHER: usize = 64;
 
 /// A folder and a name in it.
 ///
@@ -274,8 +280,9 @@ pub(crate) fn publish(
         }
     })?;
     // Publishing what one may only read would let anyone open it
-    // read-write from one's own folder.
-    if !object.may_write(file) {
+    // read-write from one's own folder; so would publishing what only an
+    // administrator's rule, for this user and object, lets one write.
+    if !object.may_republish(file) {
         return Err(EACCES);
     }
     let size = u64::try_from(object.size()).map_err(|_| EINVAL)?;
@@ -295,6 +302,12 @@ pub(crate) fn publish(
             return Err(EEXIST);
         }
         if st.names.len() >= MAX_NAMES {
+            return Err(ENOSPC);
+        }
+        // The device's public folders are shared by every project's
+        // publishers: none but root fills more than its part.
+        let mine = st.names.iter().filter(|n| n.publisher == uid).count();
+        if matches!(store, Store::Device) && uid != 0 && mine >= MAX_PUBLIC_PER_PUBLISHER {
             return Err(ENOSPC);
         }
         st.names.reserve(1, GFP_KERNEL_ACCOUNT)?;
@@ -322,18 +335,20 @@ pub(crate) fn open(
     let (store, place) = parse_path(path)?;
     let uid = file.inner().uid;
     let op = if write { Op::OpenWrite } else { Op::OpenRead };
-    let object = book.with_store(&store, uid, &place, |st| {
-        let object = st
-            .find(&place)
-            .and_then(|i| st.names.get(i))
-            .map(|n| n.object.clone());
+    let (object, by_rule) = book.with_store(&store, uid, &place, |st| {
+        let named = st.find(&place).and_then(|i| st.names.get(i));
         // The administrator's rule on the object for the caller, if any,
         // in place of the folder's matrix (what is hidden stays hidden).
-        let rule = object.as_ref().and_then(|o| o.rule_for(uid));
+        let rule = named.and_then(|n| n.object.rule_for(uid));
         st.check(op, &place, rule)?;
-        object.ok_or(ENOENT)
+        // Write access only the rule gave ends with the rule.
+        let by_rule = write && st.check(op, &place, None).is_err();
+        // Cloned once allowed: a reference dropped here would be dropped
+        // under the ledger lock.
+        let object = named.map(|n| n.object.clone()).ok_or(ENOENT)?;
+        Ok((object, by_rule))
     })?;
-    object.grant(file, write)?;
+    object.grant(file, write, by_rule)?;
     let handle = match object.create_handle(file) {
         Ok(handle) => handle,
         Err(e) => {
@@ -357,6 +372,12 @@ pub(crate) fn unpublish(
     let name = book.with_store(&store, uid, &place, |st| {
         st.check(Op::Unpublish, &place, None)?;
         let i = st.find(&place).ok_or(ENOENT)?;
+        // In the device's public folders a publisher removes its own
+        // names only: they are no project's to manage.
+        let theirs = st.names.get(i).is_some_and(|n| n.publisher != uid);
+        if matches!(store, Store::Device) && uid != 0 && theirs {
+            return Err(EACCES);
+        }
         st.names.remove(i).map_err(|_| ENOENT)
     })?;
     // Its charge is given back, and its object perhaps freed, after the
@@ -409,6 +430,15 @@ pub(super) fn list(names: &[SharedName], page: &mut [u8; PAGE_SIZE]) -> Result<u
         end += t.bytes_written();
     }
     Ok(end)
+}
+
+/// The administrator's rules for `uid` on the objects of `p` go (it is no
+/// longer a member of it).
+pub(super) fn forget_rules(p: &ProjectEntry, uid: u32) {
+    for n in p.names.iter() {
+        // Only removing: no allocation, cannot fail.
+        let _ = n.object.set_rule(uid, None);
+    }
 }
 
 /// Carries out a command written to `rules`: `PATH UID RIGHTS` gives user
