@@ -1432,61 +1432,18 @@ mod tests {
     fn default_bound_limits_contexts_and_bytes_only() {
         let bound = default_bound(2, 3);
         let used = Amounts::ZERO;
+        let charged = |r, n| charge(&bound, &used, &Amounts::ZERO, r, n, u64::MAX);
+        assert_eq!(charged(Resource::Contexts, 2), Ok(2));
         assert_eq!(
-            charge(
-                &bound,
-                &used,
-                &Amounts::ZERO,
-                Resource::Contexts,
-                2,
-                u64::MAX
-            ),
-            Ok(2)
-        );
-        assert_eq!(
-            charge(
-                &bound,
-                &used,
-                &Amounts::ZERO,
-                Resource::Contexts,
-                3,
-                u64::MAX
-            ),
+            charged(Resource::Contexts, 3),
             Err(QuotaError::OverQuota(Resource::Contexts))
         );
+        assert_eq!(charged(Resource::BoBytes, 3 << 20), Ok(3 << 20));
         assert_eq!(
-            charge(
-                &bound,
-                &used,
-                &Amounts::ZERO,
-                Resource::BoBytes,
-                3 << 20,
-                u64::MAX
-            ),
-            Ok(3 << 20)
-        );
-        assert_eq!(
-            charge(
-                &bound,
-                &used,
-                &Amounts::ZERO,
-                Resource::BoBytes,
-                (3 << 20) + 1,
-                u64::MAX
-            ),
+            charged(Resource::BoBytes, (3 << 20) + 1),
             Err(QuotaError::OverQuota(Resource::BoBytes))
         );
-        assert_eq!(
-            charge(
-                &bound,
-                &used,
-                &Amounts::ZERO,
-                Resource::Tiles,
-                1 << 40,
-                u64::MAX
-            ),
-            Ok(1 << 40)
-        );
+        assert_eq!(charged(Resource::Tiles, 1 << 40), Ok(1 << 40));
         let defaults = default_bound(DEFAULT_CONTEXTS, DEFAULT_BO_MIB);
         assert!(
             DEFAULT_CONTEXTS_LIMITS.0 <= DEFAULT_CONTEXTS

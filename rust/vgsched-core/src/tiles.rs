@@ -252,6 +252,14 @@ pub struct NodeView {
 }
 
 impl NodeView {
+    /// No node: what a list of views starts as.
+    pub const EMPTY: NodeView = NodeView {
+        tiles: 0,
+        idle: 0,
+        idle_power_mw: 0,
+        standby_mw: 0,
+    };
+
     /// The power it is ordered by inside its group: the second power value,
     /// plus the standby power when every tile is idle (the third power
     /// value: the standby charge).
@@ -774,12 +782,7 @@ impl TileAccount {
         now_ns: u64,
     ) -> Option<TilePlacement> {
         self.advance(now_ns);
-        let mut views = [NodeView {
-            tiles: 0,
-            idle: 0,
-            idle_power_mw: 0,
-            standby_mw: 0,
-        }; MAX_NODES];
+        let mut views = [NodeView::EMPTY; MAX_NODES];
         let count = self.views_within(allowed, &mut views);
         let views = views.get(..count)?;
         let mut tried = [0usize; MAX_NODES];
@@ -1010,12 +1013,7 @@ fn second_power_of_four_types() -> Option<(u64, u64)> {
     let topo = TileTopology::from_values(4, 1, 4, &[0, 1, 2, 3], &[2, 7, 9, 12], &[25]).ok()?;
     let model = PowerModel::from_values(&topo, 1, 1, 0, 0).ok()?;
     let account = TileAccount::new(topo, model, 0);
-    let mut views = [NodeView {
-        tiles: 0,
-        idle: 0,
-        idle_power_mw: 0,
-        standby_mw: 0,
-    }; MAX_NODES];
+    let mut views = [NodeView::EMPTY; MAX_NODES];
     let count = account.views(&mut views);
     let node = views.get(..count)?.first()?;
     Some((node.idle_power_mw, node.order_power_mw()))
