@@ -500,8 +500,14 @@ impl PackedFinder {
     /// `pow[i]`: bit `j` set iff packed bits `j..j + 2^i` are all free,
     /// edges between fields ignored.
     fn powers(&self) -> [u128; 8] {
+        self.powers_upto(8)
+    }
+
+    /// The first `levels` of [`PackedFinder::powers`] (the others are
+    /// left as the free bits): enough for lengths below `2^levels`.
+    fn powers_upto(&self, levels: usize) -> [u128; 8] {
         let mut pow = [self.free; 8];
-        for i in 1..8 {
+        for i in 1..levels.min(8) {
             pow[i] = pow[i - 1] & (pow[i - 1] >> (1 << (i - 1)));
         }
         pow
@@ -521,7 +527,9 @@ impl PackedFinder {
     /// start (within that field's own bitmap) of `lens[k]` free bits, or
     /// `None`; `Some(0)` for a length of 0, as [`first_free_run`].
     pub fn first_free_runs(&self, lens: &[usize], out: &mut [Option<usize>]) {
-        let pow = self.powers();
+        // Only the powers of two the longest length is made of.
+        let longest = lens.iter().take(self.count).copied().max().unwrap_or(0);
+        let pow = self.powers_upto((usize::BITS - longest.leading_zeros()) as usize);
         for (k, (&len, o)) in lens.iter().zip(out.iter_mut()).enumerate().take(self.count) {
             *o = if len == 0 {
                 Some(0)
@@ -588,52 +596,48 @@ pub struct Search<'a> {
 /// `None`) and returns the number of passes. A search for 0 bits is
 /// answered without one.
 pub fn packed_first_runs(searches: &[Search<'_>], out: &mut [Option<usize>]) -> usize {
+    packed_first_runs_each(searches.iter().copied(), |i, answer| {
+        if let Some(o) = out.get_mut(i) {
+            *o = answer;
+        }
+    })
+}
+
+/// [`packed_first_runs`] over searches as they come, each answer given to
+/// `answer` with the search's position (in no particular order): what the
+/// placement path uses, without arrays of searches and answers.
+pub fn packed_first_runs_each<'a>(
+    searches: impl Iterator<Item = Search<'a>>,
+    mut answer: impl FnMut(usize, Option<usize>),
+) -> usize {
     let mut passes = 0;
     let mut period = PackedFinder::new();
-    // The period's fields: their lengths and their searches' indices.
+    // The period's fields: their lengths and their searches' positions.
     let mut lens = [0usize; PACK_MAX_FIELDS];
     let mut index = [0usize; PACK_MAX_FIELDS];
-    let flush = |period: &PackedFinder,
-                 lens: &[usize; PACK_MAX_FIELDS],
-                 index: &[usize; PACK_MAX_FIELDS],
-                 out: &mut [Option<usize>]| {
-        let mut answers = [None; PACK_MAX_FIELDS];
-        period.first_free_runs(&lens[..period.fields()], &mut answers);
-        for (&i, a) in index.iter().zip(answers).take(period.fields()) {
-            if let Some(o) = out.get_mut(i) {
-                *o = a;
-            }
-        }
-    };
-    for (i, s) in searches.iter().enumerate() {
+    for (i, s) in searches.enumerate() {
         if s.len == 0 {
-            if let Some(o) = out.get_mut(i) {
-                *o = Some(0);
-            }
+            answer(i, Some(0));
             continue;
         }
         if clamp_bits(s.map, s.nbits) > PACK_WIDTH {
-            if let Some(o) = out.get_mut(i) {
-                *o = first_free_run(s.map, s.nbits, s.len);
-            }
+            answer(i, first_free_run(s.map, s.nbits, s.len));
             passes += 1;
             continue;
         }
         let k = match period.push(s.map, s.nbits) {
             Some(k) => k,
             None => {
-                // The period is full: search it, start the next.
-                flush(&period, &lens, &index, out);
+                // The period is full: search it, start the next (an empty
+                // period takes any map of up to its width).
+                search_period(&period, &lens, &index, &mut answer);
                 passes += 1;
                 period = PackedFinder::new();
                 match period.push(s.map, s.nbits) {
                     Some(k) => k,
-                    // An empty period takes any map of up to its width;
-                    // answered alone otherwise, never left unanswered.
+                    // Never for a map this narrow; answered alone then.
                     None => {
-                        if let Some(o) = out.get_mut(i) {
-                            *o = first_free_run(s.map, s.nbits, s.len);
-                        }
+                        answer(i, first_free_run(s.map, s.nbits, s.len));
                         passes += 1;
                         continue;
                     }
@@ -646,10 +650,26 @@ pub fn packed_first_runs(searches: &[Search<'_>], out: &mut [Option<usize>]) -> 
         }
     }
     if period.fields() > 0 {
-        flush(&period, &lens, &index, out);
+        search_period(&period, &lens, &index, &mut answer);
         passes += 1;
     }
     passes
+}
+
+/// One pass over `period`, whose field `k` looks for `lens[k]` bits for
+/// the search at position `index[k]`: each answer to `answer`.
+fn search_period(
+    period: &PackedFinder,
+    lens: &[usize; PACK_MAX_FIELDS],
+    index: &[usize; PACK_MAX_FIELDS],
+    answer: &mut impl FnMut(usize, Option<usize>),
+) {
+    let n = period.fields();
+    let mut answers = [None; PACK_MAX_FIELDS];
+    period.first_free_runs(lens.get(..n).unwrap_or(&[]), &mut answers);
+    for (&i, a) in index.iter().zip(answers).take(n) {
+        answer(i, a);
+    }
 }
 
 /// Naive references, one bit at a time: what the tests check the finders

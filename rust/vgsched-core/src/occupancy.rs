@@ -21,7 +21,7 @@ use super::bitmask::{
     count_free,
     finds,
     largest_free_run,
-    packed_first_runs,
+    packed_first_runs_each,
     set_range,
     FinderKind,
     Search, //
@@ -622,7 +622,7 @@ impl<'a> Occupancy<'a> {
     /// finder: the searches (shared memory, then the scalar registers of
     /// each unit with waves, then their vector registers) packed into
     /// periods of [`super::bitmask::PACK_WIDTH`] bits, one pass each
-    /// ([`packed_first_runs`]). At the default sizes the shared and
+    /// ([`packed_first_runs_each`]). At the default sizes the shared and
     /// scalar maps share periods and a vector map takes a whole one.
     fn find_packed(
         &self,
@@ -631,57 +631,61 @@ impl<'a> Occupancy<'a> {
         per_unit: &[u32; MAX_UNITS_PER_MODULE],
     ) -> Option<(u32, UnitStarts)> {
         let t = &self.topo;
-        let blank = Search {
-            map: &[],
-            nbits: 0,
-            len: 0,
+        let units = t.units_per_module as usize;
+        let used = || {
+            per_unit
+                .iter()
+                .enumerate()
+                .take(units)
+                .filter(|(_, &count)| count > 0)
         };
-        let mut searches = [blank; 1 + 2 * MAX_UNITS_PER_MODULE];
         let mut unit_of = [0usize; MAX_UNITS_PER_MODULE];
-        let (first, rest) = searches.split_at_mut(1);
-        let [shared] = first else {
-            return None;
-        };
-        *shared = Search {
-            map: self.shared_map(module),
-            nbits: t.shared_mem_blocks as usize,
-            len: needs.shared as usize,
-        };
-        let used = per_unit
-            .iter()
-            .enumerate()
-            .take(t.units_per_module as usize)
-            .filter(|(_, &count)| count > 0);
         let mut n = 0;
-        for ((unit, &count), (u, s)) in used.zip(unit_of.iter_mut().zip(rest.iter_mut())) {
-            *s = Search {
-                map: self.sgpr_map(module, unit as u32),
-                nbits: t.sgpr_blocks as usize,
-                len: (count * needs.wave.sgpr) as usize,
-            };
+        for ((unit, _), u) in used().zip(unit_of.iter_mut()) {
             *u = unit;
             n += 1;
         }
-        let vector = rest.iter_mut().skip(n);
-        for (&unit, s) in unit_of.iter().take(n).zip(vector) {
-            let count = per_unit.get(unit).copied().unwrap_or(0);
-            *s = Search {
-                map: self.vgpr_map(module, unit as u32),
-                nbits: t.vgpr_blocks as usize,
-                len: (count * needs.wave.vgpr) as usize,
-            };
-        }
-        let mut out = [None; 1 + 2 * MAX_UNITS_PER_MODULE];
-        let total = 1 + 2 * n;
-        packed_first_runs(searches.get(..total)?, &mut out);
-        let shared = out.first().copied().flatten()? as u32;
-        let (scalar, vector) = out.get(1..total)?.split_at(n);
+        let shared_search = core::iter::once(Search {
+            map: self.shared_map(module),
+            nbits: t.shared_mem_blocks as usize,
+            len: needs.shared as usize,
+        });
+        let sgprs = used().map(|(unit, &count)| Search {
+            map: self.sgpr_map(module, unit as u32),
+            nbits: t.sgpr_blocks as usize,
+            len: (count * needs.wave.sgpr) as usize,
+        });
+        let vgprs = used().map(|(unit, &count)| Search {
+            map: self.vgpr_map(module, unit as u32),
+            nbits: t.vgpr_blocks as usize,
+            len: (count * needs.wave.vgpr) as usize,
+        });
+        let (mut shared, mut found) = (None, true);
         let mut starts = [(0u32, 0u32); MAX_UNITS_PER_MODULE];
-        for ((&unit, s), v) in unit_of.iter().take(n).zip(scalar).zip(vector) {
-            if let Some(start) = starts.get_mut(unit) {
-                *start = ((*v)? as u32, (*s)? as u32);
+        let searches = shared_search.chain(sgprs).chain(vgprs);
+        packed_first_runs_each(searches, |i, answer| {
+            let Some(start) = answer else {
+                found = false;
+                return;
+            };
+            // Position 0 is shared memory, 1 to n the scalar maps, then
+            // the vector maps, of the units in `unit_of`'s order.
+            let (j, scalar) = match i.checked_sub(1) {
+                None => {
+                    shared = Some(start as u32);
+                    return;
+                }
+                Some(j) if j < n => (j, true),
+                Some(j) => (j - n, false),
+            };
+            let slot = unit_of.get(j).and_then(|&u| starts.get_mut(u));
+            match (slot, scalar) {
+                (Some(s), true) => s.1 = start as u32,
+                (Some(s), false) => s.0 = start as u32,
+                (None, _) => found = false,
             }
-        }
+        });
+        let shared = shared.filter(|_| found)?;
         Some((shared, starts))
     }
 
