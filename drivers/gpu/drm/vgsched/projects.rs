@@ -41,6 +41,7 @@ use kernel::{
         Formatter, //
     },
     sync::{
+        atomic::Atomic,
         Arc,
         CondVar,
         Mutex, //
@@ -208,6 +209,10 @@ pub(crate) struct Book {
     pool: Amounts,
     /// The device's tiles.
     tiles: u32,
+    /// The tiles in the pool for every user, as a mask: a copy of what the
+    /// ledger's providers say, written under its lock, so that a `SUBMIT`
+    /// on a device whose every tile serves everyone takes no lock for it.
+    everyone_tiles: Atomic<u32>,
     /// The device's authorization code.
     #[pin]
     pub(crate) authority: Authority,
@@ -231,6 +236,10 @@ impl Book {
                 released <- new_condvar!("vgsched::Book::released"),
                 pool,
                 authority <- Authority::new(tiles),
+                everyone_tiles: Atomic::new(match tiles_outside {
+                    true => 0,
+                    false => providers::mask_of(tiles),
+                }),
                 // After the authority, which reads the parameter.
                 tiles: tiles.min(MAX_TILES as u32),
             }),

@@ -32,6 +32,7 @@ use kernel::{
     },
     page::PAGE_SIZE,
     prelude::*,
+    sync::atomic::ordering,
 };
 
 use super::{
@@ -92,11 +93,25 @@ impl Ledger {
     }
 }
 
+/// The mask of `tiles` tiles.
+pub(super) fn mask_of(tiles: u32) -> u32 {
+    match tiles {
+        32.. => u32::MAX,
+        n => (1u32 << n) - 1,
+    }
+}
+
 impl Book {
     /// The tiles of the pool `uid`'s jobs may be placed on: those that
     /// serve every user and those enrolled into `uid`'s project; for root,
     /// every tile in the pool.
     pub(crate) fn pool_tiles(&self, uid: u32) -> u32 {
+        let all = self.all_tiles();
+        // Every tile serves everyone (the default): nothing to look up.
+        let everyone = self.everyone_tiles.load(ordering::Relaxed);
+        if everyone == all {
+            return all;
+        }
         let ledger = self.ledger.lock();
         let projects = ledger.projects.iter();
         let enrolled = match uid {
@@ -110,10 +125,7 @@ impl Book {
 
     /// Every tile of the device, as a mask.
     fn all_tiles(&self) -> u32 {
-        match self.tiles {
-            32.. => u32::MAX,
-            n => (1u32 << n) - 1,
-        }
+        mask_of(self.tiles)
     }
 
     /// Carries out a command written to `providers`: `EINVAL` for a
@@ -161,6 +173,8 @@ impl Book {
                 }
             }
         }
+        let everyone = ledger.everyone();
+        self.everyone_tiles.store(everyone, ordering::Relaxed);
         Ok(())
     }
 
