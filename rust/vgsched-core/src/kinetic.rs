@@ -38,8 +38,6 @@
 //! [`Kinetic::best_k`] answer the decision at `now`, which must not go
 //! backwards.
 
-use core::cmp::Ordering;
-
 use super::pool::Candidate;
 
 /// No leaf: an empty subtree's winner.
@@ -90,55 +88,52 @@ pub struct Kinetic<'a> {
     now: u64,
 }
 
-/// Whether leaf `a` ranks ahead of leaf `b` at `now`, as `pool::select`
-/// ranks candidates.
-fn ahead(ca: &Candidate, a: u32, cb: &Candidate, b: u32, now: u64) -> bool {
-    cb.level()
-        .cmp(&ca.level())
-        .then_with(|| ca.weight(now).cmp(&cb.weight(now)))
-        .then_with(|| cb.created_ns.cmp(&ca.created_ns))
-        .then_with(|| cb.id.cmp(&ca.id))
-        .then_with(|| b.cmp(&a))
-        == Ordering::Greater
-}
-
-/// The first time after `now` at which `b` ranks ahead of `a`, given that
-/// `a` ranks ahead of `b` at `now`; `u64::MAX` if never.
-fn failure_time(ca: &Candidate, a: u32, cb: &Candidate, b: u32, now: u64) -> u64 {
-    // Levels, infinite weights and the tie-breaks do not change with time:
-    // only two finite weights of one level can swap.
-    if ca.level() != cb.level() || ca.runtime_ns == 0 || cb.runtime_ns == 0 {
-        return u64::MAX;
+/// One match at `now`: whether leaf `a` ranks ahead of leaf `b`, as
+/// `pool::select` ranks candidates (higher level, larger weight, older,
+/// lower id, lower index), and the first time after `now` at which the
+/// outcome changes (`u64::MAX`: never). Only two finite weights of one
+/// level can swap: a weight `(t − created) ÷ runtime` is a line in `t`.
+/// The weights' cross products serve both answers.
+fn play(ca: &Candidate, a: u32, cb: &Candidate, b: u32, now: u64) -> (bool, u64) {
+    let (level_a, level_b) = (ca.level(), cb.level());
+    if level_a != level_b {
+        // Levels do not change with time.
+        return (level_a < level_b, u64::MAX);
     }
-    let (ra, rb) = (u128::from(ca.runtime_ns), u128::from(cb.runtime_ns));
-    // a's weight grows by 1/ra per ns, b's by 1/rb: b catches up only if
-    // it grows faster, i.e. ra > rb.
-    if ra <= rb {
-        return u64::MAX;
+    // Older, lower id, lower index first: fixed tie-breaks.
+    let a_first = (ca.created_ns, ca.id, a) < (cb.created_ns, cb.id, b);
+    let (ra, rb) = (ca.runtime_ns, cb.runtime_ns);
+    match (ra, rb) {
+        // Infinite weights rank above every finite one, equal among
+        // themselves: none of it changes with time.
+        (0, 0) => return (a_first, u64::MAX),
+        (0, _) => return (true, u64::MAX),
+        (_, 0) => return (false, u64::MAX),
+        _ => {}
     }
-    // f(t) = (t − ca)·rb − (t − cb)·ra >= 0 now (weights as fractions);
-    // it falls by (ra − rb) per ns.
+    // a's weight (t − ca)/ra against b's (t − cb)/rb, as exact fractions:
+    // each product of two `u64`s fits in `u128`.
     let la = u128::from(now.saturating_sub(ca.created_ns));
     let lb = u128::from(now.saturating_sub(cb.created_ns));
-    let (Some(x), Some(y)) = (la.checked_mul(rb), lb.checked_mul(ra)) else {
-        return now.saturating_add(1);
+    let (x, y) = (la * u128::from(rb), lb * u128::from(ra));
+    let a_wins = x > y || (x == y && a_first);
+    // The winner's lead falls by the runtimes' difference per ns; it can
+    // only fall if the loser's weight grows faster (a smaller runtime).
+    let (lead, w_runtime, l_runtime, l_first) = match a_wins {
+        true => (x - y, ra, rb, !a_first),
+        false => (y - x, rb, ra, a_first),
     };
-    let Some(f0) = x.checked_sub(y) else {
-        // a is ahead on a tie-break only if f0 == 0; otherwise cannot be.
-        return now.saturating_add(1);
+    if w_runtime <= l_runtime {
+        return (a_wins, u64::MAX);
+    }
+    let slope = u128::from(w_runtime - l_runtime);
+    // Ties go by the tie-breaks: a loser that wins them is ahead once the
+    // lead is 0, another once it is negative.
+    let steps = match l_first {
+        true => quotient_at_most(lead, slope),
+        false => quotient_at_most(lead, slope).saturating_add(1),
     };
-    let slope = ra - rb;
-    // Ties at f == 0 go by the fixed tie-breaks: older, lower id, lower
-    // index first.
-    let b_wins_ties = (cb.created_ns, cb.id, b) < (ca.created_ns, ca.id, a);
-    let steps = if b_wins_ties {
-        // b ahead once f <= 0: after ceil(f0 / slope) ns.
-        quotient_at_most(f0, slope)
-    } else {
-        // b ahead once f < 0: after floor(f0 / slope) + 1 ns.
-        quotient_at_most(f0, slope).saturating_add(1)
-    };
-    now.saturating_add(steps.max(1))
+    (a_wins, now.saturating_add(steps.max(1)))
 }
 
 /// `num ÷ den` rounded down, or less: an early certificate only costs a
@@ -198,27 +193,25 @@ impl<'a> Kinetic<'a> {
     /// Replays match `i` (an inner node) at the current time.
     fn replay(&mut self, i: usize) {
         let (l, r) = (2 * i, 2 * i + 1);
-        let (Some(&nl), Some(&nr)) = (self.nodes.get(l), self.nodes.get(r)) else {
+        // The children by reference: only the winner's key is copied.
+        let (Some(nl), Some(nr)) = (self.nodes.get(l), self.nodes.get(r)) else {
             return;
         };
-        let (winner, key, fail_at) = match (nl.winner != NONE, nr.winner != NONE) {
-            (false, false) => (NONE, nl.key, u64::MAX),
-            (true, false) => (nl.winner, nl.key, u64::MAX),
-            (false, true) => (nr.winner, nr.key, u64::MAX),
-            (true, true) => {
-                let (a, b, now) = (&nl.key, &nr.key, self.now);
-                if ahead(a, nl.winner, b, nr.winner, now) {
-                    (nl.winner, *a, failure_time(a, nl.winner, b, nr.winner, now))
-                } else {
-                    (nr.winner, *b, failure_time(b, nr.winner, a, nl.winner, now))
-                }
-            }
+        let (from, fail_at) = match (nl.winner != NONE, nr.winner != NONE) {
+            (false, false) | (true, false) => (nl, u64::MAX),
+            (false, true) => (nr, u64::MAX),
+            (true, true) => match play(&nl.key, nl.winner, &nr.key, nr.winner, self.now) {
+                (true, fail_at) => (nl, fail_at),
+                (false, fail_at) => (nr, fail_at),
+            },
         };
+        let (winner, key) = (from.winner, from.key);
+        let min_fail = fail_at.min(nl.min_fail).min(nr.min_fail);
         if let Some(n) = self.nodes.get_mut(i) {
             n.winner = winner;
             n.key = key;
             n.fail_at = fail_at;
-            n.min_fail = fail_at.min(nl.min_fail).min(nr.min_fail);
+            n.min_fail = min_fail;
         }
     }
 
@@ -296,10 +289,10 @@ impl<'a> Kinetic<'a> {
 
     /// Replays the failed matches below node `i`, then `i` itself.
     fn fix(&mut self, i: usize) {
-        let Some(&n) = self.nodes.get(i) else {
+        let Some(min_fail) = self.nodes.get(i).map(|n| n.min_fail) else {
             return;
         };
-        if n.min_fail > self.now || i >= self.leaves.len() {
+        if min_fail > self.now || i >= self.leaves.len() {
             return;
         }
         self.fix(2 * i);
@@ -363,6 +356,62 @@ mod tests {
     use super::super::pool::select;
     use super::super::rng::Rng;
     use super::*;
+
+    use core::cmp::Ordering;
+
+    // The match's two answers written out one at a time: the
+    // specification the fused `play` is checked against.
+
+    /// Whether leaf `a` ranks ahead of leaf `b` at `now`, as `pool::select`
+    /// ranks candidates.
+    fn ahead(ca: &Candidate, a: u32, cb: &Candidate, b: u32, now: u64) -> bool {
+        cb.level()
+            .cmp(&ca.level())
+            .then_with(|| ca.weight(now).cmp(&cb.weight(now)))
+            .then_with(|| cb.created_ns.cmp(&ca.created_ns))
+            .then_with(|| cb.id.cmp(&ca.id))
+            .then_with(|| b.cmp(&a))
+            == Ordering::Greater
+    }
+
+    /// The first time after `now` at which `b` ranks ahead of `a`, given that
+    /// `a` ranks ahead of `b` at `now`; `u64::MAX` if never.
+    fn failure_time(ca: &Candidate, a: u32, cb: &Candidate, b: u32, now: u64) -> u64 {
+        // Levels, infinite weights and the tie-breaks do not change with time:
+        // only two finite weights of one level can swap.
+        if ca.level() != cb.level() || ca.runtime_ns == 0 || cb.runtime_ns == 0 {
+            return u64::MAX;
+        }
+        let (ra, rb) = (u128::from(ca.runtime_ns), u128::from(cb.runtime_ns));
+        // a's weight grows by 1/ra per ns, b's by 1/rb: b catches up only if
+        // it grows faster, i.e. ra > rb.
+        if ra <= rb {
+            return u64::MAX;
+        }
+        // f(t) = (t − ca)·rb − (t − cb)·ra >= 0 now (weights as fractions);
+        // it falls by (ra − rb) per ns.
+        let la = u128::from(now.saturating_sub(ca.created_ns));
+        let lb = u128::from(now.saturating_sub(cb.created_ns));
+        let (Some(x), Some(y)) = (la.checked_mul(rb), lb.checked_mul(ra)) else {
+            return now.saturating_add(1);
+        };
+        let Some(f0) = x.checked_sub(y) else {
+            // a is ahead on a tie-break only if f0 == 0; otherwise cannot be.
+            return now.saturating_add(1);
+        };
+        let slope = ra - rb;
+        // Ties at f == 0 go by the fixed tie-breaks: older, lower id, lower
+        // index first.
+        let b_wins_ties = (cb.created_ns, cb.id, b) < (ca.created_ns, ca.id, a);
+        let steps = if b_wins_ties {
+            // b ahead once f <= 0: after ceil(f0 / slope) ns.
+            quotient_at_most(f0, slope)
+        } else {
+            // b ahead once f < 0: after floor(f0 / slope) + 1 ns.
+            quotient_at_most(f0, slope).saturating_add(1)
+        };
+        now.saturating_add(steps.max(1))
+    }
 
     const MS: u64 = 1_000_000;
     const MIN: u64 = 60_000 * MS;
@@ -499,6 +548,34 @@ mod tests {
             let n: usize = [3, 17, 64, 200, 512][seed as usize % 5];
             let cap = n.next_power_of_two();
             replay_trace(seed, n, 4000, &mut leaves[..cap], &mut nodes[..2 * cap]);
+        }
+    }
+
+    /// The fused match gives what [`ahead`] and [`failure_time`] give,
+    /// on random pairs with ties, infinite weights and shared creation
+    /// times.
+    #[test]
+    fn play_is_ahead_and_failure_time_at_once() {
+        let mut rng = Rng::new(0x91a7);
+        for _ in 0..200_000 {
+            let now = 10 * MIN + rng.below_u64(MIN);
+            let c = |rng: &mut Rng| {
+                let id = rng.below(3);
+                let created = now - rng.below_u64(8) * (MIN / 4);
+                let runtime = match rng.below(4) {
+                    0 => 0,
+                    _ => 1 + rng.below_u64(8) * (MS / 2),
+                };
+                cand(id, 4 + rng.below(2) as u8, created, runtime)
+            };
+            let (ca, cb) = (c(&mut rng), c(&mut rng));
+            let (a, b) = (rng.below(4), 4 + rng.below(4));
+            let a_wins = ahead(&ca, a, &cb, b, now);
+            let fail = match a_wins {
+                true => failure_time(&ca, a, &cb, b, now),
+                false => failure_time(&cb, b, &ca, a, now),
+            };
+            assert_eq!(play(&ca, a, &cb, b, now), (a_wins, fail), "{ca:?} {cb:?}");
         }
     }
 }

@@ -36,11 +36,13 @@ pub struct Candidate {
 
 impl Candidate {
     /// The priority level, saturated to [`LOWEST_PRIORITY`].
+    #[inline]
     pub fn level(&self) -> u8 {
         self.priority.min(LOWEST_PRIORITY)
     }
 
     /// The context's weight at time `now_ns`.
+    #[inline]
     pub fn weight(&self, now_ns: u64) -> Weight {
         Weight::new(now_ns, self.created_ns, self.runtime_ns)
     }
