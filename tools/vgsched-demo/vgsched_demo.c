@@ -13,6 +13,8 @@
  *  - slot selection in turn, pipelined context switching, and tiles: where
  *    jobs of k tiles go and why, sleeping tiles, energy read through hwmon;
  *  - a project in configfs: requests within the budget, a refused one,
+ *    a member's whole request reserved at start, the device's tile
+ *    revoked and enrolled again by its provider's code,
  *    a member's process stopped at its quota, and two members sharing a
  *    model read-only through shared storage.
  */
@@ -789,6 +791,77 @@ static int member_holds(void *arg)
 	return write(h->out, "r", 1) == 1 && read(h->in, &c, 1) == 1 ? 0 : 1;
 }
 
+/* uid 1002 starts its environment (START) and holds it until told to go. */
+static int member_starts(void *arg)
+{
+	struct hold *h = arg;
+	struct drm_vgsched_start st = { 0 };
+	int f = vgsched_open_render_node(), ret;
+	char c;
+
+	ret = f < 0 || ioctl(f, DRM_IOCTL_VGSCHED_START, &st) ? -errno : 0;
+	printf("    uid 1002: START: %s\n", ret ? strerror(-ret) : "ok, its whole request reserved at once");
+	fflush(stdout);
+	return write(h->out, "r", 1) == 1 && read(h->in, &c, 1) == 1 && !ret ? 0 : 1;
+}
+
+/* A one-tile job in a new file as the caller's uid: 0 or -errno of SUBMIT. */
+static int member_runs_a_job(void *arg)
+{
+	int f = vgsched_open_render_node(), ret = -EBADF;
+	__u32 ctx = f < 0 ? 0 : vgsched_ctx_create(f, 8);
+	struct busy_job j;
+
+	(void)arg;
+	if (ctx && !busy_job_init(f, &j, ctx, 1, 1, 1, 1, 1)) {
+		ret = busy_submit(f, &j);
+		if (!ret)
+			ret = wait_ok(f, ctx, j.s.seqno) ? -EIO : 0;
+		busy_job_fini(f, &j);
+	}
+	printf("    uid 1002: a job: %s\n", ret ? strerror(-ret) : "ran");
+	fflush(stdout);
+	return ret ? 1 : 0;
+}
+
+/* Writes @cmd to the subsystem's providers attribute and shows the result. */
+static int provider(const char *cmd)
+{
+	int ret = vg_write_file("/sys/kernel/config/vgsched/providers", cmd);
+
+	printf("    echo \"%.20s%s\" > providers: %s\n", cmd, strlen(cmd) > 20 ? "..." : "",
+	       ret ? strerror(-ret) : "ok");
+	return ret;
+}
+
+/*
+ * Provider enrolment on the device's one tile: revoked, nothing runs; its
+ * code made and entered for project @name, its member's job runs; then
+ * entered for everyone again.
+ */
+static void providers(const char *name)
+{
+	const char *attr = "/sys/kernel/config/vgsched/providers";
+	char buf[128], code[33], cmd[128];
+
+	printf("  providers: the device's tiles join the pool by their codes (cat providers):\n");
+	cfs_print(attr);
+	CHECK(!provider("revoke 0"), "revoke");
+	cfs_print(attr);
+	CHECK(as_uid(1002, member_runs_a_job, NULL) == 1, "a job ran on a revoked tile");
+	CHECK(!provider("code 0"), "code");
+	CHECK(!vg_read_file(attr, buf, sizeof(buf)) && sscanf(buf, "0 out code %32s", code) == 1,
+	      "no code shown");
+	printf("    cat providers: 0 out code %.8s... (shown once)\n", code);
+	snprintf(cmd, sizeof(cmd), "enrol 0 %s %s", code, name);
+	CHECK(!provider(cmd), "enrol");
+	cfs_print(attr);
+	CHECK(!as_uid(1002, member_runs_a_job, NULL), "the enrolled tile took no job");
+	snprintf(cmd, sizeof(cmd), "enrol 0 %s", code);
+	CHECK(!provider(cmd), "enrol for everyone");
+	cfs_print(attr);
+}
+
 /* Two members of project @p share a model read-only. */
 static void shared_model(const char *p)
 {
@@ -860,6 +933,17 @@ static void projects(void)
 	printf("  after it exited:\n");
 	snprintf(path, sizeof(path), "%s/1002/usage", p);
 	cfs_print(path);
+	printf("  uid 1002 starts its environment: the pool holds its whole request for it\n"
+	       "  (cat 1002/reserved):\n");
+	pid = fork_talking(1002, member_starts, &hold, &hold.in, &hold.out, &go, &ready);
+	CHECK(pid >= 0, "fork");
+	CHECK(read(ready, &c, 1) == 1, "member process failed");
+	snprintf(path, sizeof(path), "%s/1002/reserved", p);
+	cfs_print(path);
+	CHECK(write(go, "q", 1) == 1, "pipe");
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status),
+	      "member process failed");
+	providers("vision");
 	shared_model(p);
 	snprintf(path, sizeof(path), "%s/1001", p);
 	rmdir(path);
