@@ -230,7 +230,7 @@ impl Book {
                     next_id: 1,
                     pool_used: Amounts::ZERO,
                     outsiders: KVec::with_capacity(MAX_OUTSIDERS, GFP_KERNEL)?,
-                    providers: [providers::Provider::at_load(tiles_outside); MAX_TILES],
+                    providers: providers::providers_at_load(tiles_outside),
                     public: KVec::new(),
                 }),
                 released <- new_condvar!("vgsched::Book::released"),

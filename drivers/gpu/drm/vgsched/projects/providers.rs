@@ -58,7 +58,6 @@ use crate::vgsched_core::{
 /// One provider, a tile: its enrolment code and whether it serves every
 /// user. The projects it serves keep it in their own mask
 /// (`ProjectEntry::tiles`).
-#[derive(Clone, Copy)]
 pub(super) struct Provider {
     /// The hash of its valid code.
     code: Option<[u8; HASH_BYTES]>,
@@ -66,6 +65,16 @@ pub(super) struct Provider {
     unshown: Option<[u8; CODE_BYTES]>,
     /// In the pool for every user.
     everyone: bool,
+}
+
+/// A code not yet shown does not outlive its provider's state: replaced
+/// (a revocation) or dropped with the device, it is overwritten first.
+impl Drop for Provider {
+    fn drop(&mut self) {
+        if let Some(code) = self.unshown.as_mut() {
+            forget(code);
+        }
+    }
 }
 
 impl Provider {
@@ -81,6 +90,12 @@ impl Provider {
 
 /// The providers of a device of up to [`MAX_TILES`] tiles.
 pub(super) type Providers = [Provider; MAX_TILES];
+
+/// The providers of a device at load: every one in the pool for everyone,
+/// or every one outside it.
+pub(super) fn providers_at_load(outside: bool) -> Providers {
+    core::array::from_fn(|_| Provider::at_load(outside))
+}
 
 impl Ledger {
     /// The tiles in the pool for every user, as a mask.
@@ -139,6 +154,10 @@ impl Book {
                 let p = provider(&mut ledger, tile)?;
                 let (mut code, hash) = new_code();
                 p.code = Some(hash);
+                // A code replaced before it was shown is overwritten.
+                if let Some(old) = p.unshown.as_mut() {
+                    forget(old);
+                }
                 p.unshown = Some(code);
                 forget(&mut code);
             }
