@@ -546,7 +546,7 @@ impl<'a> RulePath<'a> {
                 let (kind, folder, member_uid) = match b {
                     b"project" => (Folder::Project, Some(name(c)?), 0),
                     b"public" => (Folder::Public, Some(name(c)?), 0),
-                    b"member" => (Folder::Member, None, parse_decimal(c)?),
+                    b"member" => (Folder::Member, None, parse_u32(c)?),
                     _ => return None,
                 };
                 Self {
@@ -582,7 +582,7 @@ impl<'a> RuleCommand<'a> {
         let line = line.strip_suffix(b"\n").unwrap_or(line);
         let mut words = line.split(|&b| b == b' ');
         let path = RulePath::parse(words.next()?)?;
-        let uid = parse_decimal(words.next()?)?;
+        let uid = parse_u32(words.next()?)?;
         let rights = match words.next()? {
             b"default" => None,
             w => Some(Rights::parse(w)?),
@@ -809,7 +809,7 @@ impl<'a> ProviderCommand<'a> {
         let line = line.strip_suffix(b"\n").unwrap_or(line);
         let mut words = line.split(|&b| b == b' ');
         let verb = words.next()?;
-        let tile = parse_decimal(words.next()?).filter(|&t| t < tiles)?;
+        let tile = parse_u32(words.next()?).filter(|&t| t < tiles)?;
         let command = match verb {
             b"code" => Self::Code { tile },
             b"revoke" => Self::Revoke { tile },
@@ -832,15 +832,27 @@ impl<'a> ProviderCommand<'a> {
     }
 }
 
-/// A decimal `u32` of 1 to 10 digits, nothing else.
-fn parse_decimal(word: &[u8]) -> Option<u32> {
-    if word.is_empty() || word.len() > 10 {
+/// A number as configfs takes it: decimal or `0x` hexadecimal, one
+/// trailing newline allowed; `None` for anything else, a negative number
+/// or one past `u64`.
+pub fn parse_number(text: &[u8]) -> Option<u64> {
+    let text = text.strip_suffix(b"\n").unwrap_or(text);
+    let (digits, radix) = match text.strip_prefix(b"0x") {
+        Some(hex) => (hex, 16),
+        None => (text, 10),
+    };
+    if digits.is_empty() {
         return None;
     }
-    word.iter().try_fold(0u32, |v, &c| {
-        let d = (c as char).to_digit(10)?;
-        v.checked_mul(10)?.checked_add(d)
+    digits.iter().try_fold(0u64, |v, &c| {
+        let d = (c as char).to_digit(radix)?;
+        v.checked_mul(u64::from(radix))?.checked_add(u64::from(d))
     })
+}
+
+/// A [`parse_number`] that fits in a `u32` (a tile, a uid).
+fn parse_u32(word: &[u8]) -> Option<u32> {
+    u32::try_from(parse_number(word)?).ok()
 }
 
 /// A code written as 32 hex digits (either case).
@@ -896,46 +908,26 @@ impl Holding {
     }
 
     /// A shared-storage open granted `writable` to a file that held
-    /// nothing of the object; its handle is about to be made.
-    pub fn granted(writable: bool) -> Holding {
-        Holding {
+    /// nothing of the object; its handle is about to be made. `by_rule`:
+    /// only an administrator's rule gave the write access.
+    pub fn granted(writable: bool, by_rule: bool) -> Holding {
+        let mut h = Holding {
             handles: 0,
-            pending: 1,
-            writable,
-            folder_writable: writable,
-        }
+            pending: 0,
+            writable: false,
+            folder_writable: false,
+        };
+        h.grant(writable, by_rule);
+        h
     }
 
-    /// A shared-storage open granted `writable` to a file that holds the
-    /// object already: the file keeps the better access.
-    pub fn grant(&mut self, writable: bool) {
+    /// A shared-storage open granted `writable` (by a rule alone if
+    /// `by_rule`) to a file that holds the object already: the file keeps
+    /// the better access.
+    pub fn grant(&mut self, writable: bool, by_rule: bool) {
         self.pending = self.pending.saturating_add(1);
         self.writable |= writable;
-        self.folder_writable |= writable;
-    }
-
-    /// [`Holding::granted`] (if `holding` is `None`) or [`Holding::grant`]
-    /// of write access that only an administrator's rule gave
-    /// (`by_rule`), or of what the folder's matrix gave.
-    pub fn grant_to(
-        holding: Option<&mut Holding>,
-        writable: bool,
-        by_rule: bool,
-    ) -> Option<Holding> {
-        match holding {
-            Some(h) => {
-                h.pending = h.pending.saturating_add(1);
-                h.writable |= writable;
-                h.folder_writable |= writable && !by_rule;
-                None
-            }
-            None => Some(Holding {
-                handles: 0,
-                pending: 1,
-                writable,
-                folder_writable: writable && !by_rule,
-            }),
-        }
+        self.folder_writable |= writable && !by_rule;
     }
 
     /// A handle was made (a granted one, or another of a file that holds
@@ -1013,7 +1005,7 @@ pub fn cases() -> Result<(), &'static str> {
     let mut limiter = AttemptLimiter::new(0);
     let mut name = [0u8; NAME_BYTES];
     name[..5].copy_from_slice(b"model");
-    let mut holding = Holding::granted(false);
+    let mut holding = Holding::granted(false, false);
     holding.opened();
     let checks: [(&'static str, bool); 16] = [
         (
@@ -1097,7 +1089,7 @@ pub fn cases() -> Result<(), &'static str> {
         ),
         ("a read-only open stays read-only until its last handle", {
             let read_only = !holding.writable();
-            holding.grant(true);
+            holding.grant(true, false);
             holding.opened();
             read_only && holding.writable() && !holding.closed() && holding.closed()
         }),
@@ -1229,11 +1221,11 @@ mod tests {
                                 pending = pending.saturating_sub(1);
                             }
                             (Step::Grant(w), None) => {
-                                h = Some(Holding::granted(w));
+                                h = Some(Holding::granted(w, false));
                                 (pending, best) = (1, w);
                             }
                             (Step::Grant(w), Some(x)) => {
-                                x.grant(w);
+                                x.grant(w, false);
                                 pending += 1;
                                 best |= w;
                             }

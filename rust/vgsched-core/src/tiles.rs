@@ -229,8 +229,9 @@ impl TileTopology {
     }
 }
 
-/// A mask of the `n` lowest bits (all 32 from 32 on).
-fn low_bits(n: u32) -> u32 {
+/// A mask of the `n` lowest bits (all 32 from 32 on): the mask of a
+/// device's `n` tiles.
+pub fn low_bits(n: u32) -> u32 {
     match n {
         0 => 0,
         n => u32::MAX >> 32u32.saturating_sub(n),

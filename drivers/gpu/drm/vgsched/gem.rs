@@ -418,9 +418,11 @@ impl VgObject {
     }
 
     /// The administrator's rule for `uid` on the object; never one for
-    /// root.
+    /// root, nor on an object never published (rules name objects by
+    /// their shared names): the mapping and submission paths of private
+    /// objects take no lock for it.
     pub(crate) fn rule_for(&self, uid: u32) -> Option<Rights> {
-        if uid == 0 {
+        if uid == 0 || !self.is_shared() {
             return None;
         }
         let rules = self.rules.lock();
@@ -464,9 +466,12 @@ impl VgObject {
     pub(crate) fn grant(&self, file: &DrmFile, writable: bool, by_rule: bool) -> Result {
         let client = file.client_id();
         let mut holders = self.holders.lock();
-        let held = holders.iter_mut().find(|h| h.client == client);
-        if let Some(holding) = Holding::grant_to(held.map(|h| &mut h.holding), writable, by_rule) {
-            holders.push(Holder { client, holding }, GFP_KERNEL_ACCOUNT)?;
+        match holders.iter_mut().find(|h| h.client == client) {
+            Some(h) => h.holding.grant(writable, by_rule),
+            None => {
+                let holding = Holding::granted(writable, by_rule);
+                holders.push(Holder { client, holding }, GFP_KERNEL_ACCOUNT)?;
+            }
         }
         Ok(())
     }

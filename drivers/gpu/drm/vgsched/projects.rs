@@ -62,6 +62,7 @@ use crate::vgsched_core::projects::{
     admit_start,
     charge,
     parse_name,
+    parse_number,
     pool_share,
     reservation,
     start_pool,
@@ -72,7 +73,10 @@ use crate::vgsched_core::projects::{
     Role,
     NAME_BYTES, //
 };
-use crate::vgsched_core::tiles::MAX_TILES;
+use crate::vgsched_core::tiles::{
+    low_bits,
+    MAX_TILES, //
+};
 
 /// Most projects, and most members of one project.
 const MAX_PROJECTS: usize = 64;
@@ -209,9 +213,10 @@ pub(crate) struct Book {
     pool: Amounts,
     /// The device's tiles.
     tiles: u32,
-    /// The tiles in the pool for every user, as a mask: a copy of what the
-    /// ledger's providers say, written under its lock, so that a `SUBMIT`
-    /// on a device whose every tile serves everyone takes no lock for it.
+    /// The tiles in the pool for every user (`providers.rs`), as a mask;
+    /// changed only under the ledger's lock, read without it, so that a
+    /// `SUBMIT` on a device whose every tile serves everyone takes no
+    /// lock for its tiles.
     everyone_tiles: Atomic<u32>,
     /// The device's authorization code.
     #[pin]
@@ -230,7 +235,7 @@ impl Book {
                     next_id: 1,
                     pool_used: Amounts::ZERO,
                     outsiders: KVec::with_capacity(MAX_OUTSIDERS, GFP_KERNEL)?,
-                    providers: providers::providers_at_load(tiles_outside),
+                    providers: providers::providers_at_load(),
                     public: KVec::new(),
                 }),
                 released <- new_condvar!("vgsched::Book::released"),
@@ -238,7 +243,7 @@ impl Book {
                 authority <- Authority::new(tiles),
                 everyone_tiles: Atomic::new(match tiles_outside {
                     true => 0,
-                    false => providers::mask_of(tiles),
+                    false => low_bits(tiles),
                 }),
                 // After the authority, which reads the parameter.
                 tiles: tiles.min(MAX_TILES as u32),
@@ -560,27 +565,10 @@ impl Drop for Charge {
     }
 }
 
-/// A number written to configfs: decimal or `0x` hexadecimal, a trailing
-/// newline allowed; anything else, a negative number or one past `u64`
-/// is `EINVAL`.
+/// A number written to configfs ([`parse_number`]); `EINVAL` for
+/// anything else.
 fn parse_u64(page: &[u8]) -> Result<u64> {
-    let text = page.strip_suffix(b"\n").unwrap_or(page);
-    let (digits, radix) = match text.strip_prefix(b"0x") {
-        Some(hex) => (hex, 16),
-        None => (text, 10),
-    };
-    if digits.is_empty() {
-        return Err(EINVAL);
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        let d = (c as char).to_digit(radix).ok_or(EINVAL)?;
-        v = v
-            .checked_mul(u64::from(radix))
-            .and_then(|v| v.checked_add(u64::from(d)))
-            .ok_or(EINVAL)?;
-    }
-    Ok(v)
+    parse_number(page).ok_or(EINVAL)
 }
 
 /// Shows in `page` what `f` writes; `EINVAL` if it does not fit.

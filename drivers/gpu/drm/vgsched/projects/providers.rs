@@ -52,19 +52,20 @@ use crate::vgsched_core::{
         ProviderCommand,
         CODE_BYTES, //
     },
-    tiles::MAX_TILES,
+    tiles::{
+        low_bits,
+        MAX_TILES, //
+    },
 };
 
-/// One provider, a tile: its enrolment code and whether it serves every
-/// user. The projects it serves keep it in their own mask
-/// (`ProjectEntry::tiles`).
+/// One provider, a tile: its enrolment code. Whom it serves is kept
+/// elsewhere, once: every user in `Book::everyone_tiles`, the projects it
+/// was entered for in their own mask (`ProjectEntry::tiles`).
 pub(super) struct Provider {
     /// The hash of its valid code.
     code: Option<[u8; HASH_BYTES]>,
     /// A new code, until it is shown once.
     unshown: Option<[u8; CODE_BYTES]>,
-    /// In the pool for every user.
-    everyone: bool,
 }
 
 /// A code not yet shown does not outlive its provider's state: replaced
@@ -78,42 +79,19 @@ impl Drop for Provider {
 }
 
 impl Provider {
-    /// A provider at load: in the pool for everyone unless `outside`.
-    pub(super) const fn at_load(outside: bool) -> Self {
-        Self {
-            code: None,
-            unshown: None,
-            everyone: !outside,
-        }
-    }
+    /// A provider without a code (at load, or revoked).
+    const NONE: Self = Self {
+        code: None,
+        unshown: None,
+    };
 }
 
 /// The providers of a device of up to [`MAX_TILES`] tiles.
 pub(super) type Providers = [Provider; MAX_TILES];
 
-/// The providers of a device at load: every one in the pool for everyone,
-/// or every one outside it.
-pub(super) fn providers_at_load(outside: bool) -> Providers {
-    core::array::from_fn(|_| Provider::at_load(outside))
-}
-
-impl Ledger {
-    /// The tiles in the pool for every user, as a mask.
-    fn everyone(&self) -> u32 {
-        self.providers
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.everyone)
-            .fold(0, |mask, (t, _)| mask | 1 << t)
-    }
-}
-
-/// The mask of `tiles` tiles.
-pub(super) fn mask_of(tiles: u32) -> u32 {
-    match tiles {
-        32.. => u32::MAX,
-        n => (1u32 << n) - 1,
-    }
+/// The providers of a device at load: none has a code.
+pub(super) fn providers_at_load() -> Providers {
+    core::array::from_fn(|_| Provider::NONE)
 }
 
 impl Book {
@@ -123,7 +101,7 @@ impl Book {
     pub(crate) fn pool_tiles(&self, uid: u32) -> u32 {
         let all = self.all_tiles();
         // Every tile serves everyone (the default): nothing to look up.
-        let everyone = self.everyone_tiles.load(ordering::Relaxed);
+        let everyone = self.everyone();
         if everyone == all {
             return all;
         }
@@ -135,12 +113,23 @@ impl Book {
                 .filter(|p| p.role_of(uid).is_some())
                 .fold(0, |mask, p| mask | p.tiles),
         };
-        (ledger.everyone() | enrolled) & self.all_tiles()
+        (everyone | enrolled) & all
+    }
+
+    /// The tiles in the pool for every user, as a mask.
+    fn everyone(&self) -> u32 {
+        self.everyone_tiles.load(ordering::Relaxed)
+    }
+
+    /// Changes the tiles in the pool for every user; the caller holds the
+    /// ledger's lock, which orders every change.
+    fn set_everyone(&self, mask: u32) {
+        self.everyone_tiles.store(mask, ordering::Relaxed);
     }
 
     /// Every tile of the device, as a mask.
     fn all_tiles(&self) -> u32 {
-        mask_of(self.tiles)
+        low_bits(self.tiles)
     }
 
     /// Carries out a command written to `providers`: `EINVAL` for a
@@ -174,7 +163,7 @@ impl Book {
                     return Err(EACCES);
                 }
                 match project {
-                    None => provider(&mut ledger, tile)?.everyone = true,
+                    None => self.set_everyone(self.everyone() | 1 << tile),
                     Some(name) => {
                         let p = ledger
                             .projects
@@ -186,14 +175,13 @@ impl Book {
                 }
             }
             ProviderCommand::Revoke { tile } => {
-                *provider(&mut ledger, tile)? = Provider::at_load(true);
+                *provider(&mut ledger, tile)? = Provider::NONE;
+                self.set_everyone(self.everyone() & !(1 << tile));
                 for p in ledger.projects.iter_mut() {
                     p.tiles &= !(1 << tile);
                 }
             }
         }
-        let everyone = ledger.everyone();
-        self.everyone_tiles.store(everyone, ordering::Relaxed);
         Ok(())
     }
 
@@ -205,11 +193,12 @@ impl Book {
     pub(super) fn show_providers(&self, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
         let mut ledger = self.ledger.lock();
         let tiles = (self.tiles as usize).min(MAX_TILES);
+        let everyone = self.everyone();
         let mut shown = [false; MAX_TILES];
         let written = show(page, |w| {
             for (t, p) in ledger.providers.iter().enumerate().take(tiles) {
                 write!(w, "{t} ")?;
-                write_serving(w, &ledger, t, p)?;
+                write_serving(w, &ledger, t, everyone >> t & 1 == 1)?;
                 match p.unshown.as_ref() {
                     Some(code) => {
                         w.write_str(" code ")?;
@@ -239,8 +228,8 @@ const NAMES_SHOWN: usize = 8;
 
 /// Writes whom tile `t` serves: `everyone`, `projects` and their names, or
 /// `out`.
-fn write_serving(w: &mut impl Write, ledger: &Ledger, t: usize, p: &Provider) -> fmt::Result {
-    if p.everyone {
+fn write_serving(w: &mut impl Write, ledger: &Ledger, t: usize, everyone: bool) -> fmt::Result {
+    if everyone {
         return w.write_str("everyone");
     }
     let serving = || ledger.projects.iter().filter(|e| e.tiles >> t & 1 == 1);
