@@ -28,6 +28,7 @@ ALLOCS = re.compile(r"^(__kmalloc|kmalloc_node|kmalloc_trace|kmem_cache_alloc|kr
 # it (the other ioctls of a run are left out).
 DRIVERS = {
     "drm_sched": ("peer_ioctl", "drm_sched_job_init", "peer_ioctl"),
+    "drm_sched_resv": ("peer_ioctl", "drm_sched_job_init", "peer_ioctl"),
     "vgsched": ("drm_ioctl", "vgsched_resv_lock", "drm_ioctl_kernel"),
 }
 

@@ -16,15 +16,26 @@
  * User space drives it through /dev/vgsched_peer:
  *
  *   VGSCHED_PEER_CTX_CREATE  an entity of priority 0 (high) or 1 (normal)
- *   VGSCHED_PEER_SUBMIT      a job of duration_us on it; its sequence number
+ *   VGSCHED_PEER_BO_CREATE   a buffer: only a reservation object, found by
+ *                            its handle as a GEM object is
+ *   VGSCHED_PEER_SUBMIT      a job of duration_us on it; its sequence number.
+ *                            With a buffer, it takes the buffer's reservation
+ *                            as a drm_sched driver's submission does for
+ *                            implicit synchronisation: looks the handle up,
+ *                            locks the reservation, waits for the fences in
+ *                            it (drm_sched_job_add_resv_dependencies()),
+ *                            and adds its finished fence as a writer
  *   VGSCHED_PEER_WAIT        until a job's finished fence signals
  *   VGSCHED_PEER_QUERY       an entity's device time, its last job's
  *                            submission and start (CLOCK_MONOTONIC ns),
- *                            and drm_sched's time to queue jobs so far
+ *                            and drm_sched's time to queue jobs without a
+ *                            buffer so far
  *
- * Entities live until the file is closed; closing flushes them.
+ * Entities and buffers live until the file is closed; closing flushes the
+ * entities.
  */
 
+#include <linux/dma-resv.h>
 #include <linux/fs.h>
 #include <linux/hrtimer.h>
 #include <linux/idr.h>
@@ -65,9 +76,17 @@ struct peer_job {
 	struct hrtimer timer;
 };
 
+/* A buffer of the mock: the reservation object a GEM object would have. */
+struct peer_bo {
+	struct kref ref;
+	struct dma_resv resv;
+};
+
 struct peer_file {
 	struct mutex lock;		/* the context table */
 	struct idr ctxs;
+	spinlock_t bo_lock;		/* the buffer table, as GEM's table_lock */
+	struct idr bos;
 };
 
 static struct peer_ring *ring;
@@ -75,7 +94,10 @@ static struct peer_ring *ring;
 /* Jobs on the ring: their timers run this module's code. */
 static atomic_t running;
 
-/* Time spent in drm_sched to queue jobs (init, arm, push), and how many. */
+/*
+ * Time spent in drm_sched to queue jobs without a buffer (init, arm, push),
+ * and how many.
+ */
 static atomic64_t sched_submit_ns, sched_submits;
 
 static struct peer_job *to_peer_job(struct drm_sched_job *job)
@@ -161,6 +183,14 @@ static const struct drm_sched_backend_ops peer_ops = {
 	.free_job = peer_free_job,
 };
 
+static void peer_bo_free(struct kref *ref)
+{
+	struct peer_bo *bo = container_of(ref, struct peer_bo, ref);
+
+	dma_resv_fini(&bo->resv);
+	kfree(bo);
+}
+
 static int peer_open(struct inode *inode, struct file *filp)
 {
 	struct peer_file *pf = kzalloc(sizeof(*pf), GFP_KERNEL);
@@ -169,6 +199,8 @@ static int peer_open(struct inode *inode, struct file *filp)
 		return -ENOMEM;
 	mutex_init(&pf->lock);
 	idr_init(&pf->ctxs);
+	spin_lock_init(&pf->bo_lock);
+	idr_init(&pf->bos);
 	filp->private_data = pf;
 	return 0;
 }
@@ -187,9 +219,14 @@ static int peer_release(struct inode *inode, struct file *filp)
 	struct peer_ctx *ctx;
 	int id;
 
+	struct peer_bo *bo;
+
 	idr_for_each_entry(&pf->ctxs, ctx, id)
 		peer_ctx_free(ctx);
 	idr_destroy(&pf->ctxs);
+	idr_for_each_entry(&pf->bos, bo, id)
+		kref_put(&bo->ref, peer_bo_free);
+	idr_destroy(&pf->bos);
 	kfree(pf);
 	return 0;
 }
@@ -224,6 +261,44 @@ static int peer_ctx_create(struct peer_file *pf, struct vgsched_peer_ctx_create 
 	return 0;
 }
 
+static int peer_bo_create(struct peer_file *pf, struct vgsched_peer_bo_create *args)
+{
+	struct peer_bo *bo;
+	int ret;
+
+	if (args->pad)
+		return -EINVAL;
+	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	if (!bo)
+		return -ENOMEM;
+	kref_init(&bo->ref);
+	dma_resv_init(&bo->resv);
+	idr_preload(GFP_KERNEL);
+	spin_lock(&pf->bo_lock);
+	ret = idr_alloc(&pf->bos, bo, 1, 0, GFP_NOWAIT);
+	spin_unlock(&pf->bo_lock);
+	idr_preload_end();
+	if (ret < 0) {
+		kref_put(&bo->ref, peer_bo_free);
+		return ret;
+	}
+	args->handle = ret;
+	return 0;
+}
+
+/* A reference to the buffer of @handle, as drm_gem_object_lookup() gives. */
+static struct peer_bo *peer_bo_get(struct peer_file *pf, u32 handle)
+{
+	struct peer_bo *bo;
+
+	spin_lock(&pf->bo_lock);
+	bo = idr_find(&pf->bos, handle);
+	if (bo)
+		kref_get(&bo->ref);
+	spin_unlock(&pf->bo_lock);
+	return bo;
+}
+
 static struct peer_ctx *peer_ctx_get(struct peer_file *pf, u32 id)
 {
 	struct peer_ctx *ctx;
@@ -237,6 +312,7 @@ static struct peer_ctx *peer_ctx_get(struct peer_file *pf, u32 id)
 static int peer_submit(struct peer_file *pf, struct vgsched_peer_submit *args)
 {
 	struct peer_ctx *ctx = peer_ctx_get(pf, args->ctx_id);
+	struct peer_bo *bo = NULL;
 	struct peer_job *job;
 	struct dma_fence **slot;
 	u64 start;
@@ -246,19 +322,39 @@ static int peer_submit(struct peer_file *pf, struct vgsched_peer_submit *args)
 		return -ENOENT;
 	if (args->duration_us > USEC_PER_SEC * 10)
 		return -EINVAL;
+	if (args->bo_handle) {
+		bo = peer_bo_get(pf, args->bo_handle);
+		if (!bo)
+			return -ENOENT;
+	}
 	job = kzalloc(sizeof(*job), GFP_KERNEL);
-	if (!job)
-		return -ENOMEM;
+	if (!job) {
+		ret = -ENOMEM;
+		goto put_bo;
+	}
 	job->ctx = ctx;
 	job->duration_ns = args->duration_us * NSEC_PER_USEC;
 	start = ktime_get_ns();
 	ret = drm_sched_job_init(&job->base, &ctx->entity, 1, ctx, 0);
-	if (ret) {
-		kfree(job);
-		return ret;
+	if (ret)
+		goto free_job;
+	if (bo) {
+		ret = dma_resv_lock_interruptible(&bo->resv, NULL);
+		if (ret)
+			goto cleanup_job;
+		ret = dma_resv_reserve_fences(&bo->resv, 1);
+		if (!ret)
+			ret = drm_sched_job_add_resv_dependencies(&job->base, &bo->resv,
+								  DMA_RESV_USAGE_WRITE);
+		if (ret) {
+			dma_resv_unlock(&bo->resv);
+			goto cleanup_job;
+		}
 	}
 	mutex_lock(&ctx->lock);
 	drm_sched_job_arm(&job->base);
+	if (bo)
+		dma_resv_add_fence(&bo->resv, &job->base.s_fence->finished, DMA_RESV_USAGE_WRITE);
 	args->seqno = ++ctx->next_seqno;
 	slot = &ctx->finished[args->seqno % PEER_FENCES];
 	dma_fence_put(*slot);
@@ -266,9 +362,23 @@ static int peer_submit(struct peer_file *pf, struct vgsched_peer_submit *args)
 	atomic64_set(&ctx->last_submit_ns, ktime_get_ns());
 	drm_sched_entity_push_job(&job->base);
 	mutex_unlock(&ctx->lock);
+	if (bo) {
+		dma_resv_unlock(&bo->resv);
+		kref_put(&bo->ref, peer_bo_free);
+		return 0;
+	}
 	atomic64_add(ktime_get_ns() - start, &sched_submit_ns);
 	atomic64_inc(&sched_submits);
 	return 0;
+
+cleanup_job:
+	drm_sched_job_cleanup(&job->base);
+free_job:
+	kfree(job);
+put_bo:
+	if (bo)
+		kref_put(&bo->ref, peer_bo_free);
+	return ret;
 }
 
 static int peer_wait(struct peer_file *pf, struct vgsched_peer_wait *args)
@@ -316,6 +426,7 @@ static long peer_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 		struct vgsched_peer_submit submit;
 		struct vgsched_peer_wait wait;
 		struct vgsched_peer_query query;
+		struct vgsched_peer_bo_create bo_create;
 	} a;
 	unsigned int size = _IOC_SIZE(cmd);
 	int ret;
@@ -334,6 +445,9 @@ static long peer_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 		break;
 	case VGSCHED_PEER_QUERY:
 		ret = peer_query(pf, &a.query);
+		break;
+	case VGSCHED_PEER_BO_CREATE:
+		ret = peer_bo_create(pf, &a.bo_create);
 		break;
 	default:
 		return -ENOTTY;

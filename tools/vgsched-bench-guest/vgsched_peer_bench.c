@@ -7,6 +7,11 @@
  *
  *   vgsched-peer-bench drm_sched NAME    through /dev/vgsched_peer
  *   vgsched-peer-bench vgsched NAME      through vgsched's render node
+ *   vgsched-peer-bench drm_sched_resv NAME
+ *                                        through /dev/vgsched_peer, each job
+ *                                        writing a buffer of its context as
+ *                                        vgsched's do: the first workload's
+ *                                        SUBMIT and submit to start only
  *
  * A third argument, "submit", runs the first workload's 2 000 submissions
  * only (the guest's profile mode traces them).
@@ -32,7 +37,7 @@
  *
  * Prints "KEY = X" for peer.submit_ioctl_us.NAME, peer.sched_submit_us.NAME,
  * peer.submit_overhead_us.NAME (submit to start), peer.jainN.NAME and
- * peer.hiprio_wait_ms.NAME.
+ * peer.hiprio_wait_ms.NAME; drm_sched_resv prints the first and the third.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -53,7 +58,7 @@
 #define CONTEXTS 64
 #define HIGH_ROUNDS 10
 
-static int use_peer;
+static int use_peer, use_bo;
 static int fd;
 
 /*
@@ -67,6 +72,8 @@ static struct {
 	unsigned int len;
 } progs[8];
 static struct vg_buf out[DRM_VGSCHED_MAX_CONTEXTS_PER_FILE + 1];
+/* drm_sched_resv: the mock's buffer of each context, the same way. */
+static __u32 peer_bo[DRM_VGSCHED_MAX_CONTEXTS_PER_FILE + 1];
 
 static __u32 ctx_create(int high)
 {
@@ -119,6 +126,17 @@ static __u64 submit(__u32 ctx, __u64 us)
 	if (use_peer) {
 		struct vgsched_peer_submit s = { .ctx_id = ctx, .duration_us = us };
 
+		if (use_bo) {
+			struct vgsched_peer_bo_create b = { 0 };
+
+			if (ctx >= DRM_VGSCHED_MAX_CONTEXTS_PER_FILE + 1)
+				DIE("context id %u", ctx);
+			if (!peer_bo[ctx] && ioctl(fd, VGSCHED_PEER_BO_CREATE, &b))
+				DIE("BO_CREATE: %m");
+			if (!peer_bo[ctx])
+				peer_bo[ctx] = b.handle;
+			s.bo_handle = peer_bo[ctx];
+		}
 		if (ioctl(fd, VGSCHED_PEER_SUBMIT, &s))
 			DIE("SUBMIT: %m");
 		return s.seqno;
@@ -353,10 +371,13 @@ int main(int argc, char **argv)
 	static const int clients[] = { 2, 8, CONTEXTS };
 	const char *name;
 
-	if (argc < 3 || argc > 4 || (strcmp(argv[1], "drm_sched") && strcmp(argv[1], "vgsched")) ||
+	if (argc < 3 || argc > 4 ||
+	    (strcmp(argv[1], "drm_sched") && strcmp(argv[1], "drm_sched_resv") &&
+	     strcmp(argv[1], "vgsched")) ||
 	    (argc == 4 && strcmp(argv[3], "submit")))
-		DIE("usage: vgsched-peer-bench drm_sched|vgsched NAME [submit]");
-	use_peer = !strcmp(argv[1], "drm_sched");
+		DIE("usage: vgsched-peer-bench drm_sched|drm_sched_resv|vgsched NAME [submit]");
+	use_bo = !strcmp(argv[1], "drm_sched_resv");
+	use_peer = use_bo || !strcmp(argv[1], "drm_sched");
 	name = argv[2];
 	fd = use_peer ? open("/dev/vgsched_peer", O_RDWR) : vgsched_open_render_node();
 	if (fd < 0)
@@ -367,8 +388,14 @@ int main(int argc, char **argv)
 		close(fd);
 		return 0;
 	}
-	printf("peer.sched_submit_us.%s = %.2f\n", name, sched_submit_us());
+	/* The mock times drm_sched's own part of submissions without a buffer. */
+	if (!use_bo)
+		printf("peer.sched_submit_us.%s = %.2f\n", name, sched_submit_us());
 	printf("peer.submit_overhead_us.%s = %.2f\n", name, submit_to_start_us());
+	if (use_bo) {
+		close(fd);
+		return 0;
+	}
 	for (unsigned int i = 0; i < sizeof(clients) / sizeof(clients[0]); i++)
 		printf("peer.jain%d.%s = %.4f\n", clients[i], name, jain(clients[i]));
 	printf("peer.hiprio_wait_ms.%s = %.2f\n", name, hiprio_wait_ms());

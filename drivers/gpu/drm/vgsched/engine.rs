@@ -1004,9 +1004,9 @@ impl Engine {
         }
         // Signalled jobs the clean-up work item has not dropped yet fill
         // the done list: only when another submission on the context is
-        // between its queueing and its [`Engine::make_room`], or the
-        // clean-up could not allocate. The caller drains it and tries
-        // again.
+        // between its queueing and its [`Engine::make_room`] (the clean-up
+        // allocates nothing, so it always drains). The caller drains it
+        // and tries again.
         if counts.held as usize >= DONE_CAPACITY {
             return Err(EAGAIN);
         }
@@ -1036,7 +1036,7 @@ impl Engine {
         }
         // Nothing below can fail: the job is accepted.
         ctx.admission.accepted();
-        this.inbox.push(job);
+        let first = this.inbox.push(job);
         let closed = this.closed();
         if closed {
             // Closed since the check above: the last holder of the lock
@@ -1049,7 +1049,11 @@ impl Engine {
         sub.last_seqno = seqno;
         sub.recent[(seqno % MAX_JOBS_IN_FLIGHT) as usize] = Some(fence.clone());
         drop(sub);
-        Self::kick(this);
+        // Pushed behind a job not taken yet: that job's submission kicks
+        // (or has kicked) the engine step, which takes both at once.
+        if first {
+            Self::kick(this);
+        }
         Ok((seqno, fence, out_fd, crowded || closed))
     }
 
@@ -1268,15 +1272,15 @@ impl Engine {
         // down, perhaps past the cursor) the pass starts over: contexts
         // are destroyed finitely often, so this ends. A record it still
         // misses waits for the next pass: every completion queues one.
+        // The jobs leave the lists in batches of at most `DROP_BATCH`,
+        // taken under the lock and dropped after it: nothing is allocated
+        // for them, so the clean-up always makes room.
+        const DROP_BATCH: usize = 16;
         let mut from = 0;
         let mut len = None;
         loop {
-            // The replacement list is allocated before the lock is taken.
-            let Ok(spare) = KVec::with_capacity(DONE_CAPACITY, GFP_KERNEL_ACCOUNT) else {
-                // Retried on the next completion.
-                break;
-            };
-            let done = {
+            let mut batch: [Option<KBox<Job>>; DROP_BATCH] = [const { None }; DROP_BATCH];
+            {
                 let mut st = this.lock();
                 if len.is_some_and(|len| st.queues.len() < len) {
                     from = 0;
@@ -1285,19 +1289,22 @@ impl Engine {
                 let Some(queues) = st.queues.get_mut(from..) else {
                     break;
                 };
-                match queues.iter_mut().position(|q| !q.done.is_empty()) {
-                    Some(i) => {
-                        from += i + 1;
-                        queues.get_mut(i).map(|q| {
-                            let done = core::mem::replace(&mut q.done, spare);
-                            q.ctx.admission.dropped(done.len());
-                            done
-                        })
-                    }
-                    None => break,
+                let Some(i) = queues.iter_mut().position(|q| !q.done.is_empty()) else {
+                    break;
+                };
+                let Some(q) = queues.get_mut(i) else {
+                    break;
+                };
+                let mut taken = 0;
+                for (slot, job) in batch.iter_mut().zip(core::iter::from_fn(|| q.done.pop())) {
+                    *slot = Some(job);
+                    taken += 1;
                 }
-            };
-            drop(done);
+                q.ctx.admission.dropped(taken);
+                // A context with more goes on in the next batch.
+                from += if q.done.is_empty() { i + 1 } else { i };
+            }
+            drop(batch);
         }
         // Dropped jobs gave their device memory back.
         Self::memory_released(this);
