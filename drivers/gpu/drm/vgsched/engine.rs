@@ -1205,9 +1205,9 @@ impl Engine {
             }
             let now = monotonic_ns();
             st.budget = INTERPRET_BUDGET;
-            if st.slots.reorder_due {
+            {
                 let EngineState { slots, queues, .. } = &mut *st;
-                slots.reset(queues);
+                slots.reorder_if_due(queues);
             }
             // Each of these can enable another (a finished job frees its
             // context's next one or its slot, a new slot holder places

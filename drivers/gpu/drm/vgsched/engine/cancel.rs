@@ -173,7 +173,7 @@ impl Engine {
             for g in st.groups.iter_mut().flatten().filter(|g| g.queue > i) {
                 g.queue -= 1;
             }
-            st.slots.reorder_due = true;
+            st.slots.contexts_removed();
             st.cancel_jobs(&mut queue);
             queue
         };
@@ -191,7 +191,7 @@ impl Engine {
     /// picks; past that room a record stays (never dropped here, under
     /// the lock, with its fences unsignalled). The ordered slot decision
     /// looks at every context again before its next use
-    /// ([`SlotSelection::reorder_due`](super::slots::SlotSelection)).
+    /// ([`SlotSelection::contexts_removed`](super::slots::SlotSelection::contexts_removed)).
     fn remove_queues(
         st: &mut EngineState,
         mut removed: KVVec<KBox<ContextQueue>>,
@@ -236,7 +236,7 @@ impl Engine {
         for g in st.groups.iter_mut().flatten() {
             g.queue -= indices.partition_point(|&i| i < g.queue);
         }
-        st.slots.reorder_due = true;
+        st.slots.contexts_removed();
         removed
     }
 

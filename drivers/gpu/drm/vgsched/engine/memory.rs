@@ -688,13 +688,18 @@ struct Choices {
     lead_phase_two: Option<(usize, u64)>,
     /// The first clean-up due.
     cleanup_due: Option<usize>,
-    /// Phase 1 of any context (not looked for if `!complete`).
+    /// The first choices among all contexts; `None` if not looked for
+    /// (the shortcut found a leading one).
+    all: Option<AnyChoices>,
+}
+
+/// The memory work item's first choices among all contexts.
+#[derive(Clone, Copy)]
+struct AnyChoices {
+    /// Phase 1 of any context.
     phase_one: Option<usize>,
-    /// Phase 2 of any context: (context, job) (not looked for if
-    /// `!complete`).
+    /// Phase 2 of any context: (context, job).
     phase_two: Option<(usize, u64)>,
-    /// Every context was looked at.
-    complete: bool,
 }
 
 /// A candidate's rank: its level, whether its context holds no slot, its
@@ -795,15 +800,14 @@ impl Choices {
     /// The choices from the best of the leading contexts and of all (if
     /// looked for).
     fn from(lead: Best, all: Option<Best>, cleanup_due: Option<usize>) -> Self {
-        let complete = all.is_some();
-        let all = all.unwrap_or_default();
         Self {
             lead_phase_one: lead.phase_one.map(|(i, _)| i),
             lead_phase_two: lead.phase_two.map(|(at, _)| at),
             cleanup_due,
-            phase_one: all.phase_one.map(|(i, _)| i),
-            phase_two: all.phase_two.map(|(at, _)| at),
-            complete,
+            all: all.map(|all| AnyChoices {
+                phase_one: all.phase_one.map(|(i, _)| i),
+                phase_two: all.phase_two.map(|(at, _)| at),
+            }),
         }
     }
 }
@@ -920,7 +924,7 @@ impl Engine {
         if let Some(task) = lead_two.and_then(|(qi, id)| Self::prepare_task(st, qi, id, releases)) {
             return Some(task);
         }
-        if !choices.complete {
+        if choices.all.is_none() {
             // A leading task was found and could not start (a queued job
             // always has its spare handles: not expected): the others.
             choices = Choices::of(st, &p, &survey, now, false);
@@ -969,10 +973,11 @@ impl Engine {
             }
             // Otherwise only a strictly higher level may try (below).
         }
-        if let Some(i) = choices.phase_one {
+        let all = choices.all?;
+        if let Some(i) = all.phase_one {
             return self.phase_one_task(st, &p, releases, i, survey.held);
         }
-        let (qi, id) = choices.phase_two?;
+        let (qi, id) = all.phase_two?;
         Self::prepare_task(st, qi, id, releases)
     }
 

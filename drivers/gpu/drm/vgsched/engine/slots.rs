@@ -120,8 +120,8 @@ pub(super) struct SlotSelection {
     refreshes_since_walk: u32,
     /// Contexts were removed: the ordered decision must look at every
     /// context again ([`SlotSelection::reset`]) before its next use, which
-    /// is in the engine's step.
-    pub(super) reorder_due: bool,
+    /// is in the engine's step ([`SlotSelection::reorder_if_due`]).
+    reorder_due: bool,
 }
 
 /// Slot selection's scratch whose size follows the number of contexts:
@@ -132,6 +132,17 @@ pub(super) struct SlotRoom {
     cands: KVVec<pool::Candidate>,
     /// Its changes (at most two per context, a round and a turn).
     changes: KVVec<SlotChange>,
+    /// The ordered decision's storage.
+    ordered: OrderedRoom,
+    /// Contexts whose runnable state may have changed other than through
+    /// the device (a job queued, collected or failed), each listed once
+    /// (`ContextQueue::refresh_listed`); the runnable refresh looks at
+    /// these, the residents and the contexts with work on the device.
+    refresh: KVVec<usize>,
+}
+
+/// The ordered decision's storage, lent to it as a [`Store`].
+struct OrderedRoom {
     /// Its tournament's leaves: the waiting contexts, ranked.
     leaves: KVVec<Option<pool::Candidate>>,
     /// Its tournament's matches.
@@ -140,11 +151,18 @@ pub(super) struct SlotRoom {
     pending: KVVec<u32>,
     /// The contexts of one decision.
     work: KVVec<Picked>,
-    /// Contexts whose runnable state may have changed other than through
-    /// the device (a job queued, collected or failed), each listed once
-    /// (`ContextQueue::refresh_listed`); the runnable refresh looks at
-    /// these, the residents and the contexts with work on the device.
-    refresh: KVVec<usize>,
+}
+
+impl OrderedRoom {
+    /// The storage, as the ordered decision takes it.
+    fn store(&mut self) -> Store<'_> {
+        Store {
+            leaves: &mut self.leaves,
+            nodes: &mut self.nodes,
+            pending: &mut self.pending,
+            work: &mut self.work,
+        }
+    }
 }
 
 impl SlotRoom {
@@ -168,22 +186,14 @@ impl SlotRoom {
                 contexts.saturating_mul(2).saturating_add(2),
                 GFP_KERNEL,
             )?,
-            leaves: KVVec::from_elem(None, leaves, GFP_KERNEL)?,
-            nodes: KVVec::from_elem(Node::EMPTY, leaves.saturating_mul(2), GFP_KERNEL)?,
-            pending: KVVec::from_elem(0, contexts, GFP_KERNEL)?,
-            work: KVVec::from_elem(Picked::blank(), contexts, GFP_KERNEL)?,
+            ordered: OrderedRoom {
+                leaves: KVVec::from_elem(None, leaves, GFP_KERNEL)?,
+                nodes: KVVec::from_elem(Node::EMPTY, leaves.saturating_mul(2), GFP_KERNEL)?,
+                pending: KVVec::from_elem(0, contexts, GFP_KERNEL)?,
+                work: KVVec::from_elem(Picked::blank(), contexts, GFP_KERNEL)?,
+            },
             refresh: KVVec::with_capacity(contexts, GFP_KERNEL)?,
         })
-    }
-
-    /// The ordered decision's storage.
-    fn store(&mut self) -> Store<'_> {
-        Store {
-            leaves: &mut self.leaves,
-            nodes: &mut self.nodes,
-            pending: &mut self.pending,
-            work: &mut self.work,
-        }
     }
 }
 
@@ -215,7 +225,7 @@ impl SlotSelection {
     /// removed, reordered or moved to new storage: every context is
     /// looked at once more.
     pub(super) fn reset(&mut self, queues: &mut [KBox<ContextQueue>]) {
-        let mut store = self.room.store();
+        let mut store = self.room.ordered.store();
         self.ordered.reset(queues, &mut store);
         self.reorder_due = false;
         // Positions moved: the list of contexts to look at is redone by a
@@ -223,6 +233,20 @@ impl SlotSelection {
         self.room.refresh.clear();
         queues.iter_mut().for_each(|q| q.refresh_listed = false);
         self.refresh_all = true;
+    }
+
+    /// Contexts were removed from the list (positions moved): the next
+    /// step looks at every context again before it decides.
+    pub(super) fn contexts_removed(&mut self) {
+        self.reorder_due = true;
+    }
+
+    /// At the start of an engine step: [`Self::reset`] if contexts were
+    /// removed since the last.
+    pub(super) fn reorder_if_due(&mut self, queues: &mut [KBox<ContextQueue>]) {
+        if self.reorder_due {
+            self.reset(queues);
+        }
     }
 
     /// Lists context `i` for the next runnable refresh, once; past the
@@ -375,18 +399,10 @@ impl Engine {
         let SlotRoom {
             cands,
             changes,
-            leaves,
-            nodes,
-            pending,
-            work,
+            ordered: ordered_room,
             refresh,
         } = room;
-        let mut store = Store {
-            leaves,
-            nodes,
-            pending,
-            work,
-        };
+        let mut store = ordered_room.store();
         // The runnable refresh: a context's runnable state changes with
         // its jobs' progress on the device (the residents', and those of
         // the contexts with work-groups there, evicted ones saving), with
