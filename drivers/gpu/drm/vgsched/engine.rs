@@ -7,7 +7,7 @@
 //! memory are real, and each wave holds its unit's resources for its
 //! modeled duration (its cycles at the modeled clock). Waves are
 //! interpreted in chunks, each up to the next preemption point
-//! ([`slots`]), so a wave can stop at an instruction boundary and be
+//! ([`waves`]), so a wave can stop at an instruction boundary and be
 //! saved when its context loses its hardware slot.
 //!
 //! An hrtimer fires at the earliest event (a wave's end or point, a
@@ -50,6 +50,7 @@ mod save_area;
 mod slots;
 mod sync;
 mod tiles;
+mod waves;
 
 use kernel::{
     alloc::kvec::PushError,
@@ -117,7 +118,6 @@ use crate::{
             Counters,
             CycleCosts, //
         },
-        grid::Lane,
         module_choice::{
             ModuleScore,
             PowerWeights,
@@ -126,10 +126,8 @@ use crate::{
         occupancy::{
             summary_len,
             CachedMatch,
-            GroupNeeds,
             MapLayout,
-            Occupancy,
-            WaveSlot, //
+            Occupancy, //
         },
         pipeline::PhaseOneParams,
         rng::Rng,
@@ -169,7 +167,6 @@ use queue::{
 };
 use save_area::WaveStore;
 use slots::{
-    Rewind,
     SlotRoom,
     SlotSelection, //
 };
@@ -181,6 +178,12 @@ use sync::{
     SubmitMeter, //
 };
 pub(crate) use tiles::Quantity;
+use waves::{
+    Rewind,
+    RunningGroup,
+    RunningWave,
+    WavePhase, //
+};
 
 /// Instructions the interpreter may execute in one hold of the engine lock,
 /// over all waves: about 30 µs on the host (6–7 ns an instruction), tens
@@ -209,93 +212,6 @@ type Buried = KVec<KVVec<KBox<ContextQueue>>>;
 /// ones together never exceed it ([`Engine::make_room`] and the check at
 /// submission), so signalling never waits for the clean-up work item.
 const DONE_CAPACITY: usize = 2 * MAX_JOBS_IN_FLIGHT as usize;
-
-/// A placed work-group (or one-wave piece of a split one).
-struct RunningGroup {
-    /// Its context's index in [`EngineState::queues`] (kept up to date
-    /// when a context before it goes), so a retiring wave finds its job at
-    /// once.
-    queue: usize,
-    /// Its job.
-    job_id: u64,
-    /// Its index in the job's grid.
-    group: u32,
-    /// Its dispatch band (pieces of a split group: the lowest).
-    band: u8,
-    /// A one-wave piece of a split group.
-    piece: bool,
-    /// Waves of it saved to its context's save area.
-    saved_waves: u32,
-    /// Its context (for accounting and cancelling).
-    ctx: Arc<Context>,
-    /// What it holds: the job's needs, or one wave's for a piece.
-    needs: GroupNeeds,
-    /// Its execution module.
-    module: u32,
-    /// First shared-memory block it holds.
-    shared_start: u32,
-    /// Waves not yet retired.
-    waves_left: u32,
-}
-
-/// What a wave on the device is doing.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum WavePhase {
-    /// Executing; interpreted up to `end_ns`, a preemption point.
-    Running,
-    /// Finished (or abandoned with its failed job) at `end_ns`.
-    Ended,
-    /// Stopped, its state being moved to the save area until `end_ns`.
-    Saving,
-}
-
-/// The chunk a running wave is being interpreted through: from one
-/// preemption point to the next. It may take several holds of the engine
-/// lock; its modeled effects are counted once, when it is complete.
-#[derive(Clone, Copy)]
-struct Chunk {
-    /// The preemption point it starts at, where the last chunk stopped
-    /// issuing.
-    point_ns: u64,
-    /// Modeled start.
-    from_ns: u64,
-    /// Modeled end: the next preemption point.
-    to_ns: u64,
-    /// The wave's cycles when the chunk began.
-    before_cycles: u64,
-    /// Instructions executed in the chunk so far, per class.
-    counters: Counters,
-}
-
-/// A wave on the device.
-struct RunningWave {
-    /// Index of its work-group in [`EngineState::groups`].
-    slot: usize,
-    /// Its index in its work-group.
-    wave: u32,
-    /// Its unit and register ranges.
-    place: WaveSlot,
-    /// What it is doing.
-    phase: WavePhase,
-    /// Its next event: the point it is interpreted to while running, the
-    /// moment it gives its resources back otherwise.
-    end_ns: u64,
-    /// When it started executing here (after its state was restored).
-    exec_from_ns: u64,
-    /// Its cycles when it started executing here (non-zero once resumed).
-    base_cycles: u64,
-    /// Its cycles so far.
-    cycles: u64,
-    /// Its threads, stopped at an instruction boundary.
-    lanes: KVVec<Lane>,
-    /// The chunk being interpreted, when one is under way.
-    chunk: Option<Chunk>,
-    /// Its current chunk's share of its module's recent power.
-    power_token: u64,
-    /// What taking its current chunk back needs (preemption at once);
-    /// `None` if none was free when it was placed.
-    rewind: Option<Rewind>,
-}
 
 /// Per execution module dispatch state.
 struct ModuleState {
@@ -1310,88 +1226,6 @@ impl Engine {
         Self::memory_released(this);
         // Room for more submissions; the engine may have more to do.
         Self::kick(this);
-    }
-
-    /// Retires waves that ended or finished saving by `now`, giving back
-    /// their ranges, and work-groups whose last wave has. Returns how many.
-    fn retire(&self, st: &mut EngineState, now: u64) -> usize {
-        let EngineState {
-            groups,
-            waves,
-            resources,
-            modules,
-            queues,
-            rewinds,
-            slots,
-            ..
-        } = st;
-        let Some(mut occ) = self.occupancy(resources) else {
-            return 0;
-        };
-        let now_cycle = self.topology.ns_to_cycles(now);
-        let before = waves.len();
-        waves.retain(|w| {
-            // Running waves at their point are [`Engine::advance_waves`]'s.
-            if w.end_ns > now || w.phase == WavePhase::Running {
-                return true;
-            }
-            let Some(slot) = groups.get_mut(w.slot) else {
-                // A wave without its group: cannot happen; it just goes.
-                warn_on!(true);
-                return false;
-            };
-            let Some(g) = slot.as_mut() else {
-                warn_on!(true);
-                return false;
-            };
-            occ.release_wave(g.module, &w.place, &g.needs.wave);
-            if let Some(ms) = modules.get_mut(g.module as usize) {
-                if w.phase == WavePhase::Ended {
-                    ms.power.stop(
-                        self.topology.ns_to_cycles(w.end_ns),
-                        now_cycle,
-                        w.power_token,
-                    );
-                }
-            }
-            if let Some(ContextQueue { jobs, store, .. }) = queue_of(queues, g) {
-                // A saved wave's threads moved to the save area already.
-                if w.phase == WavePhase::Ended {
-                    store.give_back(core::mem::take(&mut w.lanes));
-                }
-                // Its job is the context's active one, the first of its
-                // jobs not finished, behind at most a few finished ones.
-                if let Some(job) = jobs.iter_mut().find(|j| j.id == g.job_id) {
-                    if w.phase == WavePhase::Ended {
-                        // When its last wave ended, in modeled time.
-                        job.last_wave_end_ns = job.last_wave_end_ns.max(w.end_ns);
-                    }
-                    if g.waves_left == 1 {
-                        // A group's last wave retires once: its job runs it.
-                        warn_on!(job.progress.retire().is_err());
-                    }
-                }
-                if g.waves_left == 1 && g.saved_waves > 0 {
-                    // Its last wave left the device: it may be restored.
-                    store.group_off_device(g.job_id, g.group, g.piece);
-                }
-            }
-            g.waves_left = g.waves_left.saturating_sub(1);
-            if g.waves_left == 0 {
-                occ.release_shared(g.module, g.shared_start, g.needs.shared);
-                // Off the device now: the runnable refresh no longer finds
-                // its context through its groups, so it is listed (its job
-                // may have ended, or its runtime moved while evicted).
-                slots.list(queues, g.queue);
-                *slot = None;
-            }
-            if let Some(r) = w.rewind.take() {
-                // Room for every wave slot's.
-                let _unexpected = rewinds.push_within_capacity(r);
-            }
-            false
-        });
-        before - waves.len()
     }
 
     /// Moves finished jobs of every context to its `done` list, signalling

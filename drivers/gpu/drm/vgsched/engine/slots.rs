@@ -1,34 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Slot selection on the engine: who holds the hardware slots, and
-//! running, stopping, saving and resuming waves at preemption points.
+//! Slot selection on the engine: who holds the hardware slots.
 //!
 //! The decision is the core crate's ([`crate::vgsched_core::slots`]),
 //! taken on events over the few contexts it depends on
 //! ([`crate::vgsched_core::ordered_slots`]); this file feeds it the
-//! contexts and carries it out. A running wave is interpreted one chunk at
-//! a time, each ending at the next preemption point. When its context
-//! loses its slot with work left, its chunk is taken back to the
-//! instruction boundary where modeled time stands ([`Rewind`],
-//! `preempt_at_once`) or, failing that, it stops at its point; there its
-//! threads move to its job's save area, and its registers and the group's
-//! shared memory are copied out at the modeled switch bandwidth (the wave
-//! keeps its resources until that is done). When the context holds a slot
-//! again, its saved groups are its first dispatch heads; a restored wave
-//! starts executing once its state is copied back in. Runtime counts only
-//! the chunks that executed.
-//!
-//! Interpreting a chunk may take several holds of the engine lock: each
-//! hold interprets at most a fixed number of instructions over all waves,
-//! and a chunk's modeled effects (runtime, recent power) are counted when
-//! it is complete, so how it was cut changes nothing the model shows.
+//! contexts and carries it out. A context that loses its slot with work
+//! left is preempted: its waves stop at once or at their next preemption
+//! point and are saved (the wave runner, [`super::waves`]); when it holds
+//! a slot again, its saved groups are its first dispatch heads
+//! ([`super::dispatch`]) and a restored wave starts executing once its
+//! state is copied back in.
 
 use kernel::{
     alloc::kvec::PushError,
     prelude::*,
     sync::{
         atomic::ordering,
-        Arc,
         ArcBorrow, //
     },
     warn_on, //
@@ -41,51 +29,28 @@ use super::{
         SlotEvent, //
     },
     queue_at,
-    Chunk,
     ContextQueue,
     Engine,
-    EngineState,
-    ModuleState,
-    RunningWave,
-    WavePhase, //
+    EngineState, //
 };
-use crate::{
-    job::BoMemory,
-    vgsched_core::{
-        context_switch::{
-            shared_state_bytes,
-            transfer_cycles,
-            wave_state_bytes, //
-        },
-        exec::{
-            undo_stores,
-            Counters,
-            Recording,
-            Undo, //
-        },
-        grid::{
-            advance_wave_bounded,
-            Lane,
-            WaveEnd,
-            MAX_THREADS_PER_WAVE, //
-        },
-        kinetic::{
-            Node,
-            MAX_K, //
-        },
-        ordered_slots::{
-            OrderedSlots,
-            Picked,
-            Store, //
-        },
-        pool,
-        slice::SliceFormula,
-        slots::{
-            Scratch,
-            SlotChange,
-            SlotMode,
-            SlotPolicy, //
-        }, //
+use crate::vgsched_core::{
+    context_switch::transfer_cycles,
+    kinetic::{
+        Node,
+        MAX_K, //
+    },
+    ordered_slots::{
+        OrderedSlots,
+        Picked,
+        Store, //
+    },
+    pool,
+    slice::SliceFormula,
+    slots::{
+        Scratch,
+        SlotChange,
+        SlotMode,
+        SlotPolicy, //
     }, //
 };
 
@@ -293,77 +258,6 @@ impl SlotSelection {
     }
 }
 
-/// Undo-log entries of one wave's chunk: a chunk that overwrites more words
-/// cannot be taken back, and its wave stops at its next point instead.
-const REWIND_LOG: usize = 512;
-
-/// What taking a running wave's current chunk back needs: its threads as
-/// the chunk began and every word the chunk overwrote. A pool of these,
-/// one per wave slot, is allocated with the engine; a wave holds one while
-/// it is on the device.
-///
-/// # Invariants
-///
-/// While `armed`, `lanes[..threads]` are the wave's threads at the start of
-/// its current chunk, `log[..logged]` the words it overwrote since (unless
-/// `full`), and `counters` the instructions it counted since into its
-/// module's counters.
-pub(super) struct Rewind {
-    lanes: KVVec<Lane>,
-    log: KVVec<Undo>,
-    logged: usize,
-    full: bool,
-    armed: bool,
-    threads: usize,
-    /// The chunk's preemption point and modeled start.
-    point_ns: u64,
-    from_ns: u64,
-    /// The wave's cycles when the chunk began.
-    before_cycles: u64,
-    counters: Counters,
-}
-
-impl Rewind {
-    /// One rewind for a wave of up to [`MAX_THREADS_PER_WAVE`] threads.
-    pub(super) fn new() -> Result<Self> {
-        Ok(Self {
-            lanes: KVVec::from_elem(Lane::default(), MAX_THREADS_PER_WAVE as usize, GFP_KERNEL)?,
-            log: KVVec::from_elem(Undo::default(), REWIND_LOG, GFP_KERNEL)?,
-            logged: 0,
-            full: false,
-            armed: false,
-            threads: 0,
-            point_ns: 0,
-            from_ns: 0,
-            before_cycles: 0,
-            counters: Counters::default(),
-        })
-    }
-
-    /// Records the start of a chunk of a wave whose threads are `lanes`.
-    fn begin(&mut self, lanes: &[Lane], chunk: &Chunk) {
-        // Element by element: nothing here can panic on a length.
-        let mut threads = 0;
-        for (d, s) in self.lanes.iter_mut().zip(lanes) {
-            *d = *s;
-            threads += 1;
-        }
-        self.threads = threads;
-        self.logged = 0;
-        self.full = false;
-        self.armed = true;
-        self.point_ns = chunk.point_ns;
-        self.from_ns = chunk.from_ns;
-        self.before_cycles = chunk.before_cycles;
-        self.counters = Counters::default();
-    }
-
-    /// Forgets the chunk: the wave left, or its chunk cannot be taken back.
-    pub(super) fn disarm(&mut self) {
-        self.armed = false;
-    }
-}
-
 impl Engine {
     /// Takes the slot selection decision at `now`, if an event calls for
     /// one, and carries it out; returns how many changes it made.
@@ -550,335 +444,5 @@ impl Engine {
             }
         }
         n
-    }
-
-    /// Stops the running waves of the context at `index` (which just lost
-    /// its slot) at the instruction boundary where they are at `now`,
-    /// instead of at their next preemption point: each chunk interpreted
-    /// ahead is taken back (its stores undone, its threads, cycles and
-    /// counts restored, its share of recent power withdrawn) and set to be
-    /// interpreted again only up to `now`, where the wave is then saved.
-    /// The context's runtime counted past `now` for them is taken back. A
-    /// wave whose chunk cannot be taken back (its undo log overflowed, or no
-    /// rewind was free when it was placed) stops at its point as before.
-    fn stop_at_once(&self, st: &mut EngineState, index: usize, now: u64) {
-        let EngineState {
-            waves,
-            groups,
-            queues,
-            modules,
-            totals,
-            ..
-        } = st;
-        let Some(q) = queue_at(queues, index) else {
-            return;
-        };
-        let Some(job) = active_in(&mut q.jobs) else {
-            return;
-        };
-        if job.progress.error() != 0 {
-            // Its waves are being dropped anyway.
-            return;
-        }
-        let mut mem = BoMemory(job.device.as_ref().map_or(&[], |d| &d.pins[..]));
-        let now_cycle = self.topology.ns_to_cycles(now);
-        // The latest end of a wave of it that runs on past `now`.
-        let mut runs_until = now;
-        for w in waves.iter_mut() {
-            let Some(g) = groups.get(w.slot).and_then(Option::as_ref) else {
-                continue;
-            };
-            if !Arc::ptr_eq(&g.ctx, &q.ctx) || g.job_id != job.id || w.end_ns <= now {
-                continue;
-            }
-            let ahead = match w.phase {
-                WavePhase::Running => w.exec_from_ns <= now,
-                // Finished, but only later in modeled time.
-                WavePhase::Ended => true,
-                WavePhase::Saving => false,
-            };
-            if !ahead {
-                continue;
-            }
-            let Some(r) = w
-                .rewind
-                .as_mut()
-                .filter(|r| r.armed && !r.full && r.from_ns <= now)
-            else {
-                runs_until = runs_until.max(w.end_ns);
-                continue;
-            };
-            let Some(ms) = modules.get_mut(g.module as usize) else {
-                continue;
-            };
-            undo_stores(&mut mem, r.log.get(..r.logged).unwrap_or(&[]));
-            for (d, s) in w.lanes.iter_mut().zip(r.lanes.iter().take(r.threads)) {
-                *d = *s;
-            }
-            w.cycles = r.before_cycles;
-            ms.counters.sub(&r.counters);
-            // Its rate counted from the chunk's start is taken out again;
-            // the run up to `now` counts its own.
-            let from_cycle = self.topology.ns_to_cycles(r.from_ns);
-            ms.power.stop(from_cycle, now_cycle, w.power_token);
-            w.power_token = 0;
-            w.phase = WavePhase::Running;
-            w.chunk = Some(Chunk {
-                point_ns: r.point_ns,
-                from_ns: r.from_ns,
-                to_ns: now,
-                before_cycles: r.before_cycles,
-                counters: Counters::default(),
-            });
-            w.end_ns = now;
-            r.counters = Counters::default();
-            r.logged = 0;
-            r.full = false;
-            r.disarm();
-            totals.waves_stopped_at_once += 1;
-        }
-        // Runtime counted ahead past what still runs is taken back.
-        if q.busy_until_ns > runs_until {
-            let over = q.busy_until_ns - runs_until;
-            q.runtime_ns = q.runtime_ns.saturating_sub(over);
-            q.entry.cand.runtime_ns = q.entry.cand.runtime_ns.saturating_sub(over);
-            q.busy_until_ns = runs_until;
-        }
-    }
-
-    /// Handles the running waves that reached their preemption point: a
-    /// wave whose job failed is dropped, a wave whose context lost its slot
-    /// is saved, the others are interpreted on to the next point, within
-    /// the hold's instruction budget. Returns how many waves changed.
-    pub(super) fn advance_waves(&self, st: &mut EngineState, now: u64) -> usize {
-        let EngineState {
-            waves,
-            groups,
-            queues,
-            modules,
-            totals,
-            budget,
-            ..
-        } = st;
-        let next_point = self.sched.next_point(now);
-        let now_cycle = self.topology.ns_to_cycles(now);
-        let mut changed = 0;
-        for w in waves
-            .iter_mut()
-            .filter(|w| w.phase == WavePhase::Running && w.end_ns <= now)
-        {
-            if *budget == 0 {
-                break;
-            }
-            let found = groups
-                .get_mut(w.slot)
-                .and_then(Option::as_mut)
-                .and_then(|g| {
-                    let q = super::queue_of(queues, g)?;
-                    q.active()
-                        .is_some_and(|j| j.id == g.job_id)
-                        .then_some((g, q))
-                });
-            let Some((g, q)) = found else {
-                // Cannot happen (a wave's job is its context's active job
-                // until it retires); never leave a wave due in the past.
-                warn_on!(true);
-                w.phase = WavePhase::Ended;
-                w.end_ns = now;
-                changed += 1;
-                continue;
-            };
-            let Some(ms) = modules.get_mut(g.module as usize) else {
-                continue;
-            };
-            if w.chunk.is_none() {
-                // At a preemption point, where the last chunk stops issuing.
-                let point = w.end_ns;
-                let point_cycle = self.topology.ns_to_cycles(point);
-                let Some(job) = active_in(&mut q.jobs) else {
-                    continue;
-                };
-                if job.progress.error() != 0 {
-                    ms.power.stop(point_cycle, now_cycle, w.power_token);
-                    w.power_token = 0;
-                    w.phase = WavePhase::Ended;
-                    w.end_ns = now;
-                    changed += 1;
-                    continue;
-                }
-                // A wave runs on while its context held the device at the
-                // point (the engine may step late: what counts is modeled
-                // time); after its slice or turn ended it is saved, in the
-                // slot if its context still holds one.
-                let in_slot = q.entry.resident;
-                if point >= q.entry.slice_end_ns
-                    && q.store.save_wave(w, g, &mut job.progress, in_slot)
-                {
-                    ms.power.stop(point_cycle, now_cycle, w.power_token);
-                    w.power_token = 0;
-                    let mut bytes = wave_state_bytes(&g.needs, job.spec.grid.threads_per_wave);
-                    if g.saved_waves == 0 {
-                        bytes = bytes.saturating_add(shared_state_bytes(&g.needs));
-                    }
-                    g.saved_waves += 1;
-                    let save_ns = match in_slot {
-                        true => self.sched.slot_switch_ns,
-                        false => self.topology.cycles_to_ns(transfer_cycles(bytes)),
-                    };
-                    q.switch_ns = q.switch_ns.saturating_add(save_ns);
-                    w.phase = WavePhase::Saving;
-                    w.end_ns = point.saturating_add(save_ns);
-                    totals.waves_saved += 1;
-                    changed += 1;
-                    continue;
-                }
-                // Resident (or its save area is full): run on to the next
-                // point. Until the new chunk is interpreted, the last one's
-                // rate stands in for it in the module's recent power, which
-                // module choice reads meanwhile; it is stopped at the point
-                // when the new one's rate is known.
-                // A wave whose context was evicted after this point (the
-                // engine stepped late) runs on only to the eviction when
-                // preempting at once, not to the next point. (One whose
-                // save area was full runs on to the next point.)
-                let mut to_ns = next_point.max(point);
-                if self.sched.preempt_at_once && !in_slot && q.entry.slice_end_ns > point {
-                    to_ns = to_ns.min(q.entry.slice_end_ns);
-                }
-                let chunk = Chunk {
-                    point_ns: point,
-                    from_ns: point.max(w.exec_from_ns),
-                    to_ns,
-                    before_cycles: w.cycles,
-                    counters: Counters::default(),
-                };
-                if let Some(r) = w.rewind.as_mut() {
-                    r.begin(&w.lanes, &chunk);
-                }
-                w.chunk = Some(chunk);
-            }
-            if self.run_chunk(w, g.group, q, ms, budget, now_cycle) {
-                changed += 1;
-            }
-        }
-        changed
-    }
-
-    /// Interprets wave `w` of work-group `group` (of the active job of `q`)
-    /// through its chunk, within `budget` instructions. When the chunk is
-    /// complete (the wave reached its next point, or ended), its time is
-    /// counted to the context and `true` is returned; otherwise the wave
-    /// stays due and the next hold of the lock goes on from where this one
-    /// stopped.
-    pub(super) fn run_chunk(
-        &self,
-        w: &mut RunningWave,
-        group: u32,
-        q: &mut ContextQueue,
-        ms: &mut ModuleState,
-        budget: &mut u64,
-        now_cycle: u64,
-    ) -> bool {
-        let Some(mut chunk) = w.chunk else {
-            return false;
-        };
-        let Some(job) = active_in(&mut q.jobs) else {
-            return false;
-        };
-        let horizon = chunk.to_ns.saturating_sub(w.exec_from_ns);
-        let until = w
-            .base_cycles
-            .saturating_add(self.topology.ns_to_cycles(horizon));
-        let limit = self.topology.timeout_cycles();
-        let spec = &job.spec;
-        let mem = BoMemory(job.device.as_ref().map_or(&[], |d| &d.pins[..]));
-        let step = match w.rewind.as_mut().filter(|r| r.armed) {
-            // The chunk's stores are recorded, so it can be taken back.
-            Some(r) => {
-                let Rewind {
-                    log, logged, full, ..
-                } = r;
-                let mut rec = Recording {
-                    inner: mem,
-                    log,
-                    len: logged,
-                    full,
-                };
-                advance_wave_bounded(
-                    &spec.program,
-                    &spec.grid,
-                    group,
-                    w.wave,
-                    &mut w.lanes,
-                    &mut rec,
-                    &self.costs,
-                    until,
-                    limit,
-                    budget,
-                )
-            }
-            None => advance_wave_bounded(
-                &spec.program,
-                &spec.grid,
-                group,
-                w.wave,
-                &mut w.lanes,
-                &mut { mem },
-                &self.costs,
-                until,
-                limit,
-                budget,
-            ),
-        };
-        if let Some(r) = w.rewind.as_mut() {
-            r.counters.add(&step.counters);
-            // A failed wave stays failed.
-            if matches!(step.end, Some(WaveEnd::Hung | WaveEnd::Fault { .. })) {
-                r.disarm();
-            }
-        }
-        ms.counters.add(&step.counters);
-        chunk.counters.add(&step.counters);
-        w.cycles = step.cycles;
-        if step.end.is_none() && !step.at_horizon {
-            w.chunk = Some(chunk);
-            return false;
-        }
-        w.chunk = None;
-        let end = match step.end {
-            None => chunk.to_ns,
-            Some(_) => w.exec_from_ns.saturating_add(
-                self.topology
-                    .cycles_to_ns(step.cycles.saturating_sub(w.base_cycles)),
-            ),
-        };
-        // The last chunk stopped issuing at the point; this one's rate
-        // replaces its stand-in from its start on.
-        ms.power.stop(
-            self.topology.ns_to_cycles(chunk.point_ns),
-            now_cycle,
-            w.power_token,
-        );
-        let weighted = self.power_weights.weigh(&chunk.counters);
-        let spent = step.cycles.saturating_sub(chunk.before_cycles);
-        w.power_token = ms
-            .power
-            .start(self.topology.ns_to_cycles(chunk.from_ns), weighted, spent);
-        // Waves after a failed one are dropped, so the first failure is the
-        // only one.
-        let error = match step.end {
-            Some(WaveEnd::Hung) => ETIME.to_errno(),
-            Some(WaveEnd::Fault { .. }) => EFAULT.to_errno(),
-            Some(WaveEnd::Done) | None => 0,
-        };
-        if error != 0 {
-            job.progress.fail(error);
-        }
-        if step.end.is_some() {
-            w.phase = WavePhase::Ended;
-        }
-        q.account(chunk.from_ns, end);
-        w.end_ns = end;
-        true
     }
 }
