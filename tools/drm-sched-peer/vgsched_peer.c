@@ -22,9 +22,10 @@
  *                            With a buffer, it takes the buffer's reservation
  *                            as a drm_sched driver's submission does for
  *                            implicit synchronisation: looks the handle up,
- *                            locks the reservation, waits for the fences in
- *                            it (drm_sched_job_add_resv_dependencies()),
- *                            and adds its finished fence as a writer
+ *                            locks the reservation, waits for every fence
+ *                            in it, as a writer does
+ *                            (drm_sched_job_add_resv_dependencies()), and
+ *                            adds its finished fence as a writer
  *   VGSCHED_PEER_WAIT        until a job's finished fence signals
  *   VGSCHED_PEER_QUERY       an entity's device time, its last job's
  *                            submission and start (CLOCK_MONOTONIC ns),
@@ -217,9 +218,8 @@ static int peer_release(struct inode *inode, struct file *filp)
 {
 	struct peer_file *pf = filp->private_data;
 	struct peer_ctx *ctx;
-	int id;
-
 	struct peer_bo *bo;
+	int id;
 
 	idr_for_each_entry(&pf->ctxs, ctx, id)
 		peer_ctx_free(ctx);
@@ -345,7 +345,7 @@ static int peer_submit(struct peer_file *pf, struct vgsched_peer_submit *args)
 		ret = dma_resv_reserve_fences(&bo->resv, 1);
 		if (!ret)
 			ret = drm_sched_job_add_resv_dependencies(&job->base, &bo->resv,
-								  DMA_RESV_USAGE_WRITE);
+								  dma_resv_usage_rw(true));
 		if (ret) {
 			dma_resv_unlock(&bo->resv);
 			goto cleanup_job;

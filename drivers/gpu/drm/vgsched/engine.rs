@@ -952,7 +952,7 @@ impl Engine {
         }
         // Nothing below can fail: the job is accepted.
         ctx.admission.accepted();
-        let first = this.inbox.push(job);
+        this.inbox.push(job);
         let closed = this.closed();
         if closed {
             // Closed since the check above: the last holder of the lock
@@ -965,11 +965,7 @@ impl Engine {
         sub.last_seqno = seqno;
         sub.recent[(seqno % MAX_JOBS_IN_FLIGHT) as usize] = Some(fence.clone());
         drop(sub);
-        // Pushed behind a job not taken yet: that job's submission kicks
-        // (or has kicked) the engine step, which takes both at once.
-        if first {
-            Self::kick(this);
-        }
+        Self::kick(this);
         Ok((seqno, fence, out_fd, crowded || closed))
     }
 
@@ -1183,23 +1179,29 @@ impl Engine {
         // Jobs cancelled as they left the inbox.
         drop(this.orphans.take());
         // One pass over the context list, resumed where the last hold left
-        // it: O(contexts) in all, however many have finished jobs. When the
-        // list got shorter meanwhile (records behind a removed one moved
-        // down, perhaps past the cursor) the pass starts over: contexts
-        // are destroyed finitely often, so this ends. A record it still
-        // misses waits for the next pass: every completion queues one.
-        // The jobs leave the lists in batches of at most `DROP_BATCH`,
+        // it. When the list got shorter meanwhile (records behind a removed
+        // one moved down, perhaps past the cursor) the pass starts over:
+        // contexts are destroyed finitely often, so this ends. A record it
+        // still misses waits for the next pass: every completion queues
+        // one. The jobs leave the lists in batches of at most `DROP_BATCH`,
         // taken under the lock and dropped after it: nothing is allocated
-        // for them, so the clean-up always makes room.
+        // for them, so the clean-up always makes room. A context gives up
+        // what its list held when the pass reached it (jobs signalled
+        // after that wait for the next pass), so a context that keeps
+        // completing jobs cannot hold the pass: one hold per context, and
+        // one more per `DROP_BATCH` jobs.
         const DROP_BATCH: usize = 16;
         let mut from = 0;
         let mut len = None;
+        // Jobs still to take from the context at `from`, once reached.
+        let mut left = None;
         loop {
             let mut batch: [Option<KBox<Job>>; DROP_BATCH] = [const { None }; DROP_BATCH];
             {
                 let mut st = this.lock();
                 if len.is_some_and(|len| st.queues.len() < len) {
                     from = 0;
+                    left = None;
                 }
                 len = Some(st.queues.len());
                 let Some(queues) = st.queues.get_mut(from..) else {
@@ -1211,14 +1213,25 @@ impl Engine {
                 let Some(q) = queues.get_mut(i) else {
                     break;
                 };
+                let here = match left {
+                    Some(n) if i == 0 => n,
+                    _ => q.done.len(),
+                };
                 let mut taken = 0;
-                for (slot, job) in batch.iter_mut().zip(core::iter::from_fn(|| q.done.pop())) {
+                let jobs = core::iter::from_fn(|| q.done.pop());
+                for (slot, job) in batch.iter_mut().take(here).zip(jobs) {
                     *slot = Some(job);
                     taken += 1;
                 }
                 q.ctx.admission.dropped(taken);
-                // A context with more goes on in the next batch.
-                from += if q.done.is_empty() { i + 1 } else { i };
+                let rest = here.saturating_sub(taken);
+                if rest == 0 || q.done.is_empty() {
+                    from += i + 1;
+                    left = None;
+                } else {
+                    from += i;
+                    left = Some(rest);
+                }
             }
             drop(batch);
         }

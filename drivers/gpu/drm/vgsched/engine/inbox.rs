@@ -74,15 +74,10 @@ impl Inbox {
         }
     }
 
-    /// Adds `job`; returns whether the inbox was empty. Fully ordered: a
-    /// flag read after it by the pusher and written before [`Inbox::take`]
-    /// by a taker cannot be missed by both (the pusher sees the flag, or
-    /// the taker the job).
-    ///
-    /// A job pushed onto a job not taken yet is taken with it, all at once
-    /// ([`Inbox::take`]): whoever pushed onto the empty inbox wakes the
-    /// taker for both, as `llist_add()`'s callers do.
-    pub(super) fn push(&self, job: KBox<Job>) -> bool {
+    /// Adds `job`. Fully ordered: a flag read after it by the pusher and
+    /// written before [`Inbox::take`] by a taker cannot be missed by both
+    /// (the pusher sees the flag, or the taker the job).
+    pub(super) fn push(&self, job: KBox<Job>) {
         let new = KBox::into_raw(job);
         let mut old = self.head.load(ordering::Relaxed);
         loop {
@@ -91,7 +86,7 @@ impl Inbox {
             unsafe { (*new).link = Link(old) };
             match self.head.cmpxchg(old, new, ordering::Full) {
                 // INVARIANT: `new` heads the chain, linked to the old head.
-                Ok(_) => return old.is_null(),
+                Ok(_) => return,
                 Err(now) => old = now,
             }
         }

@@ -189,7 +189,7 @@ impl SlotSelection {
     /// The ordered decision's view of the contexts after they were
     /// removed, reordered or moved to new storage: every context is
     /// looked at once more.
-    pub(super) fn reset(&mut self, queues: &mut [KBox<ContextQueue>]) {
+    fn reset(&mut self, queues: &mut [KBox<ContextQueue>]) {
         let mut store = self.room.ordered.store();
         self.ordered.reset(queues, &mut store);
         self.reorder_due = false;
