@@ -1178,21 +1178,25 @@ impl Engine {
         drop(buried);
         // Jobs cancelled as they left the inbox.
         drop(this.orphans.take());
-        // One pass over the context list, resumed where the last hold left
-        // it. When the list got shorter meanwhile (records behind a removed
-        // one moved down, perhaps past the cursor) the pass starts over:
-        // contexts are destroyed finitely often, so this ends. A record it
-        // still misses waits for the next pass: every completion queues
-        // one. The jobs leave the lists in batches of at most `DROP_BATCH`,
-        // taken under the lock and dropped after it: nothing is allocated
-        // for them, so the clean-up always makes room. A context gives up
-        // what its list held when the pass reached it (jobs signalled
-        // after that wait for the next pass), so a context that keeps
-        // completing jobs cannot hold the pass: one hold per context, and
+        // One pass over the context list, resumed where the last hold left it.
+        // When the list got shorter meanwhile (records behind a removed one
+        // moved down, perhaps past the cursor) the pass starts over, at most
+        // `RESTARTS` times (a client that destroys contexts in a loop cannot
+        // keep it going); after that it goes on from where it is. A record it
+        // misses waits for the next pass: every completion, and every
+        // submission that finds its context's list full
+        // ([`Engine::make_room`]), queues one. The jobs leave the lists in
+        // batches of at most `DROP_BATCH`, taken under the lock and dropped
+        // after it: nothing is allocated for them, so the clean-up always makes
+        // room. A context gives up what its list held when the pass reached it
+        // (jobs signalled after that wait for the next pass), so a context that
+        // keeps completing jobs cannot hold the pass: one hold per context, and
         // one more per `DROP_BATCH` jobs.
         const DROP_BATCH: usize = 16;
+        const RESTARTS: u32 = 3;
         let mut from = 0;
         let mut len = None;
+        let mut restarts = 0;
         // Jobs still to take from the context at `from`, once reached.
         let mut left = None;
         loop {
@@ -1200,7 +1204,10 @@ impl Engine {
             {
                 let mut st = this.lock();
                 if len.is_some_and(|len| st.queues.len() < len) {
-                    from = 0;
+                    if restarts < RESTARTS {
+                        from = 0;
+                        restarts += 1;
+                    }
                     left = None;
                 }
                 len = Some(st.queues.len());
