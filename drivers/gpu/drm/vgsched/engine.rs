@@ -1240,7 +1240,9 @@ impl Engine {
                     left = Some(rest);
                 }
             }
-            drop(batch);
+            // Taken newest first: dropped oldest first, in the order they
+            // signalled.
+            batch.iter_mut().rev().for_each(|job| drop(job.take()));
         }
         // Dropped jobs gave their device memory back.
         Self::memory_released(this);
