@@ -3,6 +3,8 @@
  * Job submission through the uAPI: real results over buffer objects for
  * several grid shapes, two processes at once, and every bad input of
  * SUBMIT and WAIT with its errno, the device still working afterwards.
+ * A context below its in-flight limit is never refused, however many
+ * jobs it has submitted.
  * With the module reloaded under the grouped and the sampled resource
  * finder, needs that finder rounds past the module are refused (E2BIG)
  * instead of waiting forever, and the largest need it places runs.
@@ -180,6 +182,45 @@ TEST_F(submit, jobs_of_a_context_complete_in_order_and_are_counted)
 	for (int i = 0; i < 64; i++) {
 		ASSERT_EQ(i, ((uint32_t *)out.map)[i]);
 	}
+	vg_buf_destroy(self->fd, &prog);
+	vg_buf_destroy(self->fd, &out);
+}
+
+/*
+ * A context with fewer than DRM_VGSCHED_MAX_JOBS_IN_FLIGHT unfinished jobs
+ * is never refused, however many it has submitted (its finished jobs are
+ * counted out as they are dropped): eight times the limit of one-thread
+ * jobs, each submitted once the job the limit's width before it has
+ * finished.
+ */
+TEST_F(submit, a_context_below_its_limit_is_never_refused)
+{
+	const int max = DRM_VGSCHED_MAX_JOBS_IN_FLIGHT, jobs = 8 * max;
+	struct drm_vgsched_ctx_query q = { .ctx_id = self->ctx };
+	struct vg_buf prog, out;
+	__u64 words[8];
+	unsigned int len = vg_prog_busy_store(words, 1);
+	int status;
+
+	ASSERT_EQ(0, vg_program(self->fd, words, len, &prog));
+	ASSERT_EQ(0, vg_buf_create(self->fd, 4096, &out));
+	for (int i = 0; i < jobs; i++) {
+		struct drm_vgsched_submit s = vg_job(self->ctx, &prog, len, &out.handle, 1, 1, 1, 1);
+
+		/* Jobs 1 .. i - max + 1 finished: at most max - 1 unfinished. */
+		if (i >= max - 1) {
+			ASSERT_EQ(0, vgsched_wait(self->fd, self->ctx, i - max + 2, 30 * VG_SECOND_NS,
+						  &status));
+			ASSERT_EQ(0, status);
+		}
+		ASSERT_EQ(0, vgsched_submit(self->fd, &s)) TH_LOG("job %d", i + 1);
+		ASSERT_EQ(i + 1, s.seqno);
+	}
+	ASSERT_EQ(0, vgsched_wait(self->fd, self->ctx, jobs, 30 * VG_SECOND_NS, &status));
+	ASSERT_EQ(0, status);
+	ASSERT_EQ(0, ioctl(self->fd, DRM_IOCTL_VGSCHED_CTX_QUERY, &q));
+	ASSERT_EQ(jobs, q.jobs_submitted);
+	ASSERT_EQ(jobs, q.jobs_completed);
 	vg_buf_destroy(self->fd, &prog);
 	vg_buf_destroy(self->fd, &out);
 }

@@ -213,6 +213,44 @@ type Buried = KVec<KVVec<KBox<ContextQueue>>>;
 /// submission), so signalling never waits for the clean-up work item.
 const DONE_CAPACITY: usize = 2 * MAX_JOBS_IN_FLIGHT as usize;
 
+/// Signalled jobs taken off a context's `done` list in one hold of the
+/// engine lock, at most.
+const DROP_BATCH: usize = 16;
+
+/// Signalled jobs taken off a context's `done` list under the engine lock
+/// ([`DoneBatch::take`]), dropped with this value after the lock is
+/// released, oldest first (the order they signalled in): dropping them
+/// takes reservation locks and frees memory. Nothing is allocated for it.
+struct DoneBatch([Option<KBox<Job>>; DROP_BATCH]);
+
+impl DoneBatch {
+    /// An empty batch.
+    fn new() -> Self {
+        Self([const { None }; DROP_BATCH])
+    }
+
+    /// Takes up to `most` of `q`'s signalled jobs (never more than
+    /// [`DROP_BATCH`]), counting them out of its admission; returns how
+    /// many.
+    fn take(&mut self, q: &mut ContextQueue, most: usize) -> usize {
+        let mut taken = 0;
+        let jobs = core::iter::from_fn(|| q.done.pop());
+        for (slot, job) in self.0.iter_mut().take(most).zip(jobs) {
+            *slot = Some(job);
+            taken += 1;
+        }
+        q.ctx.admission.dropped(taken);
+        taken
+    }
+}
+
+impl Drop for DoneBatch {
+    fn drop(&mut self) {
+        // Taken newest first.
+        self.0.iter_mut().rev().for_each(|job| drop(job.take()));
+    }
+}
+
 /// Per execution module dispatch state.
 struct ModuleState {
     /// Where the split table's combination starts next (wave balancing).
@@ -920,9 +958,8 @@ impl Engine {
         }
         // Signalled jobs the clean-up work item has not dropped yet fill
         // the done list: only when another submission on the context is
-        // between its queueing and its [`Engine::make_room`] (the clean-up
-        // allocates nothing, so it always drains). The caller drains it
-        // and tries again.
+        // between its queueing and its [`Engine::make_room`]. The caller
+        // drains it ([`Engine::make_room`]) and tries again.
         if counts.held as usize >= DONE_CAPACITY {
             return Err(EAGAIN);
         }
@@ -987,20 +1024,35 @@ impl Engine {
         Ok(())
     }
 
-    /// After a submission that found [`MAX_JOBS_IN_FLIGHT`] or more of
-    /// its context's signalled jobs waiting for the clean-up work item
+    /// After a submission on `ctx` that found [`MAX_JOBS_IN_FLIGHT`] or
+    /// more of its signalled jobs waiting for the clean-up work item
     /// ([`Engine::submit`] says so), or that was refused with `EAGAIN`
     /// because they fill the done list, once the submission holds no
-    /// reservation lock (the clean-up takes them): runs the clean-up and
-    /// waits for it. A job is queued only while a context's unfinished
-    /// and signalled jobs number less than `DONE_CAPACITY`, and finishing
-    /// only moves a job from one list to the other: signalling always
-    /// finds room in `done`. This drain keeps the next submission from
-    /// finding it full.
-    pub(crate) fn make_room(this: ArcBorrow<'_, Self>) {
+    /// reservation lock (dropping them takes it): drops `ctx`'s signalled
+    /// jobs here, in batches, then lets the clean-up work item have the
+    /// rest of the device's. A job is queued only while a context's
+    /// unfinished and signalled jobs number less than `DONE_CAPACITY`,
+    /// and finishing only moves a job from one list to the other:
+    /// signalling always finds room in `done`. This drain keeps the next
+    /// submission from finding it full; it depends on no other context
+    /// (a pass of the clean-up work item over all of them would), and
+    /// ends: `ctx` has at most `DONE_CAPACITY` jobs to give.
+    pub(crate) fn make_room(this: ArcBorrow<'_, Self>, ctx: &Context) {
+        loop {
+            let mut batch = DoneBatch::new();
+            let taken = match this.lock().queue_mut(ctx) {
+                Some(q) => batch.take(q, DROP_BATCH),
+                None => 0,
+            };
+            // After the lock.
+            drop(batch);
+            if taken < DROP_BATCH {
+                break;
+            }
+        }
+        // Dropped jobs gave their device memory back.
+        Self::memory_released(this);
         Self::queue_cleanup(this);
-        // SAFETY: `this.cleanup` is a live, initialised work item.
-        unsafe { bindings::flush_work(Work::raw_get(&this.cleanup)) };
         // Once shut down, the clean-up work item runs no more: the jobs a
         // late submission had cancelled go here.
         if this.closed() {
@@ -1185,14 +1237,12 @@ impl Engine {
         // keep it going); after that it goes on from where it is. A record it
         // misses waits for the next pass: every completion, and every
         // submission that finds its context's list full
-        // ([`Engine::make_room`]), queues one. The jobs leave the lists in
-        // batches of at most `DROP_BATCH`, taken under the lock and dropped
-        // after it: nothing is allocated for them, so the clean-up always makes
-        // room. A context gives up what its list held when the pass reached it
+        // ([`Engine::make_room`], which drops that context's jobs itself),
+        // queues one. The jobs leave the lists in batches ([`DoneBatch`]):
+        // nothing is allocated for them, so the clean-up always makes room. A context gives up what its list held when the pass reached it
         // (jobs signalled after that wait for the next pass), so a context that
         // keeps completing jobs cannot hold the pass: one hold per context, and
         // one more per `DROP_BATCH` jobs.
-        const DROP_BATCH: usize = 16;
         const RESTARTS: u32 = 3;
         let mut from = 0;
         let mut len = None;
@@ -1200,7 +1250,7 @@ impl Engine {
         // Jobs still to take from the context at `from`, once reached.
         let mut left = None;
         loop {
-            let mut batch: [Option<KBox<Job>>; DROP_BATCH] = [const { None }; DROP_BATCH];
+            let mut batch = DoneBatch::new();
             {
                 let mut st = this.lock();
                 if len.is_some_and(|len| st.queues.len() < len) {
@@ -1224,13 +1274,7 @@ impl Engine {
                     Some(n) if i == 0 => n,
                     _ => q.done.len(),
                 };
-                let mut taken = 0;
-                let jobs = core::iter::from_fn(|| q.done.pop());
-                for (slot, job) in batch.iter_mut().take(here).zip(jobs) {
-                    *slot = Some(job);
-                    taken += 1;
-                }
-                q.ctx.admission.dropped(taken);
+                let taken = batch.take(q, here);
                 let rest = here.saturating_sub(taken);
                 if rest == 0 || q.done.is_empty() {
                     from += i + 1;
@@ -1240,9 +1284,8 @@ impl Engine {
                     left = Some(rest);
                 }
             }
-            // Taken newest first: dropped oldest first, in the order they
-            // signalled.
-            batch.iter_mut().rev().for_each(|job| drop(job.take()));
+            // After the lock.
+            drop(batch);
         }
         // Dropped jobs gave their device memory back.
         Self::memory_released(this);

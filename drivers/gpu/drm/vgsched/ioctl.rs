@@ -489,7 +489,7 @@ impl Ioctl for Submit {
         // reservation lock, and the submission is made once more.
         match Self::submit_once(dev, args, file, &ctx, allowed) {
             Err(e) if e == EAGAIN => {
-                Engine::make_room(dev.engine.as_arc_borrow());
+                Engine::make_room(dev.engine.as_arc_borrow(), &ctx);
                 match Self::submit_once(dev, args, file, &ctx, allowed) {
                     Err(e) if e == EAGAIN => Err(EBUSY),
                     r => r,
@@ -536,7 +536,7 @@ impl Submit {
             })?;
         drop(bindings);
         if crowded {
-            Engine::make_room(dev.engine.as_arc_borrow());
+            Engine::make_room(dev.engine.as_arc_borrow(), ctx);
         }
         // Nothing below can fail: the job is queued.
         args.seqno = seqno;
