@@ -190,8 +190,8 @@ TEST_F(submit, jobs_of_a_context_complete_in_order_and_are_counted)
  * A context with fewer than DRM_VGSCHED_MAX_JOBS_IN_FLIGHT unfinished jobs
  * is never refused, however many it has submitted (its finished jobs are
  * counted out as they are dropped): eight times the limit of one-thread
- * jobs, each submitted once the job the limit's width before it has
- * finished.
+ * jobs, each submitted as soon as it is the limit's width past the last
+ * finished one.
  */
 TEST_F(submit, a_context_below_its_limit_is_never_refused)
 {
@@ -207,9 +207,13 @@ TEST_F(submit, a_context_below_its_limit_is_never_refused)
 	for (int i = 0; i < jobs; i++) {
 		struct drm_vgsched_submit s = vg_job(self->ctx, &prog, len, &out.handle, 1, 1, 1, 1);
 
-		/* Jobs 1 .. i - max + 1 finished: at most max - 1 unfinished. */
-		if (i >= max - 1) {
-			ASSERT_EQ(0, vgsched_wait(self->fd, self->ctx, i - max + 2, 30 * VG_SECOND_NS,
+		/*
+		 * Jobs 1 .. i - max + 1 finished: max - 1 unfinished, the most a
+		 * submission may find (a job counts as finished once its fence
+		 * has signalled).
+		 */
+		if (i >= max) {
+			ASSERT_EQ(0, vgsched_wait(self->fd, self->ctx, i - max + 1, 30 * VG_SECOND_NS,
 						  &status));
 			ASSERT_EQ(0, status);
 		}

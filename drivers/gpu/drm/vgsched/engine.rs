@@ -229,13 +229,17 @@ impl DoneBatch {
         Self([const { None }; DROP_BATCH])
     }
 
-    /// Takes up to `most` of `q`'s signalled jobs (never more than
-    /// [`DROP_BATCH`]), counting them out of its admission; returns how
-    /// many.
+    /// Takes the oldest of `q`'s signalled jobs, up to `most` (never more
+    /// than [`DROP_BATCH`]), counting them out of its admission; returns
+    /// how many.
     fn take(&mut self, q: &mut ContextQueue, most: usize) -> usize {
+        let n = most.min(DROP_BATCH).min(q.done.len());
+        // The oldest `n` to the back, where they are popped from (newest
+        // of them first).
+        q.done.rotate_left(n);
         let mut taken = 0;
         let jobs = core::iter::from_fn(|| q.done.pop());
-        for (slot, job) in self.0.iter_mut().take(most).zip(jobs) {
+        for (slot, job) in self.0.iter_mut().take(n).zip(jobs) {
             *slot = Some(job);
             taken += 1;
         }
@@ -1036,22 +1040,34 @@ impl Engine {
     /// signalling always finds room in `done`. This drain keeps the next
     /// submission from finding it full; it depends on no other context
     /// (a pass of the clean-up work item over all of them would), and
-    /// ends: `ctx` has at most `DONE_CAPACITY` jobs to give.
+    /// ends: it takes what `ctx`'s list held at its first look, at most
+    /// `DONE_CAPACITY` jobs.
     pub(crate) fn make_room(this: ArcBorrow<'_, Self>, ctx: &Context) {
+        // What the list held at the first look: jobs signalled since are
+        // left for the clean-up work item.
+        let mut left = None;
+        let mut dropped = 0;
         loop {
             let mut batch = DoneBatch::new();
             let taken = match this.lock().queue_mut(ctx) {
-                Some(q) => batch.take(q, DROP_BATCH),
+                Some(q) => {
+                    let here = *left.get_or_insert(q.done.len());
+                    batch.take(q, here)
+                }
                 None => 0,
             };
             // After the lock.
             drop(batch);
-            if taken < DROP_BATCH {
+            dropped += taken;
+            left = left.map(|n: usize| n.saturating_sub(taken));
+            if taken == 0 || left == Some(0) {
                 break;
             }
         }
-        // Dropped jobs gave their device memory back.
-        Self::memory_released(this);
+        if dropped > 0 {
+            // Dropped jobs gave their device memory back.
+            Self::memory_released(this);
+        }
         Self::queue_cleanup(this);
         // Once shut down, the clean-up work item runs no more: the jobs a
         // late submission had cancelled go here.
@@ -1236,13 +1252,14 @@ impl Engine {
         // `RESTARTS` times (a client that destroys contexts in a loop cannot
         // keep it going); after that it goes on from where it is. A record it
         // misses waits for the next pass: every completion, and every
-        // submission that finds its context's list full
+        // submission that finds its context's list filling
         // ([`Engine::make_room`], which drops that context's jobs itself),
         // queues one. The jobs leave the lists in batches ([`DoneBatch`]):
-        // nothing is allocated for them, so the clean-up always makes room. A context gives up what its list held when the pass reached it
-        // (jobs signalled after that wait for the next pass), so a context that
-        // keeps completing jobs cannot hold the pass: one hold per context, and
-        // one more per `DROP_BATCH` jobs.
+        // nothing is allocated for them, so the clean-up always makes room. A
+        // context gives up what its list held when the pass reached it (its
+        // oldest first; jobs signalled after that wait for the next pass), so a
+        // context that keeps completing jobs cannot hold the pass: one hold per
+        // context, and one more per `DROP_BATCH` jobs.
         const RESTARTS: u32 = 3;
         let mut from = 0;
         let mut len = None;
@@ -1385,13 +1402,6 @@ impl Engine {
                 // Its tiles go idle as it ends.
                 tiles::give_back(tiles, tile_jobs, &mut job, now);
                 let error = job.progress.error();
-                job.fence.signal(error);
-                match error {
-                    0 => totals.jobs_done += 1,
-                    _ if job.hung() => totals.jobs_hung += 1,
-                    e if e == EFAULT.to_errno() => totals.jobs_faulted += 1,
-                    _ => totals.jobs_cancelled += 1,
-                }
                 if job.hung() {
                     // Like drm_sched's timeout handling: the context is
                     // guilty and what it queued behind the hung job never
@@ -1401,8 +1411,18 @@ impl Engine {
                         later.progress.fail(ECANCELED.to_errno());
                     }
                 }
-                // Room checked above.
+                // Counted before the fence signals: a submission its waiter
+                // makes at once sees one unfinished job fewer (and the
+                // context guilty).
                 q.ctx.admission.signalled();
+                job.fence.signal(error);
+                match error {
+                    0 => totals.jobs_done += 1,
+                    _ if job.hung() => totals.jobs_hung += 1,
+                    e if e == EFAULT.to_errno() => totals.jobs_faulted += 1,
+                    _ => totals.jobs_cancelled += 1,
+                }
+                // Room checked above.
                 if let Err(PushError(job)) = q.done.push_within_capacity(job) {
                     warn_on!(true);
                     q.ctx.admission.dropped(1);

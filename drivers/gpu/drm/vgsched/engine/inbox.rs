@@ -219,7 +219,7 @@ impl Admission {
 
     /// `n` signalled jobs were taken to be dropped; under the engine lock.
     /// Release, as every decrement: a submission that reads the lower
-    /// count (Acquire) after the clean-up it waited for finds room.
+    /// count (Acquire) after the jobs were dropped finds room.
     pub(super) fn dropped(&self, n: usize) {
         let n = n as u64;
         let before = self.counts.fetch_sub(n * HELD + n, ordering::Release);

@@ -57,7 +57,8 @@ pub(super) struct ContextQueue {
     pub(super) ctx: Arc<Context>,
     /// Unsignalled jobs, oldest first.
     pub(super) jobs: KVec<KBox<Job>>,
-    /// Signalled jobs, waiting for the clean-up work item to drop them.
+    /// Signalled jobs, waiting to be dropped (by the clean-up work item,
+    /// or by a submission of the context, [`Engine::make_room`]).
     pub(super) done: KVec<KBox<Job>>,
     /// The thread state and save area of its waves ([`save_area`]).
     pub(super) store: WaveStore,
