@@ -594,14 +594,7 @@ impl<'a> Occupancy<'a> {
         let t = &self.topo;
         let shared = self.find(self.shared_map(module), t.shared_mem_blocks, needs.shared)?;
         let mut starts = [(0u32, 0u32); MAX_UNITS_PER_MODULE];
-        for (unit, &count) in per_unit
-            .iter()
-            .enumerate()
-            .take(t.units_per_module as usize)
-        {
-            if count == 0 {
-                continue;
-            }
+        for (unit, count) in self.units_with_waves(per_unit) {
             let u = unit as u32;
             let vgpr = self.find(
                 self.vgpr_map(module, u),
@@ -618,6 +611,20 @@ impl<'a> Occupancy<'a> {
         Some((shared, starts))
     }
 
+    /// The module's units a work-group has waves on, with how many
+    /// (`per_unit`, of [`Occupancy::find_each`]), in unit order.
+    fn units_with_waves<'p>(
+        &self,
+        per_unit: &'p [u32; MAX_UNITS_PER_MODULE],
+    ) -> impl Iterator<Item = (usize, u32)> + 'p {
+        per_unit
+            .iter()
+            .copied()
+            .enumerate()
+            .take(self.topo.units_per_module as usize)
+            .filter(|&(_, count)| count > 0)
+    }
+
     /// [`Occupancy::find_each`]'s answers from the time-multiplexed
     /// finder: the searches (shared memory, then the scalar registers of
     /// each unit with waves, then their vector registers) packed into
@@ -631,14 +638,7 @@ impl<'a> Occupancy<'a> {
         per_unit: &[u32; MAX_UNITS_PER_MODULE],
     ) -> Option<(u32, UnitStarts)> {
         let t = &self.topo;
-        let units = t.units_per_module as usize;
-        let used = || {
-            per_unit
-                .iter()
-                .enumerate()
-                .take(units)
-                .filter(|(_, &count)| count > 0)
-        };
+        let used = || self.units_with_waves(per_unit);
         let mut unit_of = [0usize; MAX_UNITS_PER_MODULE];
         let mut n = 0;
         for ((unit, _), u) in used().zip(unit_of.iter_mut()) {
@@ -650,12 +650,12 @@ impl<'a> Occupancy<'a> {
             nbits: t.shared_mem_blocks as usize,
             len: needs.shared as usize,
         });
-        let sgprs = used().map(|(unit, &count)| Search {
+        let sgprs = used().map(|(unit, count)| Search {
             map: self.sgpr_map(module, unit as u32),
             nbits: t.sgpr_blocks as usize,
             len: (count * needs.wave.sgpr) as usize,
         });
-        let vgprs = used().map(|(unit, &count)| Search {
+        let vgprs = used().map(|(unit, count)| Search {
             map: self.vgpr_map(module, unit as u32),
             nbits: t.vgpr_blocks as usize,
             len: (count * needs.wave.vgpr) as usize,

@@ -237,14 +237,11 @@ impl DoneBatch {
         // The oldest `n` to the back, where they are popped from (newest
         // of them first).
         q.done.rotate_left(n);
-        let mut taken = 0;
-        let jobs = core::iter::from_fn(|| q.done.pop());
-        for (slot, job) in self.0.iter_mut().take(n).zip(jobs) {
-            *slot = Some(job);
-            taken += 1;
+        for slot in self.0.iter_mut().take(n) {
+            *slot = q.done.pop();
         }
-        q.ctx.admission.dropped(taken);
-        taken
+        q.ctx.admission.dropped(n);
+        n
     }
 }
 
@@ -1051,15 +1048,16 @@ impl Engine {
             let mut batch = DoneBatch::new();
             let taken = match this.lock().queue_mut(ctx) {
                 Some(q) => {
-                    let here = *left.get_or_insert(q.done.len());
-                    batch.take(q, here)
+                    let left = left.get_or_insert(q.done.len());
+                    let taken = batch.take(q, *left);
+                    *left -= taken;
+                    taken
                 }
                 None => 0,
             };
             // After the lock.
             drop(batch);
             dropped += taken;
-            left = left.map(|n: usize| n.saturating_sub(taken));
             if taken == 0 || left == Some(0) {
                 break;
             }
