@@ -54,6 +54,14 @@
  *  - writes_through_any_mapping_reach_the_next_job: a write through a
  *    second mapping split by munmap(), or through a mapping of the
  *    object's dma-buf, reaches the next job over the resident copy;
+ *  - stores_survive_next_job_*: a job's stores to an object mapped
+ *    through its dma-buf (read-only and never written, read-write, or
+ *    written by the CPU in another page while the job runs) are what the
+ *    next job of its context reads, prepared while the first one runs, and
+ *    stay in the object (with the CPU's write) once both have signalled;
+ *  - a_read_only_holders_job_does_not_hold_the_writer_back: a job of a
+ *    holder that may only read a public object, behind an in-fence that
+ *    does not signal, does not delay the owner's job that writes it;
  *  - job_at_memory_limit_runs: a job whose objects take device memory
  *    less exactly one context state area is accepted and runs, one page
  *    more is refused with E2BIG, whatever the number of slots.
@@ -70,6 +78,7 @@
 
 #include "kselftest_harness.h"
 #include "vgsched_programs.h"
+#include "vgsched_projects.h"
 
 #define THREADS 64
 #define KIB 1024ull
@@ -123,6 +132,26 @@ static unsigned int prog_slow_fault(__u64 *p, int loops)
 	p[n++] = I(BRNZ, 0, 0, 0, 1);
 	p[n++] = I(MOVI, 4, 0, 0, 0x7fffffff);
 	p[n++] = I(LD, 5, 4, 0, 0);
+	p[n++] = I(END, 0, 0, 0, 0);
+	return n;
+}
+
+/*
+ * Every thread stores its global id to word (global id) of binding 0 first,
+ * then spins @loops times (vg_prog_slow_store's loop): a job whose stores
+ * are in its device copy long before it ends.
+ */
+static unsigned int prog_store_then_spin(__u64 *p, int loops)
+{
+	unsigned int n = 0;
+
+	p[n++] = I(SREG, 1, 0, 0, DRM_VGSCHED_SREG_GLOBAL_ID);
+	p[n++] = I(ST, 1, 1, 0, 0);
+	p[n++] = I(MOVI, 0, 0, 0, loops);
+	for (int i = 0; i < 4; i++)
+		p[n++] = I(LD, 2, 3, 0, 0);			/* 3-6: loop */
+	p[n++] = I(ADDI, 0, 0, 0, -1);
+	p[n++] = I(BRNZ, 0, 0, 0, 3);
 	p[n++] = I(END, 0, 0, 0, 0);
 	return n;
 }
@@ -1158,6 +1187,216 @@ TEST_F_TIMEOUT(devmem, writes_through_any_mapping_reach_the_next_job, 60)
 	munmap(dmabuf, 2 * 4096);
 	close(buf_fd);
 	vg_buf_destroy(fd, &obj);
+}
+
+/* How an object is mapped through its dma-buf before the jobs of stores_survive_next_job(). */
+enum dmabuf_use {
+	DMABUF_READ_ONLY,	/* exported read-only, mapped PROT_READ, only read */
+	DMABUF_READ_WRITE,	/* mapped read-write and written before the jobs */
+	DMABUF_WRITE_BESIDE,	/* as READ_WRITE, and a page the jobs do not touch written while job 1 runs */
+};
+
+#define STALE_WORD 0x11111111u
+#define BESIDE_WORD (1024 + 5)
+
+/*
+ * Job 1 stores its thread ids into the first words of a two-page object
+ * @x, then runs on for a while; job 2 of the same context, submitted while
+ * job 1 runs
+ * (so it is prepared beside it), copies those words into its own output.
+ * The object has been mapped through its dma-buf as @use says. Both jobs
+ * end with status 0, job 2 read job 1's stores, and @x keeps them (and
+ * what the CPU wrote beside them) once both fences have signalled.
+ */
+static void stores_survive_next_job(struct __test_metadata *_metadata,
+				    FIXTURE_DATA(devmem) *self, enum dmabuf_use use)
+{
+	struct drm_prime_handle exp;
+	struct vg_buf x, prog1, prog2, out;
+	__u64 w1[16], w2[16];
+	unsigned int n1, n2;
+	__u32 b1[1], b2[2], ctx;
+	struct drm_vgsched_submit s1, s2;
+	volatile uint32_t *view;
+	uint32_t sum = 0;
+	__u64 t0;
+	int fd, buf_fd, st1 = -1, st2 = -1;
+
+	open_device(_metadata, self, NULL);
+	fd = self->fd[0];
+	ctx = vgsched_ctx_create(fd, 8);
+	ASSERT_NE(0, ctx);
+	ASSERT_EQ(0, vg_buf_create(fd, 2 * 4096, &x));
+	for (int i = 0; i < 2 * 1024; i++)
+		((uint32_t *)x.map)[i] = STALE_WORD;
+	ASSERT_EQ(0, vg_buf_create(fd, 4096, &out));
+	memset(out.map, 0xff, 4096);
+
+	exp = (struct drm_prime_handle){ .handle = x.handle,
+		.flags = DRM_CLOEXEC | (use == DMABUF_READ_ONLY ? 0 : DRM_RDWR) };
+	ASSERT_EQ(0, ioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &exp));
+	buf_fd = exp.fd;
+	view = mmap(NULL, 2 * 4096, use == DMABUF_READ_ONLY ? PROT_READ : PROT_READ | PROT_WRITE,
+		    MAP_SHARED, buf_fd, 0);
+	ASSERT_NE(MAP_FAILED, view);
+	if (use == DMABUF_READ_ONLY) {
+		for (int i = 0; i < 2 * 1024; i++)
+			sum += view[i];
+		ASSERT_EQ(STALE_WORD * 2048u, sum);
+	} else {
+		view[2000] = STALE_WORD;
+	}
+
+	n1 = prog_store_then_spin(w1, LOOPS_FOR_MS(LONG_MS));
+	n2 = vg_prog_slow_copy(w2, 1);
+	ASSERT_EQ(0, vg_program(fd, w1, n1, &prog1));
+	ASSERT_EQ(0, vg_program(fd, w2, n2, &prog2));
+	b1[0] = x.handle;
+	s1 = vg_job(ctx, &prog1, n1, b1, 1, 1, 1, THREADS);
+	s1.binding_access[0] = DRM_VGSCHED_BINDING_READ | DRM_VGSCHED_BINDING_WRITE;
+	b2[0] = x.handle;
+	b2[1] = out.handle;
+	s2 = vg_job(ctx, &prog2, n2, b2, 2, 1, 1, THREADS);
+	s2.binding_access[0] = DRM_VGSCHED_BINDING_READ;
+	s2.binding_access[1] = DRM_VGSCHED_BINDING_READ | DRM_VGSCHED_BINDING_WRITE;
+	t0 = vg_now_ns();
+	ASSERT_EQ(0, vgsched_submit(fd, &s1));
+	/*
+	 * Job 2 is submitted once job 1 runs, and a moment later, so that job
+	 * 1's stores (its first instructions) are in its copy when job 2 is
+	 * prepared: an upload then would overwrite them. (The test does not
+	 * rely on the moment to pass, only to catch that upload.)
+	 */
+	ASSERT_NE(0, wait_stage(vgsched_client_id(fd, ctx), ctx, s1.seqno, "first_wave", t0));
+	usleep(20000);
+	if (use == DMABUF_WRITE_BESIDE)
+		view[BESIDE_WORD] = 0xbe51deu;
+	ASSERT_EQ(0, vgsched_submit(fd, &s2));
+	EXPECT_EQ(0, vgsched_wait(fd, ctx, s1.seqno, WAIT_NS, &st1));
+	EXPECT_EQ(0, vgsched_wait(fd, ctx, s2.seqno, WAIT_NS, &st2));
+	EXPECT_EQ(0, st1);
+	EXPECT_EQ(0, st2);
+	for (int i = 0; i < THREADS; i++) {
+		ASSERT_EQ((uint32_t)i, ((uint32_t *)x.map)[i])
+			TH_LOG("word %d of the object lost job 1's store", i);
+		ASSERT_EQ((uint32_t)i, ((uint32_t *)out.map)[i])
+			TH_LOG("job 2 read word %d before job 1's store", i);
+	}
+	EXPECT_EQ(STALE_WORD, ((uint32_t *)x.map)[THREADS]);
+	EXPECT_EQ(0xffffffffu, ((uint32_t *)out.map)[THREADS]);
+	if (use == DMABUF_WRITE_BESIDE)
+		EXPECT_EQ(0xbe51deu, ((uint32_t *)x.map)[BESIDE_WORD])
+			TH_LOG("the CPU's write beside the jobs was lost");
+	munmap((void *)view, 2 * 4096);
+	close(buf_fd);
+	vg_buf_destroy(fd, &prog1);
+	vg_buf_destroy(fd, &prog2);
+	vg_buf_destroy(fd, &out);
+	vg_buf_destroy(fd, &x);
+}
+
+TEST_F_TIMEOUT(devmem, stores_survive_next_job_after_read_only_dmabuf_mapping, 60)
+{
+	stores_survive_next_job(_metadata, self, DMABUF_READ_ONLY);
+}
+
+TEST_F_TIMEOUT(devmem, stores_survive_next_job_after_dmabuf_mapping, 60)
+{
+	stores_survive_next_job(_metadata, self, DMABUF_READ_WRITE);
+}
+
+TEST_F_TIMEOUT(devmem, stores_survive_next_job_beside_a_cpu_write, 60)
+{
+	stores_survive_next_job(_metadata, self, DMABUF_WRITE_BESIDE);
+}
+
+/* The name root publishes for held_reader(). */
+#define HELD_PATH vg_path("", DRM_VGSCHED_FOLDER_PUBLIC, "models", "held")
+
+/*
+ * As uid 1003, which may only read the public object: queues a job that
+ * never ends (until the 60 s job timeout) and, behind it through its
+ * out-fence, a job that reads the object; says so on @io[1], and waits on
+ * @io[0] until the test is done (its file then goes, and its jobs).
+ */
+static int held_reader(void *arg)
+{
+	struct drm_vgsched_shared_path path = HELD_PATH;
+	struct drm_vgsched_shared_open o;
+	struct drm_vgsched_submit s;
+	struct vg_buf prog;
+	__u64 words[16];
+	unsigned int len = vg_prog_slow_copy(words, 1);
+	int *io = arg, fd, endless_fd, fence_fd;
+	__u32 bind[2], ctx;
+
+	if (vg_submit_endless(&endless_fd, &fence_fd))
+		return 101;
+	fd = vgsched_open_render_node();
+	if (fd < 0 || vg_shared_open(fd, &path, 0, &o) || o.writable)
+		return 102;
+	ctx = vgsched_ctx_create(fd, 8);
+	bind[0] = o.handle;
+	bind[1] = vgsched_bo_create(fd, 4096);
+	if (!ctx || !bind[1] || vg_program(fd, words, len, &prog))
+		return 103;
+	s = vg_job(ctx, &prog, len, bind, 2, 1, 1, THREADS);
+	s.binding_access[0] = DRM_VGSCHED_BINDING_READ;
+	s.binding_access[1] = DRM_VGSCHED_BINDING_READ | DRM_VGSCHED_BINDING_WRITE;
+	s.flags = DRM_VGSCHED_SUBMIT_IN_FENCE;
+	s.in_fence_fd = fence_fd;
+	if (vgsched_submit(fd, &s))
+		return 104;
+	if (await_revocation(io[1], io[0]))
+		return 105;
+	/* Its in-fence never signalled meanwhile: the reader still waits. */
+	return still_running(fd, ctx, s.seqno) ? 0 : 106;
+}
+
+/*
+ * A holder that may only read a public object queues a job reading it
+ * behind an in-fence that does not signal for a minute; the owner's job
+ * that writes the object is not held back by it (the reader's fence is
+ * bookkeeping in the object's reservation): it ends, right, within
+ * WAIT_NS, while the reader still waits.
+ */
+TEST_F_TIMEOUT(devmem, a_read_only_holders_job_does_not_hold_the_writer_back, 120)
+{
+	struct drm_vgsched_shared_path path = HELD_PATH;
+	struct vg_buf x, prog;
+	__u64 words[16];
+	unsigned int len = vg_prog_busy_store(words, 1);
+	int io[2], to, from, status = -1;
+	char node[64], c;
+	__u32 ctx;
+	pid_t pid;
+
+	open_device(_metadata, self, "job_timeout_ms=60000");
+	close(vgsched_open_render_node_at(node, sizeof(node)));
+	ASSERT_EQ(0, chmod(node, 0666));
+	ASSERT_EQ(0, vg_buf_create(self->fd[0], 4096, &x));
+	memset(x.map, 0x5a, 4096);
+	ASSERT_EQ(0, vg_publish(self->fd[0], &path, x.handle));
+	pid = fork_talking(1003, held_reader, io, &io[0], &io[1], &to, &from);
+	ASSERT_GT(pid, 0);
+	ASSERT_EQ(1, read(from, &c, 1)) TH_LOG("the reader's jobs were not queued");
+
+	ctx = vgsched_ctx_create(self->fd[0], 8);
+	ASSERT_NE(0, ctx);
+	ASSERT_EQ(0, vg_program(self->fd[0], words, len, &prog));
+	struct drm_vgsched_submit s = vg_job(ctx, &prog, len, &x.handle, 1, 1, 1, THREADS);
+
+	ASSERT_EQ(0, vgsched_submit(self->fd[0], &s));
+	EXPECT_EQ(0, finish(self->fd[0], ctx, s.seqno)) TH_LOG("the writer waited for the reader");
+	for (int i = 0; i < THREADS; i++)
+		ASSERT_EQ((uint32_t)i, ((uint32_t *)x.map)[i]);
+	EXPECT_EQ(1, write(to, "g", 1));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(0, vg_unpublish(self->fd[0], &path));
+	vg_buf_destroy(self->fd[0], &prog);
+	vg_buf_destroy(self->fd[0], &x);
 }
 
 /*

@@ -36,6 +36,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -941,13 +943,38 @@ static struct rule_view view_of_1002(void)
 	return v;
 }
 
+static sigjmp_buf bus_jmp;
+
+static void on_sigbus(int sig)
+{
+	siglongjmp(bus_jmp, 1);
+}
+
+/* Whether storing @v at @p raises SIGBUS (the store is then not made). */
+static int store_faults(volatile uint32_t *p, uint32_t v)
+{
+	struct sigaction sa = { .sa_handler = on_sigbus }, old;
+	int faulted = 0;
+
+	sigaction(SIGBUS, &sa, &old);
+	if (sigsetjmp(bus_jmp, 1) == 0)
+		*p = v;
+	else
+		faulted = 1;
+	sigaction(SIGBUS, &old, NULL);
+	return faulted;
+}
+
 /*
  * 1002, a member, opens 1001's member folder read-write (a rule lets it),
  * maps it for writing, cannot publish it elsewhere (only a rule lets it
  * write), and waits; the administrator then removes its rule, and the
  * folder's matrix (read-only for another member) holds again: its
  * writable mapping, a writable binding and the export through the handle
- * it holds are refused from then on, a read-only binding runs.
+ * it holds are refused from then on, a read-only binding runs; of the
+ * mappings it made before, a read-only one cannot be made writable by
+ * mprotect() (EACCES) and a store through a writable one faults (SIGBUS)
+ * and changes nothing.
  */
 static int writer_loses_its_right(void *arg)
 {
@@ -962,7 +989,8 @@ static int writer_loses_its_right(void *arg)
 	struct vg_buf prog;
 	int *io = arg, fd = vgsched_open_render_node();
 	__u32 ctx;
-	void *map;
+	void *map, *ro;
+	volatile uint32_t *rw;
 
 	if (fd < 0 || vg_shared_open(fd, &path, DRM_VGSCHED_SHARED_OPEN_WRITE, &o) || !o.writable)
 		return 101;
@@ -970,6 +998,11 @@ static int writer_loses_its_right(void *arg)
 	if (map == MAP_FAILED)
 		return 102;
 	munmap(map, OBJ_SIZE);
+	/* Kept across the revocation: one writable (and written), one read-only. */
+	rw = vgsched_bo_mmap(fd, o.handle, OBJ_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED);
+	ro = vgsched_bo_mmap(fd, o.handle, OBJ_SIZE, PROT_READ, MAP_SHARED);
+	if (rw == MAP_FAILED || ro == MAP_FAILED || store_faults(&rw[1], 0x600du))
+		return 110;
 	struct drm_vgsched_shared_path elsewhere = place(F_PROJECT, "copy");
 
 	if (vg_publish(fd, &elsewhere, o.handle) != -EACCES)
@@ -983,6 +1016,13 @@ static int writer_loses_its_right(void *arg)
 	map = vgsched_bo_mmap(fd, o.handle, OBJ_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED);
 	if (map != MAP_FAILED || errno != EACCES)
 		return 105;
+	/* The mappings made before lose the right too. */
+	if (!mprotect(ro, OBJ_SIZE, PROT_READ | PROT_WRITE) || errno != EACCES)
+		return 111;
+	if (!store_faults(&rw[1], 0xbad0700au) || rw[1] != 0x600du)
+		return 112;
+	munmap(ro, OBJ_SIZE);
+	munmap((void *)rw, OBJ_SIZE);
 	sub = vg_job(ctx, &prog, 3, &o.handle, 1, 1, 1, 1);
 	sub.binding_access[0] = DRM_VGSCHED_BINDING_READ | DRM_VGSCHED_BINDING_WRITE;
 	if (!vgsched_submit(fd, &sub) || errno != EACCES)

@@ -21,7 +21,7 @@ extern "C" {
 /** The uAPI version a driver reports; bump minor for additions. */
 enum drm_vgsched_uapi_version {
 	DRM_VGSCHED_UAPI_MAJOR = 1,
-	DRM_VGSCHED_UAPI_MINOR = 9,
+	DRM_VGSCHED_UAPI_MINOR = 10,
 };
 
 /** Driver-private ioctl numbers, offset from DRM_COMMAND_BASE. */

@@ -83,10 +83,11 @@ extern "C" {
     fn vgsched_resv_lock(
         set: *mut RawResvSet,
         objs: *mut *mut RawGemObject,
-        writes: *const bool,
+        usage: *const Usage,
         count: c_uint,
         own_context: u64,
         wait: *mut *mut bindings::dma_fence,
+        foreign: *mut u64,
     ) -> c_int;
     fn vgsched_resv_publish(set: *mut RawResvSet, fence: *mut bindings::dma_fence);
     fn vgsched_resv_unlock(set: *mut RawResvSet);
@@ -321,14 +322,37 @@ impl Drop for Waiter {
     }
 }
 
-/// Locks the reservations of the objects of `objects` (`writes[i]`: the
-/// job stores to binding slot `i`), reserves a fence slot in each, and calls
+/// How a job takes part in the implicit synchronisation of one bound
+/// object (`resv.c`'s `VGSCHED_RESV_*`, the same numbers).
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Usage {
+    /// It reads the object: it waits for the writers, and its fence joins
+    /// the object as a reader (`DMA_RESV_USAGE_READ`), which writers wait
+    /// for.
+    Read = 0,
+    /// It may store to the object: it waits for every fence, and its fence
+    /// joins as a writer (`DMA_RESV_USAGE_WRITE`).
+    Write = 1,
+    /// It reads a shared object its file may only read: it waits for the
+    /// writers, and its fence joins as bookkeeping
+    /// (`DMA_RESV_USAGE_BOOKKEEP`), which no writer waits for, so a holder
+    /// that may only read never delays the object's writers. Its job reads
+    /// the object's device copy as it is while it runs.
+    ReadOnlyHolder = 2,
+}
+
+/// Locks the reservations of the objects of `objects` (`usage[i]`: how the
+/// job uses binding slot `i`), reserves a fence slot in each, marks
+/// an object whose reservation announces new writes of another device
+/// (an importer's DMA) to be uploaded whole again
+/// ([`crate::gem::VgObject::foreign_writes`]), and calls
 /// `queue` with the one fence the job must wait for: the fences already
-/// there (all of them for an object it writes, the writers' for one it only
-/// reads) but those of fence context `own_context` (its own context's);
-/// `None` when there is nothing to wait for. If `queue` queues the job and
-/// returns its fence, that fence joins every object (a writer where the
-/// job stores, a reader elsewhere) before the locks go, so no other
+/// there (all but bookkeeping for an object it writes, the writers' for one
+/// it only reads) but those of fence context `own_context` (its own
+/// context's); `None` when there is nothing to wait for. If `queue` queues
+/// the job and returns its fence, that fence joins every object (as
+/// [`Usage`] says) before the locks go, so no other
 /// submission slips between the fences the job waits for and its own; if
 /// `queue` fails, the locks just go. Locking may be interrupted (`EINTR`,
 /// `ERESTARTSYS`). It allocates no lock set (its storage is on this
@@ -339,12 +363,12 @@ impl Drop for Waiter {
 /// vunmap): they are held by this task.
 pub(crate) fn with_resv_locked<T>(
     objects: &Bindings,
-    writes: &[bool],
+    usage: &[Usage],
     own_context: u64,
     queue: impl FnOnce(Option<Fence>) -> Result<(T, Fence)>,
 ) -> Result<T> {
     let count = objects.len();
-    if count > isa::MAX_BINDINGS || writes.len() != count {
+    if count > isa::MAX_BINDINGS || usage.len() != count {
         return Err(EINVAL);
     }
     let mut objs = [core::ptr::null_mut(); isa::MAX_BINDINGS];
@@ -355,21 +379,28 @@ pub(crate) fn with_resv_locked<T>(
         _storage: [MaybeUninit::uninit(); RESV_SET_BYTES],
     };
     let mut wait = core::ptr::null_mut();
+    let mut foreign = [0u64; isa::MAX_BINDINGS];
     // SAFETY: `set` is storage of the size and alignment `resv.c` asks
     // for, and stays in place until the set is ended below; `objs` holds
     // `count` live GEM objects (referenced by `objects` for this whole
-    // call), `writes` as many flags, and `wait` is a valid place for the
-    // result.
+    // call), `usage` as many values, `foreign` room for as many results,
+    // and `wait` is a valid place for the result.
     to_result(unsafe {
         vgsched_resv_lock(
             &mut set,
             objs.as_mut_ptr(),
-            writes.as_ptr(),
+            usage.as_ptr(),
             count as c_uint,
             own_context,
             &mut wait,
+            foreign.as_mut_ptr(),
         )
     })?;
+    // Under the reservation locks, before the job is queued: an object
+    // another device wrote goes to the device copy again.
+    for (map, &summary) in objects.iter().zip(foreign.iter()) {
+        map.owner().foreign_writes(summary);
+    }
     // INVARIANT: On success `wait` is null or carries a reference for us.
     let deps = NonNull::new(wait).map(|ptr| Fence { ptr });
     match queue(deps) {

@@ -9,10 +9,16 @@
 //!
 //! Each object also knows which of its pages the CPU has written through a
 //! mapping since its device copy last took them
-//! ([`VgObject::take_cpu_written`]): its mappings report the first write to
-//! each page (`bo_mapping.c`), so a program that writes its inputs through
-//! `mmap()` between jobs has them in the next job without any call,
-//! whatever copy is resident.
+//! ([`VgObject::take_cpu_written`]): its mappings, through the DRM file or
+//! any of its dma-bufs, report the first write to each page
+//! (`bo_mapping.c`), so a program that writes its inputs through `mmap()`
+//! between jobs has them in the next job without any call, whatever copy is
+//! resident. A write through a mapping is allowed only while the mapping's
+//! holder may write the object ([`VgObject::mapping_may_write`]): a right
+//! the administrator takes back ends for the mappings made before, at their
+//! next write fault and at `mprotect()`.
+
+use core::ptr::NonNull;
 
 use kernel::{
     bindings,
@@ -24,6 +30,8 @@ use kernel::{
             BaseObject, //
         }, //
     },
+    error::to_result,
+    ffi::c_int,
     io::Io,
     mm::virt::{
         flags,
@@ -107,12 +115,13 @@ pub(crate) struct VgObject {
     /// One bit per page: the CPU wrote the page through a mapping since a
     /// device copy last took it ([`VgObject::take_cpu_written`]).
     cpu_written: KVVec<Atomic<u64>>,
-    /// It was mapped through a dma-buf. Such a mapping can outlive the
-    /// object's current dma-buf (the core forgets it when the last handle
-    /// goes, and a later export makes another), so it cannot always be
-    /// write-protected: from then on every page counts as written at each
-    /// submission. Never cleared.
-    dmabuf_mapped: Atomic<bool>,
+    /// The dma-bufs it is mapped through (`bo_mapping.c`), so that
+    /// protecting it reaches every CPU mapping, however old its dma-buf.
+    maps: DmabufMaps,
+    /// The summary of other devices' write fences in its reservation that
+    /// the last submission binding it saw (`resv.c`), changed under the
+    /// reservation lock ([`VgObject::foreign_writes`]).
+    foreign_writes: Atomic<u64>,
     /// It was exported as a dma-buf: an importing device may write its
     /// pages without any report, so no program read from it is cached.
     /// Never cleared.
@@ -171,26 +180,128 @@ struct RawVma {
     _opaque: [u8; 0],
 }
 
+/// Opaque `struct vgsched_bo_maps` of `bo_mapping.c`.
+#[repr(C)]
+struct RawMaps {
+    _opaque: [u8; 0],
+}
+
 extern "C" {
-    fn vgsched_bo_track_writes(vma: *mut RawVma);
+    fn vgsched_bo_maps_new() -> *mut RawMaps;
+    fn vgsched_bo_maps_free(maps: *mut RawMaps);
+    fn vgsched_bo_track_writes(vma: *mut RawVma, obj: *mut RawGemObject) -> c_int;
     fn vgsched_bo_protect(obj: *mut RawGemObject);
 }
 
-/// Called by `bo_mapping.c` when the CPU is about to write page `page` of
-/// `obj` through a mapping for the first time since it was protected.
+/// The record of the dma-bufs an object is mapped through, which
+/// `bo_mapping.c` keeps and serialises with a mutex of its own.
+///
+/// # Invariants
+///
+/// `ptr` was returned by `vgsched_bo_maps_new()` and is freed only when
+/// this value drops.
+struct DmabufMaps {
+    ptr: NonNull<RawMaps>,
+}
+
+// SAFETY: The record is used from any thread; `bo_mapping.c` serialises
+// its accesses with the record's mutex.
+unsafe impl Send for DmabufMaps {}
+// SAFETY: As above: every access goes through `bo_mapping.c` under its
+// mutex.
+unsafe impl Sync for DmabufMaps {}
+
+impl DmabufMaps {
+    fn new() -> Result<Self> {
+        // SAFETY: No preconditions; it allocates with `GFP_KERNEL_ACCOUNT`.
+        let ptr = NonNull::new(unsafe { vgsched_bo_maps_new() }).ok_or(ENOMEM)?;
+        // INVARIANT: Just made by `vgsched_bo_maps_new()`.
+        Ok(Self { ptr })
+    }
+}
+
+impl Drop for DmabufMaps {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant `ptr` is live and freed only here.
+        // Its object is being freed, so no mapping of it is left.
+        unsafe { vgsched_bo_maps_free(self.ptr.as_ptr()) };
+    }
+}
+
+/// The object `obj` of a mapping and the DRM file `file` it was made
+/// through (null: a dma-buf).
 ///
 /// # Safety
 ///
 /// `obj` is the GEM object of a live [`Bo`] (the mapping holds a reference
 /// to it): `bo_mapping.c`'s operations are installed only on mappings of
-/// this driver's objects, by [`gem::DriverObject::mmap`].
-#[no_mangle]
-unsafe extern "C" fn vgsched_bo_cpu_write(obj: *mut bindings::drm_gem_object, page: usize) {
+/// this driver's objects, by [`gem::DriverObject::mmap`]. `file`, if not
+/// null, is the open `struct drm_file` of the DRM file the mapping was made
+/// through, which the mapping keeps open.
+unsafe fn mapping_of<'a>(
+    obj: *mut bindings::drm_gem_object,
+    file: *mut bindings::drm_file,
+) -> (&'a Bo, Option<&'a DrmFile>) {
     // SAFETY: By the function's safety requirement `obj` is embedded in a
-    // live `Bo`, which the mapping keeps alive during this call.
+    // live `Bo`, which the mapping keeps alive during the call.
     let bo = unsafe { <Bo as gem::IntoGEMObject>::from_raw(obj) };
+    // SAFETY: By the function's safety requirement `file` is null or an
+    // open DRM file of this driver (the mapping's file has its file
+    // operations), kept open by the mapping.
+    let file = (!file.is_null()).then(|| unsafe { DrmFile::from_raw(file) });
+    (bo, file)
+}
+
+/// Called by `bo_mapping.c` when the CPU is about to write page `page` of
+/// `obj` through a mapping made through `file` (null: a dma-buf) for the
+/// first time since it was protected: records the page, or refuses the
+/// write (`false`) when the mapping's holder may no longer write.
+///
+/// # Safety
+///
+/// As [`mapping_of`].
+#[no_mangle]
+unsafe extern "C" fn vgsched_bo_cpu_write(
+    obj: *mut bindings::drm_gem_object,
+    file: *mut bindings::drm_file,
+    page: usize,
+) -> bool {
+    // SAFETY: By the function's safety requirement.
+    let (bo, file) = unsafe { mapping_of(obj, file) };
+    if !bo.mapping_may_write(file) {
+        return false;
+    }
     vram::set_bit(&bo.cpu_written, page);
     bo.cpu_writes.fetch_add(1, ordering::Release);
+    true
+}
+
+/// Called by `bo_mapping.c` when `mprotect()` asks to make a mapping of
+/// `obj` made through `file` (null: a dma-buf) writable.
+///
+/// # Safety
+///
+/// As [`mapping_of`].
+#[no_mangle]
+unsafe extern "C" fn vgsched_bo_may_write(
+    obj: *mut bindings::drm_gem_object,
+    file: *mut bindings::drm_file,
+) -> bool {
+    // SAFETY: By the function's safety requirement.
+    let (bo, file) = unsafe { mapping_of(obj, file) };
+    bo.mapping_may_write(file)
+}
+
+/// The record of the dma-bufs `obj` is mapped through, for `bo_mapping.c`.
+///
+/// # Safety
+///
+/// `obj` is the GEM object of a live [`Bo`].
+#[no_mangle]
+unsafe extern "C" fn vgsched_bo_maps_of(obj: *mut bindings::drm_gem_object) -> *mut RawMaps {
+    // SAFETY: By the function's safety requirement.
+    let bo = unsafe { <Bo as gem::IntoGEMObject>::from_raw(obj) };
+    bo.maps.ptr.as_ptr()
 }
 
 #[pinned_drop]
@@ -234,8 +345,9 @@ impl gem::DriverObject for VgObject {
             memory,
             copy: copy?,
             shared: Atomic::new(false),
-            dmabuf_mapped: Atomic::new(false),
+            maps: DmabufMaps::new()?,
             exported: Atomic::new(false),
+            foreign_writes: Atomic::new(0),
             holders <- new_mutex!(KVec::new()),
             cpu_written: cpu_written?,
             cpu_taking <- new_mutex!(cpu_taking?),
@@ -266,10 +378,11 @@ impl gem::DriverObject for VgObject {
         kernel::warn_on!(!obj.release(file, Holding::closed));
     }
 
-    /// A new mapping: writable only through a file that may write the
-    /// object, or through a dma-buf of an object that was never shared.
-    /// A read-only mapping loses `VM_MAYWRITE`, so `mprotect()` cannot
-    /// make it writable later.
+    /// A new mapping: writable only while its holder may write the object
+    /// ([`VgObject::mapping_may_write`]). A read-only mapping loses
+    /// `VM_MAYWRITE`, so `mprotect()` cannot make it writable later; a
+    /// writable one that `mprotect()` makes read-only and then asks to
+    /// make writable again is asked again (`bo_mapping.c`).
     fn mmap(obj: &Bo, file: Option<&DrmFile>, vma: &VmaNew) -> Result {
         // A dumb buffer maps as the shmem helper maps it, untracked: it
         // never reaches a job.
@@ -294,23 +407,19 @@ impl gem::DriverObject for VgObject {
                 return Err(EACCES);
             }
         }
-        // SAFETY: `vma` is being set up by this `mmap()`, for `obj`, whose
-        // reference the mapping holds from here on.
-        unsafe { vgsched_bo_track_writes(vma.as_ptr().cast()) };
-        let writable = match file {
-            Some(file) => obj.may_write(file),
-            None => !obj.is_shared(),
-        };
-        if writable {
-            if file.is_none() {
-                obj.dmabuf_mapped.store(true, ordering::Relaxed);
+        if !obj.mapping_may_write(file) {
+            if vma.writable() {
+                return Err(EACCES);
             }
-            return Ok(());
+            vma.try_clear_maywrite()?;
         }
-        if vma.writable() {
-            return Err(EACCES);
-        }
-        vma.try_clear_maywrite()
+        // Last, once the mapping is accepted: it counts the mapping in.
+        // SAFETY: `vma` is being set up by this `mmap()`, for `obj`, whose
+        // reference the mapping holds from here on; `obj` is a live object
+        // of this driver.
+        to_result(unsafe {
+            vgsched_bo_track_writes(vma.as_ptr().cast(), gem::IntoGEMObject::as_raw(obj).cast())
+        })
     }
 
     /// A dma-buf gives its importers the object's pages to write: a file
@@ -342,26 +451,60 @@ impl VgObject {
     /// locks: before any reservation lock.
     pub(crate) fn take_cpu_written(bo: &Bo) {
         let mut taking = bo.cpu_taking.lock();
-        let every = match bo.dmabuf_mapped.load(ordering::Relaxed) {
-            true => u64::MAX,
-            false => 0,
-        };
         let mut any = false;
         for (taken, word) in taking.iter_mut().zip(bo.cpu_written.iter()) {
-            *taken = word.xchg(0, ordering::Acquire) | every;
+            *taken = word.xchg(0, ordering::Acquire);
             any |= *taken != 0;
         }
         if !any {
             return;
         }
-        // Every page counts as written anyway: protecting would only make
-        // the CPU fault its pages back in.
-        if every == 0 {
-            // SAFETY: `bo` is a live object of this driver.
-            unsafe { vgsched_bo_protect(gem::IntoGEMObject::as_raw(bo).cast()) };
-        }
+        Self::protect(bo);
         for (w, &bits) in taking.iter().enumerate().filter(|(_, b)| **b != 0) {
             bo.copy.cpu_wrote(w, bits);
+        }
+    }
+
+    /// Takes away every CPU page-table entry of the object, through the
+    /// DRM files and every dma-buf it is mapped through: the next write to
+    /// each page faults, is checked against the holder's rights and is
+    /// reported. Takes the mappings' locks: before any reservation lock.
+    pub(crate) fn protect(bo: &Bo) {
+        // SAFETY: `bo` is a live object of this driver.
+        unsafe { vgsched_bo_protect(gem::IntoGEMObject::as_raw(bo).cast()) };
+    }
+
+    /// A page of the object may be written through a CPU mapping made
+    /// through `file` (`None`: a dma-buf), now: always for an object never
+    /// published (its mappings were writable when made, and publishing
+    /// is what makes rights change); for a published one, a dma-buf's
+    /// mapping never, and a file's as [`VgObject::may_write`] says, or,
+    /// when the file's handles are gone (a mapping outlives them), unless
+    /// the administrator's rule for its user forbids writing.
+    pub(crate) fn mapping_may_write(&self, file: Option<&DrmFile>) -> bool {
+        if !self.is_shared() {
+            return true;
+        }
+        let Some(file) = file else {
+            return false;
+        };
+        let rule = self.rule_for(file.inner().uid);
+        match self.holding_of(file) {
+            Some(h) => may_write_now(&h, rule),
+            None => rule.is_none_or(|r| r.write),
+        }
+    }
+
+    /// At a submission binding the object, under its reservation lock:
+    /// `summary` sums the write fences of other devices in its reservation
+    /// (`resv.c`; 0: none). When it changed since the last submission and
+    /// is not 0, an importer wrote the object by DMA, which no mapping
+    /// reports: every page goes to the device copy again. The job waits for
+    /// those fences before its preparation uploads them.
+    pub(crate) fn foreign_writes(&self, summary: u64) {
+        let last = self.foreign_writes.xchg(summary, ordering::Relaxed);
+        if summary != 0 && summary != last {
+            self.copy.cpu_wrote_all();
         }
     }
 
@@ -542,15 +685,13 @@ impl VgObject {
     /// reported writes is taken and then the CPU's mappings are
     /// write-protected, so a write that lands after the read is reported
     /// after the count was taken. An object ever exported as a dma-buf
-    /// (an importer may write it without a report) or mapped through one
-    /// (whose mappings cannot all be protected) is read every time. Takes
+    /// (an importer may write it without a report) is read every time. Takes
     /// the mappings' locks: before any reservation lock.
     pub(crate) fn program(bo: &Bo, instrs: usize, bindings: usize) -> Result<Program> {
         let mut cache = bo.program.lock();
         let cpu_writes = bo.cpu_writes.load(ordering::Acquire);
         let write_backs = bo.copy.write_backs();
-        let trackable =
-            !bo.dmabuf_mapped.load(ordering::Relaxed) && !bo.exported.load(ordering::Relaxed);
+        let trackable = !bo.exported.load(ordering::Relaxed);
         if let Some(c) = cache.as_ref() {
             let current = c.cpu_writes == cpu_writes && c.write_backs == write_backs;
             if trackable && current && c.instrs == instrs && c.bindings == bindings {

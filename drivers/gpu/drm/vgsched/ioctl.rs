@@ -511,7 +511,7 @@ impl Submit {
         ctx: &Arc<Context>,
         allowed: u32,
     ) -> Result<u32> {
-        let Submission { mut spec, writes } =
+        let Submission { mut spec, usage } =
             Submission::from_args(args, &dev.topology, file, allowed)?;
         // The tiles it asks for count against its project member's request
         // until the job is dropped, after its fence has signalled.
@@ -528,7 +528,7 @@ impl Submit {
         // dropping a last one unmaps, which takes the lock.
         let bindings = spec.bindings.clone();
         let (seqno, out_fd, crowded) =
-            with_resv_locked(&bindings, &writes[..bindings.len()], ctx.timeline, |deps| {
+            with_resv_locked(&bindings, &usage[..bindings.len()], ctx.timeline, |deps| {
                 spec.deps = deps;
                 let (seqno, fence, out_fd, crowded) =
                     Engine::submit(dev.engine.as_arc_borrow(), ctx, spec)?;

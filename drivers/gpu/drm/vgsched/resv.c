@@ -24,10 +24,16 @@
  *     fences). These are dependencies for ordering only: their errors are
  *     not the job's (uapi.rst), unlike the caller's explicit in-fence,
  *     which the engine waits for on its own.
+ *     It also tells, per object, which writes of other devices its
+ *     reservation announces (vgsched_resv_foreign()), so that the caller
+ *     uploads an object again that an importer wrote by DMA.
  *  2. The caller queues the job with that fence as its dependency.
  *  3. vgsched_resv_publish() adds the job's fence to every object
  *     (DMA_RESV_USAGE_WRITE where it writes, DMA_RESV_USAGE_READ where it
- *     only reads) and unlocks; it cannot fail, the slots are reserved.
+ *     only reads, DMA_RESV_USAGE_BOOKKEEP where it reads a shared object
+ *     its file may only read, so that such a holder never holds the
+ *     object's writers back) and unlocks; it cannot fail, the slots are
+ *     reserved.
  *     vgsched_resv_unlock() unlocks without adding anything when queueing
  *     failed.
  *
@@ -58,6 +64,8 @@ struct vgsched_resv_set {
 	unsigned int count;
 	struct drm_gem_object *objs[VGSCHED_RESV_MAX_OBJECTS];
 	bool writes[VGSCHED_RESV_MAX_OBJECTS];
+	/* Only read by a holder that may not write it: its fence is bookkeeping. */
+	bool bookkeep[VGSCHED_RESV_MAX_OBJECTS];
 	bool locked[VGSCHED_RESV_MAX_OBJECTS];
 };
 
@@ -139,9 +147,12 @@ fail:
 	return ret;
 }
 
-/* Takes each distinct object once; an object bound twice is written if either binding writes it. */
+/*
+ * Takes each distinct object once; an object bound twice is written if
+ * either binding writes it, and bookkeeping only if every binding is.
+ */
 static void vgsched_resv_dedup(struct vgsched_resv_set *set, struct drm_gem_object **objs,
-			       const bool *writes, unsigned int count)
+			       const u8 *usage, unsigned int count)
 {
 	unsigned int i, j;
 
@@ -152,9 +163,11 @@ static void vgsched_resv_dedup(struct vgsched_resv_set *set, struct drm_gem_obje
 		if (j == set->count) {
 			set->objs[j] = objs[i];
 			set->writes[j] = false;
+			set->bookkeep[j] = true;
 			set->count++;
 		}
-		set->writes[j] |= writes[i];
+		set->writes[j] |= usage[i] == VGSCHED_RESV_WRITE;
+		set->bookkeep[j] &= usage[i] == VGSCHED_RESV_READ_ONLY_HOLDER;
 	}
 }
 
@@ -228,17 +241,39 @@ out:
 	return merged;
 }
 
+/*
+ * A summary of the write fences of other devices (an importer's DMA) in
+ * the locked reservation @resv, signalled or not: 0 for none, else a sum
+ * over them of their context and seqno, so that a new write fence (a new
+ * seqno, or a new context) changes it. The caller compares it with the
+ * one it saw at its last upload; a fence that goes (pruned once signalled)
+ * changes it too, which only costs an upload. Another vgsched job's
+ * writes reach the object's one device copy anyway.
+ */
+static u64 vgsched_resv_foreign(struct dma_resv *resv)
+{
+	struct dma_resv_iter iter;
+	struct dma_fence *fence;
+	u64 sum = 0;
+
+	dma_resv_for_each_fence(&iter, resv, DMA_RESV_USAGE_WRITE, fence)
+		if (!vgsched_fence_is_ours(fence))
+			sum += fence->context * 0x9e3779b97f4a7c15ull + fence->seqno + 1;
+	return sum;
+}
+
 int vgsched_resv_lock(struct vgsched_resv_set *set, struct drm_gem_object **objs,
-		      const bool *writes, unsigned int count, u64 own_context,
-		      struct dma_fence **wait)
+		      const u8 *usage, unsigned int count, u64 own_context,
+		      struct dma_fence **wait, u64 *foreign)
 {
 	struct dma_fence *fence;
+	unsigned int i;
 	int ret;
 
 	if (count > VGSCHED_RESV_MAX_OBJECTS)
 		return -EINVAL;
 	memset(set, 0, sizeof(*set));
-	vgsched_resv_dedup(set, objs, writes, count);
+	vgsched_resv_dedup(set, objs, usage, count);
 	ret = vgsched_resv_lock_all(set);
 	if (ret)
 		return ret;
@@ -247,17 +282,23 @@ int vgsched_resv_lock(struct vgsched_resv_set *set, struct drm_gem_object **objs
 		vgsched_resv_unlock(set);
 		return PTR_ERR(fence);
 	}
+	/* Per binding as the caller gave them, duplicates included. */
+	for (i = 0; i < count; i++)
+		foreign[i] = vgsched_resv_foreign(objs[i]->resv);
 	*wait = fence;
 	return 0;
 }
 
 void vgsched_resv_publish(struct vgsched_resv_set *set, struct dma_fence *fence)
 {
+	enum dma_resv_usage usage;
 	unsigned int i;
 
-	for (i = 0; i < set->count; i++)
-		dma_resv_add_fence(set->objs[i]->resv, fence,
-				   set->writes[i] ? DMA_RESV_USAGE_WRITE : DMA_RESV_USAGE_READ);
+	for (i = 0; i < set->count; i++) {
+		usage = set->writes[i] ? DMA_RESV_USAGE_WRITE :
+			set->bookkeep[i] ? DMA_RESV_USAGE_BOOKKEEP : DMA_RESV_USAGE_READ;
+		dma_resv_add_fence(set->objs[i]->resv, fence, usage);
+	}
 	vgsched_resv_unlock(set);
 }
 

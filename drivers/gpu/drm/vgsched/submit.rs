@@ -17,7 +17,10 @@ use kernel::{
 };
 
 use crate::{
-    fence::Fence,
+    fence::{
+        Fence,
+        Usage, //
+    },
     file::DrmFile,
     gem::{
         self,
@@ -56,9 +59,9 @@ const KNOWN_FLAGS: u32 = uapi::DRM_VGSCHED_SUBMIT_FLAGS;
 pub(crate) struct Submission {
     /// The job.
     pub(crate) spec: JobSpec,
-    /// Per binding slot, whether the job may store to it (its object's
-    /// reservation gets the job's fence as a writer).
-    pub(crate) writes: [bool; isa::MAX_BINDINGS],
+    /// Per binding slot, how the job takes part in its object's implicit
+    /// synchronisation (a writer where it may store).
+    pub(crate) usage: [Usage; isa::MAX_BINDINGS],
 }
 
 impl Submission {
@@ -96,7 +99,8 @@ impl Submission {
             FitError::WaveTooBig | FitError::GroupTooBig => E2BIG,
         })?;
         let writes = binding_access(args)?;
-        let bindings = bind_buffers(file, args.bindings, args.binding_count, &writes)?;
+        let mut usage = [Usage::Read; isa::MAX_BINDINGS];
+        let bindings = bind_buffers(file, args.bindings, args.binding_count, &writes, &mut usage)?;
         let program = load_program(
             file,
             args.program_handle,
@@ -131,7 +135,7 @@ impl Submission {
             allowed_tiles,
             charge: None,
         };
-        Ok(Self { spec, writes })
+        Ok(Self { spec, usage })
     }
 }
 
@@ -166,12 +170,15 @@ fn binding_access(args: &uapi::drm_vgsched_submit) -> Result<[bool; isa::MAX_BIN
 /// address `pointer`. A handle of a dumb buffer or of another device's
 /// imported dma-buf is `EINVAL` ([`gem::lookup`]), an unknown one `ENOENT`;
 /// an object bound writable (`writes`) that the file may only read (a
-/// read-only shared-storage open) is `EACCES`.
+/// read-only shared-storage open) is `EACCES`. Sets each slot's `usage`:
+/// a writer, a reader, or a reader of a shared object the file may not
+/// write, whose fence holds no writer back ([`Usage::ReadOnlyHolder`]).
 fn bind_buffers(
     file: &DrmFile,
     pointer: u64,
     count: u32,
     writes: &[bool; isa::MAX_BINDINGS],
+    usage: &mut [Usage; isa::MAX_BINDINGS],
 ) -> Result<Bindings> {
     let count = count as usize;
     if count > isa::MAX_BINDINGS {
@@ -186,11 +193,17 @@ fn bind_buffers(
         }
     }
     let mut maps = Bindings::default();
-    for (&handle, &write) in handles[..count].iter().zip(writes) {
+    for ((&handle, &write), usage) in handles[..count].iter().zip(writes).zip(usage.iter_mut()) {
         let bo = gem::lookup(file, handle)?;
-        if write && !bo.may_write(file) {
+        let may_write = bo.may_write(file);
+        if write && !may_write {
             return Err(EACCES);
         }
+        *usage = match (write, bo.is_shared() && !may_write) {
+            (true, _) => Usage::Write,
+            (false, true) => Usage::ReadOnlyHolder,
+            (false, false) => Usage::Read,
+        };
         // What the CPU wrote through mmap() reaches this job (before any
         // reservation lock is taken).
         VgObject::take_cpu_written(&bo);

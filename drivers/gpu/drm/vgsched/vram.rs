@@ -137,6 +137,11 @@ impl core::ops::Deref for PageBits {
 }
 
 /// Clears a bitmap.
+/// Some bit of `words` is set.
+fn any_bit(words: &[Atomic<u64>]) -> bool {
+    words.iter().any(|w| w.load(ordering::Acquire) != 0)
+}
+
 fn clear(words: &[Atomic<u64>]) {
     words.iter().for_each(|w| w.store(0, ordering::Relaxed));
 }
@@ -223,6 +228,20 @@ impl DeviceCopy {
     /// object's page bitmap (page `64 * word + bit`).
     pub(crate) fn cpu_wrote(&self, word: usize, bits: u64) {
         or_bits(&self.cpu_pages, word, bits);
+    }
+
+    /// Every page of the object changed behind its mappings (another
+    /// device wrote it).
+    pub(crate) fn cpu_wrote_all(&self) {
+        let pages = self.pages.len();
+        for w in 0..self.cpu_pages.len() {
+            let first = w * 64;
+            let bits = match pages.saturating_sub(first) {
+                n if n >= 64 => u64::MAX,
+                n => (1u64 << n) - 1,
+            };
+            or_bits(&self.cpu_pages, w, bits);
+        }
     }
 }
 
@@ -506,8 +525,9 @@ impl DeviceMemory {
     /// already was and the CPU wrote nothing).
     ///
     /// `ENOSPC` if every chunk that could be freed is held by jobs, `EBUSY`
-    /// if the copy is stale and still held: the caller waits for a job to
-    /// finish. Allocates nothing.
+    /// if the copy is held by another job and is stale or has pages the CPU
+    /// wrote since (an upload would overwrite that job's stores): the
+    /// caller waits for a job to finish. Allocates nothing.
     pub(crate) fn take(
         &self,
         pin: &mut Pinned,
@@ -528,6 +548,14 @@ impl DeviceMemory {
                 return Err(EBUSY);
             }
             self.forget_locked(&mut t, &copy);
+        }
+        // A held copy is another job's (an earlier one of the same context,
+        // or one that reads the object beside this one): uploading into it
+        // would overwrite what that job stores. Pages the CPU wrote since
+        // wait until it lets the copy go; read without taking them, so
+        // they stay for then.
+        if copy.is_placed() && pins > 0 && any_bit(&copy.cpu_pages) {
+            return Err(EBUSY);
         }
         let ready_ns = if copy.is_placed() {
             // What the CPU wrote since: those pages again. (Protection was

@@ -43,7 +43,8 @@ use crate::{
     file::DrmFile,
     gem::{
         self,
-        Bo, //
+        Bo,
+        VgObject, //
     },
     uapi,
     vgsched_core::projects::{
@@ -471,7 +472,11 @@ pub(super) fn set_rule(book: &Book, line: &[u8]) -> Result {
         let n = names.iter().find(|n| n.place == place).ok_or(ENOENT)?;
         n.object.clone()
     };
-    object.set_rule(cmd.uid, cmd.rights)
+    object.set_rule(cmd.uid, cmd.rights)?;
+    // A right taken back ends for the mappings made before too: their next
+    // write faults and is checked again (no lock held here).
+    VgObject::protect(&object);
+    Ok(())
 }
 
 /// Shows every rule, one line each: `PATH UID RIGHTS`, the rights as
