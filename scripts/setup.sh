@@ -54,8 +54,36 @@ fi
 rustc_ver=$(rustc --version | awk '{print $2}')
 APT_DIR="$VGSCHED_CACHE/apt"
 mkdir -p "$APT_DIR/lists/partial" "$APT_DIR/debs"
+# The Debian mirror is the one the machine's own apt sources name for its
+# release's main archive (one-line .list or deb822 .sources entries, as
+# apt itself reads them), never a host written here.
+debian_mirror() {
+	local codename
+	codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+	# What apt resolved (after any apt-get update): " 500 URI SUITE/main ...".
+	apt-cache policy 2>/dev/null |
+		awk -v s="$codename/main" '$3 == s && $2 ~ /^https?:\/\// { print $2; exit }' | grep . && return
+	# Else the source files themselves: the first URI of an entry whose suites
+	# include the release.
+	{
+		cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+			awk -v c="$codename" '$1 == "deb" { for (i = 2; i < NF; i++) if ($i ~ /^https?:/ && $(i + 1) == c) { print $i; exit } }'
+		for f in /etc/apt/sources.list.d/*.sources; do
+			[ -f "$f" ] || continue
+			awk -v c="$codename" 'BEGIN { RS = ""; FS = "\n" }
+				{ uri = ""; ok = 0
+				  for (i = 1; i <= NF; i++) {
+					if ($i ~ /^URIs:/) { split($i, u, " "); uri = u[2] }
+					if ($i ~ /^Suites:/) { n = split($i, w, " "); for (j = 2; j <= n; j++) if (w[j] == c) ok = 1 }
+					if ($i ~ /^Enabled: *no/) ok = 0
+				  }
+				  if (ok && uri != "") { print uri; exit } }' "$f"
+		done
+	} | head -n 1 | grep .
+}
+mirror=$(debian_mirror) || die "no Debian mirror for this release in the machine's apt sources (/etc/apt/sources.list*)"
 cat > "$APT_DIR/sources.list" <<SRC
-deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie-backports main
+deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${mirror%/} trixie-backports main
 SRC
 APT_OPTS=(-o Dir::Etc::SourceList="$APT_DIR/sources.list"
 	-o Dir::Etc::SourceParts=/dev/null

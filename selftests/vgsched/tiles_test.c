@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "kselftest_harness.h"
 #include "vgsched_programs.h"
@@ -274,7 +275,7 @@ TEST_F(tiles, idle_tiles_sleep_and_waking_costs_the_latency)
 }
 
 /*
- * hwmon: labelled channels; the energy only grows and is, per tile, the
+ * hwmon: labelled channels, readings root's only; the energy only grows and is, per tile, the
  * integral of the power of its states; the device's is the sum of its
  * nodes'; asleep, it grows at the power hwmon reports.
  */
@@ -294,6 +295,15 @@ TEST_F(tiles, hwmon_energy_is_the_integral_of_the_power_states)
 	ASSERT_NE(NULL, fgets(label, sizeof(label), f));
 	fclose(f);
 	EXPECT_STREQ("tile0\n", label);
+	/* Readings are root's only, labels everyone's. */
+	struct stat sb;
+
+	snprintf(path, sizeof(path), "%s/energy%u_input", dir, 2 + self->info.nodes);
+	ASSERT_EQ(0, stat(path, &sb));
+	EXPECT_EQ(0400, sb.st_mode & 0777);
+	snprintf(path, sizeof(path), "%s/energy%u_label", dir, 2 + self->info.nodes);
+	ASSERT_EQ(0, stat(path, &sb));
+	EXPECT_EQ(0444, sb.st_mode & 0777);
 	ASSERT_EQ(0, tile_job(self->fd, &j, self->ctx[0], 60, 2, 2));
 	for (int i = 0; i < 20; i++) {
 		long long e = hwmon_number("energy1_input");

@@ -39,10 +39,20 @@ struct vgsched_hwmon {
 	char labels[VGSCHED_HWMON_CHANNELS][16];
 };
 
+/*
+ * Readable by root only: a tile's energy and power tell what other users'
+ * jobs are doing on it (the side channel for which RAPL's energy files
+ * became root-only), and each read takes the engine's lock to bring the
+ * account up to now, which unprivileged readers must not be able to keep
+ * taking. Labels are harmless and stay world-readable.
+ */
 static umode_t vgsched_hwmon_visible(const void *data, enum hwmon_sensor_types type,
 				     u32 attr, int channel)
 {
-	return 0444;
+	if ((type == hwmon_energy && attr == hwmon_energy_label) ||
+	    (type == hwmon_power && attr == hwmon_power_label))
+		return 0444;
+	return 0400;
 }
 
 static int vgsched_hwmon_read(struct device *dev, enum hwmon_sensor_types type, u32 attr,

@@ -268,7 +268,10 @@ pub(crate) fn publish(
     let (store, place) = parse_path(path)?;
     let object = gem::lookup(file, handle)?;
     let uid = file.inner().uid;
-    book.with_store(&store, uid, &place, |st| {
+    // Checked before the charge, to fail early, and again in the hold that
+    // stores the name: a folder's rules, its member or the name may change
+    // while the ledger is unlocked for the charge.
+    let may_publish = |st: &Storage<'_>| {
         // No member, no folder to publish to: for every caller, before the
         // folder's rules (which would refuse a folder not one's own).
         if st.no_such_member {
@@ -279,7 +282,8 @@ pub(crate) fn publish(
             Some(_) => Err(EEXIST),
             None => Ok(()),
         }
-    })?;
+    };
+    book.with_store(&store, uid, &place, |st| may_publish(&st))?;
     // Publishing what one may only read would let anyone open it
     // read-write from one's own folder; so would publishing what only an
     // administrator's rule, for this user and object, lets one write.
@@ -299,9 +303,7 @@ pub(crate) fn publish(
     // and is dropped (its charge given back, perhaps its object freed,
     // both taking the ledger lock) after the lock.
     let stored = book.with_store(&store, uid, &place, |st| {
-        if st.find(&place).is_some() {
-            return Err(EEXIST);
-        }
+        may_publish(&st)?;
         if st.names.len() >= MAX_NAMES {
             return Err(ENOSPC);
         }
