@@ -459,7 +459,7 @@ impl DeviceMemory {
     /// (least recently used first) until they fit. `ENOSPC` if every chunk
     /// that could be freed is held by jobs. Allocates nothing.
     fn place(&self, t: &mut Table, copy: &DeviceCopy) -> Result {
-        self.make_room(t, |map| {
+        self.evict_until(t, |map| {
             map.take(copy.pages.len(), |i, chunk| {
                 if let Some(p) = copy.pages.get(i) {
                     p.store(chunk, ordering::Relaxed);
@@ -474,7 +474,7 @@ impl DeviceMemory {
     /// `true`, evicting an idle resident copy (least recently used first)
     /// after each `false`. `ENOSPC` if every chunk that could be freed is
     /// held by jobs. Allocates nothing.
-    fn make_room(&self, t: &mut Table, mut get: impl FnMut(&mut ChunkMap<'_>) -> bool) -> Result {
+    fn evict_until(&self, t: &mut Table, mut get: impl FnMut(&mut ChunkMap<'_>) -> bool) -> Result {
         loop {
             let got = {
                 let mut c = self.chunks.lock();
@@ -506,7 +506,7 @@ impl DeviceMemory {
     /// are free. `ENOSPC` if jobs hold the rest. Allocates nothing.
     fn reserve(&self, chunks: u32) -> Result {
         let mut t = self.table.lock();
-        self.make_room(&mut t, |map| map.reserve(chunks))
+        self.evict_until(&mut t, |map| map.reserve(chunks))
     }
 
     /// Gives back `chunks` chunks a reservation holds (a spinlock only).
