@@ -14,6 +14,13 @@
  * nobody signals (vgem signals it itself after 10 s), so they stay queued. It must be refused by those limits, not killed
  * by the cgroup, stay within the documented bound, and give everything
  * back when the file closes.
+ *
+ * A job's scratch area (scratch_bytes) is device memory no program
+ * addresses: a number of chunks reserved when the job is prepared, so a
+ * queued job with 60 MiB of it costs what one without does (it cost a
+ * page table of 4 bytes a chunk, about 64 KiB, before). Jobs with such an
+ * area, let go, still count right, one at a time in device memory, and
+ * give all of it back.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -66,8 +73,11 @@ static long long cg_read(const char *file, const char *key)
 	return v;
 }
 
-/* A sync_file of a new vgem fence nobody signals (vgem does after 10 s); -1 on error. */
-static int unsignalled_fence(int vgem)
+/*
+ * A sync_file of a new vgem fence nobody signals (vgem does after 10 s),
+ * its vgem number in *@id (for DRM_IOCTL_VGEM_FENCE_SIGNAL); -1 on error.
+ */
+static int unsignalled_fence_id(int vgem, __u32 *id)
 {
 	struct drm_vgem_fence_attach attach = { .flags = VGEM_FENCE_WRITE };
 	struct dma_buf_export_sync_file sync = { .flags = DMA_BUF_SYNC_WRITE };
@@ -76,12 +86,20 @@ static int unsignalled_fence(int vgem)
 	attach.handle = vg_dumb_create(vgem);
 	if (!attach.handle || ioctl(vgem, DRM_IOCTL_VGEM_FENCE_ATTACH, &attach))
 		return -1;
+	*id = attach.out_fence;
 	buf = vg_prime_export(vgem, attach.handle);
 	if (buf < 0)
 		return -1;
 	ret = ioctl(buf, DMA_BUF_IOCTL_EXPORT_SYNC_FILE, &sync);
 	close(buf);
 	return ret ? -1 : sync.fd;
+}
+
+static int unsignalled_fence(int vgem)
+{
+	__u32 id;
+
+	return unsignalled_fence_id(vgem, &id);
 }
 
 /* The child: fills one file, reports through @report, waits to be told to close. */
@@ -202,6 +220,114 @@ TEST(one_file_stays_within_its_bound_and_gives_everything_back)
 	EXPECT_LE(after, before + (1 << 20));
 	close(report[0]);
 	close(go[1]);
+	rmdir(CG);
+}
+
+/* Contexts of the scratch test, and jobs each (the in-flight limit). */
+#define SCRATCH_CTXS 2
+#define SCRATCH_JOBS DRM_VGSCHED_MAX_JOBS_IN_FLIGHT
+#define SCRATCH_BYTES (60ull << 20)
+/* What a queued job may cost at most, scratch area or not. */
+#define SCRATCH_JOB_BOUND (16ll << 10)
+#define SCRATCH_THREADS 64
+
+/* Waits up to 2 s for every byte of device memory to be free. */
+static int all_memory_free(void)
+{
+	for (int i = 0; i < 200; i++) {
+		if (vram_number("free") == vram_number("size"))
+			return 1;
+		usleep(10000);
+	}
+	return 0;
+}
+
+TEST(a_queued_jobs_scratch_area_costs_no_kernel_memory)
+{
+	int fd = vgsched_open_render_node(), vgem = vg_open_card_of_driver("vgem");
+	int fences[SCRATCH_CTXS];
+	__u32 ctx[SCRATCH_CTXS], fence_id[SCRATCH_CTXS], binding[SCRATCH_CTXS];
+	__u64 last[SCRATCH_CTXS], words[16];
+	struct vg_buf prog, out[SCRATCH_CTXS];
+	unsigned int len = vg_prog_slow_count(words, 1);
+	long long before = -1, after, per_job;
+	char pid[32];
+
+	ASSERT_LE(0, fd);
+	ASSERT_LE(0, vgem);
+	ASSERT_EQ(0, vg_program(fd, words, len, &prog));
+	if (access(CG_ROOT "/cgroup.controllers", F_OK))
+		ASSERT_EQ(0, mount("none", CG_ROOT, "cgroup2", 0, NULL));
+	ASSERT_EQ(0, vg_write_file(CG_ROOT "/cgroup.subtree_control", "+memory"));
+	rmdir(CG);
+	ASSERT_EQ(0, mkdir(CG, 0755));
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	ASSERT_EQ(0, vg_write_file(CG "/cgroup.procs", pid));
+
+	/*
+	 * Per context: its out buffer (every job adds 1 to each of its words),
+	 * a vgem fence its jobs wait for, and its first job, which sizes the
+	 * context's wave store: all before the baseline.
+	 */
+	for (int c = 0; c < SCRATCH_CTXS; c++) {
+		ctx[c] = vgsched_ctx_create(fd, 8);
+		ASSERT_NE(0, ctx[c]);
+		ASSERT_EQ(0, vg_buf_create(fd, SCRATCH_THREADS * 4, &out[c]));
+		memset(out[c].map, 0, SCRATCH_THREADS * 4);
+		binding[c] = out[c].handle;
+		fences[c] = unsignalled_fence_id(vgem, &fence_id[c]);
+		ASSERT_LE(0, fences[c]);
+	}
+	for (int j = 0; j < SCRATCH_JOBS; j++) {
+		for (int c = 0; c < SCRATCH_CTXS; c++) {
+			struct drm_vgsched_submit s = vg_job(ctx[c], &prog, len, &binding[c], 1, 1, 1,
+							     SCRATCH_THREADS);
+
+			s.binding_access[0] = DRM_VGSCHED_BINDING_READ | DRM_VGSCHED_BINDING_WRITE;
+			s.flags |= DRM_VGSCHED_SUBMIT_IN_FENCE;
+			s.in_fence_fd = fences[c];
+			s.scratch_bytes = SCRATCH_BYTES;
+			ASSERT_EQ(0, vgsched_submit(fd, &s)) TH_LOG("job %d of context %d", j, c);
+			last[c] = s.seqno;
+		}
+		if (!j) {
+			before = cg_read("memory.current", NULL);
+			ASSERT_LE(0, before);
+		}
+	}
+	after = cg_read("memory.current", NULL);
+	per_job = (after - before) / (SCRATCH_CTXS * (SCRATCH_JOBS - 1));
+	TH_LOG("%d jobs with %llu MiB of scratch each queued: %lld bytes of memory.current a job",
+	       SCRATCH_CTXS * (SCRATCH_JOBS - 1), SCRATCH_BYTES >> 20, per_job);
+	/* Measured while queued: vgem has not signalled on its own. */
+	for (int c = 0; c < SCRATCH_CTXS; c++) {
+		ASSERT_TRUE(still_running(fd, ctx[c], 1)) TH_LOG("context %d's jobs ran early", c);
+	}
+	EXPECT_LE(per_job, SCRATCH_JOB_BOUND);
+
+	/* Let go: each job needs most of device memory, so they run one by one. */
+	for (int c = 0; c < SCRATCH_CTXS; c++) {
+		struct drm_vgem_fence_signal sig = { .fence = fence_id[c] };
+
+		ASSERT_EQ(0, ioctl(vgem, DRM_IOCTL_VGEM_FENCE_SIGNAL, &sig));
+		close(fences[c]);
+	}
+	for (int c = 0; c < SCRATCH_CTXS; c++) {
+		ASSERT_EQ(0, wait_ok(fd, ctx[c], last[c])) TH_LOG("context %d", c);
+		for (int i = 0; i < SCRATCH_THREADS; i++) {
+			ASSERT_EQ(SCRATCH_JOBS, ((uint32_t *)out[c].map)[i])
+				TH_LOG("context %d, word %d", c, i);
+		}
+		vg_buf_destroy(fd, &out[c]);
+		vgsched_ctx_destroy(fd, ctx[c]);
+	}
+	vg_buf_destroy(fd, &prog);
+	/* Every scratch area's chunks are back, and the buffers' copies gone. */
+	EXPECT_TRUE(all_memory_free()) TH_LOG("free %lld of %lld", vram_number("free"),
+					      vram_number("size"));
+	close(fd);
+	close(vgem);
+	ASSERT_EQ(0, vg_write_file(CG_ROOT "/cgroup.procs", pid));
 	rmdir(CG);
 }
 

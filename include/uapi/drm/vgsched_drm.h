@@ -492,7 +492,8 @@ struct drm_vgsched_submit {
 	__u32 binding_access[DRM_VGSCHED_ISA_MAX_BINDINGS];
 	/**
 	 * @scratch_bytes: device memory the job needs beside its bound
-	 * objects (its scratch area), allocated zeroed in its phase 2 and
+	 * objects (its scratch area, which no program addresses), taken in
+	 * its phase 2 (its zeroing modeled as a copy of its size) and
 	 * released at its clean-up; 0 for none (uAPI 1.4). Its objects and
 	 * scratch together larger than device memory minus a context's state
 	 * area: -E2BIG.

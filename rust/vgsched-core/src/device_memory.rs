@@ -51,14 +51,21 @@ pub fn bandwidth_mbps(value: u64) -> Result<u32, ParamError> {
 /// without looking for contiguous runs, and never fails while enough are
 /// free.
 ///
+/// Chunks may also be *reserved* by number alone ([`ChunkMap::reserve`]),
+/// for device memory that no program addresses (a job's scratch area): no
+/// bit changes and no chunk is named, so the holder keeps a count, not a
+/// page table. A reserved chunk is not free: taking and reserving both
+/// draw on `free`.
+///
 /// # Invariants
 ///
-/// `free` is the number of clear bits among the first `chunks` of
-/// `words`; bits past `chunks` are set.
+/// `free + reserved` is the number of clear bits among the first `chunks`
+/// of `words`; bits past `chunks` are set.
 pub struct ChunkMap<'a> {
     words: &'a mut [u64],
     chunks: u32,
     free: &'a mut u32,
+    reserved: &'a mut u32,
 }
 
 impl<'a> ChunkMap<'a> {
@@ -68,8 +75,14 @@ impl<'a> ChunkMap<'a> {
     }
 
     /// Marks every chunk free, for a map over `words` of `chunks` chunks
-    /// (`None` if `words` is too short); `free` receives the count.
-    pub fn init(words: &'a mut [u64], chunks: u32, free: &'a mut u32) -> Option<Self> {
+    /// (`None` if `words` is too short); `free` receives the count and
+    /// `reserved` 0.
+    pub fn init(
+        words: &'a mut [u64],
+        chunks: u32,
+        free: &'a mut u32,
+        reserved: &'a mut u32,
+    ) -> Option<Self> {
         if words.len() < Self::words_for(chunks) {
             return None;
         }
@@ -79,25 +92,38 @@ impl<'a> ChunkMap<'a> {
             *w = if valid == 64 { 0 } else { !0u64 << valid };
         }
         *free = chunks;
+        *reserved = 0;
         Some(Self {
             words,
             chunks,
             free,
+            reserved,
         })
     }
 
     /// A map over state [`ChunkMap::init`] made.
-    pub fn over(words: &'a mut [u64], chunks: u32, free: &'a mut u32) -> Self {
+    pub fn over(
+        words: &'a mut [u64],
+        chunks: u32,
+        free: &'a mut u32,
+        reserved: &'a mut u32,
+    ) -> Self {
         Self {
             words,
             chunks,
             free,
+            reserved,
         }
     }
 
-    /// Free chunks.
+    /// Free chunks: neither taken nor reserved.
     pub fn free(&self) -> u32 {
         *self.free
+    }
+
+    /// Chunks reserved by number.
+    pub fn reserved(&self) -> u32 {
+        *self.reserved
     }
 
     /// Takes `count` chunks, lowest first, calling `put(i, chunk)` for the
@@ -107,6 +133,7 @@ impl<'a> ChunkMap<'a> {
         if count > *self.free as usize {
             return false;
         }
+        // At least `free` bits are clear: the walk finds `count` of them.
         let mut i = 0;
         for (w, word) in self.words.iter_mut().enumerate() {
             while i < count && *word != !0 {
@@ -138,6 +165,28 @@ impl<'a> ChunkMap<'a> {
         }
         *word &= !mask;
         *self.free += 1;
+        true
+    }
+
+    /// Reserves `count` free chunks by number; all or nothing: `false`
+    /// (and nothing reserved) if fewer are free.
+    pub fn reserve(&mut self, count: u32) -> bool {
+        if count > *self.free {
+            return false;
+        }
+        *self.free -= count;
+        *self.reserved += count;
+        true
+    }
+
+    /// Gives back `count` reserved chunks; `false` (and nothing changed)
+    /// if fewer are reserved (a reservation is never given back twice).
+    pub fn unreserve(&mut self, count: u32) -> bool {
+        if count > *self.reserved {
+            return false;
+        }
+        *self.reserved -= count;
+        *self.free += count;
         true
     }
 }
@@ -200,13 +249,23 @@ pub fn lru_victim(objects: impl Iterator<Item = ResidentView>) -> Option<usize> 
         .map(|(i, _)| i)
 }
 
-/// The cases of the copy time, the footprint, the copy engine and the
-/// choice of victim, as the host tests and KUnit run them: `Err(name)`
-/// names the first that fails.
+/// The cases of the copy time, the footprint, the copy engine, the choice
+/// of victim and reserving chunks by number, as the host tests and KUnit
+/// run them: `Err(name)` names the first that fails.
 pub fn cases() -> Result<(), &'static str> {
     let o = |pins, last_use| ResidentView { pins, last_use };
     let mut ce = CopyEngine::default();
-    let cases: [(&'static str, bool); 15] = [
+    let mut words = [0u64; 1];
+    let (mut free, mut reserved) = (0, 0);
+    let reservation = match ChunkMap::init(&mut words, 8, &mut free, &mut reserved) {
+        Some(mut map) => [
+            map.reserve(6) && !map.reserve(3) && map.free() == 2,
+            !map.take(3, |_, _| ()) && map.take(2, |_, _| ()) && map.free() == 0,
+            map.unreserve(6) && !map.unreserve(1) && map.free() == 6,
+        ],
+        None => [false; 3],
+    };
+    let cases: [(&'static str, bool); 18] = [
         (
             "12 MB at 12 GB/s: 1 ms",
             transfer_ns(12_000_000, 12_000) == 1_000_000,
@@ -252,6 +311,9 @@ pub fn cases() -> Result<(), &'static str> {
             "held ones are skipped",
             lru_victim([o(1, 0), o(0, 9)].into_iter()) == Some(1),
         ),
+        ("a reservation draws on the free count", reservation[0]),
+        ("taking sees what reservations left", reservation[1]),
+        ("a reservation goes back once", reservation[2]),
     ];
     first_failing(&cases)
 }
@@ -271,8 +333,8 @@ mod tests {
     #[test]
     fn chunk_map_takes_all_or_nothing_and_gives_back() {
         let mut words = [0u64; 3];
-        let mut free = 0;
-        let mut map = ChunkMap::init(&mut words, 130, &mut free).unwrap();
+        let (mut free, mut reserved) = (0, 0);
+        let mut map = ChunkMap::init(&mut words, 130, &mut free, &mut reserved).unwrap();
         assert_eq!(map.free(), 130);
         let mut got = [0u32; 130];
         assert!(map.take(70, |i, c| got[i] = c));
@@ -295,7 +357,44 @@ mod tests {
         assert_eq!(rest[59], 129);
         assert_eq!(map.free(), 0);
         assert!(!map.take(1, |_, _| ()));
-        assert!(ChunkMap::init(&mut [0u64; 2], 130, &mut free).is_none());
+        assert!(ChunkMap::init(&mut [0u64; 2], 130, &mut free, &mut reserved).is_none());
+    }
+
+    #[test]
+    fn reserved_chunks_are_counted_not_named() {
+        let mut words = [0u64; 3];
+        let (mut free, mut reserved) = (0, 0);
+        let mut map = ChunkMap::init(&mut words, 130, &mut free, &mut reserved).unwrap();
+        // A reservation draws on the free count, all or nothing.
+        assert!(map.reserve(100));
+        assert_eq!((map.free(), map.reserved()), (30, 100));
+        assert!(!map.reserve(31));
+        assert_eq!((map.free(), map.reserved()), (30, 100));
+        // Taking sees only what is left, though more bits are clear.
+        assert!(!map.take(31, |_, _| panic!("nothing may be taken")));
+        let mut got = [0u32; 30];
+        assert!(map.take(30, |i, c| got[i] = c));
+        assert_eq!((got[0], got[29]), (0, 29));
+        assert_eq!(map.free(), 0);
+        assert!(!map.reserve(1));
+        // Given back, the count is free again; and never twice.
+        assert!(!map.unreserve(101));
+        assert!(map.unreserve(60));
+        assert_eq!((map.free(), map.reserved()), (60, 40));
+        assert!(map.take(60, |_, _| ()));
+        assert!(map.give(3));
+        assert!(map.unreserve(40));
+        assert!(!map.unreserve(1));
+        assert_eq!((map.free(), map.reserved()), (41, 0));
+        // Every chunk comes back: the bitmap and the counts agree.
+        for c in 0..90 {
+            if c != 3 {
+                assert!(map.give(c));
+            }
+        }
+        assert_eq!(map.free(), 130);
+        assert!(map.reserve(130));
+        assert!(!map.take(1, |_, _| ()));
     }
 
     use super::*;

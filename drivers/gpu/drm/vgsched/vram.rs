@@ -15,13 +15,16 @@
 //! freed.
 //!
 //! A job's fence waits for its preparation, so nothing here allocates once
-//! a job is queued: every [`DeviceCopy`] (the page table of an object, of a
-//! context's state area, of a job's scratch area) and every [`Pinned`]
-//! handle (with the job's dirty-page bitmap) is allocated when its object,
-//! context or job is made, charged to the caller's memory cgroup; taking
-//! and giving chunks only flips bits under a spinlock, and the residency
-//! table has room for one copy per chunk. The residency lock (a mutex, held
-//! across uploads) is never held around an allocation.
+//! a job is queued: every [`DeviceCopy`] (the page table of an object or of
+//! a context's state area) and every [`Pinned`] handle (with the job's
+//! dirty-page bitmap) is allocated when its object, context or job is made,
+//! charged to the caller's memory cgroup; taking and giving chunks only
+//! flips bits under a spinlock, and the residency table has room for one
+//! copy per chunk. A job's scratch area ([`ScratchArea`]) is addressed by
+//! no program, so it has no page table: it is a number of chunks, reserved
+//! from the free count when the job is prepared, and costs a queued job
+//! nothing per chunk. The residency lock (a mutex, held across uploads) is
+//! never held around an allocation.
 //!
 //! CPU writes are never hidden by a resident copy: the object's mappings
 //! report each page the CPU writes (`gem.rs`, `bo_mapping.c`); a submission
@@ -147,8 +150,8 @@ fn clear(words: &[Atomic<u64>]) {
 }
 
 /// A region of device memory that may be placed (hold chunks) or not: the
-/// copy of one buffer object, a context's state area or a job's scratch
-/// area. Made with its owner, so placing it never allocates.
+/// copy of one buffer object or a context's state area. Made with its
+/// owner, so placing it never allocates.
 ///
 /// # Invariants
 ///
@@ -259,6 +262,8 @@ struct Chunks {
     words: KVVec<u64>,
     count: u32,
     free: u32,
+    /// Chunks scratch areas hold, by number.
+    reserved: u32,
 }
 
 /// The copy engine and what it moved. Under a spinlock of its own.
@@ -376,8 +381,8 @@ impl DeviceMemory {
                 .map_err(|_| ENOMEM)?;
         }
         let mut map = KVVec::from_elem(0u64, ChunkMap::words_for(count), GFP_KERNEL)?;
-        let mut free = 0;
-        ChunkMap::init(&mut map, count, &mut free).ok_or(EINVAL)?;
+        let (mut free, mut reserved) = (0, 0);
+        ChunkMap::init(&mut map, count, &mut free, &mut reserved).ok_or(EINVAL)?;
         let resident = KVec::with_capacity(count as usize, GFP_KERNEL)?;
         // INVARIANT: `words` holds the `count` chunks of the map.
         Arc::pin_init(
@@ -395,6 +400,7 @@ impl DeviceMemory {
                     words: map,
                     count,
                     free,
+                    reserved,
                 }),
                 copies <- new_spinlock!(Copies {
                     engine: CopyEngine::default(),
@@ -414,7 +420,7 @@ impl DeviceMemory {
         self.size
     }
 
-    /// Bytes not taken.
+    /// Bytes neither taken nor reserved.
     pub(crate) fn avail(&self) -> u64 {
         u64::from(self.chunks.lock().free) * CHUNK_BYTES
     }
@@ -472,18 +478,34 @@ impl DeviceMemory {
     /// (least recently used first) until they fit. `ENOSPC` if every chunk
     /// that could be freed is held by jobs. Allocates nothing.
     fn place(&self, t: &mut Table, copy: &DeviceCopy) -> Result {
+        self.evict_until(t, |map| {
+            map.take(copy.pages.len(), |i, chunk| {
+                if let Some(p) = copy.pages.get(i) {
+                    p.store(chunk, ordering::Relaxed);
+                }
+            })
+        })?;
+        copy.placed.store(true, ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Calls `get` on the chunk map (under its spinlock) until it returns
+    /// `true`, evicting an idle resident copy (least recently used first)
+    /// after each `false`. `ENOSPC` if every chunk that could be freed is
+    /// held by jobs. Allocates nothing.
+    fn evict_until(&self, t: &mut Table, mut get: impl FnMut(&mut ChunkMap<'_>) -> bool) -> Result {
         loop {
-            let taken = {
+            let got = {
                 let mut c = self.chunks.lock();
-                let Chunks { words, count, free } = &mut *c;
-                ChunkMap::over(words, *count, free).take(copy.pages.len(), |i, chunk| {
-                    if let Some(p) = copy.pages.get(i) {
-                        p.store(chunk, ordering::Relaxed);
-                    }
-                })
+                let Chunks {
+                    words,
+                    count,
+                    free,
+                    reserved,
+                } = &mut *c;
+                get(&mut ChunkMap::over(words, *count, free, reserved))
             };
-            if taken {
-                copy.placed.store(true, ordering::Relaxed);
+            if got {
                 return Ok(());
             }
             let views = t.resident.iter().map(|c| ResidentView {
@@ -499,14 +521,38 @@ impl DeviceMemory {
         }
     }
 
+    /// Reserves `chunks` chunks by number, evicting idle copies until they
+    /// are free. `ENOSPC` if jobs hold the rest. Allocates nothing.
+    fn reserve(&self, chunks: u32) -> Result {
+        let mut t = self.table.lock();
+        self.evict_until(&mut t, |map| map.reserve(chunks))
+    }
+
+    /// Gives back `chunks` chunks a reservation holds (a spinlock only).
+    fn unreserve(&self, chunks: u32) {
+        let mut c = self.chunks.lock();
+        let Chunks {
+            words,
+            count,
+            free,
+            reserved,
+        } = &mut *c;
+        warn_on!(!ChunkMap::over(words, *count, free, reserved).unreserve(chunks));
+    }
+
     /// Gives the chunks of a placed, unheld `copy` back.
     fn unplace(&self, copy: &DeviceCopy) {
         if !copy.placed.load(ordering::Relaxed) {
             return;
         }
         let mut c = self.chunks.lock();
-        let Chunks { words, count, free } = &mut *c;
-        let mut map = ChunkMap::over(words, *count, free);
+        let Chunks {
+            words,
+            count,
+            free,
+            reserved,
+        } = &mut *c;
+        let mut map = ChunkMap::over(words, *count, free, reserved);
         for page in copy.pages.iter() {
             warn_on!(!map.give(page.load(ordering::Relaxed)));
         }
@@ -804,9 +850,9 @@ impl Drop for Pinned {
     }
 }
 
-/// Device memory that belongs to no buffer object: a context's state area
-/// or a job's scratch area, made with its owner and placed (zeroed) when
-/// needed; its chunks go back when it is unplaced or dropped.
+/// Device memory that belongs to no buffer object: a context's state area,
+/// made with its owner and placed (zeroed) when needed; its chunks go back
+/// when it is unplaced or dropped.
 pub(crate) struct DeviceArea {
     memory: Arc<DeviceMemory>,
     copy: Arc<DeviceCopy>,
@@ -822,11 +868,6 @@ impl DeviceArea {
             memory: memory.clone(),
             copy: DeviceCopy::new(bytes, 0)?,
         }))
-    }
-
-    /// Bytes it takes when placed.
-    pub(crate) fn bytes(&self) -> u64 {
-        self.copy.bytes
     }
 
     /// It holds its chunks.
@@ -865,6 +906,72 @@ impl DeviceArea {
 }
 
 impl Drop for DeviceArea {
+    fn drop(&mut self) {
+        self.unplace();
+    }
+}
+
+/// A job's scratch area: device memory the job holds beside its objects,
+/// which no program addresses (uAPI: `scratch_bytes`). It is a number of
+/// chunks, reserved from the free count when the job is prepared (idle
+/// copies evicted for it as for an object) and given back at its clean-up;
+/// no chunk is named, so it has no page table and costs its queued job no
+/// memory per chunk. Making, placing and unplacing it allocate nothing.
+///
+/// # Invariants
+///
+/// While `placed`, `chunks` chunks are reserved in `memory`'s chunk map
+/// for this area alone.
+pub(crate) struct ScratchArea {
+    memory: Arc<DeviceMemory>,
+    chunks: u32,
+    placed: bool,
+}
+
+impl ScratchArea {
+    /// An unplaced area of `bytes` (whole chunks); `None` for 0, `E2BIG`
+    /// past what any device memory can hold.
+    pub(crate) fn new(memory: &Arc<DeviceMemory>, bytes: u64) -> Result<Option<Self>> {
+        if bytes == 0 {
+            return Ok(None);
+        }
+        let chunks = chunks_of(bytes).ok_or(E2BIG)? / CHUNK_BYTES;
+        // INVARIANT: not placed.
+        Ok(Some(Self {
+            memory: memory.clone(),
+            chunks: u32::try_from(chunks).map_err(|_| E2BIG)?,
+            placed: false,
+        }))
+    }
+
+    /// Bytes it takes when placed.
+    pub(crate) fn bytes(&self) -> u64 {
+        u64::from(self.chunks) * CHUNK_BYTES
+    }
+
+    /// Reserves its chunks (evicting idle copies). `ENOSPC` if jobs hold
+    /// the rest. Nothing can read it, so nothing is zeroed. Allocates
+    /// nothing.
+    pub(crate) fn place(&mut self) -> Result {
+        if self.placed {
+            return Ok(());
+        }
+        self.memory.reserve(self.chunks)?;
+        // INVARIANT: reserved just now.
+        self.placed = true;
+        Ok(())
+    }
+
+    /// Gives its chunks back (a spinlock only: fine under the engine lock).
+    pub(crate) fn unplace(&mut self) {
+        if self.placed {
+            self.memory.unreserve(self.chunks);
+            self.placed = false;
+        }
+    }
+}
+
+impl Drop for ScratchArea {
     fn drop(&mut self) {
         self.unplace();
     }

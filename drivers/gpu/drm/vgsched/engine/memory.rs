@@ -85,7 +85,8 @@ use crate::{
     vram::{
         DeviceArea,
         DeviceMemory,
-        Pinned, //
+        Pinned,
+        ScratchArea, //
     },
 };
 
@@ -219,8 +220,8 @@ pub(super) struct Prepared {
     /// Its bound objects' copies, by binding slot (the first
     /// `bindings.len()` slots).
     pub(super) pins: [Option<Pinned>; isa::MAX_BINDINGS],
-    /// Its scratch area.
-    scratch: Option<DeviceArea>,
+    /// Its scratch area: a number of chunks, nothing per chunk.
+    scratch: Option<ScratchArea>,
 }
 
 impl Prepared {
@@ -237,7 +238,7 @@ impl Prepared {
         }
         Ok(Self {
             pins,
-            scratch: DeviceArea::new(memory, scratch)?,
+            scratch: ScratchArea::new(memory, scratch)?,
         })
     }
 
@@ -258,7 +259,8 @@ impl Prepared {
             .and_then(|()| match self.scratch.as_mut() {
                 Some(area) => {
                     area.place()?;
-                    // Zeroed on the device: it moves like an upload.
+                    // Modeled as zeroed on the device: it moves like an
+                    // upload.
                     ready = ready.max(memory.copy_time(area.bytes(), now));
                     Ok(())
                 }
