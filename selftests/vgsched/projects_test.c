@@ -58,7 +58,9 @@ static long long usage_settles(const char *path, const char *key, long long want
 }
 
 FIXTURE(projects) {
-	int unused;
+	/* Children a test left holding things when it failed: killed first. */
+	pid_t kids[20];
+	int nkids;
 };
 
 FIXTURE_SETUP(projects)
@@ -78,7 +80,13 @@ FIXTURE_TEARDOWN(projects)
 {
 	static const char *const uids[] = { "1001", "1002", "1003" };
 
-	/* Whatever a failed test left: no code, no projects, the default module. */
+	/* Whatever a failed test left: no children, no code, no projects, the default module. */
+	for (int i = 0; i < self->nkids; i++) {
+		if (self->kids[i] <= 0)
+			continue;
+		kill(self->kids[i], SIGKILL);
+		waitpid(self->kids[i], NULL, 0);
+	}
 	cfs_write("device_code", "open");
 	remove_project("alpha", uids, 3);
 	remove_project("beta", uids, 3);
@@ -1274,6 +1282,7 @@ TEST_F(projects, uids_in_no_project_leave_reservations_and_root_room)
 	ASSERT_EQ(0, cfs_write("alpha/1002/request_contexts", "64"));
 	m = fork_talking(1001, started_full_file, &member, &member.in, &member.out, &to_m, &from_m);
 	ASSERT_GE(m, 0);
+	self->kids[self->nkids++] = m;
 	ASSERT_EQ(1, read(from_m, &c, 1));
 	ASSERT_EQ('s', c);
 	EXPECT_EQ(64, cfs_usage("alpha/1001/reserved", "contexts"));
@@ -1284,6 +1293,7 @@ TEST_F(projects, uids_in_no_project_leave_reservations_and_root_room)
 		pids[i] = fork_talking(2000 + i, hold_contexts, &runs[i], &runs[i].in, &runs[i].out,
 				       &to[i], &from[i]);
 		ASSERT_GE(pids[i], 0);
+		self->kids[self->nkids++] = pids[i];
 		ASSERT_EQ(sizeof(rep), read(from[i], &rep, sizeof(rep))) TH_LOG("uid %d", 2000 + i);
 		total += rep.made;
 		if (rep.made == 1024) {
@@ -1310,12 +1320,15 @@ TEST_F(projects, uids_in_no_project_leave_reservations_and_root_room)
 
 	ASSERT_EQ(1, write(to_m, "q", 1));
 	EXPECT_EQ(0, reap(m));
+	self->kids[0] = 0;
 	for (int i = 0; i < 16; i++) {
 		ASSERT_EQ(1, write(to[i], "q", 1));
 		EXPECT_EQ(0, reap(pids[i]));
+		self->kids[i + 1] = 0;
 		close(to[i]);
 		close(from[i]);
 	}
+	self->nkids = 0;
 	EXPECT_EQ(0, usage_settles("alpha/1001/usage", "contexts", 0));
 }
 
@@ -1399,10 +1412,12 @@ TEST_F(projects, uids_of_one_user_namespace_share_its_owners_bound)
 	ASSERT_EQ(0, vgsched_param_write("default_contexts", "260"));
 	pid = fork_talking(3000, namespace_uids, &run, &run.in, &run.out, &to, &from);
 	ASSERT_GE(pid, 0);
+	self->kids[self->nkids++] = pid;
 	ASSERT_EQ(1, read(from, &c, 1));
 	if (c == 'u') {
 		ASSERT_EQ(sizeof(rep), read(from, &rep, sizeof(rep)));
 		EXPECT_EQ(0, reap(pid));
+		self->nkids = 0;
 		if (was[0])
 			vg_write_file(sysctl, was);
 		ASSERT_EQ(0, rep.err) TH_LOG("unshare(CLONE_NEWUSER) as uid 3000");
@@ -1420,6 +1435,7 @@ TEST_F(projects, uids_of_one_user_namespace_share_its_owners_bound)
 	EXPECT_EQ(0, as_uid(3001, one_context, NULL));
 	ASSERT_EQ(1, write(to, "q", 1));
 	EXPECT_EQ(0, reap(pid));
+	self->nkids = 0;
 	/* All given back: the owner's bound is whole again. */
 	EXPECT_EQ(0, as_uid(3000, one_context, NULL));
 	if (was[0])
