@@ -29,6 +29,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -57,7 +58,9 @@ static long long usage_settles(const char *path, const char *key, long long want
 }
 
 FIXTURE(projects) {
-	int unused;
+	/* Children a test left holding things when it failed: killed first. */
+	pid_t kids[20];
+	int nkids;
 };
 
 FIXTURE_SETUP(projects)
@@ -77,7 +80,13 @@ FIXTURE_TEARDOWN(projects)
 {
 	static const char *const uids[] = { "1001", "1002", "1003" };
 
-	/* Whatever a failed test left: no code, no projects, the default module. */
+	/* Whatever a failed test left: no children, no code, no projects, the default module. */
+	for (int i = 0; i < self->nkids; i++) {
+		if (self->kids[i] <= 0)
+			continue;
+		kill(self->kids[i], SIGKILL);
+		waitpid(self->kids[i], NULL, 0);
+	}
 	cfs_write("device_code", "open");
 	remove_project("alpha", uids, 3);
 	remove_project("beta", uids, 3);
@@ -1157,6 +1166,280 @@ TEST_F(projects, providers_join_the_pool_by_their_codes)
 	EXPECT_EQ(13, job_as(1001, 1));
 	EXPECT_EQ(13, one_job_of((void *)1L));
 	close(fd);
+}
+
+/*
+ * A child's two pipe ends (fork_talking()) and what it reports: how many
+ * contexts it made before the first refusal, and that refusal's errno.
+ */
+struct holder_run {
+	int in, out;
+	int limit;	/* contexts to try at most */
+};
+
+struct holder_report {
+	int made, err;
+};
+
+/*
+ * Opens files and creates contexts in them (64 a file) until one is
+ * refused or @limit are made, reports it and holds them until told to go.
+ */
+static int hold_contexts(void *arg)
+{
+	struct holder_run *r = arg;
+	struct holder_report rep = { 0, 0 };
+	int fd = -1;
+	char c;
+
+	while (rep.made < r->limit) {
+		if (rep.made % DRM_VGSCHED_MAX_CONTEXTS_PER_FILE == 0) {
+			fd = vgsched_open_render_node();
+			if (fd < 0) {
+				rep.err = errno;
+				break;
+			}
+		}
+		if (!vgsched_ctx_create(fd, 8)) {
+			rep.err = errno;
+			break;
+		}
+		rep.made++;
+	}
+	if (write(r->out, &rep, sizeof(rep)) != sizeof(rep) || read(r->in, &c, 1) != 1)
+		return 101;
+	return 0;
+}
+
+/*
+ * uid 1001, a started member whose target is a file's 64 contexts: starts,
+ * and once told (the uids in no project hold all they may), creates its 64
+ * (never ENOSPC) and a 65th (EDQUOT); exits when told.
+ */
+static int started_full_file(void *arg)
+{
+	struct holder_run *r = arg;
+	int fd = vgsched_open_render_node();
+	__u32 ctx;
+
+	if (fd < 0 || start_env(fd, 0))
+		return 101;
+	if (step(r->out, r->in, 's'))
+		return 102;
+	for (int i = 0; i < DRM_VGSCHED_MAX_CONTEXTS_PER_FILE; i++) {
+		ctx = vgsched_ctx_create(fd, 8);
+		if (!ctx) {
+			printf("# context %d of the reservation: %s\n", i, strerror(errno));
+			return 103;
+		}
+	}
+	/* The file is full: a second one for the one past the target. */
+	if (vgsched_ctx_create(vgsched_open_render_node(), 8) || errno != EDQUOT)
+		return 104;
+	if (step(r->out, r->in, 'c'))
+		return 105;
+	close(fd);
+	return 0;
+}
+
+/* uid 1002, a member that did not start: 64 contexts from the rest of the pool. */
+static int unstarted_member(void *arg)
+{
+	struct holder_run r = { .in = -1, .out = -1, .limit = 64 };
+	int fd = vgsched_open_render_node();
+
+	if (fd < 0)
+		return 101;
+	for (int i = 0; i < r.limit; i++)
+		if (!vgsched_ctx_create(fd, 8))
+			return 102;
+	close(fd);
+	return 0;
+}
+
+/*
+ * The default device (16 384 contexts, a pool of 1 024, a default bound of
+ * 1 024): 16 uids in no project, each holding all it may, cannot take the
+ * whole device as they did: together they stop at what the pool and
+ * root's reserve of 64 leave (16 384 - 1 024 - 64), with ENOSPC. A member
+ * that started before them creates its reserved contexts (uAPI 1.9: never
+ * ENOSPC within the reservation), a member that did not start still finds
+ * the pool, and root creates a file's contexts.
+ */
+TEST_F(projects, uids_in_no_project_leave_reservations_and_root_room)
+{
+	struct holder_run runs[16], member = { .limit = 0 };
+	struct holder_report rep;
+	int to[16], from[16], to_m, from_m, total = 0, full = 0, fd;
+	pid_t pids[16], m;
+	char c;
+
+	ASSERT_EQ(0, cfs_mkdir("alpha"));
+	ASSERT_EQ(0, cfs_write("alpha/budget_contexts", "128"));
+	ASSERT_EQ(0, cfs_mkdir("alpha/1001"));
+	ASSERT_EQ(0, cfs_mkdir("alpha/1002"));
+	ASSERT_EQ(0, cfs_write("alpha/1001/request_contexts", "64"));
+	ASSERT_EQ(0, cfs_write("alpha/1002/request_contexts", "64"));
+	m = fork_talking(1001, started_full_file, &member, &member.in, &member.out, &to_m, &from_m);
+	ASSERT_GE(m, 0);
+	self->kids[self->nkids++] = m;
+	ASSERT_EQ(1, read(from_m, &c, 1));
+	ASSERT_EQ('s', c);
+	EXPECT_EQ(64, cfs_usage("alpha/1001/reserved", "contexts"));
+
+	/* One after the other, so that who gets what is known. */
+	for (int i = 0; i < 16; i++) {
+		runs[i].limit = 1025;
+		pids[i] = fork_talking(2000 + i, hold_contexts, &runs[i], &runs[i].in, &runs[i].out,
+				       &to[i], &from[i]);
+		ASSERT_GE(pids[i], 0);
+		self->kids[self->nkids++] = pids[i];
+		ASSERT_EQ(sizeof(rep), read(from[i], &rep, sizeof(rep))) TH_LOG("uid %d", 2000 + i);
+		total += rep.made;
+		if (rep.made == 1024) {
+			full++;
+			EXPECT_EQ(EDQUOT, rep.err) TH_LOG("uid %d past its bound", 2000 + i);
+		} else {
+			EXPECT_EQ(ENOSPC, rep.err) TH_LOG("uid %d at %d", 2000 + i, rep.made);
+		}
+	}
+	EXPECT_EQ(16384 - 1024 - 64, total);
+	EXPECT_EQ(14, full) TH_LOG("single-namespace uids keep their own bounds");
+
+	ASSERT_EQ(1, write(to_m, "g", 1));
+	ASSERT_EQ(1, read(from_m, &c, 1)) TH_LOG("the started member was refused");
+	EXPECT_EQ('c', c);
+	EXPECT_EQ(64, cfs_usage("alpha/1001/usage", "contexts"));
+	EXPECT_EQ(0, as_uid(1002, unstarted_member, NULL));
+	fd = vgsched_open_render_node();
+	ASSERT_GE(fd, 0);
+	for (int i = 0; i < DRM_VGSCHED_MAX_CONTEXTS_PER_FILE; i++) {
+		EXPECT_NE(0, vgsched_ctx_create(fd, 8)) TH_LOG("root's context %d", i);
+	}
+	close(fd);
+
+	ASSERT_EQ(1, write(to_m, "q", 1));
+	EXPECT_EQ(0, reap(m));
+	self->kids[0] = 0;
+	for (int i = 0; i < 16; i++) {
+		ASSERT_EQ(1, write(to[i], "q", 1));
+		EXPECT_EQ(0, reap(pids[i]));
+		self->kids[i + 1] = 0;
+		close(to[i]);
+		close(from[i]);
+	}
+	self->nkids = 0;
+	EXPECT_EQ(0, usage_settles("alpha/1001/usage", "contexts", 0));
+}
+
+/* uids of the user namespace below: kuid NS_BASE + k is its uid k. */
+#define NS_BASE 200000
+#define NS_UIDS 300
+
+/*
+ * uid 3000 makes a user namespace (the parent maps its uids 0..299 to
+ * kuids 200000..200299 once told, by 'n'; 'u' and the errno if it cannot),
+ * then opens a file as each of its 300 uids and creates a
+ * context in each: it reports how many were made and the errno of the
+ * last refusal, and holds them until told to go.
+ */
+static int namespace_uids(void *arg)
+{
+	struct holder_run *r = arg;
+	struct holder_report rep = { 0, 0 };
+	char c;
+
+	if (unshare(CLONE_NEWUSER)) {
+		rep.err = errno;
+		return write(r->out, "u", 1) == 1 && write(r->out, &rep, sizeof(rep)) ==
+			sizeof(rep) ? 0 : 101;
+	}
+	if (step(r->out, r->in, 'n'))
+		return 102;
+	/* Its uid 0 (kuid 200000, not root outside), with every capability in it. */
+	if (setresuid(0, 0, 0))
+		return 103;
+	for (int k = 0; k < NS_UIDS; k++) {
+		int fd;
+
+		if (seteuid(k))
+			return 104;
+		fd = vgsched_open_render_node();
+		if (seteuid(0) || fd < 0)
+			return 105;
+		if (vgsched_ctx_create(fd, 8))
+			rep.made++;
+		else
+			rep.err = errno;
+	}
+	if (write(r->out, &rep, sizeof(rep)) != sizeof(rep) || read(r->in, &c, 1) != 1)
+		return 106;
+	return 0;
+}
+
+/* A context in a new file: 0, or the errno of CTX_CREATE. */
+static int one_context(void *arg)
+{
+	int fd = vgsched_open_render_node();
+
+	if (fd < 0)
+		return 101;
+	return vgsched_ctx_create(fd, 8) ? 0 : errno;
+}
+
+/*
+ * The default bound of uids in no project is counted per user-namespace
+ * owner, as the kernel's ucounts charge per-user limits: the 300 uids of a
+ * namespace uid 3000 made share uid 3000's bound of 260 contexts (the rest
+ * EDQUOT, where they used to get 300 bounds and fill the device's table
+ * of 256 uids), and uid 3000 itself gets nothing more; uid 3001 keeps its
+ * own. Skipped where the kernel has no user namespaces (CONFIG_USER_NS);
+ * unprivileged ones are allowed for the test where a sysctl forbids them.
+ */
+TEST_F(projects, uids_of_one_user_namespace_share_its_owners_bound)
+{
+	static const char sysctl[] = "/proc/sys/kernel/unprivileged_userns_clone";
+	struct holder_run run = { .limit = 0 };
+	struct holder_report rep;
+	char path[64], map[64], was[16] = "", c;
+	int to, from;
+	pid_t pid;
+
+	if (access("/proc/self/ns/user", F_OK))
+		SKIP(return, "no user namespaces in this kernel (CONFIG_USER_NS)");
+	if (!vg_read_file(sysctl, was, sizeof(was)))
+		ASSERT_EQ(0, vg_write_file(sysctl, "1"));
+	ASSERT_EQ(0, vgsched_param_write("default_contexts", "260"));
+	pid = fork_talking(3000, namespace_uids, &run, &run.in, &run.out, &to, &from);
+	ASSERT_GE(pid, 0);
+	self->kids[self->nkids++] = pid;
+	ASSERT_EQ(1, read(from, &c, 1));
+	if (c == 'u') {
+		ASSERT_EQ(sizeof(rep), read(from, &rep, sizeof(rep)));
+		EXPECT_EQ(0, reap(pid));
+		self->nkids = 0;
+		if (was[0])
+			vg_write_file(sysctl, was);
+		ASSERT_EQ(0, rep.err) TH_LOG("unshare(CLONE_NEWUSER) as uid 3000");
+	}
+	ASSERT_EQ('n', c);
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
+	snprintf(map, sizeof(map), "0 %d %d\n", NS_BASE, NS_UIDS);
+	ASSERT_EQ(0, vg_write_file(path, map));
+	ASSERT_EQ(1, write(to, "g", 1));
+	ASSERT_EQ(sizeof(rep), read(from, &rep, sizeof(rep)));
+	EXPECT_EQ(260, rep.made);
+	EXPECT_EQ(EDQUOT, rep.err);
+	/* The owner shares the bound its namespace's uids hold; another uid has its own. */
+	EXPECT_EQ(EDQUOT, as_uid(3000, one_context, NULL));
+	EXPECT_EQ(0, as_uid(3001, one_context, NULL));
+	ASSERT_EQ(1, write(to, "q", 1));
+	EXPECT_EQ(0, reap(pid));
+	self->nkids = 0;
+	/* All given back: the owner's bound is whole again. */
+	EXPECT_EQ(0, as_uid(3000, one_context, NULL));
+	if (was[0])
+		vg_write_file(sysctl, was);
 }
 
 TEST_HARNESS_MAIN

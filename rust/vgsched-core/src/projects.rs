@@ -291,6 +291,92 @@ pub fn default_bound(contexts: u32, bo_mib: u32) -> Amounts {
     a
 }
 
+/// Contexts of the device that neither project members nor uids outside
+/// every project may take ([`DeviceContexts`]): root's, one file's worth
+/// (`DRM_VGSCHED_MAX_CONTEXTS_PER_FILE`), so that an administrator can
+/// always open a file and work on a device the others filled.
+pub const ROOT_RESERVE_CONTEXTS: u64 = 64;
+
+/// How the ledger shares the device's contexts (the engine's limit over
+/// all files) between project members, uids outside every project
+/// (*outsiders*) and root.
+///
+/// Members and outsiders together hold at most [`Self::charged`]: the
+/// device's contexts but [`ROOT_RESERVE_CONTEXTS`], which stay root's.
+/// Outsiders together hold at most [`Self::outsiders`]: what the members'
+/// pool and root's reserve leave of the device, but at least half of it
+/// (a pool made as large as the device must not lock out everyone else),
+/// so never the whole device. Within that share each outsider's
+/// namespace owner is bounded by the default bound
+/// ([`default_bound`]), and the outsiders never take what members hold or
+/// reserve: their charge is refused where it would pass [`Self::charged`]
+/// beside the members' ([`Self::admit_outsiders`]). Members, in turn,
+/// take the pool only from what outsiders leave ([`Self::members_taken`]),
+/// so a started member's reservation (counted in what members hold) is
+/// always there to create its contexts in, and root's reserve is never
+/// taken by anyone else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceContexts {
+    /// What members and outsiders may hold together.
+    pub charged: u64,
+    /// What outsiders may hold together.
+    pub outsiders: u64,
+}
+
+impl DeviceContexts {
+    /// The shares of a device of `device` contexts whose members' pool
+    /// has `pool` contexts.
+    pub fn new(device: u64, pool: u64) -> Self {
+        let charged = device.saturating_sub(ROOT_RESERVE_CONTEXTS);
+        let outsiders = charged.saturating_sub(pool).max(device / 2).min(charged);
+        Self { charged, outsiders }
+    }
+
+    /// The members' `pool` as the device can hold it: of contexts, at most
+    /// [`Self::charged`]; the other resources as they are.
+    pub fn members_pool(&self, pool: &Amounts) -> Amounts {
+        let mut p = *pool;
+        let c = Resource::Contexts;
+        p.set(c, pool.get(c).min(self.charged));
+        p
+    }
+
+    /// What of [`Self::members_pool`] members cannot take now, members
+    /// holding and reserving `pool_used` and outsiders holding `outsiders`
+    /// contexts together: what members hold and reserve, and of contexts
+    /// also the part of the pool that outsiders hold of the device (the
+    /// pool's contexts are free only where the device has them free too).
+    /// It is what [`admit_start`] and [`charge`] are given as taken.
+    pub fn members_taken(&self, pool: &Amounts, pool_used: &Amounts, outsiders: u64) -> Amounts {
+        let c = Resource::Contexts;
+        let limit = self.members_pool(pool).get(c);
+        let used = pool_used.get(c);
+        let free = limit
+            .saturating_sub(used)
+            .min(self.charged.saturating_sub(used).saturating_sub(outsiders));
+        let mut taken = *pool_used;
+        taken.set(c, used.max(limit - free));
+        taken
+    }
+
+    /// Whether outsiders holding `outsiders` contexts together may take
+    /// `amount` more, members holding and reserving `pool_used`:
+    /// [`QuotaError::PoolBusy`] past the outsiders' share, or past what
+    /// the members leave of [`Self::charged`].
+    pub fn admit_outsiders(
+        &self,
+        outsiders: u64,
+        pool_used: u64,
+        amount: u64,
+    ) -> Result<(), QuotaError> {
+        let after = outsiders.saturating_add(amount);
+        if after > self.outsiders || after.saturating_add(pool_used) > self.charged {
+            return Err(QuotaError::PoolBusy(Resource::Contexts));
+        }
+        Ok(())
+    }
+}
+
 /// A member's role in its project.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
@@ -1665,6 +1751,132 @@ mod tests {
             b"private/models/x 144 r",
         ] {
             assert_eq!(RuleCommand::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    /// Outsiders holding all they may, `owners` namespace owners each
+    /// taking the default bound of `per_owner` contexts one at a time
+    /// beside members holding and reserving `pool_used`: what they hold
+    /// together.
+    fn outsiders_fill(d: &DeviceContexts, owners: u32, per_owner: u32, pool_used: u64) -> u64 {
+        let c = Resource::Contexts;
+        let bound = default_bound(per_owner, DEFAULT_BO_MIB);
+        let mut outsiders = 0;
+        for _ in 0..owners {
+            let mut used = Amounts::ZERO;
+            while charge(&bound, &used, &Amounts::ZERO, c, 1, u64::MAX).is_ok()
+                && d.admit_outsiders(outsiders, pool_used, 1).is_ok()
+            {
+                used.set(c, used.get(c) + 1);
+                outsiders += 1;
+            }
+        }
+        outsiders
+    }
+
+    /// The free contexts of the members' pool, as `Book::charge` gives
+    /// them to [`charge`].
+    fn members_free(d: &DeviceContexts, pool: &Amounts, pool_used: &Amounts, out: u64) -> u64 {
+        let c = Resource::Contexts;
+        let taken = d.members_taken(pool, pool_used, out).get(c);
+        d.members_pool(pool).get(c).saturating_sub(taken)
+    }
+
+    /// The default device (16 384 contexts, a pool of 1 024): 16 owners
+    /// at the default bound stop at the outsiders' share, which leaves the
+    /// whole pool and root's reserve; a started member creates its
+    /// reserved contexts, never refused, and an unstarted one still finds
+    /// the rest of the pool.
+    #[test]
+    fn outsiders_leave_the_pool_and_roots_reserve() {
+        let c = Resource::Contexts;
+        let pool = pool_from_values(1024, 1024).unwrap();
+        let d = DeviceContexts::new(16_384, pool.get(c));
+        assert_eq!(
+            d,
+            DeviceContexts {
+                charged: 16_320,
+                outsiders: 15_296
+            }
+        );
+        let mut target = Amounts::ZERO;
+        target.set(c, 64);
+        let taken = d.members_taken(&pool, &Amounts::ZERO, 0);
+        let take = admit_start(&target, &Amounts::ZERO, &d.members_pool(&pool), &taken).unwrap();
+        let pool_used = take;
+        assert_eq!(pool_used.get(c), 64);
+        let outsiders = outsiders_fill(&d, 16, DEFAULT_CONTEXTS, pool_used.get(c));
+        assert_eq!(outsiders, 15_296);
+        // One more outsider context, from anyone: refused.
+        assert_eq!(
+            d.admit_outsiders(outsiders, pool_used.get(c), 1),
+            Err(QuotaError::PoolBusy(c))
+        );
+        let mut used = Amounts::ZERO;
+        for _ in 0..64 {
+            let free = members_free(&d, &pool, &pool_used, outsiders);
+            assert_eq!(charge(&target, &used, &target, c, 1, free), Ok(0));
+            used.set(c, used.get(c) + 1);
+        }
+        // The rest of the pool for the others; root's reserve untouched.
+        assert_eq!(members_free(&d, &pool, &pool_used, outsiders), 1024 - 64);
+        assert_eq!(16_384 - outsiders - 1024, ROOT_RESERVE_CONTEXTS);
+    }
+
+    /// A pool as large as the device: outsiders keep half of it at most,
+    /// and never what members hold or reserve; members take the pool only
+    /// where outsiders left the device free, a start waits for them (busy,
+    /// not too small), and no start past what the device can charge is
+    /// ever admitted.
+    #[test]
+    fn a_pool_as_large_as_the_device() {
+        let c = Resource::Contexts;
+        let pool = pool_from_values(1_000_000, 1024).unwrap();
+        let d = DeviceContexts::new(16_384, pool.get(c));
+        assert_eq!(d.outsiders, 8192);
+        assert_eq!(d.members_pool(&pool).get(c), 16_320);
+        assert_eq!(outsiders_fill(&d, 64, 1024, 0), 8192);
+        let mut target = Amounts::ZERO;
+        target.set(c, 10_000);
+        let limit = d.members_pool(&pool);
+        let mut pool_used = Amounts::ZERO;
+        let taken = d.members_taken(&pool, &pool_used, 0);
+        pool_used = pool_used.plus(&admit_start(&target, &Amounts::ZERO, &limit, &taken).unwrap());
+        let outsiders = outsiders_fill(&d, 64, 1024, pool_used.get(c));
+        assert_eq!(outsiders, 16_320 - 10_000);
+        let mut one = Amounts::ZERO;
+        one.set(c, 1);
+        let taken = d.members_taken(&pool, &pool_used, outsiders);
+        assert_eq!(
+            admit_start(&one, &Amounts::ZERO, &limit, &taken),
+            Err(QuotaError::PoolBusy(c))
+        );
+        assert_eq!(members_free(&d, &pool, &pool_used, outsiders), 0);
+        // Once an outsider gives one back, the start fits.
+        let taken = d.members_taken(&pool, &pool_used, outsiders - 1);
+        assert_eq!(admit_start(&one, &Amounts::ZERO, &limit, &taken), Ok(one));
+        target.set(c, 16_321);
+        let taken = d.members_taken(&pool, &Amounts::ZERO, 0);
+        assert_eq!(
+            admit_start(&target, &Amounts::ZERO, &limit, &taken),
+            Err(QuotaError::PoolTooSmall(c))
+        );
+    }
+
+    /// The shares of small and odd devices: never more than the device
+    /// less root's reserve, outsiders never more than that either.
+    #[test]
+    fn device_shares_stay_within_the_device() {
+        for device in [0, 1, 64, 65, 100, 128, 16_384] {
+            for pool in [1, 10, 64, 1000, 1_000_000] {
+                let d = DeviceContexts::new(device, pool);
+                assert!(d.charged + ROOT_RESERVE_CONTEXTS.min(device) == device);
+                assert!(d.outsiders <= d.charged, "{device} {pool}");
+                assert!(
+                    d.outsiders >= (device / 2).min(d.charged),
+                    "{device} {pool}"
+                );
+            }
         }
     }
 }

@@ -22,7 +22,10 @@ use crate::{
     context::ContextTable,
     driver::VgDriver,
     engine::Engine,
-    projects::Started, //
+    projects::{
+        Opener,
+        Started, //
+    }, //
 };
 
 /// One client of the device: what a process gets by opening the render node.
@@ -35,6 +38,10 @@ pub(crate) struct VgFile {
     /// user namespace's root is not root here): what it creates is charged
     /// to the project member of that uid (`projects.rs`).
     pub(crate) uid: u32,
+    /// The uid the default bound of a uid in no project counts its
+    /// opener's holdings against: the owner of the opener's outermost user
+    /// namespace, or `uid` in the initial one ([`Opener`]).
+    pub(crate) owner: u32,
     /// The authorization codes it presented (`auth.rs`).
     #[pin]
     pub(crate) auth: Mutex<Grants>,
@@ -68,6 +75,14 @@ impl PinnedDrop for VgFile {
 pub(crate) type DrmFile = drm::File<VgFile>;
 
 impl VgFile {
+    /// Its opener, as charges see it.
+    pub(crate) fn opener(&self) -> Opener {
+        Opener {
+            uid: self.uid,
+            owner: self.owner,
+        }
+    }
+
     /// Modeled GPU time of all the file's contexts, destroyed ones included.
     ///
     /// A context destroyed while this runs may be missed once (it has left
@@ -92,10 +107,13 @@ impl drm::file::DriverFile for VgFile {
     type Driver = VgDriver;
 
     fn open(dev: &drm::Device<VgDriver>) -> Result<Pin<KBox<Self>>> {
+        // Both from the opener's credentials, now.
+        let opener = Opener::current(Kuid::current_euid().into_raw().val);
         KBox::try_pin_init(
             try_pin_init!(Self {
                 engine: dev.engine.clone(),
-                uid: Kuid::current_euid().into_raw().val,
+                uid: opener.uid,
+                owner: opener.owner,
                 auth <- new_mutex!(Grants::new()),
                 contexts <- new_mutex!(ContextTable::new()),
                 retired_runtime_ns: Atomic::new(0),

@@ -56,7 +56,10 @@ use crate::{
     fence::RawGemObject,
     file::DrmFile,
     job::SharedMap,
-    projects::Charge,
+    projects::{
+        Charge,
+        Opener, //
+    },
     uapi,
     vgsched_core::{
         isa::{
@@ -744,14 +747,14 @@ pub(crate) enum Kind {
 }
 
 /// Creates a zero-filled buffer object of at least `size` bytes, rounded
-/// up to whole pages, for a file opened by `uid`: `EINVAL` for zero,
+/// up to whole pages, for a file opened by `who`: `EINVAL` for zero,
 /// `E2BIG` above [`MAX_BO_SIZE`], `EDQUOT` past the bytes its project
 /// member may hold, `ENOSPC` (or, with `wait`, a wait) when the device's
 /// pool is held by other members.
 pub(crate) fn create(
     dev: &drm::Device<VgDriver>,
     size: u64,
-    uid: u32,
+    who: Opener,
     wait: bool,
 ) -> Result<ARef<Bo>> {
     if size == 0 {
@@ -761,7 +764,7 @@ pub(crate) fn create(
         return Err(E2BIG);
     }
     let size = (size as usize).next_multiple_of(kernel::page::PAGE_SIZE);
-    let charge = dev.book.charge(uid, Resource::BoBytes, size as u64, wait)?;
+    let charge = dev.book.charge(who, Resource::BoBytes, size as u64, wait)?;
     Bo::new(
         dev,
         size,
@@ -791,7 +794,7 @@ pub(crate) fn create_dumb(
     let size = args.size(0, 0)?;
     let charge = dev
         .book
-        .charge(file.inner().uid, Resource::BoBytes, size, false)?;
+        .charge(file.inner().opener(), Resource::BoBytes, size, false)?;
     let size = usize::try_from(size).map_err(|_| E2BIG)?;
     let bo = Bo::new(
         dev,

@@ -243,7 +243,7 @@ impl Ioctl for BoCreate {
             return Err(EINVAL);
         }
         let wait = args.flags & uapi::DRM_VGSCHED_CREATE_WAIT != 0;
-        let bo = gem::create(dev, args.size, file.inner().uid, wait)?;
+        let bo = gem::create(dev, args.size, file.inner().opener(), wait)?;
         // The handle holds its own reference; ours drops on return.
         args.handle = bo.create_handle(file)?;
         Ok(0)
@@ -364,7 +364,9 @@ impl Ioctl for CtxCreate {
         }
         let inner = file.inner();
         let wait = args.flags & uapi::DRM_VGSCHED_CREATE_WAIT != 0;
-        let charge = dev.book.charge(inner.uid, Resource::Contexts, 1, wait)?;
+        let charge = dev
+            .book
+            .charge(inner.opener(), Resource::Contexts, 1, wait)?;
         let mut table = inner.contexts.lock();
         let ctx = table.create(args.priority, file.client_id(), charge)?;
         if let Err(e) = dev.engine.register_context(&ctx) {
@@ -516,7 +518,7 @@ impl Submit {
         // The tiles it asks for count against its project member's request
         // until the job is dropped, after its fence has signalled.
         spec.charge = dev.book.charge(
-            file.inner().uid,
+            file.inner().opener(),
             Resource::Tiles,
             u64::from(spec.tiles),
             false,

@@ -23,7 +23,11 @@
 //! the file gives it back. Root is not
 //! limited. A uid in no project holds at most the default bound (module
 //! parameters `default_contexts` and `default_bo_mib`, [`params`]), counted
-//! per uid across its files.
+//! per *namespace owner* across its files ([`Opener`]): a user namespace's
+//! uids share the bound of the uid that made it, so an account does not
+//! get 65 536 bounds out of one. The device's contexts are shared out by
+//! [`DeviceContexts`]: uids in no project together hold at most their share
+//! of them and never what members hold or reserve, nor root's reserve.
 
 use kernel::{
     configfs,
@@ -68,6 +72,7 @@ use crate::vgsched_core::projects::{
     start_pool,
     uncharge,
     Amounts,
+    DeviceContexts,
     QuotaError,
     Resource,
     Role,
@@ -81,12 +86,44 @@ use crate::vgsched_core::tiles::{
 /// Most projects, and most members of one project.
 const MAX_PROJECTS: usize = 64;
 const MAX_MEMBERS: usize = 64;
-/// Most uids in no project holding something on the device at once.
+/// Most namespace owners of uids in no project holding something on the
+/// device at once.
 const MAX_OUTSIDERS: usize = 256;
 
-/// A uid in no project that holds something, as the ledger keeps it.
+/// Who opened a file, as charges see it: its opener's effective uid in the
+/// initial user namespace (project membership, root) and the uid its
+/// default bound is counted against when it is in no project.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Opener {
+    /// The effective uid.
+    pub(crate) uid: u32,
+    /// The owner of its outermost user namespace (the uid that made it, as
+    /// the initial namespace sees it), or the uid itself in the initial
+    /// namespace: the key of the default bound, as the kernel's ucounts
+    /// charge per-user limits (`userns.c`).
+    pub(crate) owner: u32,
+}
+
+extern "C" {
+    /// `userns.c`.
+    fn vgsched_current_bound_owner() -> u32;
+}
+
+impl Opener {
+    /// The current task, with its effective uid `uid` (in the initial
+    /// namespace).
+    pub(crate) fn current(uid: u32) -> Self {
+        // SAFETY: It only reads the current task's credentials, which it
+        // cannot outlive.
+        let owner = unsafe { vgsched_current_bound_owner() };
+        Self { uid, owner }
+    }
+}
+
+/// The uids in no project of one namespace owner that hold something, as
+/// the ledger keeps them.
 struct OutsiderEntry {
-    uid: u32,
+    owner: u32,
     used: Amounts,
 }
 
@@ -162,16 +199,20 @@ impl ProjectEntry {
 /// `pool_used` is the sum over members of their [`pool_share`] (what they
 /// hold, or what their started environment reserved where that is more)
 /// plus what the charges of removed members still hold; a member's
-/// `reserved` is nothing while its `started` is 0.
+/// `reserved` is nothing while its `started` is 0; `outsiders_used` is the
+/// sum of the outsiders' entries' `used`, and of contexts it and
+/// `pool_used` together never pass the book's [`DeviceContexts::charged`].
 struct Ledger {
     projects: KVec<ProjectEntry>,
     next_id: u64,
     /// What all members hold together: the part of the device's pool in
     /// use.
     pool_used: Amounts,
-    /// The uids in no project that hold something (an entry goes when its
-    /// uid holds nothing any more).
+    /// The namespace owners of uids in no project that hold something (an
+    /// entry goes when they hold nothing any more).
     outsiders: KVec<OutsiderEntry>,
+    /// What all of them hold together.
+    outsiders_used: Amounts,
     /// The device's tiles as providers of the pool (`providers.rs`).
     providers: providers::Providers,
     /// The names of the device's public folders (`shared.rs`).
@@ -211,6 +252,9 @@ pub(crate) struct Book {
     /// The device's pool: what all members of all projects may hold
     /// together.
     pool: Amounts,
+    /// How the device's contexts are shared out between members, uids in
+    /// no project and root.
+    device: DeviceContexts,
     /// The device's tiles.
     tiles: u32,
     /// The tiles in the pool for every user (`providers.rs`), as a mask;
@@ -224,10 +268,15 @@ pub(crate) struct Book {
 }
 
 impl Book {
-    /// No projects, on a device of `tiles` tiles whose pool is `pool`;
-    /// the tiles start in the pool for everyone, or outside it
-    /// (`tiles_outside`).
-    pub(crate) fn new(pool: Amounts, tiles: u32, tiles_outside: bool) -> Result<Arc<Self>> {
+    /// No projects, on a device of `tiles` tiles and `contexts` contexts
+    /// (the engine's limit) whose pool is `pool`; the tiles start in the
+    /// pool for everyone, or outside it (`tiles_outside`).
+    pub(crate) fn new(
+        pool: Amounts,
+        tiles: u32,
+        contexts: u64,
+        tiles_outside: bool,
+    ) -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(Self {
                 ledger <- new_mutex!(Ledger {
@@ -235,11 +284,13 @@ impl Book {
                     next_id: 1,
                     pool_used: Amounts::ZERO,
                     outsiders: KVec::with_capacity(MAX_OUTSIDERS, GFP_KERNEL)?,
+                    outsiders_used: Amounts::ZERO,
                     providers: providers::providers_at_load(),
                     public: KVec::new(),
                 }),
                 released <- new_condvar!("vgsched::Book::released"),
                 pool,
+                device: DeviceContexts::new(contexts, pool.get(Resource::Contexts)),
                 authority <- Authority::new(tiles),
                 everyone_tiles: Atomic::new(match tiles_outside {
                     true => 0,
@@ -252,29 +303,37 @@ impl Book {
         )
     }
 
-    /// Charges `amount` of `r` to the member `uid` is: `Ok(None)` for root
+    /// Charges `amount` of `r` to the member `who` is: `Ok(None)` for root
     /// and for nothing at all, `EDQUOT` past the member's request. When the
-    /// device's pool is held by other members, `ENOSPC`, or with `wait`
-    /// the caller sleeps until enough comes back (`ERESTARTSYS` on a
-    /// signal). A uid in no project is charged against the default bound
-    /// instead ([`Book::charge_outsider`]).
+    /// device's pool is held by other members (or, of contexts, the device
+    /// by uids in no project), `ENOSPC`, or with `wait` the caller sleeps
+    /// until enough comes back (`ERESTARTSYS` on a signal). A uid in no
+    /// project is charged against the default bound of its namespace
+    /// owner instead ([`Book::charge_outsider`]).
     pub(crate) fn charge(
         self: &Arc<Self>,
-        uid: u32,
+        who: Opener,
         r: Resource,
         amount: u64,
         wait: bool,
     ) -> Result<Option<Charge>> {
+        let uid = who.uid;
         if uid == 0 || amount == 0 {
             return Ok(None);
         }
         let mut ledger = self.ledger.lock();
         loop {
             let Some(project) = ledger.project_of(uid) else {
-                return self.charge_outsider(&mut ledger, uid, r, amount);
+                return self.charge_outsider(&mut ledger, who.owner, r, amount);
             };
-            let pool = self.pool.get(r);
-            let pool_free = pool.saturating_sub(ledger.pool_used.get(r));
+            let limit = self.device.members_pool(&self.pool);
+            let taken = self.device.members_taken(
+                &self.pool,
+                &ledger.pool_used,
+                ledger.outsiders_used.get(Resource::Contexts),
+            );
+            let pool = limit.get(r);
+            let pool_free = pool.saturating_sub(taken.get(r));
             let Some(p) = ledger.project(project) else {
                 return Ok(None);
             };
@@ -282,8 +341,8 @@ impl Book {
             let Some(m) = p.members.iter_mut().find(|m| m.uid == uid) else {
                 return Ok(None);
             };
-            // Room the other members could ever give back: without it a
-            // wait would never end.
+            // Room the other members and the uids in no project could ever
+            // give back: without it a wait would never end.
             let after = m.used.get(r).saturating_add(amount);
             let reachable = after.max(m.reserved.get(r)) <= pool;
             let target = start.plus(&m.request);
@@ -310,15 +369,17 @@ impl Book {
         }
     }
 
-    /// Charges `amount` of `r` to `uid`, in no project, against the
-    /// default bound in force (`EDQUOT` past it), counted across the uid's
-    /// files; `ENOSPC` past [`MAX_OUTSIDERS`] uids holding something.
-    /// `Ok(None)` for a resource the bound leaves unlimited: only what is
-    /// bounded takes an entry.
+    /// Charges `amount` of `r` to a uid in no project whose namespace
+    /// owner is `owner` against the default bound in force (`EDQUOT` past
+    /// it), counted across the files of all the owner's uids; `ENOSPC`
+    /// past [`MAX_OUTSIDERS`] owners holding something, and for contexts
+    /// past what uids in no project may hold together
+    /// ([`DeviceContexts::admit_outsiders`]). `Ok(None)` for a resource
+    /// the bound leaves unlimited: only what is bounded takes an entry.
     fn charge_outsider(
         self: &Arc<Self>,
         ledger: &mut Ledger,
-        uid: u32,
+        owner: u32,
         r: Resource,
         amount: u64,
     ) -> Result<Option<Charge>> {
@@ -328,29 +389,39 @@ impl Book {
             // entry taken for it.
             return Ok(None);
         }
-        let i = match ledger.outsiders.iter().position(|o| o.uid == uid) {
+        let i = match ledger.outsiders.iter().position(|o| o.owner == owner) {
             Some(i) => i,
             None => {
                 let used = Amounts::ZERO;
                 // Room for MAX_OUTSIDERS was reserved with the book.
                 ledger
                     .outsiders
-                    .push_within_capacity(OutsiderEntry { uid, used })
+                    .push_within_capacity(OutsiderEntry { owner, used })
                     .map_err(|_| ENOSPC)?;
                 ledger.outsiders.len() - 1
             }
         };
+        // The owner's bound first (`EDQUOT`), then the device's share.
+        let together = ledger.outsiders_used.get(r);
+        let members = ledger.pool_used.get(r);
         let o = ledger.outsiders.get_mut(i).ok_or(EINVAL)?;
-        let charged = charge(&bound, &o.used, &Amounts::ZERO, r, amount, u64::MAX);
+        let charged =
+            charge(&bound, &o.used, &Amounts::ZERO, r, amount, u64::MAX).and_then(|_| match r {
+                Resource::Contexts => self.device.admit_outsiders(together, members, amount),
+                _ => Ok(()),
+            });
         if charged.is_ok() {
             o.used.set(r, o.used.get(r).saturating_add(amount));
+            ledger
+                .outsiders_used
+                .set(r, together.saturating_add(amount));
         }
         // A new entry that got nothing goes.
         ledger.outsiders.retain(|o| o.used != Amounts::ZERO);
         charged.map_err(quota_errno)?;
         Ok(Some(Charge {
             book: self.clone(),
-            holder: Holder::Outsider { uid },
+            holder: Holder::Outsider { owner },
             resource: r,
             amount,
         }))
@@ -429,12 +500,14 @@ impl Book {
                 let used = ledger.pool_used.get(r).saturating_sub(freed);
                 ledger.pool_used.set(r, used);
             }
-            Holder::Outsider { uid } => {
+            Holder::Outsider { owner } => {
                 let outsiders = &mut ledger.outsiders;
-                if let Some(o) = outsiders.iter_mut().find(|o| o.uid == uid) {
+                if let Some(o) = outsiders.iter_mut().find(|o| o.owner == owner) {
                     o.used.set(r, o.used.get(r).saturating_sub(amount));
                 }
                 outsiders.retain(|o| o.used != Amounts::ZERO);
+                let together = ledger.outsiders_used.get(r).saturating_sub(amount);
+                ledger.outsiders_used.set(r, together);
             }
         }
         drop(ledger);
@@ -447,17 +520,21 @@ impl Book {
     /// the first start reserves the member's target (the project's start
     /// parameters plus its request, as they are now) from the device's
     /// pool in one step, tiles included ([`start_pool`]), after which
-    /// nothing the member creates within it is refused by the pool; later
-    /// starts only count the file. `ENOENT` for a uid in no project; when
-    /// the pool cannot give it all now, `ENOSPC`, or with `wait` the caller
-    /// sleeps until it can (`ERESTARTSYS` on a signal); `ENOSPC` without a
-    /// wait if the pool could never give it.
+    /// nothing the member creates within it is refused by the pool or by
+    /// the device; later starts only count the file. `ENOENT` for a uid in
+    /// no project; when the pool (or, of contexts, what uids in no project
+    /// leave of the device: [`DeviceContexts::members_taken`]) cannot give
+    /// it all now, `ENOSPC`, or with `wait` the caller sleeps until it can
+    /// (`ERESTARTSYS` on a signal); `ENOSPC` without a wait if the pool
+    /// could never give it.
     pub(crate) fn start(self: &Arc<Self>, uid: u32, wait: bool) -> Result<Started> {
-        let pool = start_pool(&self.pool, self.tiles);
+        let pool = start_pool(&self.device.members_pool(&self.pool), self.tiles);
         let mut ledger = self.ledger.lock();
         loop {
             let project = ledger.project_of(uid).ok_or(ENOENT)?;
             let pool_used = ledger.pool_used;
+            let outsiders = ledger.outsiders_used.get(Resource::Contexts);
+            let taken = self.device.members_taken(&pool, &pool_used, outsiders);
             let p = ledger.project(project).ok_or(ENOENT)?;
             let start = p.start;
             let m = p.members.iter_mut().find(|m| m.uid == uid).ok_or(ENOENT)?;
@@ -472,7 +549,7 @@ impl Book {
                 return Ok(started());
             }
             let target = start.plus(&m.request);
-            match admit_start(&target, &m.used, &pool, &pool_used) {
+            match admit_start(&target, &m.used, &pool, &taken) {
                 Ok(take) => {
                     m.reserved = reservation(&target, &pool);
                     m.started = 1;
@@ -546,8 +623,9 @@ enum Holder {
     /// A project's member: `serial` tells it from a later member of the
     /// same uid.
     Member { project: u64, serial: u64 },
-    /// A uid in no project, against the default bound.
-    Outsider { uid: u32 },
+    /// Uids in no project of one namespace owner, against the default
+    /// bound.
+    Outsider { owner: u32 },
 }
 
 /// Something a file holds, counted against its member's request (or, for

@@ -321,7 +321,12 @@ impl kernel::Module for VgschedModule {
         let tiles_outside =
             projects_core::tiles_start_outside(module_parameters::tile_enrolment.value())
                 .map_err(invalid_parameter)?;
-        let book = projects::Book::new(pool, tile_topology.tiles(), tiles_outside)?;
+        let book = projects::Book::new(
+            pool,
+            tile_topology.tiles(),
+            engine::MAX_CONTEXTS as u64,
+            tiles_outside,
+        )?;
         let faux = faux::Registration::new(DEVICE_NAME, None)?;
         let unregistered = drm::UnregisteredDevice::<driver::VgDriver>::new(
             faux.as_ref(),

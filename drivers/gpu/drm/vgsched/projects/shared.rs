@@ -291,7 +291,7 @@ pub(crate) fn publish(
         return Err(EACCES);
     }
     let size = u64::try_from(object.size()).map_err(|_| EINVAL)?;
-    let charge = book.charge(uid, Resource::SharedBytes, size, false)?;
+    let charge = book.charge(file.inner().opener(), Resource::SharedBytes, size, false)?;
     let mut name = Some(SharedName {
         place,
         object,
