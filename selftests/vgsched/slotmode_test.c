@@ -355,7 +355,9 @@ TEST_F(one_slot, a_long_idle_context_shares_on_waking)
  * Preemption at once: a priority-5 wave holding every vector register of
  * the only unit is stopped where it is when a priority-0 job arrives, so
  * the high job waits only for its state to be saved (about 2 ms), not for
- * the next preemption point (50 ms apart here); with preempt_at_once=0 it
+ * the next preemption point (20 ms apart here: a chunk of the wave's
+ * interpretation between two points stores fewer words than the engine's
+ * undo log holds, so it can be taken back); with preempt_at_once=0 it
  * waits for the point. Either way the stopped wave, which reads back what
  * it wrote, ends with exactly the count it was given.
  */
@@ -369,12 +371,12 @@ FIXTURE_VARIANT(preempt) {
 };
 
 FIXTURE_VARIANT_ADD(preempt, at_once) {
-	.params = "modules=1 units_per_module=1 preemption_us=50000",
+	.params = "modules=1 units_per_module=1 preemption_us=20000",
 	.at_once = 1,
 };
 
 FIXTURE_VARIANT_ADD(preempt, at_point) {
-	.params = "modules=1 units_per_module=1 preemption_us=50000 preempt_at_once=0",
+	.params = "modules=1 units_per_module=1 preemption_us=20000 preempt_at_once=0",
 	.at_once = 0,
 };
 
@@ -394,7 +396,7 @@ FIXTURE_TEARDOWN(preempt)
 }
 
 /* The preemption_us of both variants, in ns. */
-#define POINT_NS 50000000ULL
+#define POINT_NS 20000000ULL
 
 /* The time of the first placement of a work-group of context @ctx in the log, or 0. */
 static __u64 first_placement(struct log_line *log, unsigned int ctx)
@@ -466,11 +468,10 @@ TEST_F(preempt, a_higher_level_waits_for_the_save_not_the_point)
 	 * Preemption points lie on multiples of preemption_us of the
 	 * engine's clock (CLOCK_MONOTONIC). At the point, the high job is
 	 * placed only once the low wave reached the first point after the
-	 * decision; at once, before that point (the save takes about 2 ms,
-	 * and the decision comes about 48 ms before the point: the engine
-	 * would have to step 46 ms late to miss it; when the decision came
-	 * later than 10 ms before the point, its timing proves nothing and
-	 * only the count below is checked). Stopped at once counts the wave
+	 * decision; at once, before that point (the save takes about 2 ms;
+	 * when the decision came later than 10 ms before the point, an
+	 * engine step late by 8 ms would miss it, so its timing proves
+	 * nothing and only the count below is checked). Stopped at once counts the wave
 	 * however the engine's steps fell: due at a point before the
 	 * decision, its chunk not begun, or under way, or ahead.
 	 */
