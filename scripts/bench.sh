@@ -42,10 +42,14 @@ step "what the guest printed"
 accel=TCG
 [ "${VGSCHED_KVM:-0}" = 1 ] && accel=KVM
 printf '\n=== guest kernel (QEMU %s, -smp 2) ===\n\n' "$accel" >> "$report"
-# The bench sections go to the report; a failed insmod, rmmod or read fails.
+# The bench sections go to the report; a failed insmod, rmmod or read
+# fails, and so does a refused VGSCHED_TESTS (the failing step's output
+# says why).
 awk '{sub(/\r$/, "")} /^@@begin bench/{on=1; next} /^@@end bench/{on=0; if ($NF != "rc=0") bad=1; next}
      on{print}
-     /^@@end cmd/ && $NF != "rc=0" {bad=1; print "  " $0}
+     /^@@begin cmd/{cmd=""; incmd=1; next}
+     /^@@end cmd/ {incmd=0; if ($NF != "rc=0") {bad=1; printf "%s", cmd; print "  " $0}; next}
+     incmd{cmd=cmd "  " $0 "\n"}
      END{exit bad}' "$results" | tee -a "$report" ||
 	die "the guest benchmark failed (see $results and $logs/bench-console.log)"
 # Host and guest each say so once.

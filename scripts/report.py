@@ -6,6 +6,10 @@ Reads the host `cargo test` output, the framed guest results (kselftest
 TAP, KUnit KTAP, kmemleak) and the guest console log; prints each failure
 plainly and ends with `N passed, N failed`. Exits 1 on any failure.
 
+The guest's end markers may carry each section's wall time
+(`@@end KIND NAME t=SECONDS rc=N`, written by scripts/guest/init; older
+logs have none): the report lists the programs' times, slowest first.
+
 An optional fourth argument names the gates' result file (one line per
 gate, `gate NAME rc=N log=PATH`, written by check.sh): each gate counts as
 one test, failed when its exit status is not 0, with the end of its log.
@@ -58,8 +62,14 @@ def host_tests(path, tally):
         tally.fail("host cargo test", "no test results (did it build?)")
 
 
-def sections(path):
-    """Yields (kind, name, lines, rc) for each framed section; rc None if cut off."""
+END = re.compile(r"^@@end (\S+) (\S+)(?: t=([0-9.]+))? rc=(\d+)$")
+
+
+def sections(path, times=None):
+    """Yields (kind, name, lines, rc) for each framed section; rc None if cut off.
+
+    Appends (kind, name, seconds) to `times` for each end marker with a time.
+    """
     cur = None
     for line in open(path, errors="replace"):
         line = line.rstrip("\r\n")
@@ -69,9 +79,11 @@ def sections(path):
                 yield cur[0], cur[1], cur[2], None
             cur = (m.group(1), m.group(2), [])
             continue
-        m = re.match(r"^@@end (\S+) (\S+) rc=(\d+)$", line)
+        m = END.match(line)
         if m and cur:
-            yield cur[0], cur[1], cur[2], int(m.group(3))
+            if m.group(3) is not None and times is not None:
+                times.append((cur[0], cur[1], float(m.group(3))))
+            yield cur[0], cur[1], cur[2], int(m.group(4))
             cur = None
             continue
         if cur:
@@ -107,9 +119,9 @@ def tap(kind, name, lines, rc, tally, case_depth):
         tally.fail(f"{kind} {name}", f"exit status {rc}")
 
 
-def guest(results, console, tally):
+def guest(results, console, tally, times):
     kinds = set()
-    for kind, name, lines, rc in sections(results):
+    for kind, name, lines, rc in sections(results, times):
         kinds.add(kind)
         if kind == "kselftest":
             tap(kind, name, lines, rc, tally, case_depth=0)
@@ -159,16 +171,32 @@ def gates(path, tally):
         tally.fail("gates", f"no gate results in {path}")
 
 
+def print_times(times):
+    """The guest programs' wall times, slowest first (sections under 0.5 s
+    other than kselftests left out), and their sum."""
+    if not times:
+        return
+    print("guest wall time per program:")
+    for kind, name, secs in sorted(times, key=lambda t: -t[2]):
+        if kind == "kselftest" or secs >= 0.5:
+            print(f"  {secs:7.1f} s  {kind} {name}")
+    total = sum(t[2] for t in times)
+    tests = sum(t[2] for t in times if t[0] == "kselftest")
+    print(f"  {total:7.1f} s  in all ({tests:.1f} s of kselftests)")
+
+
 def main():
     if len(sys.argv) not in (4, 5):
         print("usage: report.py HOST_LOG RESULTS CONSOLE [GATES]", file=sys.stderr)
         return 2
     host_out, results, console = sys.argv[1:4]
     tally = Tally()
+    times = []
     host_tests(host_out, tally)
-    guest(results, console, tally)
+    guest(results, console, tally, times)
     if len(sys.argv) == 5:
         gates(sys.argv[4], tally)
+    print_times(times)
     for f in tally.failed:
         print(f"FAIL {f}")
     print(f"{tally.passed} passed, {len(tally.failed)} failed")

@@ -165,7 +165,17 @@ TEST_F(dispatch, lowest_priority_is_served_while_high_priority_work_keeps_coming
 	}
 	ASSERT_EQ(0, busy_job_init(self->fd, &lo_job, lo, 1, 1, 1, 8, 32));
 	lo_job.s.group_priority = DRM_VGSCHED_GROUP_PRIORITIES - 1;
-	usleep(20 * 1000);	/* the device is full of high-priority work */
+	/* The device is full of high-priority work: 16 groups placed (up to 10 s). */
+	for (int tries = 0;; tries++) {
+		int p0 = groups_placed(vgsched_client_id(self->fd, hi[0]), hi[0], hi_job[0].s.seqno);
+		int p1 = groups_placed(vgsched_client_id(self->fd, hi[1]), hi[1], hi_job[1].s.seqno);
+
+		ASSERT_TRUE(p0 >= 0 && p1 >= 0) TH_LOG("a high-priority job ended before the device filled");
+		if (p0 + p1 >= 16)
+			break;
+		ASSERT_LT(tries, 10000);
+		usleep(1000);
+	}
 	__u64 submitted = vg_now_ns();
 
 	ASSERT_EQ(0, busy_submit(self->fd, &lo_job));

@@ -476,6 +476,21 @@ static inline int vgsched_module_unload(void)
 	return syscall(SYS_delete_module, "vgsched", O_NONBLOCK) ? -errno : 0;
 }
 
+/*
+ * Unloads the module, waiting (up to 3 s) while it is still in use: a file
+ * of a process just killed may still be being released. 0 or -errno.
+ */
+static inline int vgsched_module_unload_wait(void)
+{
+	int ret = vgsched_module_unload();
+
+	for (int i = 0; i < 300 && (ret == -EBUSY || ret == -EAGAIN); i++) {
+		usleep(10000);
+		ret = vgsched_module_unload();
+	}
+	return ret;
+}
+
 /* One line of the device's debugfs file placements. */
 struct vg_placement {
 	__u64 number, time_ns, client, job;

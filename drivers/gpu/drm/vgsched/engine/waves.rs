@@ -312,8 +312,12 @@ impl Engine {
     /// counts restored, its share of recent power withdrawn) and set to be
     /// interpreted again only up to `now`, where the wave is then saved.
     /// The context's runtime counted past `now` for them is taken back. A
-    /// wave whose chunk cannot be taken back (its undo log overflowed, or no
-    /// rewind was free when it was placed) stops at its point as before.
+    /// wave whose chunk is still being interpreted (over several holds of
+    /// the lock, [`Engine::run_chunk`]) has it cut short at `now`: where its
+    /// interpretation has not passed `now` yet, its chunk just ends there;
+    /// past it, the chunk is taken back and set to run again up to `now`.
+    /// A wave whose chunk cannot be taken back (its undo log overflowed, or
+    /// no rewind was free when it was placed) stops at its point as before.
     pub(super) fn stop_at_once(&self, st: &mut EngineState, index: usize, now: u64) {
         let EngineState {
             waves,
@@ -341,7 +345,23 @@ impl Engine {
             let Some(g) = groups.get(w.slot).and_then(Option::as_ref) else {
                 continue;
             };
-            if !Arc::ptr_eq(&g.ctx, &q.ctx) || g.job_id != job.id || w.end_ns <= now {
+            if !Arc::ptr_eq(&g.ctx, &q.ctx) || g.job_id != job.id {
+                continue;
+            }
+            if w.end_ns <= now {
+                // Due at a point at or before `now`: a wave whose chunk has
+                // not begun runs on only to the eviction
+                // ([`Engine::advance_waves`]); one whose chunk is under way
+                // is cut short here.
+                if w.phase == WavePhase::Running
+                    && w.chunk.is_some_and(|c| c.to_ns > now && c.from_ns <= now)
+                {
+                    if self.cut_chunk(w, &mut mem, modules.get_mut(g.module as usize), now) {
+                        totals.waves_stopped_at_once += 1;
+                    } else if let Some(c) = w.chunk {
+                        runs_until = runs_until.max(c.to_ns);
+                    }
+                }
                 continue;
             }
             let ahead = match w.phase {
@@ -397,6 +417,64 @@ impl Engine {
             q.entry.cand.runtime_ns = q.entry.cand.runtime_ns.saturating_sub(over);
             q.busy_until_ns = runs_until;
         }
+    }
+
+    /// Ends the chunk under way of running wave `w` (due, its chunk begun
+    /// and reaching past `now`) at `now`: where its interpretation has not
+    /// passed `now`, only the chunk's end moves; past it, the chunk is
+    /// taken back (its stores undone, its threads, cycles and counts
+    /// restored, from `ms`, its module's state) and set to be interpreted
+    /// again from its start up to `now`. Its power stand-in is left as it
+    /// is: the chunk's completion replaces it, as for any chunk. Returns
+    /// whether it now ends at `now` (not when it went past `now` and cannot
+    /// be taken back).
+    fn cut_chunk(
+        &self,
+        w: &mut RunningWave,
+        mem: &mut BoMemory<'_>,
+        ms: Option<&mut ModuleState>,
+        now: u64,
+    ) -> bool {
+        let Some(chunk) = w.chunk.as_mut() else {
+            return false;
+        };
+        // The wave's cycle at `now`, as the interpreter's horizon counts it.
+        let at_now = w.base_cycles.saturating_add(
+            self.topology
+                .ns_to_cycles(now.saturating_sub(w.exec_from_ns)),
+        );
+        if w.cycles <= at_now {
+            chunk.to_ns = now;
+            return true;
+        }
+        let Some(r) = w
+            .rewind
+            .as_mut()
+            .filter(|r| r.armed && !r.full && r.from_ns <= now)
+        else {
+            return false;
+        };
+        let Some(ms) = ms else {
+            return false;
+        };
+        undo_stores(mem, r.log.get(..r.logged).unwrap_or(&[]));
+        for (d, s) in w.lanes.iter_mut().zip(r.lanes.iter().take(r.threads)) {
+            *d = *s;
+        }
+        w.cycles = r.before_cycles;
+        ms.counters.sub(&r.counters);
+        *chunk = Chunk {
+            point_ns: r.point_ns,
+            from_ns: r.from_ns,
+            to_ns: now,
+            before_cycles: r.before_cycles,
+            counters: Counters::default(),
+        };
+        r.counters = Counters::default();
+        r.logged = 0;
+        r.full = false;
+        r.disarm();
+        true
     }
 
     /// Handles the running waves that reached their preemption point: a
@@ -495,8 +573,14 @@ impl Engine {
                 // preempting at once, not to the next point. (One whose
                 // save area was full runs on to the next point.)
                 let mut to_ns = next_point.max(point);
-                if self.sched.preempt_at_once && !in_slot && q.entry.slice_end_ns > point {
-                    to_ns = to_ns.min(q.entry.slice_end_ns);
+                if self.sched.preempt_at_once
+                    && !in_slot
+                    && q.entry.slice_end_ns > point
+                    && q.entry.slice_end_ns < to_ns
+                {
+                    // Stopped at the eviction, not at its next point.
+                    to_ns = q.entry.slice_end_ns;
+                    totals.waves_stopped_at_once += 1;
                 }
                 let chunk = Chunk {
                     point_ns: point,
