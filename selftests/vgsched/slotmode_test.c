@@ -752,8 +752,11 @@ TEST_F(as_written, seven_contexts_one_level_at_a_time)
 /*
  * The document's 3 contexts, all at the sixth priority (value 5): all three
  * are candidates and all are loaded; they run one after another in load
- * order, 3 x t0 each in the first round, and no slice of the run is
- * clamped to [t0 / 4, 8 x t0]: the formula is in force as written.
+ * order, 3 x t0 each in the first round (the formula as written, equal
+ * weights), and every slice of the run lies in [t0 / 4, 8 x t0]. After the
+ * first round the weights come from each context's measured history, so
+ * how far they drift apart depends on the host's speed, and a slice may
+ * reach a bound (the configuration keeps the clamp: design.rst's table).
  */
 TEST_F(as_written, three_contexts_at_the_sixth_priority_share_in_turn)
 {
@@ -775,8 +778,8 @@ TEST_F(as_written, three_contexts_at_the_sixth_priority_share_in_turn)
 
 		if (l->slice_us < 0 || l->ctx >= 3)
 			continue;
-		ASSERT_GT(l->slice_us, DOC_T0_US / 4) TH_LOG("line %d: slice clamped", k);
-		ASSERT_LT(l->slice_us, 8 * DOC_T0_US) TH_LOG("line %d: slice clamped", k);
+		ASSERT_GE(l->slice_us, DOC_T0_US / 4) TH_LOG("line %d: slice below the clamp", k);
+		ASSERT_LE(l->slice_us, 8 * DOC_T0_US) TH_LOG("line %d: slice above the clamp", k);
 		turns[l->ctx] += is(l, "turn");
 	}
 	TH_LOG("turns: %d, %d, %d", turns[0], turns[1], turns[2]);
