@@ -231,17 +231,6 @@ TEST(one_file_stays_within_its_bound_and_gives_everything_back)
 #define SCRATCH_JOB_BOUND (16ll << 10)
 #define SCRATCH_THREADS 64
 
-/* Waits up to 2 s for every byte of device memory to be free. */
-static int all_memory_free(void)
-{
-	for (int i = 0; i < 200; i++) {
-		if (vram_number("free") == vram_number("size"))
-			return 1;
-		usleep(10000);
-	}
-	return 0;
-}
-
 TEST(a_queued_jobs_scratch_area_costs_no_kernel_memory)
 {
 	int fd = vgsched_open_render_node(), vgem = vg_open_card_of_driver("vgem");
@@ -323,7 +312,7 @@ TEST(a_queued_jobs_scratch_area_costs_no_kernel_memory)
 	}
 	vg_buf_destroy(fd, &prog);
 	/* Every scratch area's chunks are back, and the buffers' copies gone. */
-	EXPECT_TRUE(all_memory_free()) TH_LOG("free %lld of %lld", vram_number("free"),
+	EXPECT_TRUE(vram_all_free()) TH_LOG("free %lld of %lld", vram_number("free"),
 					      vram_number("size"));
 	close(fd);
 	close(vgem);

@@ -428,6 +428,17 @@ static inline long long vram_number(const char *key)
 	return vgsched_debugfs_number("vram", line_key);
 }
 
+/* Waits up to 2 s for every byte of device memory to be free; 1 if it is, else 0. */
+static inline int vram_all_free(void)
+{
+	for (int i = 0; i < 200; i++) {
+		if (vram_number("free") == vram_number("size"))
+			return 1;
+		usleep(10000);
+	}
+	return 0;
+}
+
 /* The KiB of fdinfo key @key of @fd; -1 if absent. */
 static inline long long fdinfo_kib(int fd, const char *key)
 {

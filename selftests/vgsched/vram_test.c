@@ -34,17 +34,6 @@
 #define THREADS 64
 #define N (GROUPS * THREADS)
 
-/* Waits up to 2 s for every byte of device memory to be free. */
-static int all_memory_free(void)
-{
-	for (int i = 0; i < 200; i++) {
-		if (vram_number("free") == vram_number("size"))
-			return 1;
-		usleep(10000);
-	}
-	return 0;
-}
-
 /* c = a + b over N threads, on buffer objects of @bytes each. */
 struct add_job {
 	struct vg_buf prog, a, b, c;
@@ -170,7 +159,7 @@ FIXTURE_SETUP(vram)
 FIXTURE_TEARDOWN(vram)
 {
 	close(self->fd);
-	EXPECT_TRUE(all_memory_free()) TH_LOG("device memory not given back on close");
+	EXPECT_TRUE(vram_all_free()) TH_LOG("device memory not given back on close");
 	EXPECT_EQ(0, vgsched_module_unload());
 	EXPECT_EQ(0, vgsched_module_load(""));
 }
@@ -446,7 +435,7 @@ TEST_F(vram, close_and_kill_mid_job_give_all_memory_back)
 	munmap(w.out.map, w.out.size);
 	munmap(w.prog.map, w.prog.size);
 	close(other);
-	ASSERT_TRUE(all_memory_free());
+	ASSERT_TRUE(vram_all_free());
 
 	child = vg_spawn_endless_child();
 	ASSERT_GT(child, 0);
@@ -455,7 +444,7 @@ TEST_F(vram, close_and_kill_mid_job_give_all_memory_back)
 	ASSERT_LT(vram_number("free"), vram_number("size"));
 	ASSERT_EQ(0, kill(child, SIGKILL));
 	ASSERT_EQ(child, waitpid(child, NULL, 0));
-	ASSERT_TRUE(all_memory_free());
+	ASSERT_TRUE(vram_all_free());
 }
 
 TEST_HARNESS_MAIN

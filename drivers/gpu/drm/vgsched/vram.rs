@@ -267,6 +267,19 @@ struct Chunks {
     reserved: u32,
 }
 
+impl Chunks {
+    /// The chunk map over this storage.
+    fn map(&mut self) -> ChunkMap<'_> {
+        let Self {
+            words,
+            count,
+            free,
+            reserved,
+        } = self;
+        ChunkMap::over(words, *count, free, reserved)
+    }
+}
+
 /// The copy engine and what it moved. Under a spinlock of its own.
 struct Copies {
     engine: CopyEngine,
@@ -498,16 +511,7 @@ impl DeviceMemory {
     /// held by jobs. Allocates nothing.
     fn evict_until(&self, t: &mut Table, mut get: impl FnMut(&mut ChunkMap<'_>) -> bool) -> Result {
         loop {
-            let got = {
-                let mut c = self.chunks.lock();
-                let Chunks {
-                    words,
-                    count,
-                    free,
-                    reserved,
-                } = &mut *c;
-                get(&mut ChunkMap::over(words, *count, free, reserved))
-            };
+            let got = { get(&mut self.chunks.lock().map()) };
             if got {
                 return Ok(());
             }
@@ -533,14 +537,7 @@ impl DeviceMemory {
 
     /// Gives back `chunks` chunks a reservation holds (a spinlock only).
     fn unreserve(&self, chunks: u32) {
-        let mut c = self.chunks.lock();
-        let Chunks {
-            words,
-            count,
-            free,
-            reserved,
-        } = &mut *c;
-        warn_on!(!ChunkMap::over(words, *count, free, reserved).unreserve(chunks));
+        warn_on!(!self.chunks.lock().map().unreserve(chunks));
     }
 
     /// Gives the chunks of a placed, unheld `copy` back.
@@ -549,13 +546,7 @@ impl DeviceMemory {
             return;
         }
         let mut c = self.chunks.lock();
-        let Chunks {
-            words,
-            count,
-            free,
-            reserved,
-        } = &mut *c;
-        let mut map = ChunkMap::over(words, *count, free, reserved);
+        let mut map = c.map();
         for page in copy.pages.iter() {
             warn_on!(!map.give(page.load(ordering::Relaxed)));
         }
