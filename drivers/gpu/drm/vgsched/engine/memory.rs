@@ -37,7 +37,15 @@
 //! by priority level first and age second, and the pipeline's gates
 //! ([`Engine::may_execute`]) never hold a strictly higher level back. So the memory a
 //! job waits for is held only by jobs that are executing at its level or
-//! above, which end within the job timeout.
+//! above, which give it back as they end (a job's device time is its
+//! grid's: the job timeout bounds a wave, not a job).
+//!
+//! Nothing else of a job waits for another job's length: the execution
+//! gate holds a task back for the job timeout at most, and a job waiting
+//! for memory ([`Blocked`]) holds back only what would take from its need;
+//! a job of equal standing that fits in what is left once the executing
+//! jobs give theirs back proceeds beside it ([`pipeline::room_beside`]),
+//! and the waiter has the first claim on what comes back.
 
 use core::cell::OnceCell;
 
@@ -1065,7 +1073,8 @@ impl Engine {
                 survey = Survey::for_choice(st, &p, &self.memory, state_bytes);
                 choices = Choices::of(st, &p, &survey, now, false);
             }
-            // Otherwise only a strictly higher level may try (below).
+            // Otherwise only what stands above it, or fits beside its
+            // need, may try (below).
         }
         let all = choices.all?;
         if let Some(i) = all.phase_one {
@@ -1259,9 +1268,9 @@ impl Engine {
     /// Phase 2 of a job: its objects made resident and its scratch area
     /// placed, through the handles made at its submission. On `ENOSPC`
     /// (or `EBUSY`: a stale copy still held) the job waits, queued: what
-    /// cannot run now is reclaimed for it, and nothing else is prepared
-    /// until memory is given back. Allocates nothing: its fence waits for
-    /// it.
+    /// cannot run now is reclaimed for it, and until memory is given back
+    /// only what stands above it, or fits beside its need, is prepared
+    /// ([`Blocked::admits`]). Allocates nothing: its fence waits for it.
     fn prepare(
         this: ArcBorrow<'_, Self>,
         ctx: &Arc<Context>,
