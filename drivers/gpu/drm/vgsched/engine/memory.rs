@@ -368,7 +368,7 @@ pub(super) struct Blocked {
     loaded: bool,
     /// The device memory it needs: the job's footprint, or a state area.
     need: u64,
-    /// Jobs and phase 1s of a lower standing prepared beside it since it
+    /// Jobs and phase 1s of equal standing prepared beside it since it
     /// found memory full ([`pipeline::PASS_LIMIT`]).
     passes: u32,
 }
@@ -1517,11 +1517,11 @@ impl Engine {
         (now, hold_ns): (u64, u64),
         next_event_ns: &mut u64,
     ) -> bool {
-        if p.mode == Mode::Sequential || q.task_started {
+        let Some(job) = q
+            .active()
+            .filter(|_| p.mode == Mode::Pipelined && !q.task_started)
+        else {
             q.gate_held_since = 0;
-            return true;
-        }
-        let Some(job) = q.active() else {
             return true;
         };
         let up_to = running
