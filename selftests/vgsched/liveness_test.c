@@ -19,7 +19,8 @@
  *    client's 4 KiB job ends with status 0 within the job timeout + 3 s,
  *    the big job still waiting; a third client's job over 16 MiB,
  *    submitted before the 4 KiB one, would take from what the waiter
- *    needs and is not prepared while it waits; once the long job's context is destroyed, the waiter is
+ *    needs and is not prepared while it waits (and the waiter is not
+ *    tried again in a loop meanwhile); once the long job's context is destroyed, the waiter is
  *    prepared first and both big jobs end with status 0, results exact.
  */
 #include <errno.h>
@@ -124,6 +125,18 @@ static __u64 ljob_wait_stage(const struct ljob *j, const char *event)
 	for (int i = 0; i < 1000 && !(t = ljob_stage(j, event)); i++)
 		usleep(10000);
 	return t;
+}
+
+/* Stage records of job @job (0: the context's own) of @ctx of @client named @event. */
+static int stage_count(__u64 client, unsigned int ctx, __u64 job, const char *event)
+{
+	static struct vg_stage log[512];
+	int n = vgsched_stages(log, 512), count = 0;
+
+	for (int i = 0; i < n; i++)
+		count += log[i].client == client && log[i].ctx == ctx && log[i].job == job &&
+			 !strcmp(log[i].event, event);
+	return count;
 }
 
 /* Every thread stored its global id. */
@@ -252,6 +265,19 @@ TEST_F_TIMEOUT(live, a_small_job_passes_a_job_waiting_for_memory, 90)
 		TH_LOG("the 16 MiB job was prepared beside the waiter's need");
 	ASSERT_EQ(0, ljob_stage(&waiter, "phase2_start")) TH_LOG("the big job did not wait");
 	ASSERT_TRUE(still_running(self->fd[0], a1, longj.seqno)) TH_LOG("the long job ended");
+	/*
+	 * The waiter is tried again only when memory comes back (a handful of
+	 * times here), and the 16 MiB job's context is not initialised and
+	 * given back for it over and over: no busy loop of the memory work.
+	 */
+	usleep(200000);
+	int tries = stage_count(waiter.client, a2, waiter.seqno, "memory_wait");
+	int returned = stage_count(medium.client, c, 0, "task_cleanup");
+
+	TH_LOG("the waiter tried %d times, the 16 MiB job's context gave its area back %d times",
+	       tries, returned);
+	EXPECT_LE(tries, 16);
+	EXPECT_LE(returned, 4);
 	/* The long job's memory comes back: the waiter has the first claim on it. */
 	ASSERT_EQ(0, vgsched_ctx_destroy(self->fd[0], a1));
 	ASSERT_EQ(0, ljob_finish(&waiter, WAIT_NS)) TH_LOG("the waiter never ran");

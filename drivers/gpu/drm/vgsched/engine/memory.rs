@@ -1014,6 +1014,13 @@ impl Engine {
         // survey's walk.
         let mut survey = Survey::releasing(st, &p, &self.memory, state_bytes, now);
         let releases = st.releases;
+        // The job that waited for memory, once some came back, before the
+        // others of its standing: nothing of theirs is initialised (or
+        // prepared) again into what was given back for it.
+        let leading = |level| survey.level_in_force == Some(level);
+        if let Some((qi, id, _)) = claimant(st, &p, &survey, now).filter(|c| leading(c.2)) {
+            return Self::prepare_task(st, qi, id, releases);
+        }
         let mut choices = Choices::of(st, &p, &survey, now, true);
         // The loaded contexts of the level in force go before everything
         // else: a preempting job's phase 1 and phase 2 do not wait behind
@@ -1077,6 +1084,22 @@ impl Engine {
             // need, may try (below).
         }
         let all = choices.all?;
+        // The claimant before its equals here too (after a state area was
+        // given back for it, say), unless a higher level is a candidate.
+        if let Some((qi, id, level)) = claimant(st, &p, &survey, now) {
+            let level_of =
+                |i: Option<usize>| i.and_then(|i| st.queues.get(i)).map(|q| q.ctx.priority);
+            let higher = [
+                level_of(all.phase_one),
+                level_of(all.phase_two.map(|(i, _)| i)),
+            ]
+            .into_iter()
+            .flatten()
+            .any(|l| l < level);
+            if !higher {
+                return Self::prepare_task(st, qi, id, releases);
+            }
+        }
         if let Some(i) = all.phase_one {
             return self.phase_one_task(st, &p, releases, i, survey.held);
         }
@@ -1721,6 +1744,32 @@ fn state_area_victim(st: &EngineState, blocked: &Blocked, beside: Option<u64>) -
                 || q.ctx.priority > blocked.level
                 || (q.ctx.priority == blocked.level && blocked.loaded))
     })
+}
+
+/// The job that claims released memory ([`EngineState::memory_claim`]) as
+/// (context, job, level), if its phase 2 may start now and its context
+/// holds a slot: it goes before the phase 1s and phase 2s of its equals
+/// (the caller checks that nothing of a higher level is a candidate), so
+/// that nothing of theirs is initialised or prepared again into what was
+/// given back for it. While it waits it is not preparable: it is found
+/// only after memory came back. A claimant without a slot keeps the usual
+/// order (a loaded context's work goes first).
+fn claimant(
+    st: &EngineState,
+    p: &PipelineParams,
+    survey: &Survey,
+    now: u64,
+) -> Option<(usize, u64, u32)> {
+    let (timeline, id) = st.memory_claim.filter(|&(_, job)| job != 0)?;
+    let (qi, q) = st
+        .queues
+        .iter()
+        .enumerate()
+        .find(|(_, q)| q.ctx.timeline == timeline && q.slot.is_some())?;
+    let gate = Gate::of(st, now, *p, survey);
+    gate.preparable(qi, q, now)
+        .filter(|job| job.id == id)
+        .map(|job| (qi, job.id, q.ctx.priority))
 }
 
 /// The job numbered `id` in one context's list.
