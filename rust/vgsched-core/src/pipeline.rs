@@ -27,11 +27,18 @@
 //! 4. *the execution gate*: that sub-task, prepared, starts executing at
 //!    once if the current task's execution is over, else only if the memory
 //!    of the current running sub-task and its own together stay within
-//!    `subtask_threshold`; otherwise it waits for the current task;
+//!    `subtask_threshold`; otherwise it waits for the current task, for at
+//!    most the gate's hold bound (the job timeout,
+//!    [`execution_gate_opens`]), after which it executes beside it;
 //! 5. *prepare-ahead*: inside a task, the next sub-task's phase 2 runs
 //!    while one executes, and finished ones are cleaned up alongside;
 //! 6. *state-area release*: after its last sub-task, the task is cleaned up
 //!    and its state area given back.
+//!
+//! In both modes, a job that finds device memory full waits for it; a job
+//! of a lower standing may be prepared beside it only within what is left
+//! once the waiter's need is met ([`room_beside`]), at most
+//! [`PASS_LIMIT`] times between two releases of memory.
 //!
 //! In `Sequential` mode nothing overlaps: one context's phase 1 once it
 //! is loaded, then each sub-task's phase 2, execution and clean-up, one
@@ -185,6 +192,44 @@ pub fn next_may_execute(p: &PipelineParams, running: u64, next: u64) -> bool {
     running == 0 || running.saturating_add(next) <= p.subtask_threshold
 }
 
+/// The execution gate with its hold bound: [`next_may_execute`], or the
+/// gate has held the task back (its first job prepared, on the device)
+/// for `held_ns`, at least `bound_ns` (the job timeout). The gate orders
+/// tasks of equal standing; it does not make one wait for as long as
+/// another's job runs, which nothing bounds. The memory of both jobs is
+/// already held (phase 2 is over), so opening it takes no memory.
+pub fn execution_gate_opens(
+    p: &PipelineParams,
+    running: u64,
+    next: u64,
+    held_ns: u64,
+    bound_ns: u64,
+) -> bool {
+    next_may_execute(p, running, next) || held_ns >= bound_ns
+}
+
+/// How many jobs (or phase 1s) of a lower standing may be prepared beside
+/// a job waiting for device memory between two releases of memory: each
+/// is an upload on the memory work item ahead of the waiter's next try.
+pub const PASS_LIMIT: u32 = 8;
+
+/// Device memory a job of equal standing may take beside a job waiting
+/// for `need` bytes without taking from what the waiter waits for: `free`
+/// bytes are free now and `releasing` bytes are held by jobs executing at
+/// the waiter's level or above, which give them back as they end. Once
+/// they have, the waiter finds `free + releasing` less what was taken
+/// beside it; what is taken beside it stays within that less its need.
+/// `None` if even that is short of its need (the waiter needs more than
+/// those jobs give back: nothing may be taken beside it, and what it may
+/// reclaim it must), or once `passes` reached [`PASS_LIMIT`].
+pub fn room_beside(free: u64, releasing: u64, need: u64, passes: u32) -> Option<u64> {
+    if passes >= PASS_LIMIT {
+        return None;
+    }
+    let left = free.saturating_add(releasing).checked_sub(need)?;
+    Some(free.min(left))
+}
+
 /// Prepare-ahead (pipelined): how many sub-tasks of one task may hold device
 /// memory at once (the one that runs and the next); sequential: one over the
 /// whole device.
@@ -225,7 +270,7 @@ pub fn rule_cases() -> Result<(), &'static str> {
     let marked = [sub(11 * MIB, true), sub(MIB, false)];
     let marked_unrun = [sub(MIB, true), sub(11 * MIB, false)];
     let at = [sub(10 * MIB, true)];
-    let cases: [(&'static str, bool); 26] = [
+    let cases: [(&'static str, bool); 36] = [
         // Early phase 1 and the phase-1 threshold.
         (
             "early phase 1: ahead of its load, the device busy",
@@ -308,6 +353,48 @@ pub fn rule_cases() -> Result<(), &'static str> {
         (
             "execution gate: no overflow",
             !next_may_execute(p, u64::MAX, 1),
+        ),
+        // The gate's hold bound.
+        (
+            "gate hold: held less than the bound, closed",
+            !execution_gate_opens(p, 30 * MIB, MIB, 1999, 2000),
+        ),
+        (
+            "gate hold: held the bound, it opens",
+            execution_gate_opens(p, 30 * MIB, MIB, 2000, 2000),
+        ),
+        (
+            "gate hold: both fit, open at once",
+            execution_gate_opens(p, 4 * MIB, 6 * MIB, 0, 2000),
+        ),
+        // Room beside a job waiting for memory.
+        (
+            "beside a waiter: what is left once its need is met",
+            room_beside(44 * MIB, 20 * MIB, 50 * MIB, 0) == Some(14 * MIB),
+        ),
+        (
+            "beside a waiter: never more than is free",
+            room_beside(4 * MIB, 60 * MIB, 8 * MIB, 0) == Some(4 * MIB),
+        ),
+        (
+            "beside a waiter: nothing when its need is not met by releases",
+            room_beside(44 * MIB, 0, 50 * MIB, 0).is_none(),
+        ),
+        (
+            "beside a waiter: nothing left when its need takes it all",
+            room_beside(30 * MIB, 20 * MIB, 50 * MIB, 0) == Some(0),
+        ),
+        (
+            "beside a waiter: no overflow",
+            room_beside(u64::MAX, u64::MAX, 1, 0) == Some(u64::MAX - 1),
+        ),
+        (
+            "beside a waiter: passed up to the limit",
+            room_beside(44 * MIB, 20 * MIB, 50 * MIB, PASS_LIMIT - 1).is_some(),
+        ),
+        (
+            "beside a waiter: not past the limit",
+            room_beside(44 * MIB, 20 * MIB, 50 * MIB, PASS_LIMIT).is_none(),
         ),
         // Prepare-ahead.
         (

@@ -374,9 +374,14 @@ struct EngineState {
     /// Signalled jobs wait in some context's `done` list.
     cleanup_due: bool,
     /// A job (or phase 1) did not fit in device memory: what cannot run
-    /// now is reclaimed for it, and only a strictly higher level is
-    /// prepared until some memory comes back.
+    /// now is reclaimed for it, and until some memory comes back only a
+    /// strictly higher level is prepared, or what fits beside its need
+    /// ([`memory::Blocked`]).
     memory_blocked: Option<memory::Blocked>,
+    /// The last job (or phase 1: job 0) that waited for memory, as
+    /// (context timeline, job id), until it is prepared: it goes first
+    /// among equals when memory comes back.
+    memory_claim: Option<(u64, u64)>,
     /// The last stage starts and ends, for debugfs.
     stages: StageLog,
     /// Jobs on the context list holding tiles (`Job::tiles` not 0): the
@@ -663,6 +668,7 @@ impl Engine {
             budget: INTERPRET_BUDGET,
             cleanup_due: false,
             memory_blocked: None,
+            memory_claim: None,
             stages: StageLog::new()?,
             failed_at_once: 0,
             phase1_ahead_paused: false,
@@ -1487,10 +1493,12 @@ impl Engine {
     fn arm_timer(this: ArcBorrow<'_, Self>, st: &mut EngineState, now: u64) {
         let waves = st.waves.iter().map(|w| w.end_ns).min();
         let slices = st.slots.next_slice_end(&st.queues);
-        // A first job's upload or write-back ending, a phase 1, or its
-        // active job's tiles waking: found by a walk only once the last
-        // one found has passed (each newly set one takes the bound down).
+        // A first job's upload or write-back ending, a phase 1, its
+        // active job's tiles waking, or the execution gate's hold ending:
+        // found by a walk only once the last one found has passed (each
+        // newly set one takes the bound down).
         if st.next_event_ns <= now {
+            let hold = this.gate_hold_ns();
             st.next_event_ns = st
                 .queues
                 .iter()
@@ -1504,7 +1512,9 @@ impl Engine {
                         _ => None,
                     };
                     let woken = q.active().map(|j| j.tiles_start_ns);
-                    Iterator::chain(Iterator::chain(jobs, init), woken)
+                    let gate =
+                        (q.gate_held_since != 0).then(|| q.gate_held_since.saturating_add(hold));
+                    Iterator::chain(Iterator::chain(Iterator::chain(jobs, init), woken), gate)
                 })
                 .filter(|&at| at > now)
                 .min()

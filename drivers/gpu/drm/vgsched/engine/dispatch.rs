@@ -120,7 +120,7 @@ impl Engine {
         }
         let mut placed = 0;
         loop {
-            Self::gather_heads(st, now);
+            Self::gather_heads(st, now, this.gate_hold_ns());
             if st.heads.is_empty() {
                 st.trigger.progress(now);
                 return placed;
@@ -160,8 +160,9 @@ impl Engine {
     }
 
     /// Collects the head of every resident channel whose active job may
-    /// place work.
-    fn gather_heads(st: &mut EngineState, now: u64) {
+    /// place work; the execution gate holds a task back `gate_hold_ns` at
+    /// most.
+    fn gather_heads(st: &mut EngineState, now: u64, gate_hold_ns: u64) {
         st.heads.clear();
         st.splittable_waiting = false;
         let pipeline = params::pipeline();
@@ -226,7 +227,14 @@ impl Engine {
                 continue;
             }
             let initialised = q.initialised(now);
-            let gate_open = initialised && Self::may_execute(q, &running, &pipeline);
+            let gate_open = initialised
+                && Self::may_execute(
+                    q,
+                    &running,
+                    &pipeline,
+                    (now, gate_hold_ns),
+                    &mut st.next_event_ns,
+                );
             let Some(job) = active_in(&mut q.jobs) else {
                 continue;
             };

@@ -37,7 +37,15 @@
 //! by priority level first and age second, and the pipeline's gates
 //! ([`Engine::may_execute`]) never hold a strictly higher level back. So the memory a
 //! job waits for is held only by jobs that are executing at its level or
-//! above, which end within the job timeout.
+//! above, which give it back as they end (a job's device time is its
+//! grid's: the job timeout bounds a wave, not a job).
+//!
+//! Nothing else of a job waits for another job's length: the execution
+//! gate holds a task back for the job timeout at most, and a job waiting
+//! for memory ([`Blocked`]) holds back only what would take from its need;
+//! a job of equal standing that fits in what is left once the executing
+//! jobs give theirs back proceeds beside it ([`pipeline::room_beside`]),
+//! and the waiter has the first claim on what comes back.
 
 use core::cell::OnceCell;
 
@@ -146,6 +154,9 @@ pub(crate) enum StageEvent {
     LastWave,
     CleanUpStart,
     CleanUpEnd,
+    /// Its phase 2 found device memory full: it waits for memory to come
+    /// back.
+    MemoryWait,
     /// Its device memory is being reclaimed for a job that outranks it.
     Reclaim,
     /// Reclaimed: its stores are written back (at this time) and its hold
@@ -167,6 +178,7 @@ impl StageEvent {
             Self::LastWave => "last_wave",
             Self::CleanUpStart => "cleanup_start",
             Self::CleanUpEnd => "cleanup_end",
+            Self::MemoryWait => "memory_wait",
             Self::Reclaim => "reclaim",
             Self::Reclaimed => "reclaimed",
             Self::TaskCleanUp => "task_cleanup",
@@ -344,15 +356,23 @@ impl MemoryTask {
 }
 
 /// The job (or phase 1) that found device memory full, waiting for a
-/// release: what may be reclaimed for it.
+/// release: what may be reclaimed for it, and what may be prepared beside
+/// it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Blocked {
     /// Its context's fence timeline (the context's identity).
     timeline: u64,
+    /// The job's id; 0 for a phase 1.
+    job: u64,
     /// Its priority level.
     level: u32,
     /// Its context holds a hardware slot (it is a current task).
     loaded: bool,
+    /// The device memory it needs: the job's footprint, or a state area.
+    need: u64,
+    /// Jobs and phase 1s of equal standing prepared beside it since it
+    /// found memory full ([`pipeline::PASS_LIMIT`]).
+    passes: u32,
 }
 
 /// The in-fence of a job has signalled without error and its dependencies
@@ -471,8 +491,13 @@ struct Gate<'a> {
     busy: bool,
     next: OnceCell<Option<usize>>,
     progress: bool,
-    /// A job waiting for memory, if any ([`Blocked::lets_prepare`]).
+    /// A job waiting for memory, if any ([`Blocked::admits`]).
     blocked: Option<Blocked>,
+    /// What may be taken beside the waiter's need ([`Survey::room`]).
+    room: Option<u64>,
+    /// The job that claims released memory first (context timeline, job
+    /// id), if any.
+    claim: Option<(u64, u64)>,
 }
 
 impl<'a> Gate<'a> {
@@ -486,6 +511,8 @@ impl<'a> Gate<'a> {
             next: OnceCell::new(),
             progress: survey.progress,
             blocked: st.memory_blocked,
+            room: survey.room,
+            claim: st.memory_claim,
             p,
         }
     }
@@ -506,7 +533,11 @@ impl<'a> Gate<'a> {
         if q.ctx.cancelling() || !q.initialised(now) {
             return None;
         }
-        if self.blocked.is_some_and(|b| !b.lets_prepare(q)) {
+        // Nothing may be beside a waiter if nothing may be taken there.
+        if self
+            .blocked
+            .is_some_and(|b| self.room.is_none() && !b.lets_prepare(q))
+        {
             return None;
         }
         let job = q
@@ -516,6 +547,12 @@ impl<'a> Gate<'a> {
             .take(pipeline::prepare_ahead(self.p.mode))
             .find(|j| j.stage == Stage::Queued)?;
         if job.progress.error() != 0 || !in_fence_passed(job) {
+            return None;
+        }
+        if self
+            .blocked
+            .is_some_and(|b| !b.admits(q, job.footprint, self.room))
+        {
             return None;
         }
         let first = q.jobs.first().is_some_and(|f| f.id == job.id);
@@ -554,11 +591,22 @@ struct Survey {
     /// Every current task (context holding a slot) has reached the
     /// progress point: the next task's phase 2 may start.
     progress: bool,
+    /// While a job waits for memory: what may be taken beside its need
+    /// ([`pipeline::room_beside`]; `None`: nothing more may be, or no job
+    /// waits).
+    room: Option<u64>,
+    /// While a job waits for memory: what is left beside its need, however
+    /// often it was passed (`None`: no job waits).
+    beside: Option<u64>,
+    /// A context's state area, what its phase 1 takes.
+    state_bytes: u64,
 }
 
 /// A [`Survey`] being taken, one context at a time.
 #[derive(Default)]
 struct Tally {
+    /// Device memory of the running jobs of loaded contexts, per level.
+    running: RunningBytes,
     held: u64,
     ending: bool,
     cleanup: bool,
@@ -574,6 +622,9 @@ impl Tally {
     /// Counts context `i` (`q`); with `choice`, for the choice's fields
     /// too.
     fn add(&mut self, i: usize, q: &ContextQueue, p: &PipelineParams, choice: bool) {
+        if let Some(level) = self.running.get_mut(q.ctx.priority as usize) {
+            *level = level.saturating_add(q.running_bytes());
+        }
         if q.phase1 != PhaseOne::Idle {
             self.held += 1;
             self.ending |= q.slot.is_none() && q.active().is_none();
@@ -597,10 +648,34 @@ impl Tally {
         }
     }
 
-    /// The survey, every context counted.
-    fn survey(self, p: &PipelineParams, state_bytes: u64) -> Survey {
+    /// The survey, every context counted, while `blocked` (if any) waits
+    /// for device memory in `memory`.
+    fn survey(
+        self,
+        p: &PipelineParams,
+        state_bytes: u64,
+        blocked: Option<Blocked>,
+        memory: &DeviceMemory,
+    ) -> Survey {
         let held = self.held.saturating_mul(state_bytes);
+        // What the jobs executing at the waiter's level or above give
+        // back as they end.
+        let room_of = |b: Blocked, passes| {
+            let releasing = self
+                .running
+                .iter()
+                .take(b.level as usize + 1)
+                .fold(0u64, |sum, &r| sum.saturating_add(r));
+            pipeline::room_beside(memory.avail(), releasing, b.need, passes)
+        };
+        let beside = blocked.and_then(|b| room_of(b, 0));
+        let room = blocked
+            .filter(|b| b.passes < pipeline::PASS_LIMIT)
+            .and(beside);
         Survey {
+            room,
+            beside,
+            state_bytes,
             held,
             // At the threshold, a loaded context waits for a task that is
             // ending (no slot, every job finished, its clean-ups under
@@ -616,31 +691,48 @@ impl Tally {
 }
 
 impl Survey {
-    /// What the gates read.
-    fn of(st: &EngineState, p: &PipelineParams, state_bytes: u64) -> Self {
-        Self::walk(st, p, state_bytes, false)
+    /// What the gates read, of `st` over device memory `memory`.
+    fn of(st: &EngineState, p: &PipelineParams, memory: &DeviceMemory, state_bytes: u64) -> Self {
+        Self::walk(st, p, memory, state_bytes, false)
     }
 
     /// What the gates and the memory work item's choice read.
-    fn for_choice(st: &EngineState, p: &PipelineParams, state_bytes: u64) -> Self {
-        Self::walk(st, p, state_bytes, true)
+    fn for_choice(
+        st: &EngineState,
+        p: &PipelineParams,
+        memory: &DeviceMemory,
+        state_bytes: u64,
+    ) -> Self {
+        Self::walk(st, p, memory, state_bytes, true)
     }
 
     /// The one walk behind both: with `choice`, the choice's fields too
     /// (`None` otherwise).
-    fn walk(st: &EngineState, p: &PipelineParams, state_bytes: u64, choice: bool) -> Self {
+    fn walk(
+        st: &EngineState,
+        p: &PipelineParams,
+        memory: &DeviceMemory,
+        state_bytes: u64,
+        choice: bool,
+    ) -> Self {
         let mut tally = Tally::default();
         for (i, q) in st.queues.iter().enumerate() {
             tally.add(i, q, p, choice);
         }
-        tally.survey(p, state_bytes)
+        tally.survey(p, state_bytes, st.memory_blocked, memory)
     }
 
     /// [`Self::for_choice`] in the same walk as the state-area release
     /// that comes first: a task that is over (not being cancelled) gives
     /// its state area back (a spinlock only) before it is counted, so the
     /// phase-1 threshold sees it gone.
-    fn releasing(st: &mut EngineState, p: &PipelineParams, state_bytes: u64, now: u64) -> Self {
+    fn releasing(
+        st: &mut EngineState,
+        p: &PipelineParams,
+        memory: &DeviceMemory,
+        state_bytes: u64,
+        now: u64,
+    ) -> Self {
         let mut tally = Tally::default();
         let mut released = false;
         let EngineState { queues, stages, .. } = &mut *st;
@@ -654,7 +746,7 @@ impl Survey {
         if released {
             st.released();
         }
-        tally.survey(p, state_bytes)
+        tally.survey(p, state_bytes, st.memory_blocked, memory)
     }
 
     /// Whether a context without a slot may start phase 1 now.
@@ -673,7 +765,11 @@ impl Survey {
             && q.phase1 == PhaseOne::Idle
             && q.has_work()
             && !q.ctx.cancelling()
-            && st.memory_blocked.is_none_or(|b| b.lets_prepare(q))
+            && st.memory_blocked.is_none_or(|b| {
+                // Its task beside the waiter: its state area and first job.
+                let job = q.jobs.first().map_or(0, |j| j.footprint);
+                b.admits(q, self.state_bytes.saturating_add(job), self.room)
+            })
     }
 }
 
@@ -704,9 +800,10 @@ struct AnyChoices {
     phase_two: Option<(usize, u64)>,
 }
 
-/// A candidate's rank: its level, whether its context holds no slot, its
-/// job's number (the smallest goes first).
-type Key = (u32, bool, u64);
+/// A candidate's rank: its level, whether its context holds no slot,
+/// whether it is not the one that waited for memory (the claim on what is
+/// released), its job's number (the smallest goes first).
+type Key = (u32, bool, bool, u64);
 
 /// Keeps `(at, key)` in `best` if `key` is smaller than the one kept: the
 /// first of equal keys stays, as `min_by_key` keeps it.
@@ -766,13 +863,16 @@ impl Choices {
             // others, then the oldest work.
             let one = survey.phase_one(st, p, q).then(|| {
                 let oldest = q.jobs.first().map_or(u64::MAX, |j| j.id);
-                (q.ctx.priority, q.slot.is_none(), oldest)
+                let claims = gate.claim == Some((q.ctx.timeline, 0));
+                (q.ctx.priority, q.slot.is_none(), !claims, oldest)
             });
             // Phase 2: the highest level, a current task's before the next
-            // task's, then the oldest.
-            let two = gate
-                .preparable(i, q, now)
-                .map(|job| (job.id, (q.ctx.priority, q.slot.is_none(), job.id)));
+            // task's, the one that waited for memory first, then the
+            // oldest.
+            let two = gate.preparable(i, q, now).map(|job| {
+                let claims = gate.claim == Some((q.ctx.timeline, job.id));
+                (job.id, (q.ctx.priority, q.slot.is_none(), !claims, job.id))
+            });
             (one, two)
         };
         let (mut lead, mut all) = (Best::default(), Best::default());
@@ -872,12 +972,14 @@ impl Engine {
     /// the engine lock, on any path (it only looks).
     pub(super) fn memory_wanted(&self, st: &EngineState, now: u64) -> bool {
         let p = params::pipeline();
-        let survey = Survey::of(st, &p, self.phase_one.state_bytes);
+        let survey = Survey::of(st, &p, &self.memory, self.phase_one.state_bytes);
         if survey.cleanup {
             return true;
         }
         if let Some(blocked) = st.memory_blocked {
-            if reclaim_victim(st, &blocked).is_some() || state_area_victim(st, &blocked).is_some() {
+            if reclaim_victim(st, &blocked).is_some()
+                || state_area_victim(st, &blocked, survey.beside).is_some()
+            {
                 return true;
             }
         }
@@ -912,8 +1014,15 @@ impl Engine {
         let state_bytes = self.phase_one.state_bytes;
         // State areas of tasks that are over are released first, in the
         // survey's walk.
-        let mut survey = Survey::releasing(st, &p, state_bytes, now);
+        let mut survey = Survey::releasing(st, &p, &self.memory, state_bytes, now);
         let releases = st.releases;
+        // The job that waited for memory, once some came back, before the
+        // others of its standing: nothing of theirs is initialised (or
+        // prepared) again into what was given back for it.
+        let leading = |level| survey.level_in_force == Some(level);
+        if let Some((qi, id, _)) = claimant(st, &p, &survey, now).filter(|c| leading(c.2)) {
+            return Self::prepare_task(st, qi, id, releases);
+        }
         let mut choices = Choices::of(st, &p, &survey, now, true);
         // The loaded contexts of the level in force go before everything
         // else: a preempting job's phase 1 and phase 2 do not wait behind
@@ -964,18 +1073,35 @@ impl Engine {
                     prepared,
                 });
             }
-            if let Some(qi) = state_area_victim(st, &blocked) {
+            if let Some(qi) = state_area_victim(st, &blocked, survey.beside) {
                 let EngineState { queues, stages, .. } = st;
                 queues.get_mut(qi)?.release_state(stages, now);
                 // The blocked one is tried again (below), with the others
                 // the release lets through.
                 st.released();
-                survey = Survey::for_choice(st, &p, state_bytes);
+                survey = Survey::for_choice(st, &p, &self.memory, state_bytes);
                 choices = Choices::of(st, &p, &survey, now, false);
             }
-            // Otherwise only a strictly higher level may try (below).
+            // Otherwise only what stands above it, or fits beside its
+            // need, may try (below).
         }
         let all = choices.all?;
+        // The claimant before its equals here too (after a state area was
+        // given back for it, say), unless a higher level is a candidate.
+        if let Some((qi, id, level)) = claimant(st, &p, &survey, now) {
+            let level_of =
+                |i: Option<usize>| i.and_then(|i| st.queues.get(i)).map(|q| q.ctx.priority);
+            let higher = [
+                level_of(all.phase_one),
+                level_of(all.phase_two.map(|(i, _)| i)),
+            ]
+            .into_iter()
+            .flatten()
+            .any(|l| l < level);
+            if !higher {
+                return Self::prepare_task(st, qi, id, releases);
+            }
+        }
         if let Some(i) = all.phase_one {
             return self.phase_one_task(st, &p, releases, i, survey.held);
         }
@@ -986,6 +1112,7 @@ impl Engine {
     /// Starts the phase 2 of job `id` of context `qi` (a [`Choices`]
     /// candidate).
     fn prepare_task(st: &mut EngineState, qi: usize, id: u64, releases: u64) -> Option<MemoryTask> {
+        st.count_pass(qi);
         let q = queue_at(&mut st.queues, qi)?;
         let ctx = q.ctx.clone();
         let job = find_job_of(&mut q.jobs, id)?;
@@ -1012,6 +1139,7 @@ impl Engine {
         held: u64,
     ) -> Option<MemoryTask> {
         make_phase1_room(st, p, self.phase_one.state_bytes, i, held);
+        st.count_pass(i);
         let q = queue_at(&mut st.queues, i)?;
         q.phase1 = PhaseOne::Allocating;
         Some(MemoryTask::PhaseOne {
@@ -1132,7 +1260,11 @@ impl Engine {
         let mut st = this.lock();
         let full = matches!(placed, Err(e) if e == ENOSPC);
         let loaded = st.queue(ctx).is_some_and(|q| q.slot.is_some());
-        st.wait_for_release(full, releases, Blocked::of(ctx, loaded));
+        let need = this.phase_one.state_bytes;
+        st.wait_for_release(full, releases, Blocked::of(ctx, 0, loaded, need));
+        if placed.is_ok() {
+            st.claimed(ctx, 0);
+        }
         let EngineState {
             queues,
             stages,
@@ -1161,9 +1293,9 @@ impl Engine {
     /// Phase 2 of a job: its objects made resident and its scratch area
     /// placed, through the handles made at its submission. On `ENOSPC`
     /// (or `EBUSY`: a stale copy still held) the job waits, queued: what
-    /// cannot run now is reclaimed for it, and nothing else is prepared
-    /// until memory is given back. Allocates nothing: its fence waits for
-    /// it.
+    /// cannot run now is reclaimed for it, and until memory is given back
+    /// only what stands above it, or fits beside its need, is prepared
+    /// ([`Blocked::admits`]). Allocates nothing: its fence waits for it.
     fn prepare(
         this: ArcBorrow<'_, Self>,
         ctx: &Arc<Context>,
@@ -1180,8 +1312,18 @@ impl Engine {
         {
             let mut st = this.lock();
             let full = matches!(held, Err(e) if e == ENOSPC || e == EBUSY);
-            let loaded = st.queue(ctx).is_some_and(|q| q.slot.is_some());
-            st.wait_for_release(full, releases, Blocked::of(ctx, loaded));
+            let (loaded, need) = st.queue(ctx).map_or((false, 0), |q| {
+                let need = q
+                    .jobs
+                    .iter()
+                    .find(|j| j.id == id)
+                    .map_or(0, |j| j.footprint);
+                (q.slot.is_some(), need)
+            });
+            let waits = st.wait_for_release(full, releases, Blocked::of(ctx, id, loaded, need));
+            if held.is_ok() {
+                st.claimed(ctx, id);
+            }
             st.phase1_ahead_paused = full;
             let EngineState {
                 queues,
@@ -1204,6 +1346,9 @@ impl Engine {
                     Err(e) => {
                         job.spare = Some(prepared);
                         job.stage = Stage::Queued;
+                        if waits {
+                            record(stages, ctx, seqno, StageEvent::MemoryWait, start);
+                        }
                         if !full {
                             // A page table that does not match its object:
                             // it fails, as a submission that could not be
@@ -1374,22 +1519,34 @@ impl Engine {
         }
     }
 
-    /// The pipeline's gate before a task's first job executes, for `q`:
-    /// its first job of the task, prepared, may start executing now, while
-    /// the running jobs of the loaded contexts of each priority level hold
-    /// `running[level]` bytes. Only the running jobs of its own level and
-    /// higher ones count: the gate orders tasks of equal standing and never
-    /// holds a strictly higher level back, which preempts as slot selection
-    /// says. Sequential mode runs one job at a time already.
+    /// How long the execution gate may hold a task back: the job timeout.
+    pub(super) fn gate_hold_ns(&self) -> u64 {
+        u64::from(self.topology.job_timeout_ms).saturating_mul(1_000_000)
+    }
+
+    /// The pipeline's gate before a task's first job executes, for `q` at
+    /// `now`: its first job of the task, prepared, may start executing now,
+    /// while the running jobs of the loaded contexts of each priority level
+    /// hold `running[level]` bytes. Only the running jobs of its own level
+    /// and higher ones count: the gate orders tasks of equal standing and
+    /// never holds a strictly higher level back, which preempts as slot
+    /// selection says. Sequential mode runs one job at a time already.
+    ///
+    /// A closed gate holds the job back, once it is on the device, for
+    /// `hold_ns` at most ([`pipeline::execution_gate_opens`]); the end of
+    /// the hold is an event of the timer (`next_event_ns`).
     pub(super) fn may_execute(
-        q: &ContextQueue,
+        q: &mut ContextQueue,
         running: &RunningBytes,
         p: &PipelineParams,
+        (now, hold_ns): (u64, u64),
+        next_event_ns: &mut u64,
     ) -> bool {
-        if p.mode == Mode::Sequential || q.task_started {
-            return true;
-        }
-        let Some(job) = q.active() else {
+        let Some(job) = q
+            .active()
+            .filter(|_| p.mode == Mode::Pipelined && !q.task_started)
+        else {
+            q.gate_held_since = 0;
             return true;
         };
         let up_to = running
@@ -1397,7 +1554,24 @@ impl Engine {
             .take(q.ctx.priority as usize + 1)
             .fold(0u64, |sum, &b| sum.saturating_add(b));
         let others = up_to.saturating_sub(q.running_bytes());
-        pipeline::next_may_execute(p, others, job.footprint)
+        let (bytes, on_device) = (job.footprint, job.stage.on_device(now));
+        if pipeline::next_may_execute(p, others, bytes) {
+            q.gate_held_since = 0;
+            return true;
+        }
+        // The hold counts from when the gate is all that keeps it back.
+        if !on_device && q.gate_held_since == 0 {
+            return false;
+        }
+        if q.gate_held_since == 0 {
+            q.gate_held_since = now;
+        }
+        let held = now.saturating_sub(q.gate_held_since);
+        let open = pipeline::execution_gate_opens(p, others, bytes, held, hold_ns);
+        if !open {
+            *next_event_ns = (*next_event_ns).min(q.gate_held_since.saturating_add(hold_ns));
+        }
+        open && on_device
     }
 }
 
@@ -1425,22 +1599,88 @@ impl EngineState {
 
     /// A phase 1 or phase 2 taken when [`EngineState::releases`] was
     /// `releases` found the memory `full`: it waits for a release, unless
-    /// one came meanwhile (then it is simply tried again).
-    fn wait_for_release(&mut self, full: bool, releases: u64, blocked: Blocked) {
-        if full && self.releases == releases {
-            self.memory_blocked = Some(blocked);
+    /// one came meanwhile (then it is simply tried again). One prepared
+    /// beside a waiter that does not stand above it leaves the waiter
+    /// waiting (its try was counted as a pass): it is tried again once
+    /// memory comes back, or beside the waiter while passes are left.
+    /// Returns whether it waits.
+    fn wait_for_release(&mut self, full: bool, releases: u64, blocked: Blocked) -> bool {
+        if !full || self.releases != releases {
+            return false;
+        }
+        match self.memory_blocked {
+            Some(waiter)
+                if waiter.timeline != blocked.timeline && !blocked.stands_above(&waiter) => {}
+            _ => {
+                self.memory_blocked = Some(blocked);
+                self.memory_claim = Some((blocked.timeline, blocked.job));
+            }
+        }
+        true
+    }
+
+    /// Job `job` (0: the phase 1) of `ctx` got its memory: if it held the
+    /// claim on what is released, the claim goes.
+    fn claimed(&mut self, ctx: &Context, job: u64) {
+        if self.memory_claim == Some((ctx.timeline, job)) {
+            self.memory_claim = None;
+        }
+    }
+
+    /// Something of context `qi` is about to be prepared: if that is
+    /// beside a job waiting for memory (the waiter does not let it go
+    /// first on standing), it counts as a pass.
+    fn count_pass(&mut self, qi: usize) {
+        let EngineState {
+            memory_blocked,
+            queues,
+            ..
+        } = self;
+        if let (Some(b), Some(q)) = (memory_blocked.as_mut(), queues.get(qi)) {
+            if !b.lets_prepare(q) {
+                b.passes = b.passes.saturating_add(1);
+            }
         }
     }
 }
 
 impl Blocked {
-    /// `ctx` found device memory full; `loaded`: it holds a slot.
-    fn of(ctx: &Context, loaded: bool) -> Self {
+    /// Job `job` (0: the phase 1) of `ctx` found device memory full
+    /// needing `need` bytes; `loaded`: it holds a slot.
+    fn of(ctx: &Context, job: u64, loaded: bool, need: u64) -> Self {
         Self {
             timeline: ctx.timeline,
+            job,
             level: ctx.priority,
             loaded,
+            need,
+            passes: 0,
         }
+    }
+
+    /// It stands above `other`: what it would be prepared beside
+    /// ([`Blocked::lets_prepare`]) with the standing of `other`.
+    fn stands_above(&self, other: &Blocked) -> bool {
+        self.level < other.level || (self.level == other.level && self.loaded && !other.loaded)
+    }
+
+    /// Something of `q` needing `bytes` may be prepared while the blocked
+    /// job waits: it [`Blocked::lets_prepare`] it, or `q` is another
+    /// context of equal standing (its level, a slot if the blocked one
+    /// has one, none if not) and `bytes` fit in the `room` left beside
+    /// the blocked job's need ([`pipeline::room_beside`]; `None`: none).
+    /// What is of a lower standing stays unprepared: it would be
+    /// reclaimed for the blocked job ([`Blocked::outranks`]).
+    fn admits(&self, q: &ContextQueue, bytes: u64, room: Option<u64>) -> bool {
+        self.lets_prepare(q) || self.fits_beside(q, bytes, room)
+    }
+
+    /// `q` is another context of equal standing, and `bytes` fit in `room`.
+    fn fits_beside(&self, q: &ContextQueue, bytes: u64, room: Option<u64>) -> bool {
+        q.ctx.timeline != self.timeline
+            && q.ctx.priority == self.level
+            && q.slot.is_some() == self.loaded
+            && room.is_some_and(|r| bytes <= r)
     }
 
     /// `q` may be prepared (or initialised) while the blocked job waits: it
@@ -1487,16 +1727,51 @@ fn reclaim_victim(st: &EngineState, blocked: &Blocked) -> Option<(usize, u64)> {
 /// A context whose state area may be released for `blocked`: initialised,
 /// nothing of it prepared or on the device, and it cannot run now or, if
 /// it holds a slot at the blocked job's level, it cannot run either until
-/// memory comes back.
-fn state_area_victim(st: &EngineState, blocked: &Blocked) -> Option<usize> {
+/// memory comes back. Not one of equal standing whose first job fits in
+/// what is left `beside` the blocked job's need ([`Survey::beside`]), which
+/// passes it ([`Blocked::admits`]): the
+/// blocked job's need is met once the jobs executing now end, with that
+/// area and that job in place (and it would be initialised again at once).
+fn state_area_victim(st: &EngineState, blocked: &Blocked, beside: Option<u64>) -> Option<usize> {
     st.queues.iter().position(|q| {
-        q.ctx.timeline != blocked.timeline
+        let passes = q
+            .jobs
+            .first()
+            .is_some_and(|j| blocked.fits_beside(q, j.footprint, beside));
+        !passes
+            && q.ctx.timeline != blocked.timeline
             && q.state_area.as_ref().is_some_and(DeviceArea::is_placed)
             && q.area_idle()
             && (q.slot.is_none()
                 || q.ctx.priority > blocked.level
                 || (q.ctx.priority == blocked.level && blocked.loaded))
     })
+}
+
+/// The job that claims released memory ([`EngineState::memory_claim`]) as
+/// (context, job, level), if its phase 2 may start now and its context
+/// holds a slot: it goes before the phase 1s and phase 2s of its equals
+/// (the caller checks that nothing of a higher level is a candidate), so
+/// that nothing of theirs is initialised or prepared again into what was
+/// given back for it. While it waits it is not preparable: it is found
+/// only after memory came back. A claimant without a slot keeps the usual
+/// order (a loaded context's work goes first).
+fn claimant(
+    st: &EngineState,
+    p: &PipelineParams,
+    survey: &Survey,
+    now: u64,
+) -> Option<(usize, u64, u32)> {
+    let (timeline, id) = st.memory_claim.filter(|&(_, job)| job != 0)?;
+    let (qi, q) = st
+        .queues
+        .iter()
+        .enumerate()
+        .find(|(_, q)| q.ctx.timeline == timeline && q.slot.is_some())?;
+    let gate = Gate::of(st, now, *p, survey);
+    gate.preparable(qi, q, now)
+        .filter(|job| job.id == id)
+        .map(|job| (qi, job.id, q.ctx.priority))
 }
 
 /// The job numbered `id` in one context's list.

@@ -92,6 +92,10 @@ pub(super) struct ContextQueue {
     /// It has placed work since it was loaded (the execution gate no
     /// longer applies).
     pub(super) task_started: bool,
+    /// Since when (monotonic ns; 0: not) the execution gate holds its
+    /// task's first job back, prepared and on the device: it opens once
+    /// it has for the job timeout ([`pipeline::execution_gate_opens`]).
+    pub(super) gate_held_since: u64,
     /// Listed for the runnable refresh ([`super::slots::SlotSelection::list`]).
     pub(super) refresh_listed: bool,
     /// The stage times of its last signalled job.
@@ -145,6 +149,7 @@ impl ContextQueue {
             state_area: DeviceArea::new(memory, state_bytes)?,
             phase1_times: (0, 0),
             task_started: false,
+            gate_held_since: 0,
             last_job: JobTimes::default(),
             refresh_listed: false,
         })
@@ -214,6 +219,7 @@ impl ContextQueue {
     pub(super) fn leave_slot(&mut self) {
         self.slot = None;
         self.task_started = false;
+        self.gate_held_since = 0;
     }
 }
 
