@@ -39,12 +39,6 @@ static const struct dma_fence_ops vgsched_fence_ops = {
 	.get_timeline_name = vgsched_fence_timeline_name,
 };
 
-/* @fence is one of this driver's job fences (not another device's). */
-bool vgsched_fence_is_ours(struct dma_fence *fence)
-{
-	return fence->ops == &vgsched_fence_ops;
-}
-
 u64 vgsched_fence_context_alloc(void)
 {
 	return dma_fence_context_alloc(1);

@@ -13,7 +13,6 @@ struct file;
 struct vgsched_resv_set;
 struct vgsched_fence_waiter;
 
-bool vgsched_fence_is_ours(struct dma_fence *fence);
 u64 vgsched_fence_context_alloc(void);
 struct dma_fence *vgsched_fence_create(u64 context, u64 seqno);
 struct dma_fence *vgsched_fence_get(struct dma_fence *fence);
@@ -42,7 +41,7 @@ void vgsched_fence_waiter_free(struct vgsched_fence_waiter *waiter);
 #define VGSCHED_RESV_READ_ONLY_HOLDER	2
 int vgsched_resv_lock(struct vgsched_resv_set *set, struct drm_gem_object **objs,
 		      const u8 *usage, unsigned int count, u64 own_context,
-		      struct dma_fence **wait, u64 *foreign);
+		      struct dma_fence **wait);
 void vgsched_resv_publish(struct vgsched_resv_set *set, struct dma_fence *fence);
 void vgsched_resv_unlock(struct vgsched_resv_set *set);
 long vgsched_resv_wait(struct drm_gem_object *obj, bool write, u64 timeout_ns);

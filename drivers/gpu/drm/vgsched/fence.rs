@@ -87,7 +87,6 @@ extern "C" {
         count: c_uint,
         own_context: u64,
         wait: *mut *mut bindings::dma_fence,
-        foreign: *mut u64,
     ) -> c_int;
     fn vgsched_resv_publish(set: *mut RawResvSet, fence: *mut bindings::dma_fence);
     fn vgsched_resv_unlock(set: *mut RawResvSet);
@@ -343,10 +342,7 @@ pub(crate) enum Usage {
 }
 
 /// Locks the reservations of the objects of `objects` (`usage[i]`: how the
-/// job uses binding slot `i`), reserves a fence slot in each, marks
-/// an object whose reservation announces new writes of another device
-/// (an importer's DMA) to be uploaded whole again
-/// ([`crate::gem::VgObject::foreign_writes`]), and calls
+/// job uses binding slot `i`), reserves a fence slot in each, and calls
 /// `queue` with the one fence the job must wait for: the fences already
 /// there (all but bookkeeping for an object it writes, the writers' for one
 /// it only reads) but those of fence context `own_context` (its own
@@ -379,12 +375,11 @@ pub(crate) fn with_resv_locked<T>(
         _storage: [MaybeUninit::uninit(); RESV_SET_BYTES],
     };
     let mut wait = core::ptr::null_mut();
-    let mut foreign = [0u64; isa::MAX_BINDINGS];
     // SAFETY: `set` is storage of the size and alignment `resv.c` asks
     // for, and stays in place until the set is ended below; `objs` holds
     // `count` live GEM objects (referenced by `objects` for this whole
-    // call), `usage` as many values, `foreign` room for as many results,
-    // and `wait` is a valid place for the result.
+    // call), `usage` as many values, and `wait` is a valid place for the
+    // result.
     to_result(unsafe {
         vgsched_resv_lock(
             &mut set,
@@ -393,14 +388,8 @@ pub(crate) fn with_resv_locked<T>(
             count as c_uint,
             own_context,
             &mut wait,
-            foreign.as_mut_ptr(),
         )
     })?;
-    // Under the reservation locks, before the job is queued: an object
-    // another device wrote goes to the device copy again.
-    for (map, &summary) in objects.iter().zip(foreign.iter()) {
-        map.owner().foreign_writes(summary);
-    }
     // INVARIANT: On success `wait` is null or carries a reference for us.
     let deps = NonNull::new(wait).map(|ptr| Fence { ptr });
     match queue(deps) {

@@ -121,10 +121,6 @@ pub(crate) struct VgObject {
     /// The dma-bufs it is mapped through (`bo_mapping.c`), so that
     /// protecting it reaches every CPU mapping, however old its dma-buf.
     maps: DmabufMaps,
-    /// The summary of other devices' write fences in its reservation that
-    /// the last submission binding it saw (`resv.c`), changed under the
-    /// reservation lock ([`VgObject::foreign_writes`]).
-    foreign_writes: Atomic<u64>,
     /// It was exported as a dma-buf: an importing device may write its
     /// pages without any report, so no program read from it is cached.
     /// Never cleared.
@@ -350,7 +346,6 @@ impl gem::DriverObject for VgObject {
             shared: Atomic::new(false),
             maps: DmabufMaps::new()?,
             exported: Atomic::new(false),
-            foreign_writes: Atomic::new(0),
             holders <- new_mutex!(KVec::new()),
             cpu_written: cpu_written?,
             cpu_taking <- new_mutex!(cpu_taking?),
@@ -459,6 +454,14 @@ impl VgObject {
             *taken = word.xchg(0, ordering::Acquire);
             any |= *taken != 0;
         }
+        // An importing device writes the pages without any report (by DMA,
+        // through a kernel mapping, announced by a fence or not): every
+        // page of an exported object goes to the device copy again. The
+        // job waits for the importer's fences before its preparation
+        // uploads them.
+        if bo.exported.load(ordering::Relaxed) {
+            bo.copy.cpu_wrote_all();
+        }
         if !any {
             return;
         }
@@ -482,8 +485,8 @@ impl VgObject {
     /// published (its mappings were writable when made, and publishing
     /// is what makes rights change); for a published one, a dma-buf's
     /// mapping never, and a file's as [`VgObject::may_write`] says, or,
-    /// when the file's handles are gone (a mapping outlives them), unless
-    /// the administrator's rule for its user forbids writing.
+    /// when the file's handles are gone (a mapping outlives them), only if
+    /// the administrator's rule for its user gives the right.
     pub(crate) fn mapping_may_write(&self, file: Option<&DrmFile>) -> bool {
         if !self.is_shared() {
             return true;
@@ -494,20 +497,9 @@ impl VgObject {
         let rule = self.rule_for(file.inner().uid);
         match self.holding_of(file) {
             Some(h) => may_write_now(&h, rule),
-            None => rule.is_none_or(|r| r.write),
-        }
-    }
-
-    /// At a submission binding the object, under its reservation lock:
-    /// `summary` sums the write fences of other devices in its reservation
-    /// (`resv.c`; 0: none). When it changed since the last submission and
-    /// is not 0, an importer wrote the object by DMA, which no mapping
-    /// reports: every page goes to the device copy again. The job waits for
-    /// those fences before its preparation uploads them.
-    pub(crate) fn foreign_writes(&self, summary: u64) {
-        let last = self.foreign_writes.xchg(summary, ordering::Relaxed);
-        if summary != 0 && summary != last {
-            self.copy.cpu_wrote_all();
+            // Its handles are gone, and with them what its right came
+            // from: only a rule that gives the right now.
+            None => rule.is_some_and(|r| r.write),
         }
     }
 

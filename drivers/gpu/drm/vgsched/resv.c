@@ -24,9 +24,6 @@
  *     fences). These are dependencies for ordering only: their errors are
  *     not the job's (uapi.rst), unlike the caller's explicit in-fence,
  *     which the engine waits for on its own.
- *     It also tells, per object, which writes of other devices its
- *     reservation announces (vgsched_resv_foreign()), so that the caller
- *     uploads an object again that an importer wrote by DMA.
  *  2. The caller queues the job with that fence as its dependency.
  *  3. vgsched_resv_publish() adds the job's fence to every object
  *     (DMA_RESV_USAGE_WRITE where it writes, DMA_RESV_USAGE_READ where it
@@ -241,33 +238,11 @@ out:
 	return merged;
 }
 
-/*
- * A summary of the write fences of other devices (an importer's DMA) in
- * the locked reservation @resv, signalled or not: 0 for none, else a sum
- * over them of their context and seqno, so that a new write fence (a new
- * seqno, or a new context) changes it. The caller compares it with the
- * one it saw at its last upload; a fence that goes (pruned once signalled)
- * changes it too, which only costs an upload. Another vgsched job's
- * writes reach the object's one device copy anyway.
- */
-static u64 vgsched_resv_foreign(struct dma_resv *resv)
-{
-	struct dma_resv_iter iter;
-	struct dma_fence *fence;
-	u64 sum = 0;
-
-	dma_resv_for_each_fence(&iter, resv, DMA_RESV_USAGE_WRITE, fence)
-		if (!vgsched_fence_is_ours(fence))
-			sum += fence->context * 0x9e3779b97f4a7c15ull + fence->seqno + 1;
-	return sum;
-}
-
 int vgsched_resv_lock(struct vgsched_resv_set *set, struct drm_gem_object **objs,
 		      const u8 *usage, unsigned int count, u64 own_context,
-		      struct dma_fence **wait, u64 *foreign)
+		      struct dma_fence **wait)
 {
 	struct dma_fence *fence;
-	unsigned int i;
 	int ret;
 
 	if (count > VGSCHED_RESV_MAX_OBJECTS)
@@ -282,9 +257,6 @@ int vgsched_resv_lock(struct vgsched_resv_set *set, struct drm_gem_object **objs
 		vgsched_resv_unlock(set);
 		return PTR_ERR(fence);
 	}
-	/* Per binding as the caller gave them, duplicates included. */
-	for (i = 0; i < count; i++)
-		foreign[i] = vgsched_resv_foreign(objs[i]->resv);
 	*wait = fence;
 	return 0;
 }

@@ -140,12 +140,12 @@ impl core::ops::Deref for PageBits {
     }
 }
 
-/// Clears a bitmap.
 /// Some bit of `words` is set.
 fn any_bit(words: &[Atomic<u64>]) -> bool {
     words.iter().any(|w| w.load(ordering::Acquire) != 0)
 }
 
+/// Clears a bitmap.
 fn clear(words: &[Atomic<u64>]) {
     words.iter().for_each(|w| w.store(0, ordering::Relaxed));
 }
@@ -567,12 +567,15 @@ impl DeviceMemory {
     /// `ENOSPC` if every chunk that could be freed is held by jobs, `EBUSY`
     /// if the copy is held by another job and is stale or has pages the CPU
     /// wrote since (an upload would overwrite that job's stores): the
-    /// caller waits for a job to finish. Allocates nothing.
+    /// caller waits for a job to finish. `own` pins of the copy are the
+    /// caller's job's (an object it binds twice), not another job's.
+    /// Allocates nothing.
     pub(crate) fn take(
         &self,
         pin: &mut Pinned,
         map: &VMapOwned<VgObject>,
         now_ns: u64,
+        own: u32,
     ) -> Result<u64> {
         if pin.held {
             return Err(EINVAL);
@@ -594,7 +597,7 @@ impl DeviceMemory {
         // would overwrite what that job stores. Pages the CPU wrote since
         // wait until it lets the copy go; read without taking them, so
         // they stay for then.
-        if copy.is_placed() && pins > 0 && any_bit(&copy.cpu_pages) {
+        if copy.is_placed() && pins > own && any_bit(&copy.cpu_pages) {
             return Err(EBUSY);
         }
         let ready_ns = if copy.is_placed() {
@@ -762,6 +765,11 @@ pub(crate) struct Pinned {
 }
 
 impl Pinned {
+    /// It is a handle on the same copy as `other`.
+    pub(crate) fn same_copy(&self, other: &Pinned) -> bool {
+        Arc::ptr_eq(&self.copy, &other.copy)
+    }
+
     /// An unheld handle on `copy`, for a job about to be queued.
     pub(crate) fn new(memory: &Arc<DeviceMemory>, copy: &Arc<DeviceCopy>) -> Result<Self> {
         Ok(Self {

@@ -101,6 +101,11 @@ pub(super) struct Job {
     pub(super) progress: JobProgress,
     /// Where it stands with device memory ([`memory`]).
     pub(super) stage: Stage,
+    /// Its phase 2 found a copy it binds held by another job with pages
+    /// the CPU wrote since (`EBUSY`, [`crate::vram::DeviceMemory::take`])
+    /// when [`super::EngineState::releases`] was this: it is tried again
+    /// once a job let device memory go, and holds nothing else back.
+    pub(super) copy_wait: Option<u64>,
     /// Device memory it needs at once: its distinct objects and scratch.
     pub(super) footprint: u64,
     /// When it passed its stages.
@@ -136,6 +141,7 @@ impl Job {
             in_fence_done: false,
             progress,
             stage: Stage::Queued,
+            copy_wait: None,
             device: None,
             spare: None,
             footprint: 0,

@@ -259,13 +259,28 @@ impl Prepared {
     /// nothing.
     fn hold(&mut self, memory: &DeviceMemory, bindings: &Bindings, now: u64) -> Result<u64> {
         let mut ready = now;
+        // Per slot, the earlier slots on the same copy (an object bound
+        // twice): pins of this job's own, not another job's.
+        let mut own = [0u32; isa::MAX_BINDINGS];
+        for (i, o) in own.iter_mut().enumerate() {
+            if let Some(Some(pin)) = self.pins.get(i) {
+                *o = self
+                    .pins
+                    .iter()
+                    .take(i)
+                    .flatten()
+                    .filter(|p| p.same_copy(pin))
+                    .count() as u32;
+            }
+        }
         let held = self
             .pins
             .iter_mut()
             .flatten()
             .zip(bindings.iter())
-            .try_for_each(|(pin, map)| {
-                ready = ready.max(memory.take(pin, map, now)?);
+            .zip(own)
+            .try_for_each(|((pin, map), own)| {
+                ready = ready.max(memory.take(pin, map, now, own)?);
                 Ok(())
             })
             .and_then(|()| match self.scratch.as_mut() {
@@ -547,6 +562,10 @@ impl<'a> Gate<'a> {
             .take(pipeline::prepare_ahead(self.p.mode))
             .find(|j| j.stage == Stage::Queued)?;
         if job.progress.error() != 0 || !in_fence_passed(job) {
+            return None;
+        }
+        // Waiting for another job to let a copy go: not before a release.
+        if job.copy_wait == Some(self.st.releases) {
             return None;
         }
         if self
@@ -1291,8 +1310,10 @@ impl Engine {
     }
 
     /// Phase 2 of a job: its objects made resident and its scratch area
-    /// placed, through the handles made at its submission. On `ENOSPC`
-    /// (or `EBUSY`: a stale copy still held) the job waits, queued: what
+    /// placed, through the handles made at its submission. On `EBUSY` (a
+    /// copy it binds is held by another job and is stale or has pages the
+    /// CPU wrote since) it waits, queued, for the next release of device
+    /// memory ([`Job::copy_wait`]). On `ENOSPC` the job waits, queued: what
     /// cannot run now is reclaimed for it, and until memory is given back
     /// only what stands above it, or fits beside its need, is prepared
     /// ([`Blocked::admits`]). Allocates nothing: its fence waits for it.
@@ -1311,7 +1332,15 @@ impl Engine {
         let mut unused = None;
         {
             let mut st = this.lock();
-            let full = matches!(held, Err(e) if e == ENOSPC || e == EBUSY);
+            // `EBUSY`: a copy it binds is held by another job with pages
+            // the CPU wrote since; it waits for a release of its own, as
+            // no memory it could reclaim would help, and holds nothing
+            // else back.
+            let full = matches!(held, Err(e) if e == ENOSPC);
+            let copy_wait = match held {
+                Err(e) if e == EBUSY => Some(releases).filter(|&r| r == st.releases),
+                _ => None,
+            };
             let (loaded, need) = st.queue(ctx).map_or((false, 0), |q| {
                 let need = q
                     .jobs
@@ -1336,6 +1365,7 @@ impl Engine {
                 Some(job) => match held {
                     Ok(ready) => {
                         job.device = Some(prepared);
+                        job.copy_wait = None;
                         *next_event_ns = (*next_event_ns).min(ready);
                         job.stage = Stage::Uploading(ready);
                         job.times.phase2_start = start;
@@ -1346,10 +1376,11 @@ impl Engine {
                     Err(e) => {
                         job.spare = Some(prepared);
                         job.stage = Stage::Queued;
+                        job.copy_wait = copy_wait;
                         if waits {
                             record(stages, ctx, seqno, StageEvent::MemoryWait, start);
                         }
-                        if !full {
+                        if !full && e != EBUSY {
                             // A page table that does not match its object:
                             // it fails, as a submission that could not be
                             // mapped would.

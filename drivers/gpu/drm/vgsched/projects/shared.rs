@@ -291,6 +291,7 @@ pub(crate) fn publish(
         return Err(EACCES);
     }
     let size = u64::try_from(object.size()).map_err(|_| EINVAL)?;
+    let published = object.clone();
     let charge = book.charge(file.inner().opener(), Resource::SharedBytes, size, false)?;
     let mut name = Some(SharedName {
         place,
@@ -314,6 +315,11 @@ pub(crate) fn publish(
             return Err(ENOSPC);
         }
         st.names.reserve(1, GFP_KERNEL_ACCOUNT)?;
+        // The object's rule may have changed too while the ledger was
+        // unlocked.
+        if !name.as_ref().is_some_and(|n| n.object.may_republish(file)) {
+            return Err(EACCES);
+        }
         let n = name.take().ok_or(EINVAL)?;
         n.object.mark_shared();
         st.names.push_within_capacity(n).map_err(|e| {
@@ -322,6 +328,11 @@ pub(crate) fn publish(
         })
     });
     drop(name);
+    // A dma-buf's mappings of a shared object are read-only: those made
+    // before lose their writable entries (no lock held here).
+    if stored.is_ok() {
+        VgObject::protect(&published);
+    }
     stored
 }
 
@@ -441,6 +452,10 @@ pub(super) fn forget_rules(p: &ProjectEntry, uid: u32) {
     for n in p.names.iter() {
         // Only removing: no allocation, cannot fail.
         let _ = n.object.set_rule(uid, None);
+        // The right ends for the mappings made before too: their next
+        // write faults and is checked again. (Under the ledger lock, which
+        // no mapping operation takes while it holds a lock this takes.)
+        VgObject::protect(&n.object);
     }
 }
 
