@@ -313,10 +313,9 @@ impl Engine {
     /// interpreted again only up to `now`, where the wave is then saved.
     /// The context's runtime counted past `now` for them is taken back. A
     /// wave whose chunk is still being interpreted (over several holds of
-    /// the lock, [`Engine::run_chunk`]) has it cut short at `now`: where its
-    /// interpretation has not passed `now` yet, its chunk just ends there;
-    /// past it, the chunk is taken back and set to run again up to `now`.
-    /// A wave whose chunk cannot be taken back (its undo log overflowed, or
+    /// the lock, [`Engine::run_chunk`]) has it cut short at `now`
+    /// ([`Engine::cut_chunk`]: taken back past `now` only if it is its
+    /// job's one wave), and else runs on to its point. A wave whose chunk cannot be taken back (its undo log overflowed, or
     /// no rewind was free when it was placed) stops at its point as before.
     pub(super) fn stop_at_once(&self, st: &mut EngineState, index: usize, now: u64) {
         let EngineState {
@@ -341,6 +340,18 @@ impl Engine {
         let now_cycle = self.topology.ns_to_cycles(now);
         // The latest end of a wave of it that runs on past `now`.
         let mut runs_until = now;
+        // It has one running wave: a chunk under way may be taken back
+        // ([`Engine::cut_chunk`]).
+        let alone = waves
+            .iter()
+            .filter(|w| {
+                groups
+                    .get(w.slot)
+                    .and_then(Option::as_ref)
+                    .is_some_and(|g| Arc::ptr_eq(&g.ctx, &q.ctx) && g.job_id == job.id)
+            })
+            .count()
+            == 1;
         for w in waves.iter_mut() {
             let Some(g) = groups.get(w.slot).and_then(Option::as_ref) else {
                 continue;
@@ -356,7 +367,8 @@ impl Engine {
                 if w.phase == WavePhase::Running
                     && w.chunk.is_some_and(|c| c.to_ns > now && c.from_ns <= now)
                 {
-                    if self.cut_chunk(w, &mut mem, modules.get_mut(g.module as usize), now) {
+                    let ms = modules.get_mut(g.module as usize);
+                    if self.cut_chunk(w, alone, &mut mem, ms, now) {
                         totals.waves_stopped_at_once += 1;
                     } else if let Some(c) = w.chunk {
                         runs_until = runs_until.max(c.to_ns);
@@ -420,17 +432,21 @@ impl Engine {
     }
 
     /// Ends the chunk under way of running wave `w` (due, its chunk begun
-    /// and reaching past `now`) at `now`: where its interpretation has not
-    /// passed `now`, only the chunk's end moves; past it, the chunk is
-    /// taken back (its stores undone, its threads, cycles and counts
-    /// restored, from `ms`, its module's state) and set to be interpreted
-    /// again from its start up to `now`. Its power stand-in is left as it
-    /// is: the chunk's completion replaces it, as for any chunk. Returns
-    /// whether it now ends at `now` (not when it went past `now` and cannot
-    /// be taken back).
+    /// and reaching past `now`) at `now`. Where its interpretation has not
+    /// passed `now`, only the chunk's end moves, so every instruction it
+    /// ran stays before the eviction. Past it, the chunk is taken back (its
+    /// stores undone, its threads, cycles and counts restored, from `ms`,
+    /// its module's state) and set to be interpreted again up to `now`,
+    /// but only when `w` is its job's one running wave (`alone`): sibling
+    /// waves interpreted in the same holds may have stored over, or
+    /// loaded, the words its log restores, which per-wave logs cannot undo
+    /// in order; such a wave runs on to its point. Its power stand-in is
+    /// left as it is: the chunk's completion replaces it, as for any
+    /// chunk. Returns whether it now ends at `now`.
     fn cut_chunk(
         &self,
         w: &mut RunningWave,
+        alone: bool,
         mem: &mut BoMemory<'_>,
         ms: Option<&mut ModuleState>,
         now: u64,
@@ -446,6 +462,9 @@ impl Engine {
         if w.cycles <= at_now {
             chunk.to_ns = now;
             return true;
+        }
+        if !alone {
+            return false;
         }
         let Some(r) = w
             .rewind
