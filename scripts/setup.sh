@@ -59,6 +59,7 @@ mkdir -p "$APT_DIR/lists/partial" "$APT_DIR/debs"
 # apt itself reads them), never a host written here.
 debian_mirror() {
 	local codename
+	[ "$(. /etc/os-release && echo "$ID")" = debian ] || return 1
 	codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
 	# What apt resolved (after any apt-get update): " 500 URI SUITE/main ...".
 	apt-cache policy 2>/dev/null |
@@ -71,17 +72,17 @@ debian_mirror() {
 		for f in /etc/apt/sources.list.d/*.sources; do
 			[ -f "$f" ] || continue
 			awk -v c="$codename" 'BEGIN { RS = ""; FS = "\n" }
-				{ uri = ""; ok = 0
+				{ uri = ""; ok = 0; off = 0
 				  for (i = 1; i <= NF; i++) {
 					if ($i ~ /^URIs:/) { split($i, u, " "); uri = u[2] }
 					if ($i ~ /^Suites:/) { n = split($i, w, " "); for (j = 2; j <= n; j++) if (w[j] == c) ok = 1 }
-					if ($i ~ /^Enabled: *no/) ok = 0
+					if ($i ~ /^Enabled: *no/) off = 1
 				  }
-				  if (ok && uri != "") { print uri; exit } }' "$f"
+				  if (ok && !off && uri != "") { print uri; exit } }' "$f"
 		done
 	} | head -n 1 | grep .
 }
-mirror=$(debian_mirror) || die "no Debian mirror for this release in the machine's apt sources (/etc/apt/sources.list*)"
+mirror=$(debian_mirror) || die "not Debian, or no Debian mirror for this release in the machine's apt sources (/etc/apt/sources.list*)"
 cat > "$APT_DIR/sources.list" <<SRC
 deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] ${mirror%/} trixie-backports main
 SRC

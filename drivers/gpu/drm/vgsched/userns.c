@@ -9,7 +9,8 @@
  * RLIMIT_NPROC and the other per-user limits in the initial namespace:
  * the uid that created the caller's outermost user namespace (the child of
  * init_user_ns in its chain), as the initial namespace sees it. A process
- * in init_user_ns is its own owner: its effective uid. The Rust binding of
+ * in init_user_ns is its own owner: its effective uid, and so is one in a
+ * namespace root made (below). The Rust binding of
  * Linux 7.3 has no user-namespace abstraction; struct user_namespace's
  * parent and owner are public fields of include/linux/user_namespace.h.
  */
@@ -37,5 +38,13 @@ u32 vgsched_current_bound_owner(void)
 		owner = ns->owner;
 		ns = ns->parent;
 	}
+	/*
+	 * A namespace root made (a container manager's: LXD, Docker with
+	 * userns-remap, systemd-nspawn -U) gives out uids root chose, each its
+	 * own user of the initial namespace: they are counted each as itself,
+	 * as before user namespaces, not all against root.
+	 */
+	if (uid_eq(owner, GLOBAL_ROOT_UID))
+		return __kuid_val(current_euid());
 	return __kuid_val(owner);
 }
