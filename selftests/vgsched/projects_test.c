@@ -57,6 +57,18 @@ static long long usage_settles(const char *path, const char *key, long long want
 	return v;
 }
 
+/*
+ * Project alpha with members 1001 and 1002: a budget of @budget contexts,
+ * each member requesting @request; 0, or -errno of the first step that failed.
+ */
+static int alpha_with_1001_and_1002(const char *budget, const char *request)
+{
+	return cfs_mkdir("alpha") ?: cfs_write("alpha/budget_contexts", budget) ?:
+	       cfs_mkdir("alpha/1001") ?: cfs_mkdir("alpha/1002") ?:
+	       cfs_write("alpha/1001/request_contexts", request) ?:
+	       cfs_write("alpha/1002/request_contexts", request);
+}
+
 FIXTURE(projects) {
 	/* Children a test left holding things when it failed: killed first. */
 	pid_t kids[20];
@@ -446,12 +458,7 @@ TEST_F(projects, the_pool_refuses_or_waits)
 	ASSERT_GE(fd, 0);
 	ASSERT_EQ(0, chmod(path, 0666));
 	close(fd);
-	ASSERT_EQ(0, cfs_mkdir("alpha"));
-	ASSERT_EQ(0, cfs_write("alpha/budget_contexts", "4"));
-	ASSERT_EQ(0, cfs_mkdir("alpha/1001"));
-	ASSERT_EQ(0, cfs_mkdir("alpha/1002"));
-	ASSERT_EQ(0, cfs_write("alpha/1001/request_contexts", "2"));
-	ASSERT_EQ(0, cfs_write("alpha/1002/request_contexts", "2"));
+	ASSERT_EQ(0, alpha_with_1001_and_1002("4", "2"));
 	ASSERT_EQ(0, pipe(to_a));
 	ASSERT_EQ(0, pipe(from_a));
 	ASSERT_EQ(0, pipe(to_b));
@@ -1274,12 +1281,7 @@ TEST_F(projects, uids_in_no_project_leave_reservations_and_root_room)
 	pid_t pids[16], m;
 	char c;
 
-	ASSERT_EQ(0, cfs_mkdir("alpha"));
-	ASSERT_EQ(0, cfs_write("alpha/budget_contexts", "128"));
-	ASSERT_EQ(0, cfs_mkdir("alpha/1001"));
-	ASSERT_EQ(0, cfs_mkdir("alpha/1002"));
-	ASSERT_EQ(0, cfs_write("alpha/1001/request_contexts", "64"));
-	ASSERT_EQ(0, cfs_write("alpha/1002/request_contexts", "64"));
+	ASSERT_EQ(0, alpha_with_1001_and_1002("128", "64"));
 	m = fork_talking(1001, started_full_file, &member, &member.in, &member.out, &to_m, &from_m);
 	ASSERT_GE(m, 0);
 	self->kids[self->nkids++] = m;
