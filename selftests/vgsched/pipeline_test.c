@@ -32,6 +32,13 @@
 /* Phase 1 of every context: 20 ms and 256 KiB. */
 #define INIT_NS (20 * MS)
 #define COMMON "time_slice_us=1000000 ctx_init_us=20000 ctx_state_kib=256 vram_mib=16"
+/*
+ * How long a job runs where an assertion needs the engine to act while it
+ * does: longer than a slowed guest stands still at a time (a host that
+ * gives QEMU half a CPU in 100 ms periods stops it for up to 50 ms while
+ * modeled time, the guest's clock, goes on).
+ */
+#define RUN_MS 100
 
 /* Waits up to 5 s for a stage record. */
 static __u64 wait_stage(__u64 client, unsigned int ctx, __u64 seqno, const char *event)
@@ -70,7 +77,7 @@ static int app_init(int fd, struct app *a, __u32 prio, int n, int ms, int big)
 	a->client = vgsched_client_id(fd, a->ctx);
 	a->n = n;
 	for (int i = 0; i < n; i++) {
-		if (busy_job_init(fd, &a->job[i], a->ctx, ms, 1, 1, 64, 1))
+		if (busy_job_init(fd, &a->job[i], a->ctx, ms, 1, 1, 4, 1))
 			return -1;
 		if (i == big)
 			a->job[i].s.scratch_bytes = 2 << 20;
@@ -179,7 +186,7 @@ FIXTURE_TEARDOWN(pipe)
 }
 
 /*
- * A runs three jobs of 40 ms; B submits one once A's first has started.
+ * A runs three jobs of RUN_MS; B submits one once A's first has started.
  * Pipelined: B's phase 1 runs while A executes (early phase 1), its first
  * phase 2 starts once fewer than 2 of A's jobs are unrun and before A's
  * last ends (the progress point), A's next job is prepared while one runs
@@ -192,7 +199,7 @@ TEST_F(pipe, the_next_task_is_prepared_while_the_current_one_runs)
 
 	if (variant->slots != 1)
 		SKIP(return, "one slot");
-	ASSERT_EQ(0, app_init(self->fd, &a, 8, 3, 40, -1));
+	ASSERT_EQ(0, app_init(self->fd, &a, 8, 3, RUN_MS, -1));
 	ASSERT_EQ(0, app_init(self->fd, &b, 9, 1, 10, -1));
 	ASSERT_EQ(0, after_first_wave(self->fd, &a, (struct app *[]){ &b }, 1));
 
@@ -261,8 +268,8 @@ TEST_F(pipe, phase1_stops_at_the_first_threshold)
 	if (variant->sequential || variant->slots != 1)
 		SKIP(return, "pipelined, one slot");
 	ASSERT_EQ(0, vgsched_param_write("phase1_threshold_kib", "512"));
-	ASSERT_EQ(0, app_init(self->fd, &a, 8, 2, 40, -1));
-	ASSERT_EQ(0, app_init(self->fd, &b, 9, 1, 30, -1));
+	ASSERT_EQ(0, app_init(self->fd, &a, 8, 2, RUN_MS, -1));
+	ASSERT_EQ(0, app_init(self->fd, &b, 9, 1, RUN_MS, -1));
 	ASSERT_EQ(0, app_init(self->fd, &c, 10, 1, 10, -1));
 	ASSERT_EQ(0, after_first_wave(self->fd, &a, (struct app *[]){ &b, &c }, 2));
 

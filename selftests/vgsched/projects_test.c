@@ -102,7 +102,7 @@ FIXTURE_TEARDOWN(projects)
 	cfs_write("device_code", "open");
 	remove_project("alpha", uids, 3);
 	remove_project("beta", uids, 3);
-	EXPECT_EQ(0, vgsched_module_unload());
+	EXPECT_EQ(0, vgsched_module_unload_wait());
 	EXPECT_EQ(0, vgsched_module_load(""));
 }
 
@@ -1273,7 +1273,7 @@ static int unstarted_member(void *arg)
  * ENOSPC within the reservation), a member that did not start still finds
  * the pool, and root creates a file's contexts.
  */
-TEST_F(projects, uids_in_no_project_leave_reservations_and_root_room)
+TEST_F_TIMEOUT(projects, uids_in_no_project_leave_reservations_and_root_room, 120)
 {
 	struct holder_run runs[16], member = { .limit = 0 };
 	struct holder_report rep;
@@ -1398,7 +1398,7 @@ static int one_context(void *arg)
  * own. Skipped where the kernel has no user namespaces (CONFIG_USER_NS);
  * unprivileged ones are allowed for the test where a sysctl forbids them.
  */
-TEST_F(projects, uids_of_one_user_namespace_share_its_owners_bound)
+TEST_F_TIMEOUT(projects, uids_of_one_user_namespace_share_its_owners_bound, 120)
 {
 	static const char sysctl[] = "/proc/sys/kernel/unprivileged_userns_clone";
 	struct holder_run run = { .limit = 0 };
