@@ -13,7 +13,8 @@
  *  - waves are spread evenly over units by the rotated split table (wave
  *    balancing),
  *    each unit's part of a work-group is one contiguous register range.
- * Every job's results are checked too.
+ * Every job's results are checked too, but the fillers' (they hold until
+ * their context goes).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -39,6 +40,9 @@ FIXTURE(dispatch) {
 
 FIXTURE_SETUP(dispatch)
 {
+	/* The default device, with a job timeout past any filler's need. */
+	ASSERT_EQ(0, vgsched_module_unload());
+	ASSERT_EQ(0, vgsched_module_load("job_timeout_ms=60000"));
 	self->fd = vgsched_open_render_node();
 	ASSERT_GE(self->fd, 0);
 	ASSERT_EQ(0, vgsched_query_gpu_info(self->fd, &self->info));
@@ -53,20 +57,22 @@ FIXTURE_TEARDOWN(dispatch)
 {
 	free(self->log);
 	close(self->fd);
+	EXPECT_EQ(0, vgsched_module_unload());
+	EXPECT_EQ(0, vgsched_module_load(""));
 }
 
 /*
  * A filler job: one 4-wave work-group per module, one wave per unit, each
- * running @ms of modeled time, so every unit of the device holds a little
- * for a long time. Checks from the placement log that it covers every
- * module.
+ * holding until the test destroys its context (@ctx), so every unit of the
+ * device holds a little for as long as the test needs, however slow the
+ * guest. Checks from the placement log that it covers every module.
  */
 static void start_filler(struct __test_metadata *_metadata, FIXTURE_DATA(dispatch) *self,
-			 struct busy_job *filler, __u32 ctx, int ms)
+			 struct busy_job *filler, __u32 ctx)
 {
 	int modules_seen = 0, n;
 
-	ASSERT_EQ(0, busy_job_init(self->fd, filler, ctx, ms, MODULES, UNITS, 1, 4));
+	ASSERT_EQ(0, hold_job_init(self->fd, filler, ctx, MODULES, UNITS, 1, 4));
 	ASSERT_EQ(0, busy_submit(self->fd, filler));
 	for (int tries = 0; tries < 1000; tries++) {
 		n = vgsched_placements(vgsched_client_id(self->fd, ctx), ctx, self->log, MAX_RECORDS);
@@ -91,8 +97,8 @@ TEST_F(dispatch, big_group_does_not_block_smaller_ones)
 	ASSERT_NE(0, fill_ctx);
 	ASSERT_NE(0, big_ctx);
 	ASSERT_NE(0, small_ctx);
-	/* A second of modeled time on every unit. */
-	start_filler(_metadata, self, &filler, fill_ctx, 1000);
+	/* A little of every unit, until the filler's context goes. */
+	start_filler(_metadata, self, &filler, fill_ctx);
 	/* 16 waves per unit x 8 blocks: whole units, so it fits nowhere now. */
 	ASSERT_EQ(0, busy_job_init(self->fd, &big, big_ctx, 1, 1, 64, 1, 8));
 	big.s.group_priority = 0;
@@ -112,12 +118,10 @@ TEST_F(dispatch, big_group_does_not_block_smaller_ones)
 	ASSERT_TRUE(still_running(self->fd, fill_ctx, filler.s.seqno))
 		TH_LOG("the filler ended too early for this test to mean anything");
 	ASSERT_TRUE(still_running(self->fd, big_ctx, big.s.seqno));
+	/* It can only start once the filler has left. */
+	ASSERT_EQ(0, vgsched_ctx_destroy(self->fd, fill_ctx));
 	ASSERT_EQ(0, wait_ok(self->fd, big_ctx, big.s.seqno));
 	ASSERT_EQ(-1, busy_job_wrong(&big));
-	/* It could only start once the filler had left. */
-	ASSERT_FALSE(still_running(self->fd, fill_ctx, filler.s.seqno));
-	ASSERT_EQ(0, wait_ok(self->fd, fill_ctx, filler.s.seqno));
-	ASSERT_EQ(-1, busy_job_wrong(&filler));
 	busy_job_fini(self->fd, &filler);
 	busy_job_fini(self->fd, &big);
 	busy_job_fini(self->fd, &small);
@@ -209,7 +213,7 @@ TEST_F(dispatch, blocked_independent_group_is_split_dependent_one_waits)
 	struct busy_job filler, ind, dep;
 	int n;
 
-	start_filler(_metadata, self, &filler, fill_ctx, 1000);
+	start_filler(_metadata, self, &filler, fill_ctx);
 	/* Whole units of registers: blocked while the filler holds a bit of each. */
 	ASSERT_EQ(0, busy_job_init(self->fd, &dep, dep_ctx, 1, 1, 64, 2, 8));
 	ASSERT_EQ(0, busy_submit(self->fd, &dep));
@@ -231,9 +235,10 @@ TEST_F(dispatch, blocked_independent_group_is_split_dependent_one_waits)
 		ASSERT_EQ(DRM_VGSCHED_GROUP_PRIORITIES - 1, self->log[i].band);
 	}
 
+	/* It runs whole once the filler has left. */
+	ASSERT_EQ(0, vgsched_ctx_destroy(self->fd, fill_ctx));
 	ASSERT_EQ(0, wait_ok(self->fd, dep_ctx, dep.s.seqno));
 	ASSERT_EQ(-1, busy_job_wrong(&dep));
-	ASSERT_FALSE(still_running(self->fd, fill_ctx, filler.s.seqno));
 	n = vgsched_placements(vgsched_client_id(self->fd, dep_ctx), dep_ctx, self->log, MAX_RECORDS);
 	ASSERT_EQ(1, n);
 	ASSERT_EQ(64, self->log[0].waves);

@@ -757,9 +757,6 @@ TEST_F(as_written, seven_contexts_one_level_at_a_time)
  * first round the weights come from each context's measured history, so
  * how far they drift apart depends on the host's speed, and a slice may
  * reach a bound (the configuration keeps the clamp: design.rst's table).
- * Each job lasts 40 ms, two and a half of the longest slice: every
- * context takes at least two turns even when a slow guest's engine ends
- * a turn late by most of a slice.
  */
 TEST_F(as_written, three_contexts_at_the_sixth_priority_share_in_turn)
 {
@@ -770,7 +767,7 @@ TEST_F(as_written, three_contexts_at_the_sixth_priority_share_in_turn)
 	ASSERT_NE(NULL, ex);
 	ex->n = 3;
 	memcpy(ex->prio, prio, sizeof(prio));
-	ASSERT_EQ(0, run_example(_metadata, self->fd, ex, 40));
+	ASSERT_EQ(0, run_example(_metadata, self->fd, ex, 20));
 	got = selection(ex, 0, loaded);
 	ASSERT_EQ(3, got);
 	for (int i = 0; i < got; i++)

@@ -77,22 +77,10 @@ static int tile_job(int fd, struct busy_job *j, __u32 ctx, int ms, __u32 groups,
  */
 static int hold_job(int fd, struct busy_job *j, __u32 ctx, __u32 groups, __u32 k)
 {
-	__u64 words[8];
-	unsigned int n = 0;
-	int ret = busy_job_init(fd, j, ctx, 1, groups, 1, 1, 1);
+	int ret = hold_job_init(fd, j, ctx, groups, 1, 1, 1);
 
 	if (ret)
 		return ret;
-	for (int i = 0; i < 4; i++)
-		words[n++] = vg_instr(DRM_VGSCHED_OP_LD, 2, 3, 0, 0);
-	words[n++] = vg_instr(DRM_VGSCHED_OP_BR, 0, 0, 0, 0);
-	vg_buf_destroy(fd, &j->prog);
-	ret = vg_program(fd, words, n, &j->prog);
-	if (ret)
-		return ret;
-	j->len = n;
-	j->s.program_handle = j->prog.handle;
-	j->s.program_instrs = n;
 	j->s.tiles = k;
 	return busy_submit(fd, j);
 }

@@ -69,6 +69,21 @@ static inline unsigned int vg_prog_endless(__u64 *p)
 	return 1;
 }
 
+/*
+ * A thread that loops until its job is ended from outside (its context
+ * destroyed, or the job timeout): four slow loads of binding 0 a pass, so
+ * holding costs little interpretation.
+ */
+static inline unsigned int vg_prog_hold(__u64 *p)
+{
+	unsigned int n = 0;
+
+	for (int i = 0; i < 4; i++)
+		p[n++] = I(LD, 2, 3, 0, 0);
+	p[n++] = I(BR, 0, 0, 0, 0);
+	return n;
+}
+
 /* Every thread counts r0 down from @loops, then stores its global id. */
 static inline unsigned int vg_prog_busy_store(__u64 *p, int loops)
 {
@@ -209,6 +224,26 @@ static inline int busy_job_init(int fd, struct busy_job *j, __u32 ctx, int ms, _
 	j->s.sgpr_blocks = 1;
 	j->s.shared_mem_blocks = 0;
 	return 0;
+}
+
+/*
+ * A busy_job whose threads run vg_prog_hold instead: it holds what it was
+ * placed on until the test ends it (run a module with a long job timeout).
+ */
+static inline int hold_job_init(int fd, struct busy_job *j, __u32 ctx, __u32 groups,
+				__u32 waves, __u32 threads, __u32 vgpr)
+{
+	__u64 words[8];
+	int ret = busy_job_init(fd, j, ctx, 1, groups, waves, threads, vgpr);
+
+	if (ret)
+		return ret;
+	vg_buf_destroy(fd, &j->prog);
+	j->len = vg_prog_hold(words);
+	ret = vg_program(fd, words, j->len, &j->prog);
+	j->s.program_handle = j->prog.handle;
+	j->s.program_instrs = j->len;
+	return ret;
 }
 
 /* Re-arms the submission after a SUBMIT overwrote its out fields. */

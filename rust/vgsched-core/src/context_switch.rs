@@ -165,6 +165,26 @@ impl SchedParams {
         let q = self.preemption_ns.max(1);
         (ns / q).saturating_add(1).saturating_mul(q)
     }
+
+    /// Where the chunk of a wave that reached preemption point `point` ends
+    /// when the engine looks at it at `now` (at or after `point`), its
+    /// context holding the device at the point (`slice_end`, the end of
+    /// its slice or turn, lies past it). The wave runs on to the first point
+    /// after `now`, but not past the first point at or after `slice_end`:
+    /// an engine that steps late does not let a wave run through the end
+    /// of its slice, since what counts is modeled time. A context evicted
+    /// when preemption is at once (`evicted_at_once`) stops at `slice_end`
+    /// itself.
+    pub fn chunk_end(&self, point: u64, now: u64, slice_end: u64, evicted_at_once: bool) -> u64 {
+        let to = self.next_point(now.max(point));
+        if slice_end >= to || slice_end <= point {
+            return to;
+        }
+        match evicted_at_once {
+            true => slice_end,
+            false => self.next_point(slice_end - 1),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -179,6 +199,27 @@ mod tests {
         assert_eq!(p.next_point(999_999), 1_000_000);
         assert_eq!(p.next_point(1_000_000), 2_000_000, "strictly after");
         assert_eq!(p.next_point(u64::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn a_chunk_ends_at_its_slice_however_late_the_engine_is() {
+        const MS: u64 = 1_000_000;
+        let p = SchedParams::from_params(&Topology::DEFAULT, &SchedParamValues::DEFAULT).unwrap();
+        // On time: to the next point, whatever the slice (it ends there or later).
+        assert_eq!(p.chunk_end(4 * MS, 4 * MS, 4 * MS + 500_000, false), 5 * MS);
+        assert_eq!(p.chunk_end(4 * MS, 4 * MS, 9 * MS, false), 5 * MS);
+        // 60 ms late, the slice ending in between: the first point at or after its end.
+        assert_eq!(p.chunk_end(4 * MS, 64 * MS + 1, 6 * MS + 1, false), 7 * MS);
+        assert_eq!(p.chunk_end(4 * MS, 64 * MS + 1, 6 * MS, false), 6 * MS);
+        // Evicted, preempting at once: at the eviction itself.
+        assert_eq!(
+            p.chunk_end(4 * MS, 64 * MS + 1, 6 * MS + 1, true),
+            6 * MS + 1
+        );
+        // The slice runs past now: to the first point after now.
+        assert_eq!(p.chunk_end(4 * MS, 64 * MS + 1, 90 * MS, false), 65 * MS);
+        assert_eq!(p.chunk_end(4 * MS, 64 * MS, 64 * MS + 1, true), 64 * MS + 1);
+        assert_eq!(p.chunk_end(4 * MS, 64 * MS, 65 * MS, true), 65 * MS);
     }
 
     #[test]

@@ -587,18 +587,18 @@ impl Engine {
                 // rate stands in for it in the module's recent power, which
                 // module choice reads meanwhile; it is stopped at the point
                 // when the new one's rate is known.
-                // A wave whose context was evicted after this point (the
-                // engine stepped late) runs on only to the eviction when
-                // preempting at once, not to the next point. (One whose
-                // save area was full runs on to the next point.)
-                let mut to_ns = next_point.max(point);
-                if self.sched.preempt_at_once
-                    && !in_slot
-                    && q.entry.slice_end_ns > point
-                    && q.entry.slice_end_ns < to_ns
-                {
-                    // Stopped at the eviction, not at its next point.
-                    to_ns = q.entry.slice_end_ns;
+                // Not past its slice's end, however late the engine
+                // stepped: a wave whose slice or turn ended after this
+                // point runs on to the first point at or after that end
+                // (where it is saved), or only to the eviction when its
+                // context lost its slot and preemption is at once. (One
+                // whose save area was full runs on to the next point.)
+                let evicted_at_once = self.sched.preempt_at_once && !in_slot;
+                let to_ns = self
+                    .sched
+                    .chunk_end(point, now, q.entry.slice_end_ns, evicted_at_once);
+                if evicted_at_once && to_ns != next_point {
+                    // Stopped at the eviction, not at a point.
                     totals.waves_stopped_at_once += 1;
                 }
                 let chunk = Chunk {
