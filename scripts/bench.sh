@@ -11,8 +11,24 @@
 # Numbers are printed, never judged: nothing here fails on a slow result.
 # See Documentation/benchmarks.rst. Extra arguments go to the host
 # benchmark (--quick divides its loop counts by ten).
+#
+# VGSCHED_BENCH_CPU_PCT=N (5 to 100) runs the guest slowed on purpose,
+# under a cgroup CPU quota of N % of one CPU per vCPU (scripts/cpu-quota.sh;
+# root only); the report and bench.json say so (bench.cpu_pct, 100 when
+# unset). The guest's timeout grows in proportion unless
+# VGSCHED_GUEST_TIMEOUT is set.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+
+cpu_pct=${VGSCHED_BENCH_CPU_PCT:-}
+if [ -n "$cpu_pct" ]; then
+	case "$cpu_pct" in *[!0-9]* | 0*) die "VGSCHED_BENCH_CPU_PCT must be a whole number from 5 to 100, not '$cpu_pct'" ;; esac
+	[ "$cpu_pct" -ge 5 ] && [ "$cpu_pct" -le 100 ] ||
+		die "VGSCHED_BENCH_CPU_PCT must be from 5 to 100 (% of one CPU per vCPU), not $cpu_pct"
+	[ "$(id -u)" = 0 ] || die "VGSCHED_BENCH_CPU_PCT needs root (a cgroup of its own): run as root or leave it unset"
+	: "${VGSCHED_GUEST_TIMEOUT:=$((900 * 100 / cpu_pct))}"
+	export VGSCHED_GUEST_TIMEOUT
+fi
 
 t0=$SECONDS
 logs="$VGSCHED_OUT/logs"
@@ -30,13 +46,24 @@ cargo build --release --quiet --manifest-path "$TOP/rust/vgsched-bench/Cargo.tom
 {
 	echo "vgsched benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $(rustc --version)"
 	echo "commit $(git -C "$TOP" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	if [ -n "$cpu_pct" ]; then
+		echo "guest under a CPU quota: $cpu_pct % of one CPU per vCPU (cgroup, 10 ms period)"
+	else
+		echo "guest without a CPU quota"
+	fi
+	echo "bench.cpu_pct = ${cpu_pct:-100}"
 	echo
 	echo "=== host ==="
 	echo
 } > "$report"
 cargo run --release --quiet --manifest-path "$TOP/rust/vgsched-bench/Cargo.toml" -- "$@" | tee -a "$report"
 
-"$TOP/scripts/run-guest.sh" bench
+if [ -n "$cpu_pct" ]; then
+	# -smp 2: two vCPUs' worth of N %.
+	"$TOP/scripts/cpu-quota.sh" $((2 * cpu_pct)) "$TOP/scripts/run-guest.sh" bench
+else
+	"$TOP/scripts/run-guest.sh" bench
+fi
 results="$logs/bench-results.log"
 step "what the guest printed"
 accel=TCG
@@ -56,7 +83,8 @@ awk '{sub(/\r$/, "")} /^@@begin bench/{on=1; next} /^@@end bench/{on=0; if ($NF 
 [ "$(grep -c 'all finders agreed' "$report")" -ge 2 ] || die "the finders disagreed (see $report)"
 step "machine-readable report"
 python3 "$TOP/scripts/bench_json.py" "$report" "$json"
-for key in engine.lock_hold_max_us.short engine.lock_hold_max_us.long; do
+for key in bench.cpu_pct bench.host_ref_ns bench.guest_ref_ns \
+	engine.lock_hold_max_us.short engine.lock_hold_max_us.long; do
 	grep -q "\"$key\"" "$json" || die "$key missing from $json"
 done
 step "reports written to $report and $json ($((SECONDS - t0)) s)"

@@ -62,7 +62,7 @@ class Report:
         s = line.strip()
         if s.startswith("=== guest"):
             self.side = "guest"
-        m = re.match(r"^((?:engine|sched|peer|pipeline|power)\.[a-z0-9_.]+) = (-?[0-9.]+)$", s)
+        m = re.match(r"^((?:bench|engine|sched|peer|pipeline|power)\.[a-z0-9_.]+) = (-?[0-9.]+)$", s)
         if m:
             self.put(m.group(1), number(m.group(2)))
             return

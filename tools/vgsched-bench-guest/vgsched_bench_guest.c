@@ -114,22 +114,37 @@
  *                                     the first job of each context, which
  *                                     sizes its wave store, excluded)
  *
- *   vgsched-bench-guest queued 0|6144|close
+ *   vgsched-bench-guest queued 0|idle4096|6144|close
  *
  * What other clients' queued work costs a client, on a module loaded with
  * one hardware slot and a 60 s job timeout. A level-14 context runs a
  * long one-thread blocker job, so contexts of level 15 get no slot and
  * their jobs stay queued. "0": nothing else is queued; "6144": another
  * process first queues 6144 one-wave jobs on 96 level-15 contexts (two
- * files). Then a level-8 context submits QUEUED_ROUNDS one-wave jobs
- * one at a time (it preempts the blocker), each timed from SUBMIT to
- * WAIT's return. "close": 64 files of 64 level-15 contexts, each with
- * one job queued, are closed one after the other. Prints:
+ * files); "idle4096": four processes of four other uids (IDLE_UID_BASE +
+ * 1..4) first create IDLE_PER_UID contexts each (16 files of 64, their
+ * default bound), with no job, and hold them. Then a level-8 context
+ * submits QUEUED_ROUNDS one-wave jobs one at a time (it preempts the
+ * blocker), each timed from SUBMIT to WAIT's return. "close": 64 files
+ * of 64 level-15 contexts, each with one job queued, are closed one after
+ * the other. Prints (MODE: queued0, idle4096 or queued6144):
  *
- *   engine.trivial_job_us.queued0|queued6144   median SUBMIT to fence
- *   engine.lock_hold_max_us.queued0|queued6144 longest engine-lock hold
- *                                              since load
- *   engine.close_files_ms.64x64                closing the 64 files
+ *   engine.trivial_job_us.MODE         median SUBMIT to fence
+ *   engine.lock_hold_max_us.MODE       longest engine-lock hold since load
+ *   engine.close_files_ms.64x64        closing the 64 files
+ *
+ *   vgsched-bench-guest ref
+ *
+ * The host-speed reference of rust/vgsched-bench (hostref.rs) run in the
+ * guest: REF_STEPS steps of the same table-and-multiply hash from the
+ * same seed, REF_RUNS timed runs after an untimed one, then as many on
+ * every vCPU at once; prints the result (the host's, if the loops are the
+ * same) and
+ *
+ *   bench.guest_ref_ns                 median wall time of one run, ns
+ *   bench.guest_ref_ns.all_vcpus       the same, every vCPU running one
+ *
+ * It needs no module.
  */
 #include <signal.h>
 #include <stdint.h>
@@ -137,6 +152,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -933,14 +949,122 @@ static void queue_behind(int *fds, int n, int per, int jobs)
 	}
 }
 
+#define IDLE_UIDS 4
+#define IDLE_UID_BASE 2000
+#define IDLE_FILES 16
+#define IDLE_CTXS 64
+#define IDLE_PER_UID (IDLE_FILES * IDLE_CTXS)
+
+/* The processes holding idle contexts: a pipe each way to each. */
+struct idle_holders {
+	pid_t pid[IDLE_UIDS];
+	int go[IDLE_UIDS];	/* parent's end: closing it lets the holder exit */
+};
+
+/*
+ * A holder, as @uid: opens IDLE_FILES files of the render node at @path
+ * and creates IDLE_CTXS level-8 contexts in each, writes the number made
+ * to @report, then holds them until @go reads EOF.
+ */
+static void idle_holder(uid_t uid, const char *path, int report, int go)
+{
+	/* Contexts made, and the errno of the first refusal. */
+	int fds[IDLE_FILES], rep[2] = { 0, 0 };
+	char byte;
+
+	if (setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+		_exit(101);
+	for (int f = 0; f < IDLE_FILES && !rep[1]; f++) {
+		fds[f] = open(path, O_RDWR | O_CLOEXEC);
+		if (fds[f] < 0) {
+			rep[1] = errno;
+			break;
+		}
+		for (int c = 0; c < IDLE_CTXS && !rep[1]; c++) {
+			if (vgsched_ctx_create(fds[f], 8))
+				rep[0]++;
+			else
+				rep[1] = errno;
+		}
+	}
+	if (write(report, rep, sizeof(rep)) != sizeof(rep))
+		_exit(102);
+	while (read(go, &byte, 1) > 0)
+		;
+	_exit(0);
+}
+
+/*
+ * Starts the holders of IDLE_UIDS x IDLE_PER_UID idle contexts and waits
+ * until every one holds all of its own. The render node is made
+ * world-accessible for their opens (as a desktop's udev rules make it)
+ * and given its mode back after.
+ */
+static void idle_start(int fd, struct idle_holders *h)
+{
+	char path[64];
+	struct stat st;
+	int probe = vgsched_open_render_node_at(path, sizeof(path));
+
+	if (probe < 0 || stat(path, &st) || chmod(path, 0666))
+		DIE("idle: render node");
+	close(probe);
+	for (int u = 0; u < IDLE_UIDS; u++) {
+		int report[2], go[2], rep[2];
+
+		if (pipe(report) || pipe(go))
+			DIE("idle: pipe");
+		fflush(stdout);
+		h->pid[u] = fork();
+		if (h->pid[u] < 0)
+			DIE("idle: fork");
+		if (!h->pid[u]) {
+			close(fd);
+			close(report[0]);
+			close(go[1]);
+			for (int v = 0; v < u; v++)
+				close(h->go[v]);
+			idle_holder(IDLE_UID_BASE + 1 + u, path, report[1], go[0]);
+		}
+		close(report[1]);
+		close(go[0]);
+		h->go[u] = go[1];
+		if (read(report[0], rep, sizeof(rep)) != sizeof(rep) || rep[0] != IDLE_PER_UID)
+			DIE("idle: uid %d made %d of %d contexts (%s)", IDLE_UID_BASE + 1 + u,
+			    rep[0], IDLE_PER_UID, strerror(rep[1]));
+		close(report[0]);
+	}
+	chmod(path, st.st_mode & 07777);
+}
+
+/* Lets the holders go (their files close as they exit) and reaps them. */
+static void idle_stop(struct idle_holders *h)
+{
+	for (int u = 0; u < IDLE_UIDS; u++) {
+		int status;
+
+		close(h->go[u]);
+		if (waitpid(h->pid[u], &status, 0) != h->pid[u] || !WIFEXITED(status) ||
+		    WEXITSTATUS(status))
+			DIE("idle: holder %d failed", u);
+	}
+}
+
 static int queued_bench(int fd, const char *mode)
 {
 	__u64 end[1] = { vg_instr(DRM_VGSCHED_OP_END, 0, 0, 0, 0) };
 	double times[QUEUED_ROUNDS];
 	struct busy_job blocker;
 	struct vg_buf prog, mem;
-	__u32 low = vgsched_ctx_create(fd, 14), high = vgsched_ctx_create(fd, 8);
+	struct idle_holders idle;
+	int idle_run = !strcmp(mode, "idle4096");
+	__u32 low, high;
 
+	/* Before this process maps anything the holders would inherit. */
+	if (idle_run)
+		idle_start(fd, &idle);
+	low = vgsched_ctx_create(fd, 14);
+	high = vgsched_ctx_create(fd, 8);
 	if (!low || !high || vg_program(fd, end, 1, &prog) || vg_buf_create(fd, 4096, &mem))
 		DIE("queued: setup");
 	blocker_job(fd, &blocker, low, 50000);
@@ -960,11 +1084,12 @@ static int queued_bench(int fd, const char *mode)
 		printf("workload queued (close): %d files of 64 contexts with a job each\n", CLOSE_FILES);
 		printf("engine.close_files_ms.64x64 = %.1f\n", (vg_now_ns() - t) / 1e6);
 	} else {
-		int n = atoi(mode), fds[2] = { -1, -1 };
+		int n = idle_run ? 0 : atoi(mode), fds[2] = { -1, -1 };
+		char name[32];
 
-		if (n) {
+		if (n || (!idle_run && strcmp(mode, "0"))) {
 			if (n != 6144)
-				DIE("queued: 0, 6144 or close");
+				DIE("queued: 0, idle4096, 6144 or close");
 			for (int f = 0; f < 2; f++)
 				if ((fds[f] = vgsched_open_render_node()) < 0)
 					DIE("queued: open");
@@ -981,10 +1106,21 @@ static int queued_bench(int fd, const char *mode)
 			times[r] = (vg_now_ns() - t) / 1000.0;
 		}
 		qsort(times, QUEUED_ROUNDS, sizeof(times[0]), by_value);
-		printf("workload queued (%d): %d trivial jobs of a level-8 context, %d jobs of level 15 queued\n",
-		       n, QUEUED_ROUNDS, n);
-		printf("engine.trivial_job_us.queued%d = %.0f\n", n, times[QUEUED_ROUNDS / 2]);
-		printf("engine.lock_hold_max_us.queued%d = %lld\n", n, debugfs_number("lock_hold_max_us"));
+		if (idle_run) {
+			snprintf(name, sizeof(name), "idle%d", IDLE_UIDS * IDLE_PER_UID);
+			printf("workload queued (%s): %d trivial jobs of a level-8 context, %d idle contexts of %d other uids\n",
+			       mode, QUEUED_ROUNDS, IDLE_UIDS * IDLE_PER_UID, IDLE_UIDS);
+		} else {
+			snprintf(name, sizeof(name), "queued%d", n);
+			printf("workload queued (%d): %d trivial jobs of a level-8 context, %d jobs of level 15 queued\n",
+			       n, QUEUED_ROUNDS, n);
+		}
+		printf("  SUBMIT to fence, us, sorted:");
+		for (int r = 0; r < QUEUED_ROUNDS; r++)
+			printf(" %.0f", times[r]);
+		printf("\n");
+		printf("engine.trivial_job_us.%s = %.0f\n", name, times[QUEUED_ROUNDS / 2]);
+		printf("engine.lock_hold_max_us.%s = %lld\n", name, debugfs_number("lock_hold_max_us"));
 		for (int f = 0; f < 2; f++)
 			if (fds[f] >= 0)
 				close(fds[f]);
@@ -993,6 +1129,106 @@ static int queued_bench(int fd, const char *mode)
 	vg_buf_destroy(fd, &prog);
 	vg_buf_destroy(fd, &mem);
 	close(fd);
+	if (idle_run)
+		idle_stop(&idle);
+	return 0;
+}
+
+/* The host-speed reference's loop and constants (rust/vgsched-bench/src/hostref.rs). */
+#define REF_STEPS (1ull << 22)
+#define REF_SEED 0x9e3779b97f4a7c15ull
+#define REF_RUNS 7
+#define REF_TABLE 256
+
+static uint64_t ref_chain(uint64_t steps, uint64_t seed)
+{
+	uint64_t table[REF_TABLE], t = seed, x = seed;
+
+	/* Opaque to the optimiser, as black_box() on the host. */
+	__asm__ volatile("" : "+r"(steps), "+r"(x), "+r"(t));
+	for (unsigned int i = 0; i < REF_TABLE; i++) {
+		t = t * 0x2545f4914f6cdd1dull + i;
+		table[i] = t ^ (t >> 31);
+	}
+	for (uint64_t i = 0; i < steps; i++) {
+		x ^= table[x & (REF_TABLE - 1)];
+		x ^= x >> 29;
+		x *= 0xbf58476d1ce4e5b9ull;
+		x ^= x >> 32;
+	}
+	__asm__ volatile("" : "+r"(x));
+	return x;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int ref_bench(void)
+{
+	uint64_t times[REF_RUNS], result = ref_chain(REF_STEPS, REF_SEED);
+
+	printf("Guest-speed reference: %llu steps of a 64-bit table-and-multiply hash chain, %d runs:",
+	       REF_STEPS, REF_RUNS);
+	for (int i = 0; i < REF_RUNS; i++) {
+		uint64_t t = vg_now_ns();
+
+		if (ref_chain(REF_STEPS, REF_SEED) != result)
+			DIE("ref: two results");
+		times[i] = vg_now_ns() - t;
+		printf(" %.2f", times[i] / 1e6);
+	}
+	printf(" ms\n  result %#018llx\n", (unsigned long long)result);
+	qsort(times, REF_RUNS, sizeof(times[0]), cmp_u64);
+	printf("bench.guest_ref_ns = %llu\n", (unsigned long long)times[REF_RUNS / 2]);
+
+	/*
+	 * The same on every vCPU at once: a CPU quota is shared by QEMU's
+	 * vCPU threads, so one busy vCPU alone may run faster than each of
+	 * two busy together.
+	 */
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t *all;
+	int n = 0;
+
+	if (ncpu < 1 || ncpu > 64)
+		DIE("ref: %ld CPUs", ncpu);
+	all = mmap(NULL, ncpu * REF_RUNS * sizeof(*all), PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (all == MAP_FAILED)
+		DIE("ref: mmap");
+	fflush(stdout);
+	for (long c = 0; c < ncpu; c++) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			DIE("ref: fork");
+		if (!pid) {
+			ref_chain(REF_STEPS, REF_SEED);
+			for (int i = 0; i < REF_RUNS; i++) {
+				uint64_t t = vg_now_ns();
+
+				if (ref_chain(REF_STEPS, REF_SEED) != result)
+					_exit(1);
+				all[c * REF_RUNS + i] = vg_now_ns() - t;
+			}
+			_exit(0);
+		}
+	}
+	for (long c = 0; c < ncpu; c++) {
+		int status;
+
+		if (wait(&status) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+			DIE("ref: a copy failed");
+	}
+	n = ncpu * REF_RUNS;
+	qsort(all, n, sizeof(all[0]), cmp_u64);
+	printf("  on all %ld vCPUs at once, %d runs each: %.2f to %.2f ms\n", ncpu, REF_RUNS,
+	       all[0] / 1e6, all[n - 1] / 1e6);
+	printf("bench.guest_ref_ns.all_vcpus = %llu\n", (unsigned long long)all[n / 2]);
 	return 0;
 }
 
@@ -1010,6 +1246,8 @@ int main(int argc, char **argv)
 	__u32 ctx;
 	pid_t pid;
 
+	if (!strcmp(w, "ref"))
+		return ref_bench();
 	fd = vgsched_open_render_node();
 	if (fd < 0)
 		DIE("no vgsched render node");
@@ -1028,7 +1266,7 @@ int main(int argc, char **argv)
 	if (!strcmp(w, "queued") && argc == 3)
 		return queued_bench(fd, argv[2]);
 	if (!body)
-		DIE("usage: vgsched-bench-guest short|long|preempt at_once|at_point|pipeline MODE|hiprio_memory small|big|power|memory|queued 0|6144|close");
+		DIE("usage: vgsched-bench-guest short|long|preempt at_once|at_point|pipeline MODE|hiprio_memory small|big|power|memory|queued 0|idle4096|6144|close|ref");
 	timeout_cycles = (__u64)info.job_timeout_ms * info.clock_khz;
 	len = fault_program(words, body, timeout_cycles, &info);
 	if (!len)

@@ -3,7 +3,9 @@
 //! Host half of `make bench`: measurements of the core crate's logic, printed
 //! as aligned tables on standard output.
 //!
-//! Sections, in order:
+//! First, in every run, the host-speed reference (`hostref`,
+//! `bench.host_ref_ns`): a fixed CPU-bound loop whose time lets runs on
+//! different machines be compared. Then the sections, in order:
 //!
 //! 1. finder timing: ns per call of the exact free-run finders against the
 //!    naive bit-by-bit scan, by the harness shared with the in-kernel
@@ -34,6 +36,7 @@ use vgsched_core::finder_bench::{
 };
 
 mod dispatch;
+mod hostref;
 mod misses;
 mod slots;
 mod waves;
@@ -98,6 +101,8 @@ fn main() {
         }
     }
     let t0 = Instant::now();
+    // Whatever --section says: a report without it cannot be compared.
+    println!("{}", hostref::report());
     let sections: [fn(&Options) -> String; 5] = [
         finder_timing,
         misses::report,
