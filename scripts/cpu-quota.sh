@@ -10,9 +10,11 @@
 # vgsched-bench.PID, with cgroup v2's cpu.max where /sys/fs/cgroup is the
 # unified hierarchy and otherwise v1's cpu.cfs_period_us and
 # cpu.cfs_quota_us under /sys/fs/cgroup/cpu, moves only the subshell that
-# becomes CMD into it (CMD's children follow), and on the way out, however
-# it ends, moves back anything left in it, removes it, and gives the root
-# its cpu controller setting back if it had to enable it. It fails, before
+# becomes CMD into it (CMD's children follow), and on the way out (CMD's
+# end, or INT, TERM or HUP, passed on to CMD first) moves anything left in
+# it back to the cgroup the script started in, removes it, and gives the
+# root its cpu controller setting back if it had to enable it. (A SIGKILL
+# of the script leaves the cgroup behind: rmdir it by hand.) It fails, before
 # running anything, where it cannot: not root, no cpu controller, a quota
 # under the kernel's least (1 ms a period). Exits with CMD's status.
 # Documentation/benchmarks.rst, "A slow host on purpose".
@@ -50,12 +52,21 @@ else
 	die "no cpu controller: neither cgroup v2 (cpu.max) at /sys/fs/cgroup nor cgroup v1 (cpu.cfs_quota_us) at /sys/fs/cgroup/cpu"
 fi
 dir="$root/$name"
+# The cgroup this script runs in, in that hierarchy: where leftovers go back.
+if [ "$root" = /sys/fs/cgroup ]; then
+	home=$(sed -n 's/^0:://p' /proc/self/cgroup)
+else
+	home=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ { print $3 }' /proc/self/cgroup)
+fi
+home="$root${home%/}"
+[ -e "$home/cgroup.procs" ] || home=$root
+child=
 
 cleanup() {
 	if [ -d "$dir" ]; then
-		# What is still in it (CMD killed mid-run) goes back to the root.
+		# What is still in it (CMD killed mid-run) goes back.
 		while read -r pid; do
-			echo "$pid" > "$root/cgroup.procs" 2>/dev/null || true
+			echo "$pid" > "$home/cgroup.procs" 2>/dev/null || true
 		done < "$dir/cgroup.procs"
 		rmdir "$dir" 2>/dev/null || echo "warning: could not remove $dir" >&2
 	fi
@@ -65,10 +76,18 @@ cleanup() {
 			echo "warning: could not turn the cpu controller of $root's children off again" >&2
 	fi
 }
+# stop SIG STATUS: passes SIG on to CMD, waits for it, exits with STATUS.
+stop() {
+	if [ -n "$child" ]; then
+		kill -"$1" "$child" 2>/dev/null || true
+		wait "$child" 2>/dev/null || true
+	fi
+	exit "$2"
+}
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+trap 'stop INT 130' INT
+trap 'stop TERM 143' TERM
+trap 'stop HUP 129' HUP
 
 mkdir "$dir" || die "cannot make the cgroup $dir"
 if [ "$kind" != "${kind#cgroup v2}" ]; then
@@ -80,9 +99,14 @@ else
 fi
 step "CPU quota: $pct % of one CPU ($kind) in $dir"
 rc=0
+# In the background and waited for, so that a signal to the script is
+# handled at once (bash runs a trap only after its foreground child ends).
 (
 	# (set -e does not hold left of ||: nothing may run unthrottled.)
 	echo "$BASHPID" > "$dir/cgroup.procs" || die "cannot move into $dir"
 	exec "$@"
-) || rc=$?
+) <&0 &
+child=$!
+wait "$child" || rc=$?
+child=
 exit $rc

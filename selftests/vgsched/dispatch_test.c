@@ -41,7 +41,7 @@ FIXTURE(dispatch) {
 FIXTURE_SETUP(dispatch)
 {
 	/* The default device, with a job timeout past any filler's need. */
-	ASSERT_EQ(0, vgsched_module_unload());
+	ASSERT_EQ(0, vgsched_module_unload_wait());
 	ASSERT_EQ(0, vgsched_module_load("job_timeout_ms=60000"));
 	self->fd = vgsched_open_render_node();
 	ASSERT_GE(self->fd, 0);
@@ -57,7 +57,7 @@ FIXTURE_TEARDOWN(dispatch)
 {
 	free(self->log);
 	close(self->fd);
-	EXPECT_EQ(0, vgsched_module_unload());
+	EXPECT_EQ(0, vgsched_module_unload_wait());
 	EXPECT_EQ(0, vgsched_module_load(""));
 }
 

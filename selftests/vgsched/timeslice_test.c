@@ -448,6 +448,10 @@ static int rivals_feed(struct rivals *r)
 				continue;
 			if (wait_ok(r->fd, r->ctx[i], j->s.seqno) || busy_job_wrong(j) != -1)
 				return -1;
+			/* Its next run must store every id again. */
+			if (vgsched_bo_cpu_prep(r->fd, j->out.handle, DRM_VGSCHED_CPU_PREP_WRITE, 0))
+				return -1;
+			memset(j->out.map, 0xff, j->threads * 4);
 			if (busy_submit(r->fd, j))
 				return -1;
 		}
@@ -495,7 +499,7 @@ static int run_mix(int fd, __u32 ctx, int loops, struct vg_buf *mem, struct vg_b
 	return ret;
 }
 
-TEST_F(slots, preempted_dozens_of_times_the_result_is_unchanged)
+TEST_F_TIMEOUT(slots, preempted_dozens_of_times_the_result_is_unchanged, 120)
 {
 	enum { LOOPS = 25000, MIX_MS = LOOPS * 40 / 1000 };
 	struct vg_buf mem[2], out[2];
@@ -517,13 +521,17 @@ TEST_F(slots, preempted_dozens_of_times_the_result_is_unchanged)
 	 * Against two rivals busy throughout on two slots: it keeps losing its
 	 * slot, every run exact. How often one run loses it depends on the
 	 * host's speed (a slowed guest interprets it behind modeled time, so
-	 * it has run less than its rivals at each slice's end): it runs again
-	 * until it has been preempted more than 40 times in all.
+	 * it has run less than its rivals at each slice's end): every run
+	 * loses it more than 8 times, and it runs again until it has been
+	 * preempted more than 40 times in all.
 	 */
 	ASSERT_EQ(0, rivals_start(&rivals, MIX_MS / 4));
 	for (int run = 0; run < 8 && query(self->fd, ctx).preemptions <= 40; run++) {
+		__u64 before = query(self->fd, ctx).preemptions;
+
 		ASSERT_EQ(0, run_mix(self->fd, ctx, LOOPS, &mem[1], &out[1], &seqno, &rivals));
 		q = query(self->fd, ctx);
+		EXPECT_GT(q.preemptions - before, 8) TH_LOG("run %d", run);
 		TH_LOG("run %d: preempted %llu times in all, %llu slices, %llu us saving and restoring",
 		       run, (unsigned long long)q.preemptions, (unsigned long long)q.slices,
 		       (unsigned long long)q.switch_ns / 1000);

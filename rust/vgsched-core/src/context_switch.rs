@@ -167,9 +167,11 @@ impl SchedParams {
     }
 
     /// Where the chunk of a wave that reached preemption point `point` ends
-    /// when the engine looks at it at `now` (at or after `point`), its
-    /// context holding the device at the point (`slice_end`, the end of
-    /// its slice or turn, lies past it). The wave runs on to the first point
+    /// when the engine looks at it at `now` (at or after `point`) and lets
+    /// it run on: its context held the device at the point (`slice_end`,
+    /// the end of its slice or turn, lies past it), or its save area was
+    /// full (`slice_end` at or before it: to the first point after `now`).
+    /// The wave runs on to the first point
     /// after `now`, but not past the first point at or after `slice_end`:
     /// an engine that steps late does not let a wave run through the end
     /// of its slice, since what counts is modeled time. A context evicted
@@ -220,6 +222,18 @@ mod tests {
         assert_eq!(p.chunk_end(4 * MS, 64 * MS + 1, 90 * MS, false), 65 * MS);
         assert_eq!(p.chunk_end(4 * MS, 64 * MS, 64 * MS + 1, true), 64 * MS + 1);
         assert_eq!(p.chunk_end(4 * MS, 64 * MS, 65 * MS, true), 65 * MS);
+        // Its save area full (the slice over at or before the point): on to the next point.
+        assert_eq!(p.chunk_end(4 * MS, 64 * MS + 1, 4 * MS, false), 65 * MS);
+        assert_eq!(p.chunk_end(4 * MS, 4 * MS, 2 * MS, true), 5 * MS);
+        // A restored wave's first point need not lie on the grid.
+        assert_eq!(
+            p.chunk_end(4 * MS + 300, 30 * MS, 6 * MS + 1, false),
+            7 * MS
+        );
+        assert_eq!(
+            p.chunk_end(4 * MS + 300, 4 * MS + 300, 9 * MS, false),
+            5 * MS
+        );
     }
 
     #[test]
