@@ -371,6 +371,10 @@ struct EngineState {
     timer: Option<ArcHrTimerHandle<Engine>>,
     /// Instructions the interpreter may still execute in this hold.
     budget: u64,
+    /// Where in `waves` the next hold's interpretation starts: the first
+    /// wave a spent budget left uninterpreted, so that no wave always
+    /// comes last ([`Engine::advance_waves`]).
+    wave_cursor: usize,
     /// Signalled jobs wait in some context's `done` list.
     cleanup_due: bool,
     /// A job (or phase 1) did not fit in device memory: what cannot run
@@ -666,6 +670,7 @@ impl Engine {
             tile_jobs: 0,
             timer: None,
             budget: INTERPRET_BUDGET,
+            wave_cursor: 0,
             cleanup_due: false,
             memory_blocked: None,
             memory_claim: None,

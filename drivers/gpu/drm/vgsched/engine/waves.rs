@@ -508,16 +508,27 @@ impl Engine {
             modules,
             totals,
             budget,
+            wave_cursor,
             ..
         } = st;
         let next_point = self.sched.next_point(now);
         let now_cycle = self.topology.ns_to_cycles(now);
         let mut changed = 0;
-        for w in waves
-            .iter_mut()
-            .filter(|w| w.phase == WavePhase::Running && w.end_ns <= now)
+        // From the wave the last spent budget stopped at, round the list:
+        // waves placed early cannot take every hold's budget from those
+        // placed after them.
+        let n = waves.len();
+        let start = match n {
+            0 => 0,
+            n => *wave_cursor % n,
+        };
+        let (before, from) = waves.split_at_mut(start);
+        for (k, w) in Iterator::chain(from.iter_mut(), before.iter_mut())
+            .enumerate()
+            .filter(|(_, w)| w.phase == WavePhase::Running && w.end_ns <= now)
         {
             if *budget == 0 {
+                *wave_cursor = start.wrapping_add(k) % n.max(1);
                 break;
             }
             let found = groups
