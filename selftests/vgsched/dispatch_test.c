@@ -111,9 +111,7 @@ TEST_F(dispatch, big_group_does_not_block_smaller_ones)
 		ASSERT_EQ(0, wait_ok(self->fd, small_ctx, small.s.seqno));
 		ASSERT_EQ(-1, busy_job_wrong(&small));
 		/* The next job must see the CPU's write, not the device copy. */
-		ASSERT_EQ(0, vgsched_bo_cpu_prep(self->fd, small.out.handle,
-						 DRM_VGSCHED_CPU_PREP_WRITE, 0));
-		memset(small.out.map, 0xff, small.threads * 4);
+		ASSERT_EQ(0, busy_job_clear_out(self->fd, &small));
 	}
 	ASSERT_TRUE(still_running(self->fd, fill_ctx, filler.s.seqno))
 		TH_LOG("the filler ended too early for this test to mean anything");

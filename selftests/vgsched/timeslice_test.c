@@ -448,11 +448,7 @@ static int rivals_feed(struct rivals *r)
 				continue;
 			if (wait_ok(r->fd, r->ctx[i], j->s.seqno) || busy_job_wrong(j) != -1)
 				return -1;
-			/* Its next run must store every id again. */
-			if (vgsched_bo_cpu_prep(r->fd, j->out.handle, DRM_VGSCHED_CPU_PREP_WRITE, 0))
-				return -1;
-			memset(j->out.map, 0xff, j->threads * 4);
-			if (busy_submit(r->fd, j))
+			if (busy_job_clear_out(r->fd, j) || busy_submit(r->fd, j))
 				return -1;
 		}
 	}

@@ -246,6 +246,20 @@ static inline int hold_job_init(int fd, struct busy_job *j, __u32 ctx, __u32 gro
 	return ret;
 }
 
+/*
+ * Writes every output word back to 0xff once the CPU may write it, so that
+ * the job's next run must store every id again (and the run sees the
+ * CPU's write, not its device copy); 0 or -errno.
+ */
+static inline int busy_job_clear_out(int fd, struct busy_job *j)
+{
+	int ret = vgsched_bo_cpu_prep(fd, j->out.handle, DRM_VGSCHED_CPU_PREP_WRITE, 0);
+
+	if (!ret)
+		memset(j->out.map, 0xff, j->threads * 4);
+	return ret;
+}
+
 /* Re-arms the submission after a SUBMIT overwrote its out fields. */
 static inline int busy_submit(int fd, struct busy_job *j)
 {

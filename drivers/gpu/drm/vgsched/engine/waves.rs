@@ -528,7 +528,7 @@ impl Engine {
             .filter(|(_, w)| w.phase == WavePhase::Running && w.end_ns <= now)
         {
             if *budget == 0 {
-                *wave_cursor = start.wrapping_add(k) % n.max(1);
+                *wave_cursor = (start + k) % n;
                 break;
             }
             let found = groups
