@@ -18,10 +18,11 @@
 //! advances or saves waves and places more work. It never allocates and
 //! never takes a reservation lock: everything a job needs on the device is
 //! allocated when it is submitted, and finished jobs are dropped by a
-//! separate clean-up work item. Interpretation is bounded per hold of the
-//! engine lock ([`INTERPRET_BUDGET`] instructions): when a step runs out of
-//! it, the work item queues itself again and returns, so the lock is free
-//! between two holds and nothing a client does waits behind a long wave.
+//! separate clean-up work item. It never interprets: a wave's chunks are
+//! interpreted by the wave executor ([`crate::gpu::exec`]), on its own
+//! work queue and under its own lock, which hands each chunk back and
+//! queues the engine's work item as a device raises an interrupt; nothing
+//! a client does waits for the engine lock behind a long wave.
 //!
 //! A job holds tiles ([`tiles`]) from its first placement to its end; its
 //! work-groups go only to their modules.
@@ -48,7 +49,7 @@ mod memory;
 mod queue;
 mod save_area;
 mod slots;
-mod sync;
+pub(crate) mod sync;
 mod tiles;
 mod waves;
 
@@ -102,6 +103,10 @@ use crate::{
     fence::{
         Fence,
         OutFenceFd, //
+    },
+    gpu::exec::{
+        Executor,
+        Rewind, //
     },
     job::JobSpec,
     uapi,
@@ -179,17 +184,10 @@ use sync::{
 };
 pub(crate) use tiles::Quantity;
 use waves::{
-    Rewind,
     RunningGroup,
     RunningWave,
     WavePhase, //
 };
-
-/// Instructions the interpreter may execute in one hold of the engine lock,
-/// over all waves: about 30 µs on the host (6–7 ns an instruction), tens
-/// of microseconds in the emulated guest. It bounds how long another client
-/// waits for the lock behind the interpreter, whatever the programs do.
-const INTERPRET_BUDGET: u64 = 4096;
 
 /// Contexts the device holds at once, over all files: `CTX_CREATE` is
 /// refused with `ENOSPC` past it. It bounds the engine-wide state that
@@ -369,12 +367,9 @@ struct EngineState {
     slots: SlotSelection,
     /// The armed completion timer.
     timer: Option<ArcHrTimerHandle<Engine>>,
-    /// Instructions the interpreter may still execute in this hold.
-    budget: u64,
-    /// Where in `waves` the next hold's interpretation starts: the first
-    /// wave a spent budget left uninterpreted, so that no wave always
-    /// comes last ([`Engine::advance_waves`]).
-    wave_cursor: usize,
+    /// A chunk was handed to the executor: its work item is queued when
+    /// the lock is released.
+    gpu_due: bool,
     /// Signalled jobs wait in some context's `done` list.
     cleanup_due: bool,
     /// A job (or phase 1) did not fit in device memory: what cannot run
@@ -491,8 +486,6 @@ pub(crate) struct Engine {
     sched: SchedParams,
     /// The priority rotation, in modeled nanoseconds.
     rotation: Rotation,
-    /// Cycle cost per instruction class.
-    costs: CycleCosts,
     /// Power weight per instruction class (module choice).
     power_weights: PowerWeights,
     /// The engine's own ordered queue, where its work item runs.
@@ -568,12 +561,20 @@ pub(crate) struct Engine {
     memory_work: Work<Engine, 2>,
     #[pin]
     timer: HrTimer<Engine>,
+    /// The wave executor: the device's execution units, which interpret
+    /// the chunks the step hands them.
+    #[pin]
+    exec: Executor,
+    /// The executor's work item, on the executor's own queue.
+    #[pin]
+    gpu_work: Work<Engine, 3>,
 }
 
 impl_has_work! {
     impl HasWork<Self, 0> for Engine { self.work }
     impl HasWork<Self, 1> for Engine { self.cleanup }
     impl HasWork<Self, 2> for Engine { self.memory_work }
+    impl HasWork<Self, 3> for Engine { self.gpu_work }
 }
 
 impl_has_hr_timer! {
@@ -669,8 +670,7 @@ impl Engine {
             next_event_ns: 0,
             tile_jobs: 0,
             timer: None,
-            budget: INTERPRET_BUDGET,
-            wave_cursor: 0,
+            gpu_due: false,
             cleanup_due: false,
             memory_blocked: None,
             memory_claim: None,
@@ -699,7 +699,6 @@ impl Engine {
                 tile_topology,
                 power_model,
                 rotation: Rotation::new(topology.cycles_to_ns(params.rotation_period_cycles)),
-                costs: CycleCosts::DEFAULT,
                 power_weights: PowerWeights::DEFAULT,
                 wq: OwnedQueue::engine()?,
                 memory_wq: OwnedQueue::memory()?,
@@ -719,6 +718,8 @@ impl Engine {
                 cleanup <- new_work!("vgsched::Engine::cleanup"),
                 memory_work <- new_work!("vgsched::Engine::memory_work"),
                 timer <- HrTimer::new(),
+                exec <- Executor::new(wave_slots, CycleCosts::DEFAULT)?,
+                gpu_work <- new_work!("vgsched::Engine::gpu_work"),
             }),
             GFP_KERNEL,
         )
@@ -815,7 +816,7 @@ impl Engine {
 
     /// The cycle costs per instruction class.
     pub(crate) fn costs(&self) -> &CycleCosts {
-        &self.costs
+        self.exec.costs()
     }
 
     /// Queues the engine's work item (a no-op if it is already queued, or
@@ -826,6 +827,23 @@ impl Engine {
             // Already queued: the queued run will see whatever changed.
             let _already_queued = this.wq.queue().enqueue::<_, 0>(Arc::from(this));
         }
+    }
+
+    /// Queues the executor's work item (a no-op if it is already queued,
+    /// or once shut down).
+    fn kick_gpu(this: ArcBorrow<'_, Self>) {
+        let stopped = this.stopped.lock();
+        if !*stopped {
+            // Already queued: the queued run finds the new lease too.
+            let _already_queued = this.exec.queue().enqueue::<_, 3>(Arc::from(this));
+        }
+    }
+
+    /// Waits until the executor's work item has run its current round:
+    /// a lease it had in hand when recalled is then back.
+    fn wait_for_gpu(&self) {
+        // SAFETY: `self.gpu_work` is a live, initialised work item.
+        unsafe { bindings::flush_work(Work::raw_get(&self.gpu_work)) };
     }
 
     /// Queues the clean-up work item (a no-op if it is already queued, or
@@ -1129,6 +1147,8 @@ impl Engine {
         // submission that pushes its job after the inbox is looked at
         // below sees it, and takes the lock itself ([`Engine::submit`]).
         self.closed.xchg(true, ordering::Full);
+        // The executor interprets no more, from its next piece on.
+        self.exec.close();
         let (timer, queues) = {
             let _signalling = Signalling::begin();
             let mut st = self.lock();
@@ -1142,6 +1162,9 @@ impl Engine {
             }
             (st.timer.take(), queues)
         };
+        // The jobs go only once the executor has stopped: a lease it had
+        // in hand may still read their memory until then.
+        self.wait_for_gpu();
         drop(queues);
         // Cancels the timer and waits for a callback in progress.
         drop(timer);
@@ -1150,12 +1173,13 @@ impl Engine {
         // none runs again, and none holds the last reference to the engine
         // on its own queue.
         *self.stopped.lock() = true;
-        // SAFETY: `self.work`, `self.cleanup` and `self.memory_work` are
-        // live, initialised work items.
+        // SAFETY: `self.work`, `self.cleanup`, `self.memory_work` and
+        // `self.gpu_work` are live, initialised work items.
         unsafe {
             bindings::flush_work(Work::raw_get(&self.work));
             bindings::flush_work(Work::raw_get(&self.cleanup));
             bindings::flush_work(Work::raw_get(&self.memory_work));
+            bindings::flush_work(Work::raw_get(&self.gpu_work));
         }
         // What the clean-up work item did not drop; from here on,
         // cancelled records are dropped where they are removed.
@@ -1183,17 +1207,16 @@ impl Engine {
     /// One engine step: retire what has ended, finish jobs, decide who
     /// holds the slots, advance or save running waves, place more work,
     /// arm the timer for the next event. The fence-signalling critical
-    /// section of the driver: no allocation, no reservation lock, and at
-    /// most [`INTERPRET_BUDGET`] instructions interpreted.
+    /// section of the driver: no allocation, no reservation lock, no
+    /// interpretation (chunks go to the executor).
     fn step(this: ArcBorrow<'_, Self>) {
-        let (more, cleanup, memory) = {
+        let (gpu, cleanup, memory) = {
             let _signalling = Signalling::begin();
             let mut st = this.lock();
             if this.closed() {
                 return;
             }
             let now = monotonic_ns();
-            st.budget = INTERPRET_BUDGET;
             {
                 let EngineState { slots, queues, .. } = &mut *st;
                 slots.reorder_if_due(queues);
@@ -1212,20 +1235,14 @@ impl Engine {
                 changed += Self::dispatch(this, &mut st, now);
                 // Checking an in-fence can fail a job at once: collect it.
                 changed += core::mem::take(&mut st.failed_at_once);
-                if changed == 0 || st.budget == 0 {
+                if changed == 0 {
                     break;
                 }
             }
-            let more = st.budget == 0;
-            if more {
-                // Interpretation is left over: this work item runs again
-                // at once (below); no timer needed until then.
-                st.timer = None;
-            } else {
-                Self::arm_timer(this, &mut st, now);
-            }
+            Self::arm_timer(this, &mut st, now);
             let memory = this.memory_wanted(&st, now);
-            (more, core::mem::take(&mut st.cleanup_due), memory)
+            let gpu = core::mem::take(&mut st.gpu_due);
+            (gpu, core::mem::take(&mut st.cleanup_due), memory)
         };
         // Jobs cancelled as they left the inbox (by this step or another
         // holder of the lock since the last clean-up) are dropped there.
@@ -1235,10 +1252,8 @@ impl Engine {
         if memory {
             Self::queue_memory(this);
         }
-        if more {
-            // The lock is free between two holds: whoever waits for it
-            // gets it before the interpreter goes on.
-            Self::kick(this);
+        if gpu {
+            Self::kick_gpu(this);
         }
     }
 
@@ -1496,7 +1511,14 @@ impl Engine {
     /// Arms the timer for the next event: the earliest wave end, or the
     /// moment blocked independent work-groups are due to be split.
     fn arm_timer(this: ArcBorrow<'_, Self>, st: &mut EngineState, now: u64) {
-        let waves = st.waves.iter().map(|w| w.end_ns).min();
+        // A wave whose lease is out is the executor's until it comes back,
+        // and the executor queues the step then.
+        let waves = st
+            .waves
+            .iter()
+            .filter(|w| w.lease == 0)
+            .map(|w| w.end_ns)
+            .min();
         let slices = st.slots.next_slice_end(&st.queues);
         // A first job's upload or write-back ending, a phase 1, its
         // active job's tiles waking, or the execution gate's hold ending:
@@ -1569,6 +1591,20 @@ impl WorkItem<2> for Engine {
 
     fn run(this: Arc<Engine>) {
         Engine::memory_work(this.as_arc_borrow());
+    }
+}
+
+impl WorkItem<3> for Engine {
+    type Pointer = Arc<Engine>;
+
+    fn run(this: Arc<Engine>) {
+        let engine = this.as_arc_borrow();
+        // Each lease handed back is an interrupt: the step runs.
+        if this.exec.run(|| Engine::kick(engine)) {
+            // Leases are left: the next round runs after what else the
+            // queue has.
+            Engine::kick_gpu(engine);
+        }
     }
 }
 

@@ -25,6 +25,13 @@
  *    long and need no particular CPU; WQ_HIGHPRI like the engine's queue,
  *    since a preempting job's preparation is on its way to the device.
  *
+ *  - vgsched_gpu_wq_alloc() gives the wave executor (gpu/exec.rs), the
+ *    modeled device's execution units, a queue of its own: ordered (one
+ *    interpreter at a time), unbound (interpretation is long and needs no
+ *    particular CPU), WQ_MEM_RECLAIM (a job's fence waits for its waves'
+ *    interpretation). Not WQ_HIGHPRI: it is the device's work, not the
+ *    scheduler's, and must not preempt the clients that submit to it.
+ *
  *  - vgsched_fence_begin_signalling() / vgsched_fence_end_signalling()
  *    mark the engine's signalling critical sections
  *    (dma_fence_begin_signalling() in drivers/dma-buf/dma-fence.c): with
@@ -45,6 +52,11 @@ struct workqueue_struct *vgsched_engine_wq_alloc(void)
 struct workqueue_struct *vgsched_memory_wq_alloc(void)
 {
 	return alloc_workqueue("vgsched-memory", WQ_MEM_RECLAIM | WQ_UNBOUND | WQ_HIGHPRI, 0);
+}
+
+struct workqueue_struct *vgsched_gpu_wq_alloc(void)
+{
+	return alloc_ordered_workqueue("vgsched-gpu", WQ_MEM_RECLAIM);
 }
 
 void vgsched_engine_wq_destroy(struct workqueue_struct *wq)

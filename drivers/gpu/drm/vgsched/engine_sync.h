@@ -11,6 +11,7 @@ struct workqueue_struct;
 
 struct workqueue_struct *vgsched_engine_wq_alloc(void);
 struct workqueue_struct *vgsched_memory_wq_alloc(void);
+struct workqueue_struct *vgsched_gpu_wq_alloc(void);
 void vgsched_engine_wq_destroy(struct workqueue_struct *wq);
 bool vgsched_fence_begin_signalling(void);
 void vgsched_fence_end_signalling(bool cookie);

@@ -25,6 +25,7 @@ mod fdinfo;
 mod fence;
 mod file;
 mod gem;
+mod gpu;
 mod hwmon;
 mod ioctl;
 mod job;

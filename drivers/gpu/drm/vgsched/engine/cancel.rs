@@ -96,6 +96,14 @@ impl Engine {
                 this.wait_for_memory_work();
                 continue;
             }
+            // The executor hands their waves' leases back first: it reads
+            // their jobs' memory while it has them.
+            if !this.recall_leases(&mut st, of_batch) {
+                drop(st);
+                drop(signalling);
+                this.wait_for_gpu();
+                continue;
+            }
             // The same test for work-groups and records.
             this.take_off_device(&mut st, of_batch);
             let mut removed = Self::remove_queues(&mut st, removed, indices, |q| of_batch(&q.ctx));
@@ -156,9 +164,15 @@ impl Engine {
     fn cancel_unbatched(this: ArcBorrow<'_, Self>, ctx: &Arc<Context>) -> u64 {
         ctx.start_cancelling();
         this.wait_for_memory_work();
-        let queue = {
-            let _signalling = Signalling::begin();
+        let queue = loop {
+            let signalling = Signalling::begin();
             let mut st = this.lock();
+            if !this.recall_leases(&mut st, |c| Arc::ptr_eq(c, ctx)) {
+                drop(st);
+                drop(signalling);
+                this.wait_for_gpu();
+                continue;
+            }
             this.take_off_device(&mut st, |c| Arc::ptr_eq(c, ctx));
             let Some(i) = queue_index(&st.queues, ctx) else {
                 return 0;
@@ -175,7 +189,7 @@ impl Engine {
             }
             st.slots.contexts_removed();
             st.cancel_jobs(&mut queue);
-            queue
+            break queue;
         };
         let runtime = queue.runtime_ns();
         drop(queue);

@@ -616,6 +616,8 @@ impl Engine {
                 cycles,
                 lanes,
                 chunk: None,
+                lease: 0,
+                cut_at: None,
                 power_token: 0,
                 rewind: rewinds.pop(),
             };

@@ -33,6 +33,7 @@ use super::{
     },
     Engine, //
 };
+use crate::gpu::exec::ExecStats;
 use crate::vgsched_core::{
     exec::Counters,
     isa::NUM_CLASSES,
@@ -290,6 +291,8 @@ pub(crate) struct StateSnapshot<'a> {
     submit_mean_ns: (u64, u64),
     lock_holds: (u64, u64),
     lock_hold_max_at: Option<&'static core::panic::Location<'static>>,
+    /// The wave executor's work.
+    exec: ExecStats,
 }
 
 /// The `contexts` file: one line per live context.
@@ -404,6 +407,7 @@ impl Engine {
             submit_mean_ns: self.submit_mean_ns(),
             lock_holds: self.lock_holds(),
             lock_hold_max_at: self.lock_hold_max_at(),
+            exec: self.exec.stats(),
         };
         let (mut want_queues, mut want_jobs) = (8, 16);
         for _ in 0..SNAPSHOT_TRIES {
@@ -674,7 +678,16 @@ impl fmt::Display for StateSnapshot<'_> {
             self.lock_hold_mean_ns / 1000
         )?;
         let (mean, jobs) = self.submit_mean_ns;
-        writeln!(f, "engine_submit_ns: {mean} mean over {jobs} submissions")
+        writeln!(f, "engine_submit_ns: {mean} mean over {jobs} submissions")?;
+        let x = &self.exec;
+        writeln!(
+            f,
+            "executor: {} instructions in {} pieces, {} us interpreting, longest piece {} us",
+            x.instructions,
+            x.pieces,
+            x.busy_ns / 1000,
+            x.piece_max_ns / 1000
+        )
     }
 }
 

@@ -31,18 +31,20 @@ use kernel::{
 extern "C" {
     fn vgsched_engine_wq_alloc() -> *mut bindings::workqueue_struct;
     fn vgsched_memory_wq_alloc() -> *mut bindings::workqueue_struct;
+    fn vgsched_gpu_wq_alloc() -> *mut bindings::workqueue_struct;
     fn vgsched_engine_wq_destroy(wq: *mut bindings::workqueue_struct);
     fn vgsched_fence_begin_signalling() -> bool;
     fn vgsched_fence_end_signalling(cookie: bool);
 }
 
 /// A work queue with `WQ_MEM_RECLAIM`, owned by the engine: the engine's
-/// (ordered) or the memory work item's (unbound).
+/// (ordered), the memory work item's (unbound) or the wave executor's
+/// (ordered, unbound).
 ///
 /// # Invariants
 ///
 /// `ptr` is a live work queue, destroyed only when this value drops.
-pub(super) struct OwnedQueue {
+pub(crate) struct OwnedQueue {
     ptr: NonNull<bindings::workqueue_struct>,
 }
 
@@ -64,6 +66,12 @@ impl OwnedQueue {
         Self::adopt(unsafe { vgsched_memory_wq_alloc() })
     }
 
+    /// Allocates the queue of the wave executor ([`crate::gpu::exec`]).
+    pub(crate) fn gpu() -> Result<Self> {
+        // SAFETY: No preconditions; the name is a string literal in C.
+        Self::adopt(unsafe { vgsched_gpu_wq_alloc() })
+    }
+
     /// Owns `ptr`, a queue just allocated (null if that failed).
     fn adopt(ptr: *mut bindings::workqueue_struct) -> Result<Self> {
         // INVARIANT: a non-null result is a live queue, now ours.
@@ -73,7 +81,7 @@ impl OwnedQueue {
     }
 
     /// The queue, to enqueue work items on.
-    pub(super) fn queue(&self) -> &Queue {
+    pub(crate) fn queue(&self) -> &Queue {
         // SAFETY: `ptr` is live for as long as `self` (type invariant).
         unsafe { Queue::from_raw(self.ptr.as_ptr()) }
     }
@@ -90,13 +98,13 @@ impl Drop for OwnedQueue {
 /// A fence-signalling critical section, from creation to drop: nothing in
 /// it may allocate memory that can enter reclaim, or take a lock that is
 /// held elsewhere around such an allocation (lockdep checks both).
-pub(super) struct Signalling {
+pub(crate) struct Signalling {
     cookie: bool,
 }
 
 impl Signalling {
     /// Begins a section.
-    pub(super) fn begin() -> Self {
+    pub(crate) fn begin() -> Self {
         // SAFETY: No preconditions.
         let cookie = unsafe { vgsched_fence_begin_signalling() };
         Self { cookie }

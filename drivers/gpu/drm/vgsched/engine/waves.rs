@@ -3,21 +3,26 @@
 //! The wave runner: waves on the device, from their placement to their
 //! retirement.
 //!
-//! A running wave is interpreted one chunk at a time, each ending at the
-//! next preemption point ([`Engine::advance_waves`],
-//! [`Engine::run_chunk`]); interpreting a chunk may take several holds of
-//! the engine lock (each hold interprets at most a fixed number of
-//! instructions over all waves), and a chunk's modeled effects (runtime,
-//! recent power) are counted when it is complete, so how it was cut
-//! changes nothing the model shows. When slot selection ([`super::slots`])
-//! takes the slot of a context with work left, its waves stop: at once,
-//! their chunk taken back to the instruction boundary where modeled time
-//! stands ([`Rewind`], [`Engine::stop_at_once`], with `preempt_at_once`),
-//! or at their next point. There their threads move to the job's save
-//! area ([`super::save_area`]), and their registers and the group's
-//! shared memory are copied out at the modeled switch bandwidth (the wave
-//! keeps its resources until that is done). A wave that ended, or
-//! finished saving, gives its ranges back when it is retired
+//! A running wave goes from one preemption point to the next a chunk at a
+//! time ([`Engine::advance_waves`]). At a point the engine decides what the
+//! wave does next: it is dropped if its job failed, saved if its context's
+//! slice or turn ended, or else given its next chunk, which the wave
+//! executor ([`crate::gpu::exec`]) interprets on its own work queue,
+//! outside the engine lock: the engine hands it the wave's threads as a
+//! lease and takes them back, with what the chunk did, when the executor
+//! hands the lease back ([`Engine::take_returns`]). A chunk's modeled
+//! effects (runtime, recent power) are counted then, once, so how the
+//! executor cut its interpretation changes nothing the model shows. When
+//! slot selection ([`super::slots`]) takes the slot of a context with work
+//! left, its waves stop: at once, their chunk taken back to the
+//! instruction boundary where modeled time stands ([`Rewind`],
+//! [`Engine::stop_at_once`], with `preempt_at_once`; a chunk the executor
+//! has is cut, and taken back when it comes back if it ran past the
+//! eviction), or at their next point. There their threads move to the
+//! job's save area ([`super::save_area`]), and their registers and the
+//! group's shared memory are copied out at the modeled switch bandwidth
+//! (the wave keeps its resources until that is done). A wave that ended,
+//! or finished saving, gives its ranges back when it is retired
 //! ([`Engine::retire`]); its work-group goes with its last wave. Runtime
 //! counts only the chunks that executed.
 
@@ -38,6 +43,12 @@ use super::{
 };
 use crate::{
     context::Context,
+    gpu::exec::{
+        ChunkOrder,
+        Lease,
+        Recall,
+        Rewind, //
+    },
     job::BoMemory,
     vgsched_core::{
         context_switch::{
@@ -45,17 +56,10 @@ use crate::{
             transfer_cycles,
             wave_state_bytes, //
         },
-        exec::{
-            undo_stores,
-            Counters,
-            Recording,
-            Undo, //
-        },
+        exec::Counters,
         grid::{
-            advance_wave_bounded,
             Lane,
-            WaveEnd,
-            MAX_THREADS_PER_WAVE, //
+            WaveEnd, //
         },
         occupancy::{
             GroupNeeds,
@@ -104,8 +108,9 @@ pub(super) enum WavePhase {
 }
 
 /// The chunk a running wave is being interpreted through: from one
-/// preemption point to the next. It may take several holds of the engine
-/// lock; its modeled effects are counted once, when it is complete.
+/// preemption point to the next. The executor interprets it under a lease
+/// ([`RunningWave::lease`]); its modeled effects are counted once, when it
+/// is complete.
 #[derive(Clone, Copy)]
 pub(super) struct Chunk {
     /// The preemption point it starts at, where the last chunk stopped
@@ -119,6 +124,16 @@ pub(super) struct Chunk {
     pub(super) before_cycles: u64,
     /// Instructions executed in the chunk so far, per class.
     pub(super) counters: Counters,
+}
+
+/// How the chunk of a wave whose lease came back ends.
+enum ChunkEnd {
+    /// It is complete: the wave reached the chunk's end, or ended.
+    Complete,
+    /// It was taken back to an eviction: it is interpreted again, to there.
+    TakenBack,
+    /// The lease was recalled before the chunk was complete.
+    Recalled,
 }
 
 /// A wave on the device.
@@ -144,82 +159,18 @@ pub(super) struct RunningWave {
     pub(super) lanes: KVVec<Lane>,
     /// The chunk being interpreted, when one is under way.
     pub(super) chunk: Option<Chunk>,
+    /// The executor's lease on its chunk (0: none, the wave's threads and
+    /// rewind are here). While a lease is out, `lanes` is empty and
+    /// `rewind` is `None`: the lease carries them.
+    pub(super) lease: u64,
+    /// It was cut at this moment (its context lost its slot, preemption at
+    /// once) while its lease was out.
+    pub(super) cut_at: Option<u64>,
     /// Its current chunk's share of its module's recent power.
     pub(super) power_token: u64,
     /// What taking its current chunk back needs (preemption at once);
     /// `None` if none was free when it was placed.
     pub(super) rewind: Option<Rewind>,
-}
-
-/// Undo-log entries of one wave's chunk: a chunk that overwrites more words
-/// cannot be taken back, and its wave stops at its next point instead.
-const REWIND_LOG: usize = 512;
-
-/// What taking a running wave's current chunk back needs: its threads as
-/// the chunk began and every word the chunk overwrote. A pool of these,
-/// one per wave slot, is allocated with the engine; a wave holds one while
-/// it is on the device.
-///
-/// # Invariants
-///
-/// While `armed`, `lanes[..threads]` are the wave's threads at the start of
-/// its current chunk, `log[..logged]` the words it overwrote since (unless
-/// `full`), and `counters` the instructions it counted since into its
-/// module's counters.
-pub(super) struct Rewind {
-    lanes: KVVec<Lane>,
-    log: KVVec<Undo>,
-    logged: usize,
-    full: bool,
-    armed: bool,
-    threads: usize,
-    /// The chunk's preemption point and modeled start.
-    point_ns: u64,
-    from_ns: u64,
-    /// The wave's cycles when the chunk began.
-    before_cycles: u64,
-    counters: Counters,
-}
-
-impl Rewind {
-    /// One rewind for a wave of up to [`MAX_THREADS_PER_WAVE`] threads.
-    pub(super) fn new() -> Result<Self> {
-        Ok(Self {
-            lanes: KVVec::from_elem(Lane::default(), MAX_THREADS_PER_WAVE as usize, GFP_KERNEL)?,
-            log: KVVec::from_elem(Undo::default(), REWIND_LOG, GFP_KERNEL)?,
-            logged: 0,
-            full: false,
-            armed: false,
-            threads: 0,
-            point_ns: 0,
-            from_ns: 0,
-            before_cycles: 0,
-            counters: Counters::default(),
-        })
-    }
-
-    /// Records the start of a chunk of a wave whose threads are `lanes`.
-    fn begin(&mut self, lanes: &[Lane], chunk: &Chunk) {
-        // Element by element: nothing here can panic on a length.
-        let mut threads = 0;
-        for (d, s) in self.lanes.iter_mut().zip(lanes) {
-            *d = *s;
-            threads += 1;
-        }
-        self.threads = threads;
-        self.logged = 0;
-        self.full = false;
-        self.armed = true;
-        self.point_ns = chunk.point_ns;
-        self.from_ns = chunk.from_ns;
-        self.before_cycles = chunk.before_cycles;
-        self.counters = Counters::default();
-    }
-
-    /// Forgets the chunk: the wave left, or its chunk cannot be taken back.
-    pub(super) fn disarm(&mut self) {
-        self.armed = false;
-    }
 }
 
 impl Engine {
@@ -312,11 +263,13 @@ impl Engine {
     /// counts restored, its share of recent power withdrawn) and set to be
     /// interpreted again only up to `now`, where the wave is then saved.
     /// The context's runtime counted past `now` for them is taken back. A
-    /// wave whose chunk is still being interpreted (over several holds of
-    /// the lock, [`Engine::run_chunk`]) has it cut short at `now`
-    /// ([`Engine::cut_chunk`]: taken back past `now` only if it is its
-    /// job's one wave), and else runs on to its point. A wave whose chunk cannot be taken back (its undo log overflowed, or
-    /// no rewind was free when it was placed) stops at its point as before.
+    /// wave whose chunk the executor has is cut at `now`
+    /// ([`crate::gpu::exec::Executor::cut`]) and, if it ran past `now`
+    /// before the cut reached it, taken back when it comes back only if it
+    /// is its job's one wave ([`Engine::cut_chunk`]); else it runs on to
+    /// its point. A wave whose chunk cannot be taken back (its undo log
+    /// overflowed, or no rewind was free when it was placed) stops at its
+    /// point as before.
     pub(super) fn stop_at_once(&self, st: &mut EngineState, index: usize, now: u64) {
         let EngineState {
             waves,
@@ -340,18 +293,6 @@ impl Engine {
         let now_cycle = self.topology.ns_to_cycles(now);
         // The latest end of a wave of it that runs on past `now`.
         let mut runs_until = now;
-        // It has one running wave: a chunk under way may be taken back
-        // ([`Engine::cut_chunk`]).
-        let alone = waves
-            .iter()
-            .filter(|w| {
-                groups
-                    .get(w.slot)
-                    .and_then(Option::as_ref)
-                    .is_some_and(|g| Arc::ptr_eq(&g.ctx, &q.ctx) && g.job_id == job.id)
-            })
-            .count()
-            == 1;
         for w in waves.iter_mut() {
             let Some(g) = groups.get(w.slot).and_then(Option::as_ref) else {
                 continue;
@@ -363,16 +304,26 @@ impl Engine {
                 // Due at a point at or before `now`: a wave whose chunk has
                 // not begun runs on only to the eviction
                 // ([`Engine::advance_waves`]); one whose chunk is under way
-                // is cut short here.
-                if w.phase == WavePhase::Running
-                    && w.chunk.is_some_and(|c| c.to_ns > now && c.from_ns <= now)
-                {
-                    let ms = modules.get_mut(g.module as usize);
-                    if self.cut_chunk(w, alone, &mut mem, ms, now) {
-                        totals.waves_stopped_at_once += 1;
-                    } else if let Some(c) = w.chunk {
-                        runs_until = runs_until.max(c.to_ns);
-                    }
+                // is cut short.
+                let Some(c) = w.chunk.filter(|c| c.to_ns > now && c.from_ns <= now) else {
+                    continue;
+                };
+                if w.phase != WavePhase::Running {
+                    continue;
+                }
+                if w.lease != 0 {
+                    // Decided when its lease is back (it may yet run on).
+                    self.exec.cut(w.lease, self.cycle_at(w, now));
+                    w.cut_at = Some(w.cut_at.map_or(now, |at| at.min(now)));
+                    runs_until = runs_until.max(c.to_ns);
+                    continue;
+                }
+                // Its lease was recalled: its threads are here.
+                let ms = modules.get_mut(g.module as usize);
+                if self.cut_chunk(w, false, &mut mem, ms, now) {
+                    totals.waves_stopped_at_once += 1;
+                } else {
+                    runs_until = runs_until.max(c.to_ns);
                 }
                 continue;
             }
@@ -385,41 +336,33 @@ impl Engine {
             if !ahead {
                 continue;
             }
-            let Some(r) = w
+            let Some(ms) = modules.get_mut(g.module as usize) else {
+                continue;
+            };
+            let Some(taken) = w
                 .rewind
                 .as_mut()
-                .filter(|r| r.armed && !r.full && r.from_ns <= now)
+                .and_then(|r| r.take_back(now, &mut w.lanes, &mut mem))
             else {
                 runs_until = runs_until.max(w.end_ns);
                 continue;
             };
-            let Some(ms) = modules.get_mut(g.module as usize) else {
-                continue;
-            };
-            undo_stores(&mut mem, r.log.get(..r.logged).unwrap_or(&[]));
-            for (d, s) in w.lanes.iter_mut().zip(r.lanes.iter().take(r.threads)) {
-                *d = *s;
-            }
-            w.cycles = r.before_cycles;
-            ms.counters.sub(&r.counters);
+            w.cycles = taken.before_cycles;
+            ms.counters.sub(&taken.counters);
             // Its rate counted from the chunk's start is taken out again;
             // the run up to `now` counts its own.
-            let from_cycle = self.topology.ns_to_cycles(r.from_ns);
+            let from_cycle = self.topology.ns_to_cycles(taken.from_ns);
             ms.power.stop(from_cycle, now_cycle, w.power_token);
             w.power_token = 0;
             w.phase = WavePhase::Running;
             w.chunk = Some(Chunk {
-                point_ns: r.point_ns,
-                from_ns: r.from_ns,
+                point_ns: taken.point_ns,
+                from_ns: taken.from_ns,
                 to_ns: now,
-                before_cycles: r.before_cycles,
+                before_cycles: taken.before_cycles,
                 counters: Counters::default(),
             });
             w.end_ns = now;
-            r.counters = Counters::default();
-            r.logged = 0;
-            r.full = false;
-            r.disarm();
             totals.waves_stopped_at_once += 1;
         }
         // Runtime counted ahead past what still runs is taken back.
@@ -431,106 +374,90 @@ impl Engine {
         }
     }
 
-    /// Ends the chunk under way of running wave `w` (due, its chunk begun
-    /// and reaching past `now`) at `now`. Where its interpretation has not
-    /// passed `now`, only the chunk's end moves, so every instruction it
-    /// ran stays before the eviction. Past it, the chunk is taken back (its
-    /// stores undone, its threads, cycles and counts restored, from `ms`,
-    /// its module's state) and set to be interpreted again up to `now`,
-    /// but only when `w` is its job's one running wave (`alone`): sibling
-    /// waves interpreted in the same holds may have stored over, or
-    /// loaded, the words its log restores, which per-wave logs cannot undo
-    /// in order; such a wave runs on to its point. Its power stand-in is
-    /// left as it is: the chunk's completion replaces it, as for any
-    /// chunk. Returns whether it now ends at `now`.
+    /// The cycle count wave `w` reaches at `at_ns`, as the interpreter's
+    /// horizon counts it.
+    fn cycle_at(&self, w: &RunningWave, at_ns: u64) -> u64 {
+        w.base_cycles.saturating_add(
+            self.topology
+                .ns_to_cycles(at_ns.saturating_sub(w.exec_from_ns)),
+        )
+    }
+
+    /// Ends the chunk of running wave `w`, its threads here (not leased),
+    /// at `at`. Where its interpretation has not passed `at`, only the
+    /// chunk's end moves, so every instruction it ran stays before the
+    /// eviction. Past it, the chunk is taken back (its stores undone, its
+    /// threads, cycles and counts restored, from `ms`, its module's state)
+    /// and set to be interpreted again up to `at`, but only when `w` is its
+    /// job's one running wave (`alone`): sibling waves interpreted at the
+    /// same time may have stored over, or loaded, the words its log
+    /// restores, which per-wave logs cannot undo in order; such a wave runs
+    /// on to its point. Its power stand-in is left as it is: the chunk's
+    /// completion replaces it, as for any chunk. Returns whether it now
+    /// ends at `at`.
     fn cut_chunk(
         &self,
         w: &mut RunningWave,
         alone: bool,
         mem: &mut BoMemory<'_>,
         ms: Option<&mut ModuleState>,
-        now: u64,
+        at: u64,
     ) -> bool {
+        let at_cycle = self.cycle_at(w, at);
         let Some(chunk) = w.chunk.as_mut() else {
             return false;
         };
-        // The wave's cycle at `now`, as the interpreter's horizon counts it.
-        let at_now = w.base_cycles.saturating_add(
-            self.topology
-                .ns_to_cycles(now.saturating_sub(w.exec_from_ns)),
-        );
-        if w.cycles <= at_now {
-            chunk.to_ns = now;
+        if w.cycles <= at_cycle {
+            chunk.to_ns = at;
             return true;
         }
         if !alone {
             return false;
         }
-        let Some(r) = w
-            .rewind
-            .as_mut()
-            .filter(|r| r.armed && !r.full && r.from_ns <= now)
-        else {
-            return false;
-        };
         let Some(ms) = ms else {
             return false;
         };
-        undo_stores(mem, r.log.get(..r.logged).unwrap_or(&[]));
-        for (d, s) in w.lanes.iter_mut().zip(r.lanes.iter().take(r.threads)) {
-            *d = *s;
-        }
-        w.cycles = r.before_cycles;
-        ms.counters.sub(&r.counters);
+        let Some(taken) = w
+            .rewind
+            .as_mut()
+            .and_then(|r| r.take_back(at, &mut w.lanes, mem))
+        else {
+            return false;
+        };
+        w.cycles = taken.before_cycles;
+        ms.counters.sub(&taken.counters);
         *chunk = Chunk {
-            point_ns: r.point_ns,
-            from_ns: r.from_ns,
-            to_ns: now,
-            before_cycles: r.before_cycles,
+            point_ns: taken.point_ns,
+            from_ns: taken.from_ns,
+            to_ns: at,
+            before_cycles: taken.before_cycles,
             counters: Counters::default(),
         };
-        r.counters = Counters::default();
-        r.logged = 0;
-        r.full = false;
-        r.disarm();
         true
     }
 
     /// Handles the running waves that reached their preemption point: a
     /// wave whose job failed is dropped, a wave whose context lost its slot
-    /// is saved, the others are interpreted on to the next point, within
-    /// the hold's instruction budget. Returns how many waves changed.
+    /// is saved, the others are given their next chunk, which the executor
+    /// interprets. Leases handed back are taken first. Returns how many
+    /// waves changed.
     pub(super) fn advance_waves(&self, st: &mut EngineState, now: u64) -> usize {
+        let mut changed = self.take_returns(st, now);
         let EngineState {
             waves,
             groups,
             queues,
             modules,
             totals,
-            budget,
-            wave_cursor,
+            gpu_due,
             ..
         } = st;
         let next_point = self.sched.next_point(now);
         let now_cycle = self.topology.ns_to_cycles(now);
-        let mut changed = 0;
-        // From the wave the last spent budget stopped at, round the list:
-        // waves placed early cannot take every hold's budget from those
-        // placed after them.
-        let n = waves.len();
-        let start = match n {
-            0 => 0,
-            n => *wave_cursor % n,
-        };
-        let (before, from) = waves.split_at_mut(start);
-        for (k, w) in Iterator::chain(from.iter_mut(), before.iter_mut())
-            .enumerate()
-            .filter(|(_, w)| w.phase == WavePhase::Running && w.end_ns <= now)
+        for w in waves
+            .iter_mut()
+            .filter(|w| w.phase == WavePhase::Running && w.end_ns <= now && w.lease == 0)
         {
-            if *budget == 0 {
-                *wave_cursor = (start + k) % n;
-                break;
-            }
             let found = groups
                 .get_mut(w.slot)
                 .and_then(Option::as_mut)
@@ -620,132 +547,240 @@ impl Engine {
                     counters: Counters::default(),
                 };
                 if let Some(r) = w.rewind.as_mut() {
-                    r.begin(&w.lanes, &chunk);
+                    r.begin(&w.lanes, chunk.point_ns, chunk.from_ns, chunk.before_cycles);
                 }
                 w.chunk = Some(chunk);
             }
-            if self.run_chunk(w, g.group, q, ms, budget, now_cycle) {
-                changed += 1;
+            if self.lease_chunk(w, g.group, q) {
+                *gpu_due = true;
             }
         }
         changed
     }
 
-    /// Interprets wave `w` of work-group `group` (of the active job of `q`)
-    /// through its chunk, within `budget` instructions. When the chunk is
-    /// complete (the wave reached its next point, or ended), its time is
-    /// counted to the context and `true` is returned; otherwise the wave
-    /// stays due and the next hold of the lock goes on from where this one
-    /// stopped.
-    pub(super) fn run_chunk(
-        &self,
-        w: &mut RunningWave,
-        group: u32,
-        q: &mut ContextQueue,
-        ms: &mut ModuleState,
-        budget: &mut u64,
-        now_cycle: u64,
-    ) -> bool {
-        let Some(mut chunk) = w.chunk else {
+    /// Hands the chunk of wave `w` (of work-group `group` of the active job
+    /// of `q`) to the executor. Returns whether it did; if not (the
+    /// executor had no room, which one lease per wave slot rules out), the
+    /// wave stays due with its threads.
+    fn lease_chunk(&self, w: &mut RunningWave, group: u32, q: &mut ContextQueue) -> bool {
+        let Some(chunk) = w.chunk else {
             return false;
         };
         let Some(job) = active_in(&mut q.jobs) else {
             return false;
         };
-        let horizon = chunk.to_ns.saturating_sub(w.exec_from_ns);
-        let until = w
-            .base_cycles
-            .saturating_add(self.topology.ns_to_cycles(horizon));
-        let limit = self.topology.timeout_cycles();
-        let spec = &job.spec;
-        let mem = BoMemory(job.device.as_ref().map_or(&[], |d| &d.pins[..]));
-        let step = match w.rewind.as_mut().filter(|r| r.armed) {
-            // The chunk's stores are recorded, so it can be taken back.
-            Some(r) => {
-                let Rewind {
-                    log, logged, full, ..
-                } = r;
-                let mut rec = Recording {
-                    inner: mem,
-                    log,
-                    len: logged,
-                    full,
-                };
-                advance_wave_bounded(
-                    &spec.program,
-                    &spec.grid,
-                    group,
-                    w.wave,
-                    &mut w.lanes,
-                    &mut rec,
-                    &self.costs,
-                    until,
-                    limit,
-                    budget,
-                )
-            }
-            None => advance_wave_bounded(
-                &spec.program,
-                &spec.grid,
-                group,
-                w.wave,
-                &mut w.lanes,
-                &mut { mem },
-                &self.costs,
-                until,
-                limit,
-                budget,
-            ),
+        let until = self.cycle_at(w, chunk.to_ns);
+        let order = ChunkOrder {
+            program: &job.spec.program,
+            grid: job.spec.grid,
+            group,
+            wave: w.wave,
+            pins: job.device.as_ref().map_or(&[], |d| &d.pins[..]),
+            cycles: w.cycles,
+            until,
+            limit: self.topology.timeout_cycles(),
         };
-        if let Some(r) = w.rewind.as_mut() {
-            r.counters.add(&step.counters);
-            // A failed wave stays failed.
-            if matches!(step.end, Some(WaveEnd::Hung | WaveEnd::Fault { .. })) {
-                r.disarm();
+        // SAFETY: The job's copies stay held and alive while the lease is
+        // out: the wave is not retired before the lease is back (it stays
+        // `Running`), so its job is not finished and keeps its device
+        // memory; a context is taken off the device only once its waves'
+        // leases are back ([`Engine::recall_leases`]), and the device shuts
+        // down only after the executor's work item has stopped.
+        let lease = unsafe { Lease::new(order, core::mem::take(&mut w.lanes), w.rewind.take()) };
+        match self.exec.submit(lease) {
+            Ok(id) => {
+                w.lease = id;
+                true
+            }
+            Err(lease) => {
+                warn_on!(true);
+                let back = lease.into_returned();
+                w.lanes = back.lanes;
+                w.rewind = back.rewind;
+                false
             }
         }
-        ms.counters.add(&step.counters);
-        chunk.counters.add(&step.counters);
-        w.cycles = step.cycles;
-        if step.end.is_none() && !step.at_horizon {
-            w.chunk = Some(chunk);
-            return false;
+    }
+
+    /// Takes the leases the executor handed back and completes their
+    /// waves' chunks: the chunk's modeled effects are counted, a cut made
+    /// while the lease was out is decided. Returns how many waves changed.
+    pub(super) fn take_returns(&self, st: &mut EngineState, now: u64) -> usize {
+        let mut changed = 0;
+        while let Some(lease) = self.exec.take_done() {
+            let id = lease.id();
+            let back = lease.into_returned();
+            let Some(i) = st.waves.iter().position(|w| w.lease == id) else {
+                // Its wave left the device meanwhile; its rewind goes back
+                // to the pool (room for every wave slot's).
+                if let Some(r) = back.rewind {
+                    let _unexpected = st.rewinds.push_within_capacity(r);
+                }
+                continue;
+            };
+            // Its job's one running wave: a chunk that ran past a cut may
+            // be taken back (looked at only for a wave that was cut).
+            let alone = st
+                .waves
+                .get(i)
+                .filter(|w| w.cut_at.is_some())
+                .is_some_and(|w| {
+                    let job = st.groups.get(w.slot).and_then(Option::as_ref);
+                    st.waves
+                        .iter()
+                        .filter(|v| {
+                            let other = st.groups.get(v.slot).and_then(Option::as_ref);
+                            match (job, other) {
+                                (Some(a), Some(b)) => {
+                                    Arc::ptr_eq(&a.ctx, &b.ctx) && a.job_id == b.job_id
+                                }
+                                _ => false,
+                            }
+                        })
+                        .count()
+                        == 1
+                });
+            let EngineState {
+                waves,
+                groups,
+                queues,
+                modules,
+                totals,
+                ..
+            } = &mut *st;
+            let Some(w) = waves.get_mut(i) else {
+                continue;
+            };
+            w.lease = 0;
+            w.lanes = back.lanes;
+            w.rewind = back.rewind;
+            w.cycles = back.cycles;
+            let found = groups
+                .get_mut(w.slot)
+                .and_then(Option::as_mut)
+                .and_then(|g| Some((g.module, queue_of(queues, g)?)));
+            let (Some((module, q)), Some(chunk)) = (found, w.chunk.as_mut()) else {
+                warn_on!(true);
+                w.chunk = None;
+                w.phase = WavePhase::Ended;
+                w.end_ns = now;
+                changed += 1;
+                continue;
+            };
+            chunk.counters.add(&back.counters);
+            let Some(ms) = modules.get_mut(module as usize) else {
+                continue;
+            };
+            ms.counters.add(&back.counters);
+            let how = match (back.complete, w.cut_at.take()) {
+                (false, _) => ChunkEnd::Recalled,
+                (true, None) => ChunkEnd::Complete,
+                (true, Some(at)) if w.cycles <= self.cycle_at(w, at) => {
+                    // The cut took, or the wave ended before it.
+                    if back.end.is_none() {
+                        if let Some(c) = w.chunk.as_mut() {
+                            c.to_ns = c.to_ns.min(at);
+                        }
+                        totals.waves_stopped_at_once += 1;
+                    }
+                    ChunkEnd::Complete
+                }
+                (true, Some(at)) => {
+                    // Interpreted past the eviction before the cut reached
+                    // it.
+                    let Some(job) = active_in(&mut q.jobs) else {
+                        continue;
+                    };
+                    let mut mem = BoMemory(job.device.as_ref().map_or(&[], |d| &d.pins[..]));
+                    if self.cut_chunk(w, alone, &mut mem, Some(&mut *ms), at) {
+                        totals.waves_stopped_at_once += 1;
+                        ChunkEnd::TakenBack
+                    } else {
+                        ChunkEnd::Complete
+                    }
+                }
+            };
+            if let ChunkEnd::Complete = how {
+                self.complete_chunk(w, q, ms, &back.end, now);
+            }
+            changed += 1;
         }
-        w.chunk = None;
-        let end = match step.end {
+        changed
+    }
+
+    /// Counts the complete chunk of wave `w` (of the active job of `q`, on
+    /// the module whose state is `ms`): its runtime, its share of recent
+    /// power, the wave's end and its job's failure, if it failed.
+    fn complete_chunk(
+        &self,
+        w: &mut RunningWave,
+        q: &mut ContextQueue,
+        ms: &mut ModuleState,
+        ended: &Option<WaveEnd>,
+        now: u64,
+    ) {
+        let Some(chunk) = w.chunk.take() else {
+            return;
+        };
+        let end = match ended {
             None => chunk.to_ns,
             Some(_) => w.exec_from_ns.saturating_add(
                 self.topology
-                    .cycles_to_ns(step.cycles.saturating_sub(w.base_cycles)),
+                    .cycles_to_ns(w.cycles.saturating_sub(w.base_cycles)),
             ),
         };
         // The last chunk stopped issuing at the point; this one's rate
         // replaces its stand-in from its start on.
         ms.power.stop(
             self.topology.ns_to_cycles(chunk.point_ns),
-            now_cycle,
+            self.topology.ns_to_cycles(now),
             w.power_token,
         );
         let weighted = self.power_weights.weigh(&chunk.counters);
-        let spent = step.cycles.saturating_sub(chunk.before_cycles);
+        let spent = w.cycles.saturating_sub(chunk.before_cycles);
         w.power_token = ms
             .power
             .start(self.topology.ns_to_cycles(chunk.from_ns), weighted, spent);
         // Waves after a failed one are dropped, so the first failure is the
         // only one.
-        let error = match step.end {
+        let error = match ended {
             Some(WaveEnd::Hung) => ETIME.to_errno(),
             Some(WaveEnd::Fault { .. }) => EFAULT.to_errno(),
             Some(WaveEnd::Done) | None => 0,
         };
-        if error != 0 {
-            job.progress.fail(error);
+        if let Some(job) = active_in(&mut q.jobs) {
+            if error != 0 {
+                job.progress.fail(error);
+            }
         }
-        if step.end.is_some() {
+        if ended.is_some() {
             w.phase = WavePhase::Ended;
         }
         q.account(chunk.from_ns, end);
         w.end_ns = end;
-        true
+    }
+
+    /// Recalls the leases of the waves of the contexts `of` picks and takes
+    /// back those handed back. Returns `false` if one is still in the
+    /// executor's hands: the caller releases the engine lock, waits for the
+    /// executor's work item ([`Engine::wait_for_gpu`]) and tries again.
+    pub(super) fn recall_leases(
+        &self,
+        st: &mut EngineState,
+        of: impl Fn(&Arc<Context>) -> bool,
+    ) -> bool {
+        let mut all_back = true;
+        for w in st.waves.iter().filter(|w| w.lease != 0) {
+            let picked = st
+                .groups
+                .get(w.slot)
+                .and_then(Option::as_ref)
+                .is_some_and(|g| of(&g.ctx));
+            if picked && self.exec.recall(w.lease) == Recall::InHand {
+                all_back = false;
+            }
+        }
+        self.take_returns(st, super::monotonic_ns());
+        all_back
     }
 }
