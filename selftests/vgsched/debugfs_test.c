@@ -2,9 +2,11 @@
 /*
  * The device's debugfs files: in the DRM core's directory of the device
  * (/sys/kernel/debug/dri/<minor>, whose name file names the driver), not
- * in a module-global one; all read-only, no policy file and, in a
- * production build, no benchmark; lock_hold_max_us holds one number, the
- * one the state file reports too.
+ * in a module-global one; all read-only but lock_hold_max_us (its owner
+ * may write 0 to measure the longest hold again from then on; anything
+ * else is refused with EINVAL), no policy file and, in a production
+ * build, no benchmark; lock_hold_max_us holds one number, the one the
+ * state file reports too.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include "kselftest_harness.h"
+#include "vgsched_programs.h"
 #include "vgsched_test_util.h"
 
 static const char *const views[] = { "state", "contexts", "occupancy", "placements", "lock_hold_max_us",
@@ -42,7 +45,11 @@ TEST(files_are_in_the_devices_dri_directory)
 	for (unsigned int i = 0; i < sizeof(views) / sizeof(views[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, views[i]);
 		ASSERT_EQ(0, stat(path, &st)) TH_LOG("%s: %s", path, strerror(errno));
-		EXPECT_EQ(0, st.st_mode & 0222) TH_LOG("%s is writable (mode %o)", path, st.st_mode);
+		if (!strcmp(views[i], "lock_hold_max_us")) {
+			EXPECT_EQ(0200, st.st_mode & 0222) TH_LOG("%s: mode %o", path, st.st_mode);
+		} else {
+			EXPECT_EQ(0, st.st_mode & 0222) TH_LOG("%s is writable (mode %o)", path, st.st_mode);
+		}
 	}
 	/* No module-global directory any more. */
 	EXPECT_EQ(-1, stat("/sys/kernel/debug/vgsched", &st));
@@ -85,6 +92,52 @@ TEST(lock_hold_max_us_is_one_number_and_in_state)
 	/* A maximum since load: it only grows between the reads. */
 	EXPECT_LE(before, in_state);
 	EXPECT_LE(in_state, after);
+}
+
+TEST(lock_hold_max_us_starts_again_on_a_write_of_0)
+{
+	static const char *const bad[] = { "1", "00", "-0", "0 ", "x", "" };
+	__u64 words[1] = { vg_instr(DRM_VGSCHED_OP_END, 0, 0, 0, 0) };
+	struct drm_vgsched_submit s;
+	struct vg_buf prog;
+	long long before, after;
+	__u64 t0, t1;
+	__u32 ctx;
+	int fd;
+
+	fd = vgsched_open_render_node();
+	ASSERT_LE(0, fd);
+	ctx = vgsched_ctx_create(fd, 8);
+	ASSERT_NE(0, ctx);
+	ASSERT_EQ(0, vg_program(fd, words, 1, &prog));
+	/* A job, so that the engine lock has been held at least once. */
+	s = vg_job(ctx, &prog, 1, NULL, 0, 1, 1, 1);
+	ASSERT_EQ(0, vgsched_submit(fd, &s));
+	ASSERT_EQ(0, vgsched_wait(fd, ctx, s.seqno, 60 * VG_SECOND_NS, NULL));
+	before = lock_hold_file();
+	ASSERT_LE(0, before);
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		EXPECT_EQ(-EINVAL, vgsched_debugfs_write("lock_hold_max_us", bad[i])) TH_LOG("\"%s\"", bad[i]);
+		/* Refused, it changed nothing: the maximum only grows. */
+		EXPECT_LE(before, lock_hold_file());
+	}
+	ASSERT_EQ(0, vgsched_debugfs_write("lock_hold_max_us", "0\n"));
+	/*
+	 * Measured again from the write on: the write waits for a hold in
+	 * progress and restarts the measurement under the lock, so every hold
+	 * counted after it began and ended between t0 and t1.
+	 */
+	t0 = vg_now_ns();
+	ASSERT_EQ(0, vgsched_debugfs_write("lock_hold_max_us", "0"));
+	after = lock_hold_file();
+	t1 = vg_now_ns();
+	ASSERT_LE(0, after);
+	EXPECT_LE(after, (long long)((t1 - t0) / 1000) + 1)
+		TH_LOG("%lld us after the restart, which took %llu us (before: %lld us)", after,
+		       (unsigned long long)((t1 - t0) / 1000), before);
+	vg_buf_destroy(fd, &prog);
+	vgsched_ctx_destroy(fd, ctx);
+	close(fd);
 }
 
 TEST_HARNESS_MAIN

@@ -251,6 +251,25 @@ static inline int vgsched_debugfs_read(const char *name, char *buf, size_t size)
 	return n < 0 ? -errno : 0;
 }
 
+/* Writes @text to the device's debugfs file @name; 0 or -errno. */
+static inline int vgsched_debugfs_write(const char *name, const char *text)
+{
+	char dir[64], path[128];
+	size_t len = strlen(text);
+	int fd, ret;
+
+	ret = vgsched_debugfs_dir(dir, sizeof(dir));
+	if (ret)
+		return ret;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	ret = write(fd, text, len) == (ssize_t)len ? 0 : -errno;
+	close(fd);
+	return ret;
+}
+
 /* Fills @q with what CTX_QUERY says of context @ctx; 0 or -errno. */
 /* The number after the first @key in the device's debugfs file @name, or -1. */
 static inline long long vgsched_debugfs_number(const char *name, const char *key)

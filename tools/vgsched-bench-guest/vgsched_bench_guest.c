@@ -12,10 +12,16 @@
  * Both run the same modeled time, so what differs is the work per loop
  * pass. Meanwhile a second process, with its own open file, creates,
  * queries and destroys a context in a loop and records its slowest ioctl.
- * At the end the program reads the device's debugfs file lock_hold_max_us
- * and prints, one per line, "KEY = NUMBER" for bench.json:
+ * A warm-up run of the same job comes first; the program then writes 0 to
+ * the device's debugfs file lock_hold_max_us (the measurement starts
+ * again), and at the end reads it and prints, one per line,
+ * "KEY = NUMBER" for bench.json:
  *
- *   engine.lock_hold_max_us.<w>          longest engine-lock hold since load
+ *   engine.lock_hold_max_us.<w>          longest engine-lock hold after the warm-up
+ *   engine.lock_hold_max_since_load_us.<w> longest since the module was loaded
+ *   gpu.piece_max_us.<w>                 the wave executor's longest piece of interpretation
+ *   gpu.interpret_us_per_modeled_ms.<w>  its CPU time per modeled ms of the job
+ *   gpu.instructions.<w>                 instructions it interpreted for the job
  *   engine.other_client_ioctl_max_us.<w> slowest ioctl of the other process
  *   engine.other_client_ioctls.<w>       ioctls it made while the job ran
  *   engine.fault_job_wall_ms.<w>         submit to WAIT's return
@@ -125,12 +131,14 @@
  * 1..4) first create IDLE_PER_UID contexts each (16 files of 64, their
  * default bound), with no job, and hold them. Then a level-8 context
  * submits QUEUED_ROUNDS one-wave jobs one at a time (it preempts the
- * blocker), each timed from SUBMIT to WAIT's return. "close": 64 files
+ * blocker), each timed from SUBMIT to WAIT's return, after two warm-up
+ * jobs and a restart of the lock-hold measurement. "close": 64 files
  * of 64 level-15 contexts, each with one job queued, are closed one after
  * the other. Prints (MODE: queued0, idle4096 or queued6144):
  *
  *   engine.trivial_job_us.MODE         median SUBMIT to fence
- *   engine.lock_hold_max_us.MODE       longest engine-lock hold since load
+ *   engine.lock_hold_max_us.MODE       longest engine-lock hold during the timed jobs
+ *   engine.lock_hold_max_since_load_us.MODE  longest since the module was loaded
  *   engine.close_files_ms.64x64        closing the 64 files
  *
  *   vgsched-bench-guest ref
@@ -291,6 +299,38 @@ static long long slow_holds(void)
 	if (!line || sscanf(line, "us, %lld of %lld holds", &slow, &holds) != 2)
 		return -1;
 	return slow;
+}
+
+/* The wave executor's counts from the state file's "executor:" line; 0 or -1. */
+struct exec_stats {
+	unsigned long long instructions, pieces, busy_us, piece_max_us;
+};
+
+static int exec_stats(struct exec_stats *x)
+{
+	static char state[1 << 16];
+	char *line;
+
+	if (vgsched_debugfs_read("state", state, sizeof(state)) ||
+	    !(line = strstr(state, "\nexecutor: ")))
+		return -1;
+	return sscanf(line, "\nexecutor: %llu instructions in %llu pieces, %llu us interpreting, longest piece %llu us",
+		      &x->instructions, &x->pieces, &x->busy_us, &x->piece_max_us) == 4 ? 0 : -1;
+}
+
+/* Prints the state file's line on the longest engine-lock hold (where it was taken). */
+static void print_hold_site(void)
+{
+	static char state[1 << 16];
+	char *line, *end;
+
+	if (vgsched_debugfs_read("state", state, sizeof(state)) ||
+	    !(line = strstr(state, "lock_hold_max_us: ")))
+		return;
+	end = strchr(line, '\n');
+	if (end)
+		*end = 0;
+	printf("  %s\n", line);
 }
 
 #define ROUNDS 20
@@ -1085,6 +1125,7 @@ static int queued_bench(int fd, const char *mode)
 		printf("engine.close_files_ms.64x64 = %.1f\n", (vg_now_ns() - t) / 1e6);
 	} else {
 		int n = idle_run ? 0 : atoi(mode), fds[2] = { -1, -1 };
+		long long since_load, hold;
 		char name[32];
 
 		if (n || (!idle_run && strcmp(mode, "0"))) {
@@ -1095,6 +1136,22 @@ static int queued_bench(int fd, const char *mode)
 					DIE("queued: open");
 			queue_behind(fds, 2, QUEUED_CTXS / 2, n / QUEUED_CTXS);
 		}
+		/*
+		 * Two trivial jobs first (the first pass over new lock chains and
+		 * code paths, see the short workload), then the longest hold is
+		 * measured again from the first measured job on.
+		 */
+		for (int r = 0; r < 2; r++) {
+			__u32 binding = mem.handle;
+			struct drm_vgsched_submit s = vg_job(high, &prog, 1, &binding, 1, 1, 1, LANES);
+
+			s.binding_access[0] = DRM_VGSCHED_BINDING_READ;
+			if (vgsched_submit(fd, &s) || wait_ok(fd, high, s.seqno))
+				DIE("queued: warm-up job %d", r);
+		}
+		since_load = debugfs_number("lock_hold_max_us");
+		if (vgsched_debugfs_write("lock_hold_max_us", "0"))
+			DIE("queued: cannot restart the lock-hold measurement");
 		for (int r = 0; r < QUEUED_ROUNDS; r++) {
 			__u32 binding = mem.handle;
 			struct drm_vgsched_submit s = vg_job(high, &prog, 1, &binding, 1, 1, 1, LANES);
@@ -1120,7 +1177,11 @@ static int queued_bench(int fd, const char *mode)
 			printf(" %.0f", times[r]);
 		printf("\n");
 		printf("engine.trivial_job_us.%s = %.0f\n", name, times[QUEUED_ROUNDS / 2]);
-		printf("engine.lock_hold_max_us.%s = %lld\n", name, debugfs_number("lock_hold_max_us"));
+		hold = debugfs_number("lock_hold_max_us");
+		printf("engine.lock_hold_max_us.%s = %lld\n", name, hold);
+		printf("engine.lock_hold_max_since_load_us.%s = %lld\n", name,
+		       since_load > hold ? since_load : hold);
+		print_hold_site();
 		for (int f = 0; f < 2; f++)
 			if (fds[f] >= 0)
 				close(fds[f]);
@@ -1242,7 +1303,9 @@ int main(int argc, char **argv)
 	__u64 words[4096], t0, t1, timeout_cycles;
 	unsigned int len;
 	int fd, status = 0, child_status;
-	long long hold, mean, warm_slow;
+	long long hold, mean, warm_slow, since_load;
+	struct drm_vgsched_ctx_query q0, q1;
+	struct exec_stats x0, x1;
 	__u32 ctx;
 	pid_t pid;
 
@@ -1290,6 +1353,11 @@ int main(int argc, char **argv)
 			DIE("warm-up run failed");
 	}
 	warm_slow = slow_holds();
+	if (exec_stats(&x0) || vgsched_ctx_query(fd, ctx, &q0))
+		DIE("no executor line in state, or CTX_QUERY failed");
+	since_load = debugfs_number("lock_hold_max_us");
+	if (vgsched_debugfs_write("lock_hold_max_us", "0"))
+		DIE("cannot restart the lock-hold measurement");
 
 	oc = mmap(NULL, sizeof(*oc), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (oc == MAP_FAILED)
@@ -1317,6 +1385,8 @@ int main(int argc, char **argv)
 		DIE("the other client failed");
 	hold = debugfs_number("lock_hold_max_us");
 	mean = debugfs_number("lock_hold_mean_us");
+	if (exec_stats(&x1) || vgsched_ctx_query(fd, ctx, &q1))
+		DIE("no executor line in state, or CTX_QUERY failed");
 
 	printf("workload %s: one wave of %d threads, lane %d faults, the others loop %llu of %llu timeout cycles\n",
 	       w, LANES, LANES - 1,
@@ -1324,6 +1394,7 @@ int main(int argc, char **argv)
 	printf("  program %u instructions (loop body %u), job status %d (%s)\n", len, body, status,
 	       status == -EFAULT ? "-EFAULT, as meant" : "unexpected");
 	printf("engine.lock_hold_max_us.%s = %lld\n", w, hold);
+	printf("engine.lock_hold_max_since_load_us.%s = %lld\n", w, since_load > hold ? since_load : hold);
 	printf("engine.lock_hold_mean_us.%s = %lld\n", w, mean);
 	if (warm_slow >= 0 && slow_holds() >= warm_slow)
 		printf("engine.lock_holds_over_1ms_after_warmup.%s = %lld\n", w, slow_holds() - warm_slow);
@@ -1346,6 +1417,17 @@ int main(int argc, char **argv)
 			}
 		}
 	}
+	/*
+	 * The modeled hardware's cost apart from the scheduler's: the wave
+	 * executor's longest piece (its longest stretch of interpretation,
+	 * under no lock the scheduler takes; over the whole load, warm-up
+	 * included) and its CPU time per modeled millisecond of the job.
+	 */
+	printf("gpu.piece_max_us.%s = %llu\n", w, x1.piece_max_us);
+	printf("gpu.interpret_us_per_modeled_ms.%s = %.1f\n", w,
+	       q1.runtime_ns > q0.runtime_ns ?
+		       (x1.busy_us - x0.busy_us) / ((q1.runtime_ns - q0.runtime_ns) / 1e6) : 0.0);
+	printf("gpu.instructions.%s = %llu\n", w, x1.instructions - x0.instructions);
 	printf("engine.other_client_ioctl_max_us.%s = %llu\n", w, (unsigned long long)(oc->max_ns / 1000));
 	printf("engine.other_client_ioctls.%s = %llu\n", w, (unsigned long long)oc->ioctls);
 	printf("engine.fault_job_wall_ms.%s = %llu\n", w, (unsigned long long)((t1 - t0) / 1000000));

@@ -20,9 +20,13 @@
  *    It returns a referenced dentry (debugfs_lookup()), or NULL when
  *    debugfs is off or the directory does not exist;
  *    vgsched_debugfs_dir_put() drops the reference.
- *  - vgsched_debugfs_file_create() adds a read-only (0444) seq_file whose
- *    show callback is @show(m, @data). debugfs_create_file() wraps the
- *    file operations so that removal waits for reads in progress.
+ *  - vgsched_debugfs_file_create() adds a seq_file whose show callback is
+ *    @show(m, @data): read-only (0444) when @write is NULL, else also
+ *    writable by its owner (0644), a write of at most 31 bytes being
+ *    handed to @write(@data, text, len) as a NUL-terminated string (its
+ *    result, 0 or a negative errno, is the write's). debugfs_create_file()
+ *    wraps the file operations so that removal waits for reads and writes
+ *    in progress.
  *  - vgsched_debugfs_file_remove() removes the file, waiting for any read
  *    in progress, so @data may go away when it returns.
  *
@@ -37,13 +41,15 @@
 #include <linux/fs.h>
 #include <linux/slab.h>
 #include <linux/seq_file.h>
+#include <linux/uaccess.h>
 
 #include "debugfs.h"
 
-/* One file: its dentry and what its show callback gets. */
+/* One file: its dentry and what its callbacks get. */
 struct vgsched_debugfs_file {
 	struct dentry *dentry;
 	int (*show)(struct seq_file *m, void *data);
+	int (*write)(void *data, const char *text, size_t len);
 	void *data;
 };
 
@@ -54,6 +60,28 @@ static int vgsched_debugfs_show(struct seq_file *m, void *unused)
 	return file->show(m, file->data);
 }
 DEFINE_SHOW_ATTRIBUTE(vgsched_debugfs);
+
+static int vgsched_debugfs_rw_show(struct seq_file *m, void *unused)
+{
+	return vgsched_debugfs_show(m, unused);
+}
+
+static ssize_t vgsched_debugfs_rw_write(struct file *f, const char __user *ubuf, size_t len,
+					loff_t *pos)
+{
+	struct vgsched_debugfs_file *file = ((struct seq_file *)f->private_data)->private;
+	char text[32];
+	int ret;
+
+	if (len >= sizeof(text))
+		return -EINVAL;
+	if (copy_from_user(text, ubuf, len))
+		return -EFAULT;
+	text[len] = '\0';
+	ret = file->write(file->data, text, len);
+	return ret ? ret : len;
+}
+DEFINE_SHOW_STORE_ATTRIBUTE(vgsched_debugfs_rw);
 
 struct dentry *vgsched_debugfs_dir_get(const char *unique)
 {
@@ -74,16 +102,19 @@ void vgsched_debugfs_dir_put(struct dentry *dir)
 
 struct vgsched_debugfs_file *
 vgsched_debugfs_file_create(struct dentry *dir, const char *name,
-			    int (*show)(struct seq_file *m, void *data), void *data)
+			    int (*show)(struct seq_file *m, void *data),
+			    int (*write)(void *data, const char *text, size_t len), void *data)
 {
 	struct vgsched_debugfs_file *file = kzalloc(sizeof(*file), GFP_KERNEL);
 
 	if (!file)
 		return NULL;
 	file->show = show;
+	file->write = write;
 	file->data = data;
 	/* An error (debugfs off) leaves an ERR_PTR, which removal ignores. */
-	file->dentry = debugfs_create_file(name, 0444, dir, file, &vgsched_debugfs_fops);
+	file->dentry = debugfs_create_file(name, write ? 0644 : 0444, dir, file,
+					   write ? &vgsched_debugfs_rw_fops : &vgsched_debugfs_fops);
 	return file;
 }
 

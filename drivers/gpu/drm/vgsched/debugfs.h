@@ -5,6 +5,8 @@
 #ifndef _VGSCHED_DEBUGFS_H_
 #define _VGSCHED_DEBUGFS_H_
 
+#include <linux/types.h>
+
 struct dentry;
 struct seq_file;
 struct vgsched_debugfs_file;
@@ -13,7 +15,8 @@ struct dentry *vgsched_debugfs_dir_get(const char *unique);
 void vgsched_debugfs_dir_put(struct dentry *dir);
 struct vgsched_debugfs_file *
 vgsched_debugfs_file_create(struct dentry *dir, const char *name,
-			    int (*show)(struct seq_file *m, void *data), void *data);
+			    int (*show)(struct seq_file *m, void *data),
+			    int (*write)(void *data, const char *text, size_t len), void *data);
 void vgsched_debugfs_file_remove(struct vgsched_debugfs_file *file);
 
 #endif /* _VGSCHED_DEBUGFS_H_ */

@@ -9,14 +9,17 @@
 //! | `contexts` | one line per live context: the numbers the slot scheduler decides by |
 //! | `occupancy` | every resource bitmap |
 //! | `placements` | the last dispatched work-groups |
-//! | `lock_hold_max_us` | the longest engine-lock hold since load, in µs, alone |
+//! | `lock_hold_max_us` | the longest engine-lock hold since load (or since `0` was written to it), in µs, alone |
 //! | `lock_hold_mean_us` | the mean engine-lock hold since load, in µs, alone |
 //! | `finder_bench` | only in a module built with `VGSCHED_BENCH=1` (`bench.rs`) |
 //!
-//! Every file is read-only, and reading one never changes the engine: the
-//! engine's views are snapshots copied under its lock and formatted after
-//! it is dropped (`engine/dump.rs`). Policies are module parameters, not
-//! debugfs writes.
+//! Reading a file never changes the engine: the engine's views are
+//! snapshots copied under its lock and formatted after it is dropped
+//! (`engine/dump.rs`). Every file is read-only but `lock_hold_max_us`,
+//! where writing `0` starts the measurement of the longest hold again (so
+//! that a benchmark can leave out a warm-up, such as lockdep's first pass
+//! over new lock chains); the holds' count and mean go on. Policies are
+//! module parameters, not debugfs writes.
 //!
 //! The files are created by `debugfs.c` (its comment gives the contract):
 //! the Rust abstractions of Linux 7.3 have no hook for a DRM device's
@@ -58,10 +61,16 @@ extern "C" {
         dir: *mut RawDentry,
         name: *const c_char,
         show: unsafe extern "C" fn(m: *mut bindings::seq_file, data: *mut c_void) -> c_int,
+        write: Option<
+            unsafe extern "C" fn(data: *mut c_void, text: *const c_char, len: usize) -> c_int,
+        >,
         data: *mut c_void,
     ) -> *mut RawFile;
     fn vgsched_debugfs_file_remove(file: *mut RawFile);
 }
+
+/// The write callback of a writable file.
+type WriteFn = unsafe extern "C" fn(data: *mut c_void, text: *const c_char, len: usize) -> c_int;
 
 /// What a file shows.
 #[derive(Clone, Copy)]
@@ -163,11 +172,16 @@ impl DeviceFiles {
             let data = core::ptr::from_ref::<Entry>(&entry)
                 .cast_mut()
                 .cast::<c_void>();
+            let write: Option<WriteFn> = match view {
+                View::LockHold => Some(write),
+                _ => None,
+            };
             // SAFETY: `dir` is a live dentry (referenced), `name` is
             // NUL-terminated and copied by debugfs; `data` points at the
             // boxed `entry`, which the `File` below keeps until the file is
-            // removed, and `show` expects exactly such a pointer.
-            let raw = unsafe { vgsched_debugfs_file_create(dir, name.as_char_ptr(), show, data) };
+            // removed, and `show` and `write` expect exactly such a pointer.
+            let raw =
+                unsafe { vgsched_debugfs_file_create(dir, name.as_char_ptr(), show, write, data) };
             if raw.is_null() {
                 return Err(ENOMEM);
             }
@@ -189,6 +203,31 @@ impl Drop for DeviceFiles {
             // SAFETY: By the type invariants `dir` is our reference, put once.
             unsafe { vgsched_debugfs_dir_put(self.dir) };
         }
+    }
+}
+
+/// The write callback of `lock_hold_max_us`: `0` (with or without a
+/// newline) starts the measurement of the longest hold again; anything
+/// else is `EINVAL`.
+///
+/// # Safety
+///
+/// `text` is a NUL-terminated string of `len` bytes, valid for the call;
+/// `data` is the `Entry` of a [`File`] that has not been removed.
+unsafe extern "C" fn write(data: *mut c_void, text: *const c_char, len: usize) -> c_int {
+    // SAFETY: By the safety requirements.
+    let (entry, text) = unsafe {
+        (
+            &*data.cast::<Entry>(),
+            core::slice::from_raw_parts(text.cast::<u8>(), len),
+        )
+    };
+    match text {
+        b"0" | b"0\n" => {
+            entry.engine.reset_lock_hold_max();
+            0
+        }
+        _ => EINVAL.to_errno(),
     }
 }
 

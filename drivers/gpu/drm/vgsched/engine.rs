@@ -790,7 +790,18 @@ impl Engine {
         self.hold.max_at()
     }
 
-    /// The longest time the engine lock has been held since load.
+    /// Starts the measurement of the longest engine-lock hold again (a
+    /// debugfs write): from now on [`Engine::lock_hold_max_ns`] is the
+    /// longest hold since this call.
+    pub(crate) fn reset_lock_hold_max(&self) {
+        // Under the lock, as every writer of the meter.
+        let st = self.lock();
+        self.hold.reset_max();
+        drop(st);
+    }
+
+    /// The longest time the engine lock has been held since load (or since
+    /// [`Engine::reset_lock_hold_max`]).
     pub(crate) fn lock_hold_max_ns(&self) -> u64 {
         self.hold.max_ns()
     }

@@ -145,6 +145,13 @@ impl HoldMeter {
         }
     }
 
+    /// Forgets the longest hold: the next hold is the longest so far. The
+    /// caller holds the lock, as every writer does ([`Held`]'s drop).
+    pub(super) fn reset_max(&self) {
+        self.max_ns.store(0, ordering::Relaxed);
+        self.max_at.store(0, ordering::Relaxed);
+    }
+
     /// The longest hold so far, in nanoseconds.
     pub(super) fn max_ns(&self) -> u64 {
         self.max_ns.load(ordering::Relaxed)
