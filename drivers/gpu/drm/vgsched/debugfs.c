@@ -28,7 +28,7 @@
  *    wraps the file operations so that removal waits for reads and writes
  *    in progress.
  *  - vgsched_debugfs_file_remove() removes the file, waiting for any read
- *    in progress, so @data may go away when it returns.
+ *    or write in progress, so @data may go away when it returns.
  *
  * The caller removes its files before the DRM device is unregistered (the
  * core then removes the whole directory) and keeps the directory's

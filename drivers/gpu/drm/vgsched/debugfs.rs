@@ -173,7 +173,7 @@ impl DeviceFiles {
                 .cast_mut()
                 .cast::<c_void>();
             let write: Option<WriteFn> = match view {
-                View::LockHold => Some(write),
+                View::LockHold => Some(write_lock_hold_max),
                 _ => None,
             };
             // SAFETY: `dir` is a live dentry (referenced), `name` is
@@ -207,14 +207,18 @@ impl Drop for DeviceFiles {
 }
 
 /// The write callback of `lock_hold_max_us`: `0` (with or without a
-/// newline) starts the measurement of the longest hold again; anything
-/// else is `EINVAL`.
+/// newline) starts the measurement of the longest hold (and of the wave
+/// executor's longest piece) again; anything else is `EINVAL`.
 ///
 /// # Safety
 ///
 /// `text` is a NUL-terminated string of `len` bytes, valid for the call;
 /// `data` is the `Entry` of a [`File`] that has not been removed.
-unsafe extern "C" fn write(data: *mut c_void, text: *const c_char, len: usize) -> c_int {
+unsafe extern "C" fn write_lock_hold_max(
+    data: *mut c_void,
+    text: *const c_char,
+    len: usize,
+) -> c_int {
     // SAFETY: By the safety requirements.
     let (entry, text) = unsafe {
         (

@@ -792,12 +792,16 @@ impl Engine {
 
     /// Starts the measurement of the longest engine-lock hold again (a
     /// debugfs write): from now on [`Engine::lock_hold_max_ns`] is the
-    /// longest hold since this call.
+    /// longest hold since this call, and the executor's longest piece
+    /// the longest since then too.
     pub(crate) fn reset_lock_hold_max(&self) {
-        // Under the lock, as every writer of the meter.
+        // Under the lock, as every writer of the meter. (Taking it also
+        // moves the inbox's jobs in, as any holder does; the step queued at
+        // their submission sees them.)
         let st = self.lock();
         self.hold.reset_max();
         drop(st);
+        self.exec.reset_piece_max();
     }
 
     /// The longest time the engine lock has been held since load (or since
@@ -850,8 +854,10 @@ impl Engine {
         }
     }
 
-    /// Waits until the executor's work item has run its current round:
-    /// a lease it had in hand when recalled is then back.
+    /// Waits until the executor's work item has run its current round and,
+    /// if it queued itself again, the queued one (at most one piece per
+    /// lease out, each of [`crate::gpu::exec::PIECE`] instructions): a lease
+    /// it had in hand when recalled is then back.
     fn wait_for_gpu(&self) {
         // SAFETY: `self.gpu_work` is a live, initialised work item.
         unsafe { bindings::flush_work(Work::raw_get(&self.gpu_work)) };
@@ -1173,9 +1179,11 @@ impl Engine {
             }
             (st.timer.take(), queues)
         };
-        // The jobs go only once the executor has stopped: a lease it had
-        // in hand may still read their memory until then.
+        // The jobs go only once the executor has stopped (a lease it had
+        // in hand may still read their memory until then) and no lease
+        // points to them any more.
         self.wait_for_gpu();
+        self.exec.drain();
         drop(queues);
         // Cancels the timer and waits for a callback in progress.
         drop(timer);
@@ -1523,11 +1531,12 @@ impl Engine {
     /// moment blocked independent work-groups are due to be split.
     fn arm_timer(this: ArcBorrow<'_, Self>, st: &mut EngineState, now: u64) {
         // A wave whose lease is out is the executor's until it comes back,
-        // and the executor queues the step then.
+        // and the executor queues the step then; a recalled one waits for
+        // its cancellation.
         let waves = st
             .waves
             .iter()
-            .filter(|w| w.lease == 0)
+            .filter(|w| w.waits_for_step())
             .map(|w| w.end_ns)
             .min();
         let slices = st.slots.next_slice_end(&st.queues);

@@ -43,10 +43,12 @@ impl Engine {
 
     /// [`Engine::cancel_context`] for several contexts at once (a file's,
     /// when it is closed): one hold of the engine lock that takes all of
-    /// them out of the context list in one pass (preceded by one wait for
-    /// the memory work item if its task in hand is an upload or a
-    /// write-back of one of them), and
-    /// one engine step. Returns their runtime.
+    /// them out of the context list in one pass, and one engine step. That
+    /// hold may be preceded by a wait for the memory work item (if its
+    /// task in hand is an upload or a write-back of one of them) and by
+    /// waits for the wave executor (while it interprets a lease of one of
+    /// their waves, recalled; [`Engine::recall_leases`]), each with the
+    /// lock released. Returns their runtime.
     pub(crate) fn cancel_contexts<'a>(
         this: ArcBorrow<'_, Self>,
         ctxs: impl Iterator<Item = &'a Arc<Context>> + Clone,

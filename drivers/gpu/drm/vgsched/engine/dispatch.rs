@@ -618,6 +618,7 @@ impl Engine {
                 chunk: None,
                 lease: 0,
                 cut_at: None,
+                recalled: false,
                 power_token: 0,
                 rewind: rewinds.pop(),
             };

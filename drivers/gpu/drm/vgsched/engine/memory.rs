@@ -230,8 +230,12 @@ pub(crate) struct JobTimes {
 /// its phase 2 to its clean-up.
 pub(super) struct Prepared {
     /// Its bound objects' copies, by binding slot (the first
-    /// `bindings.len()` slots).
-    pub(super) pins: [Option<Pinned>; isa::MAX_BINDINGS],
+    /// `bindings.len()` slots). An allocation of its own: the wave
+    /// executor reads and writes device words through it while the engine
+    /// holds the job (`&mut Job` covers the box, not what it points to),
+    /// and the engine changes it (holds, releases, write-backs) only while
+    /// no lease of the job's waves is out ([`crate::gpu::exec::Lease`]).
+    pub(super) pins: KBox<[Option<Pinned>; isa::MAX_BINDINGS]>,
     /// Its scratch area: a number of chunks, nothing per chunk.
     scratch: Option<ScratchArea>,
 }
@@ -244,7 +248,7 @@ impl Prepared {
         bindings: &Bindings,
         scratch: u64,
     ) -> Result<Self> {
-        let mut pins = [const { None }; isa::MAX_BINDINGS];
+        let mut pins = KBox::new([const { None }; isa::MAX_BINDINGS], GFP_KERNEL_ACCOUNT)?;
         for (pin, map) in pins.iter_mut().zip(bindings.iter()) {
             *pin = Some(Pinned::new(memory, &map.owner().copy)?);
         }

@@ -126,6 +126,14 @@ pub(super) struct Chunk {
     pub(super) counters: Counters,
 }
 
+impl RunningWave {
+    /// The step decides what the wave does next: it has no lease out and
+    /// was not recalled.
+    pub(super) fn waits_for_step(&self) -> bool {
+        self.lease == 0 && !self.recalled
+    }
+}
+
 /// How the chunk of a wave whose lease came back ends.
 enum ChunkEnd {
     /// It is complete: the wave reached the chunk's end, or ended.
@@ -166,6 +174,9 @@ pub(super) struct RunningWave {
     /// It was cut at this moment (its context lost its slot, preemption at
     /// once) while its lease was out.
     pub(super) cut_at: Option<u64>,
+    /// Its lease was recalled (its context is being cancelled): it gets no
+    /// new one, and leaves the device with its context.
+    pub(super) recalled: bool,
     /// Its current chunk's share of its module's recent power.
     pub(super) power_token: u64,
     /// What taking its current chunk back needs (preemption at once);
@@ -271,6 +282,9 @@ impl Engine {
     /// overflowed, or no rewind was free when it was placed) stops at its
     /// point as before.
     pub(super) fn stop_at_once(&self, st: &mut EngineState, index: usize, now: u64) {
+        // Chunks the executor has finished are the engine's again first:
+        // a complete chunk is taken back below like any other.
+        self.take_returns(st, now);
         let EngineState {
             waves,
             groups,
@@ -293,6 +307,16 @@ impl Engine {
         let now_cycle = self.topology.ns_to_cycles(now);
         // The latest end of a wave of it that runs on past `now`.
         let mut runs_until = now;
+        // A chunk is taken back only while no wave of the job is being
+        // interpreted: undoing stores beside a running sibling could hand
+        // it words that then change under it.
+        let siblings_out = waves.iter().any(|w| {
+            w.lease != 0
+                && groups
+                    .get(w.slot)
+                    .and_then(Option::as_ref)
+                    .is_some_and(|g| Arc::ptr_eq(&g.ctx, &q.ctx) && g.job_id == job.id)
+        });
         for w in waves.iter_mut() {
             let Some(g) = groups.get(w.slot).and_then(Option::as_ref) else {
                 continue;
@@ -312,10 +336,11 @@ impl Engine {
                     continue;
                 }
                 if w.lease != 0 {
-                    // Decided when its lease is back (it may yet run on).
+                    // Decided when its lease is back (it may yet run on);
+                    // nothing of the chunk is counted yet, so nothing of
+                    // it is taken back here.
                     self.exec.cut(w.lease, self.cycle_at(w, now));
                     w.cut_at = Some(w.cut_at.map_or(now, |at| at.min(now)));
-                    runs_until = runs_until.max(c.to_ns);
                     continue;
                 }
                 // Its lease was recalled: its threads are here.
@@ -339,11 +364,14 @@ impl Engine {
             let Some(ms) = modules.get_mut(g.module as usize) else {
                 continue;
             };
-            let Some(taken) = w
-                .rewind
-                .as_mut()
-                .and_then(|r| r.take_back(now, &mut w.lanes, &mut mem))
-            else {
+            let taken = match siblings_out {
+                true => None,
+                false => w
+                    .rewind
+                    .as_mut()
+                    .and_then(|r| r.take_back(now, &mut w.lanes, &mut mem)),
+            };
+            let Some(taken) = taken else {
                 runs_until = runs_until.max(w.end_ns);
                 continue;
             };
@@ -456,7 +484,7 @@ impl Engine {
         let now_cycle = self.topology.ns_to_cycles(now);
         for w in waves
             .iter_mut()
-            .filter(|w| w.phase == WavePhase::Running && w.end_ns <= now && w.lease == 0)
+            .filter(|w| w.phase == WavePhase::Running && w.end_ns <= now && w.waits_for_step())
         {
             let found = groups
                 .get_mut(w.slot)
@@ -611,8 +639,10 @@ impl Engine {
             let id = lease.id();
             let back = lease.into_returned();
             let Some(i) = st.waves.iter().position(|w| w.lease == id) else {
-                // Its wave left the device meanwhile; its rewind goes back
-                // to the pool (room for every wave slot's).
+                // Cannot happen: a wave leaves the device only with its
+                // lease back. Its rewind goes back to the pool (room for
+                // every wave slot's); its threads go with the lease.
+                warn_on!(true);
                 if let Some(r) = back.rewind {
                     let _unexpected = st.rewinds.push_within_capacity(r);
                 }
@@ -770,13 +800,20 @@ impl Engine {
         of: impl Fn(&Arc<Context>) -> bool,
     ) -> bool {
         let mut all_back = true;
-        for w in st.waves.iter().filter(|w| w.lease != 0) {
-            let picked = st
-                .groups
+        let EngineState { waves, groups, .. } = &mut *st;
+        for w in waves.iter_mut() {
+            let picked = groups
                 .get(w.slot)
                 .and_then(Option::as_ref)
                 .is_some_and(|g| of(&g.ctx));
-            if picked && self.exec.recall(w.lease) == Recall::InHand {
+            if !picked {
+                continue;
+            }
+            // Back or not, it gets no new lease (the executor's hand-back
+            // queues the step, which could otherwise lease it again before
+            // the cancellation takes it off the device).
+            w.recalled = true;
+            if w.lease != 0 && self.exec.recall(w.lease) == Recall::InHand {
                 all_back = false;
             }
         }

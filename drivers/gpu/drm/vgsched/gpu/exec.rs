@@ -191,11 +191,13 @@ impl Rewind {
 ///
 /// # Invariants
 ///
-/// `pins` points to the bound copies of the wave's job, which stay alive
-/// and held, and are not written through anything else than leases, for
-/// as long as the lease is out: the engine does not finish, cancel or drop
-/// a job one of whose waves has a lease out ([`Executor::recall`] brings
-/// one back first).
+/// Until the lease is handed back or the executor is drained
+/// ([`Executor::drain`]), `pins` points to the bound copies of the wave's
+/// job, an allocation of their own that stays alive, held and unchanged
+/// but for device words (atomics): the engine takes only shared
+/// references to it while a lease of the job is out, and does not finish,
+/// cancel or drop a job one of whose waves has a lease out
+/// ([`Executor::recall`] brings one back first).
 pub(crate) struct Lease {
     /// Given by [`Executor::submit`].
     id: u64,
@@ -222,9 +224,9 @@ pub(crate) struct Lease {
     counters: Counters,
 }
 
-// SAFETY: What `pins` points to is shared between threads already (device
-// words are atomics) and outlives the lease (type invariant); the rest is
-// owned data.
+// SAFETY: What `pins` points to outlives the lease and is only read through
+// shared references, its device words being atomics (type invariant);
+// `Pinned` is `Sync`. The rest is owned data.
 unsafe impl Send for Lease {}
 
 /// What a lease handed back says about its chunk.
@@ -266,9 +268,10 @@ impl Lease {
     ///
     /// # Safety
     ///
-    /// `order.pins` must stay valid, held, and written through nothing but
-    /// leases until the lease is handed back ([`Returned`]) or dropped
-    /// without being interpreted again.
+    /// `order.pins` must be an allocation of its own that stays valid and
+    /// held, with no mutable reference to it and no change to it but to
+    /// device words, until the lease is handed back ([`Returned`]) or the
+    /// executor is drained ([`Executor::drain`]).
     pub(crate) unsafe fn new(
         order: ChunkOrder<'_>,
         lanes: KVVec<Lane>,
@@ -295,7 +298,8 @@ impl Lease {
 
     /// Interprets the chunk on, within `budget` instructions.
     fn interpret(&mut self, costs: &CycleCosts, budget: &mut u64) {
-        // SAFETY: Valid for as long as the lease is out (type invariant).
+        // SAFETY: Valid, and only shared, while the lease is out and the
+        // executor not drained (type invariant): it is out while here.
         let pins = unsafe { &*self.pins };
         let mem = BoMemory(pins);
         let step = match self.rewind.as_mut().filter(|r| r.armed) {
@@ -415,6 +419,27 @@ impl Ring {
         }
     }
 
+    /// Queues `lease` first; hands it back if there is no room.
+    fn push_front(&mut self, lease: Lease) -> Result<(), Lease> {
+        let n = self.slots.len();
+        if self.len >= n {
+            return Err(lease);
+        }
+        let at = match self.head {
+            0 => n - 1,
+            h => h - 1,
+        };
+        match self.slots.get_mut(at) {
+            Some(slot) => {
+                *slot = Some(lease);
+                self.head = at;
+                self.len += 1;
+                Ok(())
+            }
+            None => Err(lease),
+        }
+    }
+
     /// Queues `lease` last; hands it back if there is no room.
     fn push(&mut self, lease: Lease) -> Result<(), Lease> {
         if self.len >= self.slots.len() {
@@ -440,22 +465,6 @@ impl Ring {
         self.head = self.at(1);
         self.len -= 1;
         lease
-    }
-
-    /// Where the queued lease `id` is in `slots`, if it is here.
-    fn position(&self, id: u64) -> Option<usize> {
-        (0..self.len).map(|k| self.at(k)).find(|&at| {
-            self.slots
-                .get(at)
-                .and_then(Option::as_ref)
-                .is_some_and(|l| l.id == id)
-        })
-    }
-
-    /// The queued lease `id`, if it is here.
-    fn find_mut(&mut self, id: u64) -> Option<&mut Lease> {
-        let at = self.position(id)?;
-        self.slots.get_mut(at)?.as_mut()
     }
 
     /// Takes the queued lease `id` out, keeping the others in order.
@@ -519,13 +528,16 @@ impl ExecState {
     /// applied. Returns whether it went to `done`.
     fn finish(&mut self, mut lease: Lease) -> bool {
         self.in_hand = 0;
-        if let Some(cut) = self.cut.take() {
+        let cut = self.cut.take();
+        if let Some(cut) = cut {
             lease.cut(cut);
         }
         let back = lease.complete || core::mem::take(&mut self.recall);
-        let pushed = match back {
-            true => self.done.push(lease),
-            false => self.pending.push(lease),
+        let pushed = match (back, cut) {
+            (true, _) => self.done.push(lease),
+            // Cut: it goes on first (see [`Executor::cut`]).
+            (false, Some(_)) => self.pending.push_front(lease),
+            (false, None) => self.pending.push(lease),
         };
         // Room for every wave slot's lease (type invariant).
         warn_on!(pushed.is_err());
@@ -617,13 +629,16 @@ impl Executor {
 
     /// Brings the horizon of lease `id` down to `until` cycles (a cut at
     /// once): at once if it waits its turn, when its piece ends if it is
-    /// in hand; nothing if it is already back.
+    /// in hand; nothing if it is already back. A cut lease waiting its
+    /// turn goes first: its wave is what the preempting context waits for.
     pub(crate) fn cut(&self, id: u64, until: u64) {
         let mut st = self.state.lock();
         if st.in_hand == id {
             st.cut = Some(st.cut.map_or(until, |c| c.min(until)));
-        } else if let Some(lease) = st.pending.find_mut(id) {
+        } else if let Some(mut lease) = st.pending.remove(id) {
             lease.cut(until);
+            // It was in the ring: there is room for it again.
+            warn_on!(st.pending.push_front(lease).is_err());
         }
     }
 
@@ -651,6 +666,13 @@ impl Executor {
         &self.costs
     }
 
+    /// Forgets the longest piece: from now on [`ExecStats::piece_max_ns`]
+    /// is the longest since this call (with the engine's lock-hold
+    /// measurement, a debugfs write).
+    pub(crate) fn reset_piece_max(&self) {
+        self.piece_max_ns.store(0, ordering::Relaxed);
+    }
+
     /// What the executor has done since load.
     pub(crate) fn stats(&self) -> ExecStats {
         ExecStats {
@@ -662,17 +684,39 @@ impl Executor {
     }
 
     /// No more interpretation, from the next piece on: the device is going
-    /// away. The caller then waits for the work item.
+    /// away. The caller then waits for the work item, then drains the
+    /// executor ([`Executor::drain`]).
     pub(crate) fn close(&self) {
         self.closed.store(true, ordering::Release);
     }
 
+    /// Drops every lease still queued or handed back, once the executor is
+    /// closed and its work item has stopped: after this no lease points to
+    /// a job any more, and the jobs may go. Called by the engine's
+    /// shut-down without any lock held; the leases are dropped one at a
+    /// time outside the executor's lock.
+    pub(crate) fn drain(&self) {
+        loop {
+            let lease = {
+                let mut st = self.state.lock();
+                st.pending.pop().or_else(|| st.done.pop())
+            };
+            match lease {
+                Some(lease) => drop(lease),
+                None => break,
+            }
+        }
+    }
+
     /// The work item: one round of the pending leases, a piece each;
     /// `handed_back` is called after each lease that goes to the done list
-    /// (the engine's interrupt). Returns whether leases are still pending
-    /// (the caller queues the work item again: other work on the queue's
-    /// CPU gets its turn in between). The fence-signalling path: it
-    /// allocates nothing and takes no lock but the executor's.
+    /// (the engine's interrupt), with the executor's lock released.
+    /// Returns whether leases are still pending (the caller queues the
+    /// work item again: other work on the queue gets its turn in between;
+    /// the guest kernel is preemptible, so a round needs no
+    /// `cond_resched()`). The fence-signalling path: it allocates nothing,
+    /// and takes no lock but the executor's and what `handed_back` takes
+    /// (the engine's `stopped` spinlock, to queue the step).
     pub(crate) fn run(&self, mut handed_back: impl FnMut()) -> bool {
         let _signalling = Signalling::begin();
         let round = self.state.lock().pending.len;
@@ -695,7 +739,8 @@ impl Executor {
             if took > self.piece_max_ns.load(ordering::Relaxed) {
                 self.piece_max_ns.store(took, ordering::Relaxed);
             }
-            if self.state.lock().finish(lease) {
+            let back = self.state.lock().finish(lease);
+            if back {
                 handed_back();
             }
         }
