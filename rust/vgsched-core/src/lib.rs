@@ -30,6 +30,7 @@ pub mod pipeline;
 pub mod pool;
 pub mod progress;
 pub mod projects;
+pub mod ring;
 pub mod rng;
 pub mod sample_maps;
 pub mod sample_programs;

@@ -57,6 +57,7 @@ pub mod vgsched_core {
     pub mod pool;
     pub mod progress;
     pub mod projects;
+    pub mod ring;
     pub mod rng;
     pub mod sample_maps;
     pub mod sample_programs;

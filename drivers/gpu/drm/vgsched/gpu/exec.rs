@@ -57,6 +57,7 @@ use crate::{
             WaveEnd,
             MAX_THREADS_PER_WAVE, //
         },
+        ring::Ring as CoreRing,
     },
     vram::Pinned,
 };
@@ -380,17 +381,11 @@ impl Lease {
     }
 }
 
-/// A first-in, first-out queue of leases, of fixed capacity.
-///
-/// # Invariants
-///
-/// `head < slots.len()` (or both are 0) and `len <= slots.len()`; the
-/// `len` slots from `head` on, wrapping, hold the queued leases in order,
-/// the others are `None`.
+/// A first-in, first-out queue of leases, of fixed capacity: the core
+/// crate's [`CoreRing`] over preallocated slots.
 struct Ring {
     slots: KVec<Option<Lease>>,
-    head: usize,
-    len: usize,
+    ring: CoreRing,
 }
 
 // Leases move by value between the executor's preallocated lists (nothing
@@ -404,90 +399,33 @@ impl Ring {
         }
         Ok(Self {
             slots,
-            head: 0,
-            len: 0,
+            ring: CoreRing::new(),
         })
     }
 
-    /// The slot `k` places after the head.
-    fn at(&self, k: usize) -> usize {
-        let n = self.slots.len();
-        // No division: `head` and `k` are below `n` (type invariant).
-        match self.head + k {
-            i if i >= n => i - n,
-            i => i,
-        }
+    /// Leases queued.
+    fn len(&self) -> usize {
+        self.ring.len()
     }
 
     /// Queues `lease` first; hands it back if there is no room.
     fn push_front(&mut self, lease: Lease) -> Result<(), Lease> {
-        let n = self.slots.len();
-        if self.len >= n {
-            return Err(lease);
-        }
-        let at = match self.head {
-            0 => n - 1,
-            h => h - 1,
-        };
-        match self.slots.get_mut(at) {
-            Some(slot) => {
-                *slot = Some(lease);
-                self.head = at;
-                self.len += 1;
-                Ok(())
-            }
-            None => Err(lease),
-        }
+        self.ring.push_front(&mut self.slots, lease)
     }
 
     /// Queues `lease` last; hands it back if there is no room.
     fn push(&mut self, lease: Lease) -> Result<(), Lease> {
-        if self.len >= self.slots.len() {
-            return Err(lease);
-        }
-        let at = self.at(self.len);
-        match self.slots.get_mut(at) {
-            Some(slot) => {
-                *slot = Some(lease);
-                self.len += 1;
-                Ok(())
-            }
-            None => Err(lease),
-        }
+        self.ring.push_back(&mut self.slots, lease)
     }
 
     /// Takes the first lease.
     fn pop(&mut self) -> Option<Lease> {
-        if self.len == 0 {
-            return None;
-        }
-        let lease = self.slots.get_mut(self.head)?.take();
-        self.head = self.at(1);
-        self.len -= 1;
-        lease
+        self.ring.pop_front(&mut self.slots)
     }
 
     /// Takes the queued lease `id` out, keeping the others in order.
     fn remove(&mut self, id: u64) -> Option<Lease> {
-        let k = (0..self.len).find(|&k| {
-            self.slots
-                .get(self.at(k))
-                .and_then(Option::as_ref)
-                .is_some_and(|l| l.id == id)
-        })?;
-        let first = self.at(k);
-        let lease = self.slots.get_mut(first)?.take();
-        // Those behind it move up one place.
-        for j in k + 1..self.len {
-            let from = self.at(j);
-            let behind = self.slots.get_mut(from).and_then(Option::take);
-            let to = self.at(j - 1);
-            if let Some(slot) = self.slots.get_mut(to) {
-                *slot = behind;
-            }
-        }
-        self.len -= 1;
-        lease
+        self.ring.remove(&mut self.slots, |l| l.id == id)
     }
 }
 
@@ -719,7 +657,7 @@ impl Executor {
     /// (the engine's `stopped` spinlock, to queue the step).
     pub(crate) fn run(&self, mut handed_back: impl FnMut()) -> bool {
         let _signalling = Signalling::begin();
-        let round = self.state.lock().pending.len;
+        let round = self.state.lock().pending.len();
         for _ in 0..round {
             if self.closed.load(ordering::Acquire) {
                 return false;
@@ -744,6 +682,6 @@ impl Executor {
                 handed_back();
             }
         }
-        !self.closed.load(ordering::Acquire) && self.state.lock().pending.len > 0
+        !self.closed.load(ordering::Acquire) && self.state.lock().pending.len() > 0
     }
 }
