@@ -225,6 +225,15 @@ impl SlotEntry {
         }
     }
 
+    /// Nothing of it is left for slot selection to see: it holds no
+    /// slot, has no work, had none at the last decision and is not listed
+    /// for the next ([`super::ordered_slots`]; so it is not ranked among
+    /// the waiting either). Re-deriving its state from no work, or
+    /// looking at it in a decision, changes nothing.
+    pub fn settled(&self) -> bool {
+        !self.resident && !self.cand.runnable && !self.was_runnable && !self.pending
+    }
+
     /// Counts `ns` of run time into the weight basis.
     pub fn charge(&mut self, ns: u64) {
         self.cand.runtime_ns = self.cand.runtime_ns.saturating_add(ns);

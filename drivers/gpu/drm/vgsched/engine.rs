@@ -123,6 +123,7 @@ use crate::{
             Counters,
             CycleCosts, //
         },
+        index_set::IndexSet,
         module_choice::{
             ModuleScore,
             PowerWeights,
@@ -274,12 +275,21 @@ struct Totals {
     waves_stopped_at_once: u64,
 }
 
+/// The positions of the contexts that may have something to do
+/// ([`EngineState::working`]), in storage of the context list's capacity.
+type Working = IndexSet<KVVec<u32>>;
+
+/// Positions of the context list the step audit looks at per step
+/// ([`Engine::audit_working`]).
+const AUDIT_PER_STEP: usize = 64;
+
 /// Scratch vectors whose capacity follows the number of contexts.
 struct Scratch {
     heads: KVVec<dispatch::Head>,
     candidates: KVVec<Candidate>,
     candidate_heads: KVVec<usize>,
     slots: SlotRoom,
+    working: Working,
 }
 
 impl Scratch {
@@ -292,6 +302,10 @@ impl Scratch {
             candidates: KVVec::with_capacity(contexts, GFP_KERNEL)?,
             candidate_heads: KVVec::with_capacity(contexts, GFP_KERNEL)?,
             slots: SlotRoom::with_capacity(contexts)?,
+            working: IndexSet::new(
+                KVVec::from_elem(0, contexts, GFP_KERNEL)?,
+                KVVec::from_elem(0, contexts, GFP_KERNEL)?,
+            ),
         })
     }
 }
@@ -319,6 +333,9 @@ struct ResourceMaps {
 /// - the scratch vectors (`heads`, `candidates`, `candidate_heads`,
 ///   `slot_cands`) have at least `queues.capacity()` room and
 ///   `slot_changes` twice that, so a step never allocates;
+/// - `working` can hold every position below `queues.capacity()`; every
+///   context not in it is settled ([`ContextQueue::settled`]), and its
+///   members are in ascending order whenever the lock is taken;
 /// - `waves.capacity()` and `groups.len()` are the device's wave slots;
 ///   each running group holds at least one wave slot;
 /// - every wave in `waves` belongs to the group at `groups[wave.slot]`, and
@@ -330,6 +347,19 @@ struct EngineState {
     next_job_id: u64,
     /// Every live context, with its jobs and scheduling state.
     queues: KVVec<KBox<ContextQueue>>,
+    /// The positions in `queues` of the contexts that may have something
+    /// to do: jobs (queued, running, finished and not collected, waiting
+    /// for their write-back, signalled and not dropped), a phase 1 begun,
+    /// a hardware slot, or state slot selection has not seen yet. A
+    /// context enters when a job of it is taken from the inbox
+    /// ([`Engine::take_inbox`]), the only way to any of these, and leaves
+    /// when [`Engine::collect_finished`]'s walk finds it settled. The
+    /// walks of the step and of the memory work item go over these only,
+    /// in list order: an idle context costs them nothing.
+    working: Working,
+    /// Where the step's audit of `working` goes on
+    /// ([`Engine::audit_working`]).
+    audit_cursor: usize,
     /// Work-groups on the device, by slot; at most one per wave slot.
     groups: KVVec<Option<RunningGroup>>,
     /// Waves on the device; capacity for every wave slot.
@@ -414,7 +444,7 @@ struct EngineState {
 impl EngineState {
     /// Takes `grown`, scratch room for `contexts` contexts, and moves the
     /// contexts into a list of that capacity.
-    fn adopt(&mut self, mut queues: KVVec<KBox<ContextQueue>>, grown: Scratch) {
+    fn adopt(&mut self, mut queues: KVVec<KBox<ContextQueue>>, mut grown: Scratch) {
         for q in self.queues.drain_all() {
             // `queues` was allocated with room for more than these.
             if let Err(PushError(q)) = queues.push_within_capacity(q) {
@@ -427,6 +457,17 @@ impl EngineState {
         self.candidates = grown.candidates;
         self.candidate_heads = grown.candidate_heads;
         self.slots.adopt(grown.slots, &mut self.queues);
+        // The new storage is larger: every member fits.
+        warn_on!(!grown.working.insert_all(&self.working));
+        grown.working.sort();
+        self.working = grown.working;
+    }
+
+    /// Context `i` has something to do: the step's walks look at it
+    /// until they find it settled.
+    fn set_working(&mut self, i: usize) {
+        // Room for every position of the list ([`Self::adopt`]).
+        warn_on!(!self.working.insert(i));
     }
 
     /// Context `i` may have changed in what makes it runnable (a job
@@ -637,6 +678,8 @@ impl Engine {
         let state = EngineState {
             next_job_id: 1,
             queues: KVVec::new(),
+            working: scratch.working,
+            audit_cursor: 0,
             groups,
             // Placing never allocates: every wave holds a wave slot.
             waves: KVVec::with_capacity(wave_slots, GFP_KERNEL)?,
@@ -776,7 +819,32 @@ impl Engine {
                 self.orphans.push(job);
                 continue;
             }
+            st.set_working(i);
             st.list_for_refresh(i);
+        }
+        // Walks go in list order.
+        st.working.sort();
+    }
+
+    /// The step's audit of [`EngineState::working`]: looks at the next
+    /// [`AUDIT_PER_STEP`] positions of the context list (all of them in
+    /// turn, a bounded share per step) and warns about a context outside
+    /// the set that is not settled, which only a missed insertion can
+    /// make: its jobs would never be collected. Such a context is put in.
+    fn audit_working(st: &mut EngineState) {
+        let n = st.queues.len();
+        let mut missed = false;
+        for _ in 0..AUDIT_PER_STEP.min(n) {
+            let i = st.audit_cursor.checked_rem(n).unwrap_or(0);
+            st.audit_cursor = i + 1;
+            if !st.working.contains(i) && st.queues.get(i).is_some_and(|q| !q.settled()) {
+                missed = true;
+                st.set_working(i);
+            }
+        }
+        if missed {
+            warn_on!(true);
+            st.working.sort();
         }
     }
 
@@ -1236,6 +1304,7 @@ impl Engine {
                 return;
             }
             let now = monotonic_ns();
+            Self::audit_working(&mut st);
             {
                 let EngineState { slots, queues, .. } = &mut *st;
                 slots.reorder_if_due(queues);
@@ -1321,26 +1390,32 @@ impl Engine {
                     left = None;
                 }
                 len = Some(st.queues.len());
-                let Some(queues) = st.queues.get_mut(from..) else {
+                // Only a working context has signalled jobs
+                // ([`ContextQueue::settled`]): the set's members from
+                // `from` on, in list order.
+                let EngineState {
+                    queues, working, ..
+                } = &mut *st;
+                let Some(i) = working
+                    .iter_from(from)
+                    .find(|&i| queues.get(i).is_some_and(|q| !q.done.is_empty()))
+                else {
                     break;
                 };
-                let Some(i) = queues.iter_mut().position(|q| !q.done.is_empty()) else {
-                    break;
-                };
-                let Some(q) = queues.get_mut(i) else {
+                let Some(q) = queue_at(queues, i) else {
                     break;
                 };
                 let here = match left {
-                    Some(n) if i == 0 => n,
+                    Some(n) if i == from => n,
                     _ => q.done.len(),
                 };
                 let taken = batch.take(q, here);
                 let rest = here.saturating_sub(taken);
                 if rest == 0 || q.done.is_empty() {
-                    from += i + 1;
+                    from = i + 1;
                     left = None;
                 } else {
-                    from += i;
+                    from = i;
                     left = Some(rest);
                 }
             }
@@ -1354,7 +1429,9 @@ impl Engine {
     }
 
     /// Moves finished jobs of every context to its `done` list, signalling
-    /// their fences; returns how many.
+    /// their fences; returns how many. Walks the working contexts only, in
+    /// list order ([`EngineState::working`]), and lets the settled ones
+    /// leave: every other context has no job.
     ///
     /// A finished job that holds device memory is cleaned up first: its
     /// objects are written back by the memory work item, and its fence
@@ -1369,6 +1446,7 @@ impl Engine {
     fn collect_finished(&self, st: &mut EngineState, now: u64) -> usize {
         let EngineState {
             queues,
+            working,
             totals,
             cleanup_due,
             stages,
@@ -1379,9 +1457,10 @@ impl Engine {
         } = st;
         let mut collected = 0;
         let mut released = false;
-        for i in 0..queues.len() {
+        working.retain(|i| {
             let Some(q) = queue_at(queues, i) else {
-                break;
+                // Past the list: cannot happen (removals shift the set).
+                return false;
             };
             let before = collected;
             while let Some(first) = q.jobs.first_mut().filter(|j| j.is_finished()) {
@@ -1483,7 +1562,9 @@ impl Engine {
             if collected != before || waiting {
                 slots.list(queues, i);
             }
-        }
+            // Settled: nothing brings it back but a job from the inbox.
+            !queues.get(i).is_some_and(|q| q.settled())
+        });
         if released {
             st.released();
         }
@@ -1546,9 +1627,13 @@ impl Engine {
         // newly set one takes the bound down).
         if st.next_event_ns <= now {
             let hold = this.gate_hold_ns();
-            st.next_event_ns = st
-                .queues
+            // A settled context has none of these: the working ones only.
+            let EngineState {
+                queues, working, ..
+            } = &*st;
+            let next = working
                 .iter()
+                .filter_map(|i| queues.get(i))
                 .flat_map(|q| {
                     let jobs = q.staged_jobs().filter_map(|j| match j.stage {
                         Stage::Uploading(at) | Stage::CleanedUp(at) => Some(at),
@@ -1566,6 +1651,7 @@ impl Engine {
                 .filter(|&at| at > now)
                 .min()
                 .unwrap_or(u64::MAX);
+            st.next_event_ns = next;
         }
         let copies = (st.next_event_ns != u64::MAX).then_some(st.next_event_ns);
         let slices = match (slices, copies) {

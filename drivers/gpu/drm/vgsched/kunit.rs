@@ -803,3 +803,51 @@ mod projects {
         assert_eq!(cases(), Ok(()));
     }
 }
+
+/// The engine's working set of contexts ([`IndexSet`]): a walk over its
+/// members, which lets the settled ones leave, sees what a walk over every
+/// context sees, in the same order, through work given and taken and
+/// records removed from the list (the host test replays more seeds).
+///
+/// [`IndexSet`]: crate::vgsched_core::index_set::IndexSet
+#[kernel::macros::kunit_tests(vgsched_index_set)]
+mod index_set {
+    use crate::vgsched_core::index_set::{
+        replay_lazy_walks,
+        IndexSet, //
+    };
+
+    #[test]
+    fn set_walks_match_full_walks() {
+        const N: usize = 64;
+        let (mut work, mut members, mut slots) = ([0u32; N], [0u32; N], [0u32; N]);
+        for seed in 1..6 {
+            let n = 8 * seed as usize;
+            assert_eq!(
+                replay_lazy_walks(
+                    seed,
+                    1_000,
+                    &mut work[..n],
+                    &mut members[..n],
+                    &mut slots[..n]
+                ),
+                None
+            );
+        }
+    }
+
+    #[test]
+    fn removal_of_records_moves_members_down() {
+        let (mut members, mut slots) = ([0u32; 16], [0u32; 16]);
+        let mut set = IndexSet::new(&mut members[..], &mut slots[..]);
+        for i in [9, 0, 3, 12] {
+            assert!(set.insert(i));
+        }
+        assert!(!set.is_sorted());
+        set.sort();
+        assert_eq!(set.members(), &[0, 3, 9, 12]);
+        set.remove_shifted(&[3, 4, 10]);
+        assert_eq!(set.members(), &[0, 7, 9]);
+        assert!(set.contains(7) && !set.contains(3) && !set.contains(12));
+    }
+}

@@ -48,6 +48,7 @@ pub mod vgsched_core {
     pub mod exec;
     pub mod finder_bench;
     pub mod grid;
+    pub mod index_set;
     pub mod isa;
     pub mod kinetic;
     pub mod module_choice;

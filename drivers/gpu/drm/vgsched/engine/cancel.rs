@@ -189,6 +189,7 @@ impl Engine {
             for g in st.groups.iter_mut().flatten().filter(|g| g.queue > i) {
                 g.queue -= 1;
             }
+            st.working.remove_shifted(&[i]);
             st.slots.contexts_removed();
             st.cancel_jobs(&mut queue);
             break queue;
@@ -252,6 +253,8 @@ impl Engine {
         for g in st.groups.iter_mut().flatten() {
             g.queue -= indices.partition_point(|&i| i < g.queue);
         }
+        // The working set's positions move the same way.
+        st.working.remove_shifted(&indices);
         st.slots.contexts_removed();
         removed
     }

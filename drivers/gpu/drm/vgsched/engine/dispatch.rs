@@ -145,7 +145,16 @@ impl Engine {
             let head = st.heads[st.candidate_heads[ci]];
             let band = head.band as usize;
             if update == MarkUpdate::KeepOnlyWinner {
-                st.queues.iter_mut().for_each(|q| q.selected[band] = false);
+                // Only a working context has a mark (a settled one has
+                // none).
+                let EngineState {
+                    queues, working, ..
+                } = &mut *st;
+                for i in working.iter() {
+                    if let Some(q) = queues.get_mut(i) {
+                        q.selected[band] = false;
+                    }
+                }
             }
             st.queues[head.queue].selected[band] = true;
             if !this.place(st, &head, now) {
@@ -188,20 +197,31 @@ impl Engine {
             .map(|q| q.head_jobs().filter(|j| j.tiles != 0).count())
             .sum::<usize>();
         let walk = st.tile_jobs > resident_holders || !st.slots.residents_exact();
+        // The walk goes over the working contexts: the others have no job.
         let running = match walk {
-            true => memory::running_bytes(st.queues.iter().map(|q| &**q)),
+            true => memory::running_bytes(
+                st.working
+                    .iter()
+                    .filter_map(|i| st.queues.get(i).map(|q| &**q)),
+            ),
             false => memory::running_bytes(
                 residents
                     .iter()
                     .filter_map(|&i| st.queues.get(i).map(|q| &**q)),
             ),
         };
-        let (mut all, mut only) = (0..st.queues.len(), residents.iter().copied());
-        let indices: &mut dyn Iterator<Item = usize> = match walk {
-            true => &mut all,
-            false => &mut only,
+        let count = match walk {
+            true => st.working.len(),
+            false => residents.len(),
         };
-        for queue in indices {
+        for k in 0..count {
+            let queue = match walk {
+                true => st.working.get(k),
+                false => residents.get(k).copied(),
+            };
+            let Some(queue) = queue else {
+                continue;
+            };
             let Some(q) = queue_at(&mut st.queues, queue) else {
                 continue;
             };

@@ -491,9 +491,7 @@ fn keeps_device_busy(q: &ContextQueue) -> bool {
 /// of a lower level than a current task: what it holds is reclaimed if a
 /// job of a higher level needs the memory ([`reclaim_victim`]).
 fn next_waiting(st: &EngineState, now: u64) -> Option<usize> {
-    st.queues
-        .iter()
-        .enumerate()
+    st.working_queues()
         .filter(|(_, q)| q.slot.is_none() && q.has_work())
         .min_by_key(|(_, q)| (q.ctx.priority, u64::MAX - q.entry.weight(now).milli()))
         .map(|(i, _)| i)
@@ -739,7 +737,7 @@ impl Survey {
         choice: bool,
     ) -> Self {
         let mut tally = Tally::default();
-        for (i, q) in st.queues.iter().enumerate() {
+        for (i, q) in st.working_queues() {
             tally.add(i, q, p, choice);
         }
         tally.survey(p, state_bytes, st.memory_blocked, memory)
@@ -758,8 +756,16 @@ impl Survey {
     ) -> Self {
         let mut tally = Tally::default();
         let mut released = false;
-        let EngineState { queues, stages, .. } = &mut *st;
-        for (i, q) in queues.iter_mut().enumerate() {
+        let EngineState {
+            queues,
+            working,
+            stages,
+            ..
+        } = &mut *st;
+        for i in working.iter() {
+            let Some(q) = queue_at(queues, i) else {
+                continue;
+            };
             if !q.ctx.cancelling() && q.task_over() {
                 q.release_state(stages, now);
                 released = true;
@@ -912,7 +918,7 @@ impl Choices {
                 return Self::from(lead, None, survey.cleanup_due);
             }
         }
-        for i in 0..st.queues.len() {
+        for i in st.working.iter() {
             let found = candidates(i);
             if leading(i) {
                 lead.keep(i, found);
@@ -965,11 +971,19 @@ fn make_phase1_room(
     };
     let now = monotonic_ns();
     let mut released = false;
-    let EngineState { queues, stages, .. } = &mut *st;
-    for q in queues.iter_mut() {
+    let EngineState {
+        queues,
+        working,
+        stages,
+        ..
+    } = &mut *st;
+    for i in working.iter() {
         if held < p.phase1_threshold {
             break;
         }
+        let Some(q) = queue_at(queues, i) else {
+            continue;
+        };
         if q.slot.is_none() && q.ctx.priority >= level && q.area_idle() {
             // Initialised (`area_idle`): counted in `held`.
             q.release_state(stages, now);
@@ -1023,7 +1037,7 @@ impl Engine {
             return true;
         }
         let others = survey.ahead(st, &p) || (p.mode == Mode::Pipelined && gate.progress);
-        (others || !exact) && (0..st.queues.len()).any(wanted)
+        (others || !exact) && st.working.iter().any(wanted)
     }
 
     /// The next piece of work, after the state areas of tasks that are
@@ -1626,6 +1640,16 @@ pub(super) fn running_bytes<'a>(queues: impl Iterator<Item = &'a ContextQueue>) 
 }
 
 impl EngineState {
+    /// The working contexts ([`EngineState::working`]) with their
+    /// positions, in list order: every context with anything for the
+    /// memory work item or the pipeline's gates to look at (a settled one
+    /// has no job, no phase 1 and no slot).
+    pub(super) fn working_queues(&self) -> impl Iterator<Item = (usize, &ContextQueue)> + '_ {
+        self.working
+            .iter()
+            .filter_map(|i| Some((i, &**self.queues.get(i)?)))
+    }
+
     /// Device memory came back: whatever waited for it is tried again.
     pub(super) fn released(&mut self) {
         self.releases = self.releases.wrapping_add(1);
@@ -1744,9 +1768,7 @@ impl Blocked {
 /// active job is off the device). A context's youngest prepared job goes
 /// first, so the one that runs next keeps its memory longest.
 fn reclaim_victim(st: &EngineState, blocked: &Blocked) -> Option<(usize, u64)> {
-    st.queues
-        .iter()
-        .enumerate()
+    st.working_queues()
         .filter(|(_, q)| blocked.outranks(q))
         .find_map(|(qi, q)| {
             let active = q.active().map(|j| j.id);
@@ -1768,19 +1790,22 @@ fn reclaim_victim(st: &EngineState, blocked: &Blocked) -> Option<(usize, u64)> {
 /// blocked job's need is met once the jobs executing now end, with that
 /// area and that job in place (and it would be initialised again at once).
 fn state_area_victim(st: &EngineState, blocked: &Blocked, beside: Option<u64>) -> Option<usize> {
-    st.queues.iter().position(|q| {
-        let passes = q
-            .jobs
-            .first()
-            .is_some_and(|j| blocked.fits_beside(q, j.footprint, beside));
-        !passes
-            && q.ctx.timeline != blocked.timeline
-            && q.state_area.as_ref().is_some_and(DeviceArea::is_placed)
-            && q.area_idle()
-            && (q.slot.is_none()
-                || q.ctx.priority > blocked.level
-                || (q.ctx.priority == blocked.level && blocked.loaded))
-    })
+    // A placed state area means a phase 1 begun: a working context.
+    st.working_queues()
+        .find(|(_, q)| {
+            let passes = q
+                .jobs
+                .first()
+                .is_some_and(|j| blocked.fits_beside(q, j.footprint, beside));
+            !passes
+                && q.ctx.timeline != blocked.timeline
+                && q.state_area.as_ref().is_some_and(DeviceArea::is_placed)
+                && q.area_idle()
+                && (q.slot.is_none()
+                    || q.ctx.priority > blocked.level
+                    || (q.ctx.priority == blocked.level && blocked.loaded))
+        })
+        .map(|(i, _)| i)
 }
 
 /// The job that claims released memory ([`EngineState::memory_claim`]) as
@@ -1799,9 +1824,7 @@ fn claimant(
 ) -> Option<(usize, u64, u32)> {
     let (timeline, id) = st.memory_claim.filter(|&(_, job)| job != 0)?;
     let (qi, q) = st
-        .queues
-        .iter()
-        .enumerate()
+        .working_queues()
         .find(|(_, q)| q.ctx.timeline == timeline && q.slot.is_some())?;
     let gate = Gate::of(st, now, *p, survey);
     gate.preparable(qi, q, now)

@@ -161,6 +161,22 @@ impl ContextQueue {
         self.ctx.set_queue_hint(i);
     }
 
+    /// Nothing of it is left for the engine's walks: no job (queued,
+    /// running, waiting for its write-back or signalled and not dropped),
+    /// no phase 1 begun (no state area), no slot (so no execution gate
+    /// hold), no dispatch mark and nothing slot selection has not seen
+    /// ([`SlotEntry::settled`]). Only a job taken from the inbox changes
+    /// that; until then it may stay out of [`super::EngineState::working`].
+    pub(super) fn settled(&self) -> bool {
+        self.jobs.is_empty()
+            && self.done.is_empty()
+            && self.phase1 == PhaseOne::Idle
+            && self.slot.is_none()
+            && self.gate_held_since == 0
+            && !self.selected.contains(&true)
+            && self.entry.settled()
+    }
+
     /// Its active job: the first not finished. The jobs before it are
     /// finished and wait for their clean-up and fence; only the active job
     /// has work on the device.

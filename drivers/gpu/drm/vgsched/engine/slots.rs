@@ -274,6 +274,7 @@ impl Engine {
         };
         let EngineState {
             queues,
+            working,
             slots,
             log,
             failed_at_once,
@@ -303,9 +304,12 @@ impl Engine {
         // its jobs queued, collected or failed elsewhere (listed in
         // `refresh`), and with its in-fence (any signal of a fence the
         // engine waits on moves `fence_epoch`). Only those are looked at;
-        // every context when positions moved, a fence signalled, or every
-        // `REFRESH_WALK_EVERY` refreshes (a bound, should an event ever
-        // go unlisted).
+        // every working context when positions moved, a fence signalled,
+        // or every `REFRESH_WALK_EVERY` refreshes (a bound, should an
+        // event ever go unlisted). A context outside the working set is
+        // settled: it has no job, and slot selection saw it so
+        // ([`SlotEntry::settled`](crate::vgsched_core::slots::SlotEntry::settled)),
+        // so looking at it would change nothing.
         let epoch = this.fence_epoch.load(ordering::Acquire);
         *refreshes_since_walk += 1;
         let walk = core::mem::take(refresh_all)
@@ -342,7 +346,7 @@ impl Engine {
         };
         if walk {
             *refreshes_since_walk = 0;
-            for i in 0..queues.len() {
+            for i in working.iter() {
                 refresh_one(queues, i);
             }
         } else {
@@ -373,9 +377,10 @@ impl Engine {
         };
         let n = ordered.decide(queues, now, &policy, next_load_seq, &mut store, scratch);
         let side_by_side = policy.mode == SlotMode::SideBySide;
-        let mut used = queues
+        // Every context holding a slot is a working one.
+        let mut used = working
             .iter()
-            .filter_map(|q| q.slot)
+            .filter_map(|i| queues.get(i)?.slot)
             .fold(0u64, |m, s| m | 1u64.checked_shl(s).unwrap_or(0));
         for change in changes.iter().take(n) {
             match *change {
