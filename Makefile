@@ -10,6 +10,8 @@
 # lives in $VGSCHED_CACHE, default ~/.cache/vgsched.
 
 SCRIPTS := $(CURDIR)/scripts
+# clean sources scripts/lib.sh, which is bash.
+SHELL := /bin/bash
 
 .PHONY: all demo check bench setup kernel module initramfs host-test clean
 all: demo
@@ -40,5 +42,6 @@ host-test:
 
 clean:
 	@. $(SCRIPTS)/lib.sh && kdir=$$(kernel_build_dir) && \
-		[ ! -d "$$kdir" ] || $(MAKE) -s -C "$$kdir" M=$(CURDIR) clean
+		[ ! -d "$$kdir" ] || $(MAKE) -s -C "$$kdir" M=$(CURDIR) clean; \
+		rm -rf "$$(VGSCHED_PROD=1 module_tree)"
 	rm -rf rust/vgsched-core/target rust/vgsched-bench/target

@@ -6,6 +6,9 @@ bench.json is one flat JSON object: a stable dotted metric name -> a number.
 Every table row of the host benchmark and of the guest becomes keys named
 after the table, the row and the column; Documentation/benchmarks.rst lists
 them all with their method. Cells printed as '-' (no value) are left out.
+What the guest on the production kernel printed (the report's section
+"=== guest kernel, production build") gives the same keys with the prefix
+"prod." (bench.sh already prefixes its "key = value" lines).
 
 usage: bench_json.py BENCH_TXT BENCH_JSON
 """
@@ -48,9 +51,12 @@ class Report:
         self.section = None
         self.side = "host"
         self.p = None
+        self.prefix = ""
 
     def put(self, key, value):
         if value is not None:
+            if not key.startswith(self.prefix):
+                key = self.prefix + key
             self.out[key] = value
 
     def row(self, prefix, names, cells):
@@ -62,7 +68,8 @@ class Report:
         s = line.strip()
         if s.startswith("=== guest"):
             self.side = "guest"
-        m = re.match(r"^((?:bench|engine|sched|peer|pipeline|power)\.[a-z0-9_.]+) = (-?[0-9.]+)$", s)
+            self.prefix = "prod." if s.startswith("=== guest kernel, production build") else ""
+        m = re.match(r"^((?:prod\.)?(?:bench|engine|sched|peer|pipeline|power)\.[a-z0-9_.]+) = (-?[0-9.]+)$", s)
         if m:
             self.put(m.group(1), number(m.group(2)))
             return
@@ -228,7 +235,7 @@ def main():
             report.line(line.rstrip("\n"))
     # drm_sched under its default policy (FIFO) is "drm_sched".
     for key, value in list(report.out.items()):
-        if key.startswith("peer.") and key.endswith(".drm_sched_fifo"):
+        if key.startswith(("peer.", "prod.peer.")) and key.endswith(".drm_sched_fifo"):
             report.out[key[: -len("_fifo")]] = value
     with open(sys.argv[2], "w", encoding="utf-8") as f:
         json.dump(report.out, f, indent=1, sort_keys=True)

@@ -16,11 +16,34 @@ export RUST_LIB_SRC="$VGSCHED_CACHE/rust-src/usr/lib/rustlib/src/rust/library"
 step() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 die() { printf 'error: %s\n' "$@" >&2; exit 1; }
 
-# The guest kernel's config fragment: vgsched.config, plus profile.config
-# (the function-graph tracer) when VGSCHED_PROFILE=1.
+# The guest kernel's config fragment: vgsched.config; with VGSCHED_PROD=1
+# (make bench's production kernel, the debugging off) prod.config after it,
+# taking the place of vgsched.config's lines for the options it sets and
+# for their sub-options (names that extend one of them by "_", as
+# CONFIG_DEBUG_KMEMLEAK_MEM_POOL_SIZE extends CONFIG_DEBUG_KMEMLEAK), so
+# the fragment never sets one option twice and each of its lines can be
+# checked (build-kernel.sh); profile.config (the function-graph tracer)
+# last when VGSCHED_PROFILE=1.
 : "${VGSCHED_PROFILE:=0}"
+: "${VGSCHED_PROD:=0}"
 kernel_config() {
-	cat "$TOP/kernel/vgsched.config"
+	if [ "$VGSCHED_PROD" = 1 ]; then
+		awk 'NR == FNR {
+			if (match($0, /^CONFIG_[A-Za-z0-9_]+=/))
+				set[substr($0, 1, RLENGTH - 1)] = 1
+			next
+		}
+		match($0, /^CONFIG_[A-Za-z0-9_]+=/) {
+			opt = substr($0, 1, RLENGTH - 1)
+			for (o in set)
+				if (opt == o || index(opt, o "_") == 1)
+					next
+		}
+		{ print }' "$TOP/kernel/prod.config" "$TOP/kernel/vgsched.config"
+		cat "$TOP/kernel/prod.config"
+	else
+		cat "$TOP/kernel/vgsched.config"
+	fi
 	if [ "$VGSCHED_PROFILE" = 1 ]; then
 		cat "$TOP/kernel/profile.config"
 	fi
@@ -47,4 +70,28 @@ kernel_build_dir() {
 # files it changes, so the shared tree stays pristine).
 kernel_src_dir() {
 	echo "$VGSCHED_CACHE/ksrc-$(kernel_key)"
+}
+
+# Where the modules (vgsched.ko, vgsched_peer.ko) of the kernel in use are
+# built: the checkout itself for the guest kernel of make check and make
+# demo; for the production kernel (VGSCHED_PROD=1) a copy of their sources
+# under $VGSCHED_OUT/prod-module (build-module.sh), since an external
+# module's objects land next to its sources (and vgsched's bindgen output
+# must sit next to uapi.rs): building the checkout against a second kernel
+# would overwrite the first kernel's module.
+module_tree() {
+	if [ "$VGSCHED_PROD" = 1 ]; then
+		echo "$VGSCHED_OUT/prod-module"
+	else
+		echo "$TOP"
+	fi
+}
+
+# What starts the names of the outputs that depend on the kernel (the
+# initramfs, the guest's logs): "prod-" for the production kernel, nothing
+# otherwise.
+kernel_variant() {
+	if [ "$VGSCHED_PROD" = 1 ]; then
+		echo prod-
+	fi
 }
