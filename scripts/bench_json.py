@@ -69,7 +69,7 @@ class Report:
         if s.startswith("=== guest"):
             self.side = "guest"
             self.prefix = "prod." if s.startswith("=== guest kernel, production build") else ""
-        m = re.match(r"^((?:prod\.)?(?:bench|engine|sched|peer|pipeline|power)\.[a-z0-9_.]+) = (-?[0-9.]+)$", s)
+        m = re.match(r"^((?:prod\.)?(?:bench|engine|gpu|sched|peer|pipeline|power)\.[a-z0-9_.]+) = (-?[0-9.]+)$", s)
         if m:
             self.put(m.group(1), number(m.group(2)))
             return
