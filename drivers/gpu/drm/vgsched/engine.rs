@@ -22,7 +22,11 @@
 //! interpreted by the wave executor ([`crate::gpu::exec`]), on its own
 //! work queue and under its own lock, which hands each chunk back and
 //! queues the engine's work item as a device raises an interrupt; nothing
-//! a client does waits for the engine lock behind a long wave.
+//! a client does waits for the engine lock behind a long wave. The engine
+//! is written against the device's command interface
+//! ([`crate::gpu::Backend`]) and holds one of its two implementations
+//! ([`Gpu`]): the virtual GPU, or the mock the KUnit suites run it over
+//! ([`Engine::new_on`]).
 //!
 //! A job holds tiles ([`tiles`]) from its first placement to its end; its
 //! work-groups go only to their modules.
@@ -104,9 +108,14 @@ use crate::{
         Fence,
         OutFenceFd, //
     },
-    gpu::exec::{
-        Executor,
-        Rewind, //
+    gpu::{
+        exec::{
+            Executor,
+            Rewind, //
+        },
+        mock::MockExecutor,
+        Backend,
+        Gpu, //
     },
     job::JobSpec,
     uapi,
@@ -602,11 +611,11 @@ pub(crate) struct Engine {
     memory_work: Work<Engine, 2>,
     #[pin]
     timer: HrTimer<Engine>,
-    /// The wave executor: the device's execution units, which interpret
-    /// the chunks the step hands them.
-    #[pin]
-    exec: Executor,
-    /// The executor's work item, on the executor's own queue.
+    /// The device: the wave executor (the device's execution units, which
+    /// interpret the chunks the step hands them), or the mock. Only its
+    /// command interface is used ([`Backend`]).
+    exec: Gpu,
+    /// The device's work item, on the device's own queue.
     #[pin]
     gpu_work: Work<Engine, 3>,
 }
@@ -642,7 +651,7 @@ pub(crate) struct ContextStats {
 }
 
 impl Engine {
-    /// An idle engine for a device of shape `topology`.
+    /// An idle engine for the virtual GPU, of shape `topology`.
     pub(crate) fn new(
         topology: Topology,
         params: DispatchParams,
@@ -650,6 +659,21 @@ impl Engine {
         memory: Arc<DeviceMemory>,
         phase_one: PhaseOneParams,
         tiles: KBox<TileAccount>,
+    ) -> Result<Arc<Self>> {
+        Self::new_on(topology, params, sched, memory, phase_one, tiles, false)
+    }
+
+    /// An idle engine of shape `topology`, over the virtual GPU, or over
+    /// the mock device if `mock` (the KUnit suites: its leases run for
+    /// their jobs' [`JobSpec::mock_cycles`] and interpret nothing).
+    pub(crate) fn new_on(
+        topology: Topology,
+        params: DispatchParams,
+        sched: SchedParams,
+        memory: Arc<DeviceMemory>,
+        phase_one: PhaseOneParams,
+        tiles: KBox<TileAccount>,
+        mock: bool,
     ) -> Result<Arc<Self>> {
         let n_units = topology.total_units() as usize;
         let n_modules = topology.modules as usize;
@@ -675,6 +699,16 @@ impl Engine {
         }
         let scratch = Scratch::with_capacity(0)?;
         let (tile_topology, power_model) = (*tiles.topology(), *tiles.model());
+        let gpu = match mock {
+            false => Gpu::Virtual(KBox::pin_init(
+                Executor::new(wave_slots, CycleCosts::DEFAULT)?,
+                GFP_KERNEL,
+            )?),
+            true => Gpu::Mock(KBox::pin_init(
+                MockExecutor::new(wave_slots, topology, CycleCosts::DEFAULT)?,
+                GFP_KERNEL,
+            )?),
+        };
         let state = EngineState {
             next_job_id: 1,
             queues: KVVec::new(),
@@ -732,7 +766,7 @@ impl Engine {
             .ok_or(EINVAL)?
             .with_summaries(&mut r.summaries)
             .summarize();
-        Arc::pin_init(
+        let engine = Arc::pin_init(
             try_pin_init!(Self {
                 topology,
                 params,
@@ -761,11 +795,16 @@ impl Engine {
                 cleanup <- new_work!("vgsched::Engine::cleanup"),
                 memory_work <- new_work!("vgsched::Engine::memory_work"),
                 timer <- HrTimer::new(),
-                exec <- Executor::new(wave_slots, CycleCosts::DEFAULT)?,
+                exec: gpu,
                 gpu_work <- new_work!("vgsched::Engine::gpu_work"),
             }),
             GFP_KERNEL,
-        )
+        )?;
+        // The mock's interrupt line, until the engine shuts down.
+        if let Some(mock) = engine.exec.mock() {
+            mock.connect(engine.clone());
+        }
+        Ok(engine)
     }
 
     /// Takes the engine lock; how long it is held is measured, and where
@@ -902,6 +941,11 @@ impl Engine {
         self.exec.costs()
     }
 
+    /// The device the engine drives (the KUnit suites look at the mock).
+    pub(crate) fn gpu(&self) -> &Gpu {
+        &self.exec
+    }
+
     /// Queues the engine's work item (a no-op if it is already queued, or
     /// once shut down).
     fn kick(this: ArcBorrow<'_, Self>) {
@@ -912,9 +956,9 @@ impl Engine {
         }
     }
 
-    /// Queues the executor's work item (a no-op if it is already queued,
-    /// or once shut down).
-    fn kick_gpu(this: ArcBorrow<'_, Self>) {
+    /// Queues the device's work item (a no-op if it is already queued, or
+    /// once shut down): the mock's interrupt does too.
+    pub(crate) fn kick_gpu(this: ArcBorrow<'_, Self>) {
         let stopped = this.stopped.lock();
         if !*stopped {
             // Already queued: the queued run finds the new lease too.

@@ -76,6 +76,13 @@ int vgsched_fence_status(struct dma_fence *fence)
 	return dma_fence_get_status(fence);
 }
 
+s64 vgsched_fence_signalled_at(struct dma_fence *fence)
+{
+	if (!test_bit(DMA_FENCE_FLAG_SIGNALED_BIT, &fence->flags))
+		return -1;
+	return ktime_to_ns(dma_fence_timestamp(fence));
+}
+
 long vgsched_timeout_jiffies(u64 timeout_ns)
 {
 	/*

@@ -19,6 +19,7 @@ struct dma_fence *vgsched_fence_get(struct dma_fence *fence);
 void vgsched_fence_put(struct dma_fence *fence);
 void vgsched_fence_signal(struct dma_fence *fence, int error);
 int vgsched_fence_status(struct dma_fence *fence);
+s64 vgsched_fence_signalled_at(struct dma_fence *fence);
 long vgsched_fence_wait(struct dma_fence *fence, u64 timeout_ns);
 long vgsched_fence_wait_until(struct dma_fence *fence, u64 deadline_ns);
 struct dma_fence *vgsched_sync_file_fence(int fd);

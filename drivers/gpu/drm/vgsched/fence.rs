@@ -67,6 +67,7 @@ extern "C" {
     fn vgsched_fence_put(fence: *mut bindings::dma_fence);
     fn vgsched_fence_signal(fence: *mut bindings::dma_fence, error: c_int);
     fn vgsched_fence_status(fence: *mut bindings::dma_fence) -> c_int;
+    fn vgsched_fence_signalled_at(fence: *mut bindings::dma_fence) -> i64;
     fn vgsched_fence_wait(fence: *mut bindings::dma_fence, timeout_ns: u64) -> c_long;
     fn vgsched_fence_wait_until(fence: *mut bindings::dma_fence, deadline_ns: u64) -> c_long;
     fn vgsched_sync_file_fence(fd: c_int) -> *mut bindings::dma_fence;
@@ -186,6 +187,13 @@ impl Fence {
     pub(crate) fn status(&self) -> i32 {
         // SAFETY: By the type invariant the fence is live.
         unsafe { vgsched_fence_status(self.ptr.as_ptr()) }
+    }
+
+    /// When it signalled, on `CLOCK_MONOTONIC` (`None` while pending).
+    pub(crate) fn signalled_at_ns(&self) -> Option<u64> {
+        // SAFETY: By the type invariant the fence is live.
+        let at = unsafe { vgsched_fence_signalled_at(self.ptr.as_ptr()) };
+        u64::try_from(at).ok()
     }
 
     /// Waits, interruptibly, at most `timeout_ns` for the fence to signal.

@@ -98,6 +98,10 @@ pub(crate) struct JobSpec {
     /// Those tiles, charged to the project member whose file submitted
     /// it (`projects.rs`), until the job is dropped.
     pub(crate) charge: Option<Charge>,
+    /// How many cycles each of its waves runs on a device that does not
+    /// interpret (the mock, [`crate::gpu::mock`]): set only by in-kernel
+    /// tests; 0 from the uAPI (the virtual GPU interprets the program).
+    pub(crate) mock_cycles: u64,
 }
 
 /// [`Memory`] over the device copies of a job's bound buffer objects, by

@@ -851,3 +851,466 @@ mod index_set {
         assert!(set.contains(7) && !set.contains(3) && !set.contains(12));
     }
 }
+
+/// What the suites of the scheduler over the mock device share: an engine
+/// built as the module builds its own, but over the mock
+/// ([`crate::gpu::mock`], its jobs end after a given time, nothing is
+/// interpreted), its contexts and jobs made through the engine's own entry
+/// points (not the ioctls). The cases follow drm_sched's own KUnit suites
+/// (`tests_basic.c`, `tests_scheduler.c`) where they apply, and add slots,
+/// slices and preemption.
+mod rig {
+    use kernel::{
+        prelude::*,
+        sync::Arc,
+        time::{
+            delay::fsleep,
+            Delta, //
+        }, //
+    };
+
+    use crate::{
+        context::{
+            monotonic_ns,
+            Context,
+            PRIORITY_NORMAL_FIRST, //
+        },
+        engine::Engine,
+        fence::Fence,
+        job::{
+            Bindings,
+            JobSpec, //
+        },
+        vgsched_core::{
+            context_switch::{
+                SchedParamValues,
+                SchedParams, //
+            },
+            dispatch::DispatchParams,
+            grid::Grid,
+            isa::{
+                Instr,
+                Op, //
+            },
+            occupancy::{
+                GroupNeeds,
+                WaveNeeds, //
+            },
+            pipeline::PhaseOneParams,
+            tiles::{
+                PowerModel,
+                TileAccount,
+                TileTopology,
+                DEFAULT_IDLE_DELAY_US,
+                DEFAULT_IDLE_MW,
+                DEFAULT_SLEEP_MW,
+                DEFAULT_WAKE_US, //
+            },
+            topology::Topology, //
+        },
+        vram::DeviceMemory,
+    };
+
+    /// A millisecond, in nanoseconds.
+    pub(super) const MS: u64 = 1_000_000;
+    /// The two priorities the cases use (0 is the highest).
+    pub(super) const HIGH: u32 = PRIORITY_NORMAL_FIRST;
+    pub(super) const LOW: u32 = PRIORITY_NORMAL_FIRST + 4;
+    /// The longest a case waits for a fence.
+    const PATIENCE_NS: u64 = 10_000 * MS;
+
+    /// An engine over the mock, shut down when dropped.
+    pub(super) struct Rig {
+        pub(super) engine: Arc<Engine>,
+        contexts: u32,
+        down: bool,
+    }
+
+    impl Rig {
+        /// An engine of `hw_slots` slots, base slice `time_slice_us` and
+        /// job timeout `job_timeout_ms`, on a 1 MHz clock (a cycle a
+        /// microsecond), over the mock.
+        pub(super) fn new(hw_slots: u32, time_slice_us: u32, job_timeout_ms: u32) -> Result<Self> {
+            let topology = Topology {
+                hw_slots,
+                time_slice_us,
+                job_timeout_ms,
+                clock_khz: 1000,
+                ..Topology::DEFAULT
+            };
+            topology.validate().map_err(|_| EINVAL)?;
+            let tile_topology = TileTopology::from_values(topology.modules, 1, 1, &[], &[], &[])
+                .map_err(|_| EINVAL)?;
+            let model = PowerModel::from_values(
+                &tile_topology,
+                DEFAULT_IDLE_MW.into(),
+                DEFAULT_SLEEP_MW.into(),
+                DEFAULT_IDLE_DELAY_US.into(),
+                DEFAULT_WAKE_US.into(),
+            )
+            .map_err(|_| EINVAL)?;
+            let tiles = KBox::new(
+                TileAccount::new(tile_topology, model, monotonic_ns()),
+                GFP_KERNEL,
+            )?;
+            let sched = SchedParams::from_params(&topology, &SchedParamValues::DEFAULT)
+                .map_err(|_| EINVAL)?;
+            let memory = DeviceMemory::new(4 << 20, 12_000)?;
+            let phase_one = PhaseOneParams::from_values(4, 10).map_err(|_| EINVAL)?;
+            let engine = Engine::new_on(
+                topology,
+                DispatchParams::DEFAULT,
+                sched,
+                memory,
+                phase_one,
+                tiles,
+                true,
+            )?;
+            Ok(Self {
+                engine,
+                contexts: 0,
+                down: false,
+            })
+        }
+
+        /// A new context of `priority`, known to the engine.
+        pub(super) fn context(&mut self, priority: u32) -> Result<Arc<Context>> {
+            self.contexts += 1;
+            let ctx = Context::new(priority, 0, self.contexts, None)?;
+            self.engine.register_context(&ctx)?;
+            Ok(ctx)
+        }
+
+        /// Queues on `ctx` a job of one wave that runs `ms` milliseconds
+        /// once it has begun, after `in_fence` if given; its fence.
+        pub(super) fn submit(
+            &self,
+            ctx: &Arc<Context>,
+            ms: u64,
+            in_fence: Option<&Fence>,
+        ) -> Result<Fence> {
+            let spec = job(ms * 1000, in_fence.cloned())?;
+            let (_, fence, _, make_room) = Engine::submit(self.engine.as_arc_borrow(), ctx, spec)?;
+            if make_room {
+                Engine::make_room(self.engine.as_arc_borrow(), ctx);
+            }
+            Ok(fence)
+        }
+
+        /// Leases the mock has out.
+        pub(super) fn leases_out(&self) -> usize {
+            self.engine.gpu().mock().map_or(0, |m| m.leases_out())
+        }
+
+        /// Shuts the engine down (once).
+        pub(super) fn shut_down(&mut self) {
+            if !self.down {
+                self.down = true;
+                self.engine.shut_down();
+            }
+        }
+    }
+
+    impl Drop for Rig {
+        fn drop(&mut self) {
+            self.shut_down();
+        }
+    }
+
+    /// A job of one wave, one thread, that ends at once when interpreted
+    /// and runs `cycles` on the mock.
+    fn job(cycles: u64, in_fence: Option<Fence>) -> Result<JobSpec> {
+        let mut program = KVec::with_capacity(1, GFP_KERNEL)?;
+        program.push(
+            Instr {
+                op: Op::End,
+                rd: 0,
+                ra: 0,
+                rb: 0,
+                imm: 0,
+            },
+            GFP_KERNEL,
+        )?;
+        Ok(JobSpec {
+            program: Arc::new(program, GFP_KERNEL)?,
+            bindings: Bindings::default(),
+            grid: Grid {
+                groups: 1,
+                waves_per_group: 1,
+                threads_per_wave: 1,
+            },
+            needs: GroupNeeds {
+                waves: 1,
+                wave: WaveNeeds { vgpr: 1, sgpr: 1 },
+                shared: 0,
+            },
+            independent: false,
+            band: 0,
+            in_fence,
+            deps: None,
+            want_out_fence: false,
+            scratch: 0,
+            tiles: 1,
+            allowed_tiles: 1,
+            charge: None,
+            mock_cycles: cycles,
+        })
+    }
+
+    /// Waits (at most [`PATIENCE_NS`]) for `fence`; its status then (0:
+    /// it never signalled).
+    pub(super) fn wait(fence: &Fence) -> i32 {
+        let _ = fence.wait(PATIENCE_NS);
+        fence.status()
+    }
+
+    /// When `fence` signalled (`u64::MAX`: it did not).
+    pub(super) fn at(fence: &Fence) -> u64 {
+        fence.signalled_at_ns().unwrap_or(u64::MAX)
+    }
+
+    /// Sleeps `ms` milliseconds.
+    pub(super) fn sleep_ms(ms: u64) {
+        fsleep(Delta::from_millis(ms as i64));
+    }
+
+    /// Waits (at most [`PATIENCE_NS`], a millisecond at a time) until
+    /// `done`; whether it came.
+    pub(super) fn until(mut done: impl FnMut() -> bool) -> bool {
+        let deadline = monotonic_ns() + PATIENCE_NS;
+        while !done() {
+            if monotonic_ns() > deadline {
+                return false;
+            }
+            sleep_ms(1);
+        }
+        true
+    }
+}
+
+/// The scheduler over the mock: ordering, priorities, dependencies,
+/// timeouts, cancellation and teardown with jobs in flight.
+#[kernel::macros::kunit_tests(vgsched_sched_mock)]
+mod sched_mock {
+    use super::rig::{
+        at,
+        sleep_ms,
+        until,
+        wait,
+        Rig,
+        HIGH,
+        LOW,
+        MS, //
+    };
+    use crate::{
+        context::monotonic_ns,
+        engine::Engine,
+        fence::{
+            new_timeline,
+            Fence, //
+        },
+    };
+    use kernel::prelude::*;
+
+    #[test]
+    fn jobs_of_a_context_end_in_order() -> Result {
+        let mut rig = Rig::new(8, 10_000, 2000)?;
+        let ctx = rig.context(LOW)?;
+        let start = monotonic_ns();
+        let a = rig.submit(&ctx, 20, None)?;
+        let b = rig.submit(&ctx, 20, None)?;
+        let c = rig.submit(&ctx, 20, None)?;
+        assert_eq!(wait(&c), 1);
+        assert_eq!(a.status(), 1);
+        assert_eq!(b.status(), 1);
+        assert!(at(&a) < at(&b));
+        assert!(at(&b) < at(&c));
+        // One after the other, not side by side (eight slots are free).
+        assert!(at(&c) >= start + 60 * MS);
+        Ok(())
+    }
+
+    #[test]
+    fn a_higher_priority_context_runs_first() -> Result {
+        let mut rig = Rig::new(1, 10_000, 2000)?;
+        // The low one first: it would win a tie.
+        let low = rig.context(LOW)?;
+        let high = rig.context(HIGH)?;
+        let gate = Fence::new(new_timeline(), 1)?;
+        let l = rig.submit(&low, 10, Some(&gate))?;
+        let h = rig.submit(&high, 10, Some(&gate))?;
+        sleep_ms(5);
+        gate.signal(0);
+        assert_eq!(wait(&l), 1);
+        assert_eq!(wait(&h), 1);
+        // The low job ran only once the high one had ended.
+        assert!(at(&h) + 10 * MS <= at(&l));
+        Ok(())
+    }
+
+    #[test]
+    fn a_job_waits_for_its_in_fence() -> Result {
+        let mut rig = Rig::new(8, 10_000, 2000)?;
+        let ctx = rig.context(LOW)?;
+        let gate = Fence::new(new_timeline(), 1)?;
+        let j = rig.submit(&ctx, 2, Some(&gate))?;
+        sleep_ms(30);
+        assert_eq!(j.status(), 0);
+        let opened = monotonic_ns();
+        gate.signal(0);
+        assert_eq!(wait(&j), 1);
+        assert!(at(&j) >= opened + 2 * MS);
+        // A failed in-fence cancels the job, which never runs.
+        let failed = Fence::new(new_timeline(), 1)?;
+        let k = rig.submit(&ctx, 2, Some(&failed))?;
+        failed.signal(EIO.to_errno());
+        assert_eq!(wait(&k), ECANCELED.to_errno());
+        // Across contexts: a job after another context's job.
+        let other = rig.context(LOW)?;
+        let first = rig.submit(&ctx, 20, None)?;
+        let second = rig.submit(&other, 1, Some(&first))?;
+        assert_eq!(wait(&second), 1);
+        assert_eq!(first.status(), 1);
+        assert!(at(&second) >= at(&first) + MS);
+        Ok(())
+    }
+
+    #[test]
+    fn a_job_past_the_timeout_hangs_and_its_queue_is_cancelled() -> Result {
+        let mut rig = Rig::new(8, 10_000, 50)?;
+        let ctx = rig.context(LOW)?;
+        let other = rig.context(LOW)?;
+        let start = monotonic_ns();
+        let hung = rig.submit(&ctx, 2000, None)?;
+        let behind = [rig.submit(&ctx, 1, None)?, rig.submit(&ctx, 1, None)?];
+        let fine = rig.submit(&other, 5, None)?;
+        assert_eq!(wait(&hung), ETIME.to_errno());
+        for f in &behind {
+            assert_eq!(wait(f), ECANCELED.to_errno());
+        }
+        assert_eq!(wait(&fine), 1);
+        // Stopped at the timeout, long before its own end.
+        assert!(at(&hung) >= start + 50 * MS);
+        assert!(at(&hung) < start + 1000 * MS);
+        assert!(rig.engine.context_stats(&ctx)?.guilty);
+        assert!(!rig.engine.context_stats(&other)?.guilty);
+        // A guilty context takes no more work.
+        assert_eq!(rig.submit(&ctx, 1, None).err(), Some(ECANCELED));
+        Ok(())
+    }
+
+    #[test]
+    fn destroying_a_context_cancels_its_jobs_in_flight() -> Result {
+        let mut rig = Rig::new(8, 10_000, 2000)?;
+        let avail = rig.engine.device_memory().avail();
+        let ctx = rig.context(LOW)?;
+        let running = rig.submit(&ctx, 1000, None)?;
+        let queued = [rig.submit(&ctx, 1000, None)?, rig.submit(&ctx, 1000, None)?];
+        // Its first job is on the device.
+        assert!(until(|| rig.leases_out() > 0));
+        Engine::cancel_context(rig.engine.as_arc_borrow(), &ctx);
+        assert_eq!(running.status(), ECANCELED.to_errno());
+        for f in &queued {
+            assert_eq!(f.status(), ECANCELED.to_errno());
+        }
+        // Nothing of it is left: no lease, no record, no device memory.
+        assert_eq!(rig.leases_out(), 0);
+        assert_eq!(rig.engine.context_stats(&ctx).err(), Some(ENOENT));
+        assert!(until(|| rig.engine.device_memory().avail() == avail));
+        // The device goes on.
+        let next = rig.context(LOW)?;
+        let j = rig.submit(&next, 1, None)?;
+        assert_eq!(wait(&j), 1);
+        Ok(())
+    }
+
+    #[test]
+    fn shutting_down_with_jobs_in_flight_signals_every_fence() -> Result {
+        // Two slots, two contexts of one level: both on the device.
+        let mut rig = Rig::new(2, 10_000, 2000)?;
+        let a = rig.context(LOW)?;
+        let b = rig.context(LOW)?;
+        let gate = Fence::new(new_timeline(), 1)?;
+        let fences = [
+            rig.submit(&a, 1000, None)?,
+            rig.submit(&a, 1000, None)?,
+            rig.submit(&b, 1000, None)?,
+            rig.submit(&b, 1, Some(&gate))?,
+        ];
+        assert!(until(|| rig.leases_out() >= 2));
+        rig.shut_down();
+        for f in &fences {
+            assert_eq!(f.status(), ECANCELED.to_errno());
+        }
+        assert_eq!(rig.submit(&a, 1, None).err(), Some(ENODEV));
+        gate.signal(0);
+        Ok(())
+    }
+}
+
+/// The scheduler over the mock: hardware slots, time slices and
+/// preemption.
+#[kernel::macros::kunit_tests(vgsched_sched_mock_slots)]
+mod sched_mock_slots {
+    use super::rig::{
+        at,
+        sleep_ms,
+        until,
+        wait,
+        Rig,
+        HIGH,
+        LOW,
+        MS, //
+    };
+    use crate::{
+        context::monotonic_ns,
+        fence::{
+            new_timeline,
+            Fence, //
+        },
+    };
+    use kernel::prelude::*;
+
+    #[test]
+    fn one_slot_is_shared_by_time_slices() -> Result {
+        // A 5 ms base slice.
+        let mut rig = Rig::new(1, 5_000, 2000)?;
+        let a = rig.context(LOW)?;
+        let b = rig.context(LOW)?;
+        let gate = Fence::new(new_timeline(), 1)?;
+        let fa = rig.submit(&a, 40, Some(&gate))?;
+        let fb = rig.submit(&b, 40, Some(&gate))?;
+        sleep_ms(5);
+        let start = monotonic_ns();
+        gate.signal(0);
+        assert_eq!(wait(&fa), 1);
+        assert_eq!(wait(&fb), 1);
+        // One slot: 80 ms of work in all, one at a time.
+        assert!(at(&fa).max(at(&fb)) >= start + 80 * MS);
+        // In turns: neither ran its 40 ms alone first.
+        assert!(at(&fa).min(at(&fb)) >= start + 60 * MS);
+        let (sa, sb) = (rig.engine.context_stats(&a)?, rig.engine.context_stats(&b)?);
+        assert!(sa.slices >= 2);
+        assert!(sb.slices >= 2);
+        assert!(sa.preemptions + sb.preemptions >= 2);
+        Ok(())
+    }
+
+    #[test]
+    fn a_higher_priority_context_preempts_a_running_one() -> Result {
+        let mut rig = Rig::new(1, 10_000, 2000)?;
+        let low = rig.context(LOW)?;
+        let high = rig.context(HIGH)?;
+        let l = rig.submit(&low, 1000, None)?;
+        assert!(until(|| rig.leases_out() > 0));
+        let start = monotonic_ns();
+        let h = rig.submit(&high, 10, None)?;
+        assert_eq!(wait(&h), 1);
+        assert_eq!(wait(&l), 1);
+        // It did not wait for the low job's end.
+        assert!(at(&h) < at(&l));
+        assert!(at(&h) < start + 500 * MS);
+        assert!(rig.engine.context_stats(&low)?.preemptions >= 1);
+        Ok(())
+    }
+}

@@ -134,6 +134,7 @@ impl Submission {
             tiles: args.tiles.max(1),
             allowed_tiles,
             charge: None,
+            mock_cycles: 0,
         };
         Ok(Self { spec, usage })
     }

@@ -33,7 +33,10 @@ use super::{
     },
     Engine, //
 };
-use crate::gpu::exec::ExecStats;
+use crate::gpu::{
+    exec::ExecStats,
+    Backend, //
+};
 use crate::vgsched_core::{
     exec::Counters,
     isa::NUM_CLASSES,

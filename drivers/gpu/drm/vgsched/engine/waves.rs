@@ -43,11 +43,14 @@ use super::{
 };
 use crate::{
     context::Context,
-    gpu::exec::{
-        ChunkOrder,
-        Lease,
-        Recall,
-        Rewind, //
+    gpu::{
+        exec::{
+            ChunkOrder,
+            Lease,
+            Recall,
+            Rewind, //
+        },
+        Backend, //
     },
     job::BoMemory,
     vgsched_core::{
@@ -275,7 +278,7 @@ impl Engine {
     /// interpreted again only up to `now`, where the wave is then saved.
     /// The context's runtime counted past `now` for them is taken back. A
     /// wave whose chunk the executor has is cut at `now`
-    /// ([`crate::gpu::exec::Executor::cut`]) and, if it ran past `now`
+    /// ([`crate::gpu::Backend::cut`]) and, if it ran past `now`
     /// before the cut reached it, taken back when it comes back only if it
     /// is its job's one wave ([`Engine::cut_chunk`]); else it runs on to
     /// its point. A wave whose chunk cannot be taken back (its undo log
@@ -607,6 +610,7 @@ impl Engine {
             cycles: w.cycles,
             until,
             limit: self.topology.timeout_cycles(),
+            duration: job.spec.mock_cycles,
         };
         // SAFETY: The job's copies stay held and alive while the lease is
         // out: the wave is not retired before the lease is back (it stays

@@ -16,10 +16,14 @@
 //!
 //! Two commands act on a lease that is out: a cut (the wave's context lost
 //! its slot and preemption is at once: its horizon comes down to the
-//! eviction, [`Executor::cut`]) and a recall (its context is being
-//! cancelled: it comes back as it is, [`Executor::recall`]). Both act at
+//! eviction, [`Backend::cut`]) and a recall (its context is being
+//! cancelled: it comes back as it is, [`Backend::recall`]). Both act at
 //! once on a lease that waits its turn and at the end of its piece on the
 //! one being interpreted.
+//!
+//! The executor is the virtual GPU's implementation of the command
+//! interface the scheduler is written against ([`Backend`]); the mock
+//! ([`super::mock`]) is the other.
 
 use kernel::{
     new_spinlock,
@@ -34,6 +38,7 @@ use kernel::{
     warn_on, //
 };
 
+use super::Backend;
 use crate::{
     context::monotonic_ns,
     engine::sync::{
@@ -193,15 +198,15 @@ impl Rewind {
 /// # Invariants
 ///
 /// Until the lease is handed back or the executor is drained
-/// ([`Executor::drain`]), `pins` points to the bound copies of the wave's
+/// ([`Backend::drain`]), `pins` points to the bound copies of the wave's
 /// job, an allocation of their own that stays alive, held and unchanged
 /// but for device words (atomics): the engine takes only shared
 /// references to it while a lease of the job is out, and does not finish,
 /// cancel or drop a job one of whose waves has a lease out
-/// ([`Executor::recall`] brings one back first).
+/// ([`Backend::recall`] brings one back first).
 pub(crate) struct Lease {
-    /// Given by [`Executor::submit`].
-    id: u64,
+    /// Given by the device it was submitted to ([`Backend::submit`]).
+    pub(super) id: u64,
     program: Program,
     grid: Grid,
     group: u32,
@@ -212,15 +217,18 @@ pub(crate) struct Lease {
     /// What taking the chunk back needs, if the wave has one.
     rewind: Option<Rewind>,
     /// The horizon, in the wave's cycles.
-    until: u64,
+    pub(super) until: u64,
     /// The cycle limit past which the wave hangs.
-    limit: u64,
+    pub(super) limit: u64,
     /// The wave's cycles so far.
-    cycles: u64,
+    pub(super) cycles: u64,
+    /// The wave's whole run, in cycles, for a device that does not
+    /// interpret ([`super::mock`]); the virtual GPU ignores it.
+    pub(super) duration: u64,
     /// The wave ended (`None`: it is still running).
-    end: Option<WaveEnd>,
+    pub(super) end: Option<WaveEnd>,
     /// Nothing is left to interpret up to the horizon.
-    complete: bool,
+    pub(super) complete: bool,
     /// Instructions interpreted under this lease, per class.
     counters: Counters,
 }
@@ -261,6 +269,9 @@ pub(crate) struct ChunkOrder<'a> {
     /// The horizon and the hang limit, in the wave's cycles.
     pub(crate) until: u64,
     pub(crate) limit: u64,
+    /// The wave's whole run in cycles, for a device that does not
+    /// interpret ([`crate::job::JobSpec::mock_cycles`]).
+    pub(crate) duration: u64,
 }
 
 impl Lease {
@@ -291,6 +302,7 @@ impl Lease {
             until: order.until,
             limit: order.limit,
             cycles: order.cycles,
+            duration: order.duration,
             end: None,
             complete: false,
             counters: Counters::default(),
@@ -375,7 +387,7 @@ impl Lease {
         }
     }
 
-    /// Its id ([`Executor::submit`]).
+    /// Its id ([`Backend::submit`]).
     pub(crate) fn id(&self) -> u64 {
         self.id
     }
@@ -383,7 +395,7 @@ impl Lease {
 
 /// A first-in, first-out queue of leases, of fixed capacity: the core
 /// crate's [`CoreRing`] over preallocated slots.
-struct Ring {
+pub(super) struct Ring {
     slots: KVec<Option<Lease>>,
     ring: CoreRing,
 }
@@ -392,7 +404,7 @@ struct Ring {
 // there may allocate); one that does not fit is handed back whole.
 #[expect(clippy::result_large_err)]
 impl Ring {
-    fn with_capacity(n: usize) -> Result<Self> {
+    pub(super) fn with_capacity(n: usize) -> Result<Self> {
         let mut slots = KVec::with_capacity(n, GFP_KERNEL)?;
         for _ in 0..n {
             slots.push(None, GFP_KERNEL)?;
@@ -404,22 +416,22 @@ impl Ring {
     }
 
     /// Leases queued.
-    fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.ring.len()
     }
 
     /// Queues `lease` first; hands it back if there is no room.
-    fn push_front(&mut self, lease: Lease) -> Result<(), Lease> {
+    pub(super) fn push_front(&mut self, lease: Lease) -> Result<(), Lease> {
         self.ring.push_front(&mut self.slots, lease)
     }
 
     /// Queues `lease` last; hands it back if there is no room.
-    fn push(&mut self, lease: Lease) -> Result<(), Lease> {
+    pub(super) fn push(&mut self, lease: Lease) -> Result<(), Lease> {
         self.ring.push_back(&mut self.slots, lease)
     }
 
     /// Takes the first lease.
-    fn pop(&mut self) -> Option<Lease> {
+    pub(super) fn pop(&mut self) -> Option<Lease> {
         self.ring.pop_front(&mut self.slots)
     }
 
@@ -502,7 +514,7 @@ pub(crate) struct Executor {
     state: SpinLock<ExecState>,
 }
 
-/// What the executor has done since load ([`Executor::stats`]).
+/// What a device has done since load ([`Backend::stats`]).
 #[derive(Clone, Copy, Default)]
 pub(crate) struct ExecStats {
     /// Instructions interpreted.
@@ -547,17 +559,20 @@ impl Executor {
             state <- new_spinlock!(state, "vgsched::Executor::state"),
         }))
     }
+}
 
+/// The virtual GPU's side of the command interface: see [`Backend`] for
+/// who gives each command, and from where.
+impl Backend for Executor {
     /// The executor's work queue, where its work item runs.
-    pub(crate) fn queue(&self) -> &kernel::workqueue::Queue {
+    fn queue(&self) -> &kernel::workqueue::Queue {
         self.wq.queue()
     }
 
     /// Hands `lease` to the executor; returns its id. The caller queues
     /// the work item. Fails (handing the lease back) only if the executor
     /// has no room, which one lease per wave slot cannot make happen.
-    #[expect(clippy::result_large_err)]
-    pub(crate) fn submit(&self, mut lease: Lease) -> Result<u64, Lease> {
+    fn submit(&self, mut lease: Lease) -> Result<u64, Lease> {
         let mut st = self.state.lock();
         lease.id = st.next_id;
         st.next_id = st.next_id.wrapping_add(1).max(1);
@@ -569,7 +584,7 @@ impl Executor {
     /// once): at once if it waits its turn, when its piece ends if it is
     /// in hand; nothing if it is already back. A cut lease waiting its
     /// turn goes first: its wave is what the preempting context waits for.
-    pub(crate) fn cut(&self, id: u64, until: u64) {
+    fn cut(&self, id: u64, until: u64) {
         let mut st = self.state.lock();
         if st.in_hand == id {
             st.cut = Some(st.cut.map_or(until, |c| c.min(until)));
@@ -581,7 +596,7 @@ impl Executor {
     }
 
     /// Brings lease `id` back as it is, interpreted or not.
-    pub(crate) fn recall(&self, id: u64) -> Recall {
+    fn recall(&self, id: u64) -> Recall {
         let mut st = self.state.lock();
         if st.in_hand == id {
             st.recall = true;
@@ -595,24 +610,24 @@ impl Executor {
     }
 
     /// Takes the next lease handed back, if any.
-    pub(crate) fn take_done(&self) -> Option<Lease> {
+    fn take_done(&self) -> Option<Lease> {
         self.state.lock().done.pop()
     }
 
     /// The cycle cost per instruction class.
-    pub(crate) fn costs(&self) -> &CycleCosts {
+    fn costs(&self) -> &CycleCosts {
         &self.costs
     }
 
     /// Forgets the longest piece: from now on [`ExecStats::piece_max_ns`]
     /// is the longest since this call (with the engine's lock-hold
     /// measurement, a debugfs write).
-    pub(crate) fn reset_piece_max(&self) {
+    fn reset_piece_max(&self) {
         self.piece_max_ns.store(0, ordering::Relaxed);
     }
 
     /// What the executor has done since load.
-    pub(crate) fn stats(&self) -> ExecStats {
+    fn stats(&self) -> ExecStats {
         ExecStats {
             instructions: self.instructions.load(ordering::Relaxed),
             pieces: self.pieces.load(ordering::Relaxed),
@@ -623,8 +638,8 @@ impl Executor {
 
     /// No more interpretation, from the next piece on: the device is going
     /// away. The caller then waits for the work item, then drains the
-    /// executor ([`Executor::drain`]).
-    pub(crate) fn close(&self) {
+    /// executor ([`Backend::drain`]).
+    fn close(&self) {
         self.closed.store(true, ordering::Release);
     }
 
@@ -633,7 +648,7 @@ impl Executor {
     /// a job any more, and the jobs may go. Called by the engine's
     /// shut-down without any lock held; the leases are dropped one at a
     /// time outside the executor's lock.
-    pub(crate) fn drain(&self) {
+    fn drain(&self) {
         loop {
             let lease = {
                 let mut st = self.state.lock();
@@ -655,7 +670,7 @@ impl Executor {
     /// `cond_resched()`). The fence-signalling path: it allocates nothing,
     /// and takes no lock but the executor's and what `handed_back` takes
     /// (the engine's `stopped` spinlock, to queue the step).
-    pub(crate) fn run(&self, mut handed_back: impl FnMut()) -> bool {
+    fn run(&self, mut handed_back: impl FnMut()) -> bool {
         let _signalling = Signalling::begin();
         let round = self.state.lock().pending.len();
         for _ in 0..round {
