@@ -109,4 +109,6 @@ for key in bench.cpu_pct bench.host_ref_ns bench.guest_ref_ns prod.bench.guest_r
 	engine.lock_hold_max_us.short engine.lock_hold_max_us.long; do
 	grep -q "\"$key\"" "$json" || die "$key missing from $json"
 done
+step "the goals, side by side"
+python3 "$TOP/scripts/bench_goals.py" "$json" | tee -a "$report"
 step "reports written to $report and $json ($((SECONDS - t0)) s)"

@@ -21,7 +21,15 @@
  *    submitted before the 4 KiB one, would take from what the waiter
  *    needs and is not prepared while it waits (and the waiter is not
  *    tried again in a loop meanwhile); once the long job's context is destroyed, the waiter is
- *    prepared first and both big jobs end with status 0, results exact.
+ *    prepared first and both big jobs end with status 0, results exact;
+ *  - a_wide_group_is_placed_beside_a_stream_of_narrow_ones: one client's
+ *    job of 46 080 one-wave work-groups of 10-25 ms (by group, so they end
+ *    one at a time) keeps the 256 wave slots nearly full for about 3 s of
+ *    modeled time; another client's work-group of 64 waves needs every
+ *    wave slot of a module at once, which the stream takes one by one as
+ *    they free. Its head claims a module after a time
+ *    slice (design.rst, Work-group dispatch); it ends with status 0,
+ *    exact, while the stream has had less than half of its device time.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -296,6 +304,81 @@ TEST_F_TIMEOUT(live, a_small_job_passes_a_job_waiting_for_memory, 90)
 	EXPECT_EQ(0, vgsched_ctx_destroy(self->fd[0], a2));
 	EXPECT_EQ(0, vgsched_ctx_destroy(self->fd[1], b));
 	EXPECT_EQ(0, vgsched_ctx_destroy(self->fd[2], c));
+}
+
+/* Work-groups of the narrow stream: 180 rounds of the 256 wave slots. */
+#define NARROW_GROUPS (256 * 180)
+/* Waves of the wide work-group: every wave slot of a module. */
+#define WIDE_WAVES 64
+
+/*
+ * Every thread loops 10 + (group id mod 16) ms of modeled time (the slow
+ * loop of vg_prog_slow_store), then stores its global id into binding 0.
+ */
+static unsigned int prog_staggered(__u64 *p)
+{
+	unsigned int n = 0;
+
+	p[n++] = vg_instr(DRM_VGSCHED_OP_SREG, 1, 0, 0, DRM_VGSCHED_SREG_GROUP_ID);
+	p[n++] = vg_instr(DRM_VGSCHED_OP_MOVI, 2, 0, 0, 15);
+	p[n++] = vg_instr(DRM_VGSCHED_OP_AND, 1, 1, 2, 0);
+	p[n++] = vg_instr(DRM_VGSCHED_OP_MOVI, 3, 0, 0, LOOPS_FOR_MS(1));
+	p[n++] = vg_instr(DRM_VGSCHED_OP_MUL, 1, 1, 3, 0);
+	p[n++] = vg_instr(DRM_VGSCHED_OP_ADDI, 0, 1, 0, LOOPS_FOR_MS(10));
+	for (int i = 0; i < 4; i++)
+		p[n++] = vg_instr(DRM_VGSCHED_OP_LD, 2, 4, 0, 0);			/* 6-9: loop */
+	p[n++] = vg_instr(DRM_VGSCHED_OP_ADDI, 0, 0, 0, -1);
+	p[n++] = vg_instr(DRM_VGSCHED_OP_BRNZ, 0, 0, 0, 6);
+	p[n++] = vg_instr(DRM_VGSCHED_OP_SREG, 1, 0, 0, DRM_VGSCHED_SREG_GLOBAL_ID);
+	p[n++] = vg_instr(DRM_VGSCHED_OP_ST, 1, 1, 0, 0);
+	p[n++] = vg_instr(DRM_VGSCHED_OP_END, 0, 0, 0, 0);
+	return n;
+}
+
+TEST_F_TIMEOUT(live, a_wide_group_is_placed_beside_a_stream_of_narrow_ones, 120)
+{
+	__u32 a = vgsched_ctx_create(self->fd[0], 8), b = vgsched_ctx_create(self->fd[1], 8);
+	struct drm_vgsched_ctx_query q;
+	struct vg_buf prog, out;
+	struct ljob wide;
+	__u64 words[32];
+	unsigned int len = prog_staggered(words);
+	long long claims;
+
+	ASSERT_NE(0, a);
+	ASSERT_NE(0, b);
+	ASSERT_EQ(0, vg_program(self->fd[0], words, len, &prog));
+	ASSERT_EQ(0, vg_buf_create(self->fd[0], NARROW_GROUPS * 4, &out));
+	struct drm_vgsched_submit narrow = vg_job(a, &prog, len, &out.handle, 1, NARROW_GROUPS, 1, 1);
+
+	narrow.vgpr_blocks = 1;
+	narrow.sgpr_blocks = 1;
+	narrow.shared_mem_blocks = 0;
+	ASSERT_EQ(0, vgsched_submit(self->fd[0], &narrow));
+	/* The wide group: 64 one-thread waves, 1 ms: a whole module. */
+	ASSERT_EQ(0, ljob_init(self->fd[1], &wide, b, 1, 1, NULL));
+	wide.s.waves_per_group = WIDE_WAVES;
+	/* Once the stream has filled the device and its groups end one by one. */
+	usleep(200000);
+	TH_LOG("waves on the device before: %lld", vgsched_state_number(", waves: "));
+	ASSERT_EQ(0, ljob_submit(&wide));
+	ASSERT_EQ(0, ljob_finish(&wide, 60 * VG_SECOND_NS)) TH_LOG("the wide group never ran");
+	ASSERT_EQ(0, vgsched_ctx_query(self->fd[0], a, &q));
+	TH_LOG("the wide group ended %llu ms after its submission, the stream had run %llu ms",
+	       (unsigned long long)(vg_now_ns() - wide.submitted_ns) / MS,
+	       (unsigned long long)q.runtime_ns / MS);
+	for (__u32 i = 0; i < WIDE_WAVES; i++)
+		EXPECT_EQ(i, ((uint32_t *)wide.out.map)[i]);
+	ASSERT_TRUE(still_running(self->fd[0], a, narrow.seqno)) TH_LOG("the stream ended first");
+	/* About 3 s of device time in all: the wide group did not wait for its end. */
+	EXPECT_LT(q.runtime_ns, 1500 * MS);
+	claims = vgsched_state_number(", modules claimed ");
+	EXPECT_GE(claims, 1);
+	ASSERT_EQ(0, vgsched_ctx_destroy(self->fd[0], a));
+	ljob_fini(&wide);
+	vg_buf_destroy(self->fd[0], &prog);
+	vg_buf_destroy(self->fd[0], &out);
+	EXPECT_EQ(0, vgsched_ctx_destroy(self->fd[1], b));
 }
 
 TEST_HARNESS_MAIN

@@ -243,6 +243,54 @@ TEST(jobs_stay_right_under_every_dispatcher_setting)
 	}
 }
 
+/*
+ * backend=1 puts the scheduler over the mock device, for measuring it alone:
+ * jobs are accepted, placed and signalled as on the virtual GPU, with
+ * status 0, but nothing is interpreted, so their buffer is never written;
+ * the state file names the device. Loaded again without it, the same job
+ * writes its buffer.
+ */
+TEST(mock_backend_schedules_jobs_that_compute_nothing)
+{
+	static const char *const params[] = { "backend=1", "backend=0" };
+	static char state[1 << 16];
+	__u64 words[16];
+
+	for (int mock = 1; mock >= 0; mock--) {
+		unsigned int len = vg_prog_busy_store(words, 50);
+		struct vg_buf prog, out;
+		int fd, status = 1;
+		__u32 ctx;
+
+		ASSERT_EQ(0, vgsched_module_load(params[1 - mock]));
+		ASSERT_EQ(0, vgsched_debugfs_read("state", state, sizeof(state)));
+		EXPECT_EQ(mock, strstr(state, "\ndevice: mock (backend=1)\n") != NULL);
+		EXPECT_EQ(!mock, strstr(state, "\ndevice: virtual GPU\n") != NULL);
+		fd = vgsched_open_render_node();
+		ASSERT_GE(fd, 0);
+		ctx = vgsched_ctx_create(fd, 8);
+		ASSERT_NE(0, ctx);
+		ASSERT_EQ(0, vg_program(fd, words, len, &prog));
+		ASSERT_EQ(0, vg_buf_create(fd, 4096, &out));
+		struct drm_vgsched_submit s = vg_job(ctx, &prog, len, &out.handle, 1, 4, 1, 32);
+
+		for (int t = 0; t < 4 * 32; t++)
+			((__u32 *)out.map)[t] = 0xdead;
+		for (int j = 0; j < 8; j++) {
+			ASSERT_EQ(0, vgsched_submit(fd, &s));
+			ASSERT_EQ(0, vgsched_wait(fd, ctx, s.seqno, 60 * VG_SECOND_NS, &status));
+			ASSERT_EQ(0, status);
+		}
+		for (int t = 0; t < 4 * 32; t++) {
+			ASSERT_EQ(mock ? 0xdead : t, ((__u32 *)out.map)[t]) TH_LOG("thread %d", t);
+		}
+		vg_buf_destroy(fd, &prog);
+		vg_buf_destroy(fd, &out);
+		close(fd);
+		ASSERT_EQ(0, vgsched_module_unload());
+	}
+}
+
 /* Waits until @ctx of @fd has @want placements and copies them to @log; returns how many. */
 static int placed(int fd, __u32 ctx, struct vg_placement *log, int max, int want)
 {
@@ -512,6 +560,7 @@ TEST(invalid_parameters_fail_with_einval_and_a_log_line)
 		{ "slice_formula=2", "invalid parameter slice_formula=2 (must be 0..=1)" },
 		{ "preemption_us=99", "invalid parameter preemption_us=99 (must be 100..=1000000)" },
 		{ "preempt_at_once=2", "invalid parameter preempt_at_once=2 (must be 0..=1)" },
+		{ "backend=2", "invalid parameter backend=2 (must be 0..=1)" },
 		{ "vram_mib=0", "invalid parameter vram_mib=0 (must be 1..=1024)" },
 		{ "vram_mib=1025", "invalid parameter vram_mib=1025 (must be 1..=1024)" },
 		{ "vram_bandwidth_mbps=0", "invalid parameter vram_bandwidth_mbps=0 (must be 1..=1000000)" },

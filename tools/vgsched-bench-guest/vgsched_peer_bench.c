@@ -7,6 +7,10 @@
  *
  *   vgsched-peer-bench drm_sched NAME    through /dev/vgsched_peer
  *   vgsched-peer-bench vgsched NAME      through vgsched's render node
+ *   vgsched-peer-bench vgsched_mock NAME through vgsched's render node, the
+ *                                        module loaded over the mock device
+ *                                        (backend=1): the first workload
+ *                                        only, the scheduler alone
  *   vgsched-peer-bench drm_sched_resv NAME
  *                                        through /dev/vgsched_peer, each job
  *                                        writing a buffer of its context as
@@ -21,8 +25,11 @@
  * timer of D µs, on vgsched a one-thread wave looping D modeled µs (1 MHz).
  *
  *   submit     2 000 jobs of no duration on one context, 32 in flight at
- *              most: the mean SUBMIT ioctl, µs, and the scheduler's own
- *              part of it (drm_sched_job_init() to
+ *              most: the mean SUBMIT ioctl, µs, the submitting thread's
+ *              CPU time in it (CLOCK_THREAD_CPUTIME_ID), µs, the CPU time
+ *              every other thread of the guest (the schedulers' work
+ *              items among them) spent meanwhile, per job, µs, and the
+ *              scheduler's own part of the ioctl (drm_sched_job_init() to
  *              drm_sched_entity_push_job(); vgsched's Engine::submit(),
  *              from the debugfs state file), µs; then 1 000 such jobs one
  *              at a time on an idle device: the mean time from SUBMIT to
@@ -35,15 +42,19 @@
  *              apart: the mean wait from its SUBMIT to its job's start, ms
  *              (drm_sched: the ring's start; vgsched: its placement)
  *
- * Prints "KEY = X" for peer.submit_ioctl_us.NAME, peer.sched_submit_us.NAME,
+ * Prints "KEY = X" for peer.submit_ioctl_us.NAME, peer.submit_cpu_us.NAME,
+ * peer.sched_cpu_us_per_job.NAME, peer.sched_submit_us.NAME,
  * peer.submit_overhead_us.NAME (submit to start), peer.jainN.NAME and
- * peer.hiprio_wait_ms.NAME; drm_sched_resv prints the first and the third.
+ * peer.hiprio_wait_ms.NAME; drm_sched_resv prints all but the scheduler's
+ * part, vgsched_mock all of the first workload's.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vgsched_programs.h"
@@ -218,28 +229,96 @@ static __u64 started_ns(__u32 ctx, __u64 submitted)
 	}
 }
 
+/* The calling thread's CPU time, ns. */
+static __u64 thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		DIE("CLOCK_THREAD_CPUTIME_ID: %m");
+	return ts.tv_sec * VG_SECOND_NS + ts.tv_nsec;
+}
+
+/*
+ * The CPU time every thread of the guest but this process's has had, ns:
+ * the sum of their se.sum_exec_runtime (/proc/PID/task/TID/sched, ms with
+ * six decimals). Kernel threads (the work queues' workers among them) are
+ * threads here; interrupts are counted in the thread they interrupt, and
+ * not at all when they interrupt the idle task.
+ */
+static __u64 others_cpu_ns(void)
+{
+	DIR *procs = opendir("/proc");
+	struct dirent *p;
+	__u64 total = 0;
+	pid_t self = getpid();
+
+	if (!procs)
+		DIE("/proc: %m");
+	while ((p = readdir(procs))) {
+		char path[300];
+		struct dirent *t;
+		DIR *tasks;
+
+		if (p->d_name[0] < '0' || p->d_name[0] > '9' || atoi(p->d_name) == self)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/task", p->d_name);
+		tasks = opendir(path);
+		if (!tasks)
+			continue;	/* it has gone */
+		while ((t = readdir(tasks))) {
+			char file[600], line[160];
+			unsigned long long ms, frac;
+			FILE *f;
+
+			if (t->d_name[0] < '0' || t->d_name[0] > '9')
+				continue;
+			snprintf(file, sizeof(file), "/proc/%s/task/%s/sched", p->d_name, t->d_name);
+			f = fopen(file, "r");
+			if (!f)
+				continue;
+			while (fgets(line, sizeof(line), f)) {
+				if (strncmp(line, "se.sum_exec_runtime", 19))
+					continue;
+				if (sscanf(strchr(line, ':') + 1, " %llu.%6llu", &ms, &frac) == 2)
+					total += ms * 1000000 + frac;
+				break;
+			}
+			fclose(f);
+		}
+		closedir(tasks);
+	}
+	closedir(procs);
+	return total;
+}
+
 /*
  * 2 000 jobs of no duration on one context, at most 32 in flight: the mean
- * SUBMIT ioctl, µs.
+ * SUBMIT ioctl, µs; the submitting thread's mean CPU time in it, µs; and
+ * the CPU time of the guest's other threads meanwhile, per job, µs.
  */
-static double submit_ioctl_us(void)
+static void submit_ioctl_us(double *wall, double *cpu, double *others)
 {
 	__u32 ctx = ctx_create(0);
-	__u64 total = 0, seqno = 0;
+	__u64 total = 0, total_cpu = 0, seqno = 0, others0;
 	int n = 2000;
 
+	others0 = others_cpu_ns();
 	for (int i = 0; i < n; i++) {
-		__u64 t0 = vg_now_ns();
+		__u64 c0 = thread_cpu_ns(), t0 = vg_now_ns();
 
 		seqno = submit(ctx, 0);
 		total += vg_now_ns() - t0;
+		total_cpu += thread_cpu_ns() - c0;
 		/* At most 32 in flight (vgsched refuses more than 64). */
 		if (i % 32 == 31)
 			wait_job(ctx, seqno, 60 * VG_SECOND_NS);
 	}
 	wait_job(ctx, seqno, 60 * VG_SECOND_NS);
+	*others = (others_cpu_ns() - others0) / 1000.0 / n;
 	ctx_destroy(ctx);
-	return total / 1000.0 / n;
+	*wall = total / 1000.0 / n;
+	*cpu = total_cpu / 1000.0 / n;
 }
 
 /*
@@ -369,21 +448,35 @@ static double hiprio_wait_ms(void)
 int main(int argc, char **argv)
 {
 	static const int clients[] = { 2, 8, CONTEXTS };
+	double wall, cpu, others;
 	const char *name;
+	int mock;
 
 	if (argc < 3 || argc > 4 ||
 	    (strcmp(argv[1], "drm_sched") && strcmp(argv[1], "drm_sched_resv") &&
-	     strcmp(argv[1], "vgsched")) ||
+	     strcmp(argv[1], "vgsched") && strcmp(argv[1], "vgsched_mock")) ||
 	    (argc == 4 && strcmp(argv[3], "submit")))
-		DIE("usage: vgsched-peer-bench drm_sched|drm_sched_resv|vgsched NAME [submit]");
+		DIE("usage: vgsched-peer-bench drm_sched|drm_sched_resv|vgsched|vgsched_mock NAME [submit]");
 	use_bo = !strcmp(argv[1], "drm_sched_resv");
 	use_peer = use_bo || !strcmp(argv[1], "drm_sched");
+	mock = !strcmp(argv[1], "vgsched_mock");
 	name = argv[2];
 	fd = use_peer ? open("/dev/vgsched_peer", O_RDWR) : vgsched_open_render_node();
 	if (fd < 0)
 		DIE("cannot open the %s device", argv[1]);
 	srand(1);
-	printf("peer.submit_ioctl_us.%s = %.2f\n", name, submit_ioctl_us());
+	if (!use_peer) {
+		static char state[1 << 16];
+
+		if (vgsched_debugfs_read("state", state, sizeof(state)))
+			DIE("cannot read the state file");
+		if (!strstr(state, "\ndevice: mock") != !mock)
+			DIE("vgsched is%s loaded over the mock device (backend=1)", mock ? " not" : "");
+	}
+	submit_ioctl_us(&wall, &cpu, &others);
+	printf("peer.submit_ioctl_us.%s = %.2f\n", name, wall);
+	printf("peer.submit_cpu_us.%s = %.2f\n", name, cpu);
+	printf("peer.sched_cpu_us_per_job.%s = %.2f\n", name, others);
 	if (argc == 4) {
 		close(fd);
 		return 0;
@@ -392,7 +485,8 @@ int main(int argc, char **argv)
 	if (!use_bo)
 		printf("peer.sched_submit_us.%s = %.2f\n", name, sched_submit_us());
 	printf("peer.submit_overhead_us.%s = %.2f\n", name, submit_to_start_us());
-	if (use_bo) {
+	/* The mock's jobs take no time: only the first workload means anything. */
+	if (use_bo || mock) {
 		close(fd);
 		return 0;
 	}

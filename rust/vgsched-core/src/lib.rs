@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod bitmask;
+pub mod claim;
 pub mod context_switch;
 pub mod device_memory;
 pub mod dispatch;

@@ -120,6 +120,10 @@ use crate::{
     job::JobSpec,
     uapi,
     vgsched_core::{
+        claim::{
+            KeptOut,
+            Waiting, //
+        },
         context_switch::SchedParams,
         dispatch::{
             Candidate,
@@ -279,6 +283,8 @@ struct Totals {
     jobs_cancelled: u64,
     groups_dispatched: u64,
     groups_split: u64,
+    /// Modules claimed by kept-out work-groups ([`KeptOut`]).
+    claims: u64,
     waves_saved: u64,
     groups_restored: u64,
     waves_stopped_at_once: u64,
@@ -397,6 +403,9 @@ struct EngineState {
     debts: WindowDebts,
     /// Failed-round counter of work-group splitting.
     trigger: SplitTrigger,
+    /// The channels whose heads are kept out, and the module claimed for
+    /// the longest-waiting one.
+    kept_out: KeptOut<KVec<Waiting>>,
     /// An unsplit independent head is waiting: arm the split timer.
     splittable_waiting: bool,
     /// The last placements, for debugfs.
@@ -445,7 +454,7 @@ struct EngineState {
     /// room waits only if none came back while it tried.
     releases: u64,
     /// The tiles: who holds them, their power states and energy (boxed:
-    /// a few KiB, too much for the stack of [`Engine::new`]).
+    /// a few KiB, too much for the stack of [`Engine::new_on`]).
     tiles: KBox<TileAccount>,
     totals: Totals,
 }
@@ -651,21 +660,11 @@ pub(crate) struct ContextStats {
 }
 
 impl Engine {
-    /// An idle engine for the virtual GPU, of shape `topology`.
-    pub(crate) fn new(
-        topology: Topology,
-        params: DispatchParams,
-        sched: SchedParams,
-        memory: Arc<DeviceMemory>,
-        phase_one: PhaseOneParams,
-        tiles: KBox<TileAccount>,
-    ) -> Result<Arc<Self>> {
-        Self::new_on(topology, params, sched, memory, phase_one, tiles, false)
-    }
-
     /// An idle engine of shape `topology`, over the virtual GPU, or over
-    /// the mock device if `mock` (the KUnit suites: its leases run for
-    /// their jobs' [`JobSpec::mock_cycles`] and interpret nothing).
+    /// the mock device if `mock` (the KUnit suites, and `backend=1` for
+    /// benchmarks of the scheduler alone: its leases run for their jobs'
+    /// [`JobSpec::mock_cycles`], none from `SUBMIT`, and interpret
+    /// nothing).
     pub(crate) fn new_on(
         topology: Topology,
         params: DispatchParams,
@@ -741,6 +740,13 @@ impl Engine {
             rng: Rng::new(monotonic_ns()),
             debts: WindowDebts::new(),
             trigger: SplitTrigger::new(topology.cycles_to_ns(params.split_after_rounds)),
+            // One waiting channel per hardware slot: the channels are the
+            // residents.
+            kept_out: KeptOut::new(KVec::from_elem(
+                Waiting::default(),
+                topology.hw_slots as usize,
+                GFP_KERNEL,
+            )?),
             splittable_waiting: false,
             log: PlacementLog::new()?,
             slots: SlotSelection::new(sched.policy.formula, sched.policy.slots, scratch.slots)?,
@@ -1320,7 +1326,7 @@ impl Engine {
     }
 
     /// A view of the resource maps; `None` (and a warning) only if they do
-    /// not match the topology, which [`Engine::new`] checked.
+    /// not match the topology, which [`Engine::new_on`] checked.
     fn occupancy<'a>(&'a self, r: &'a mut ResourceMaps) -> Option<Occupancy<'a>> {
         match Occupancy::new(&self.topology, &mut r.maps, &mut r.unit_waves) {
             Some(occ) => Some(

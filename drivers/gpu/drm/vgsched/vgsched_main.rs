@@ -42,6 +42,7 @@ mod vram;
 #[path = "../../../../rust/vgsched-core/src"]
 pub mod vgsched_core {
     pub mod bitmask;
+    pub mod claim;
     pub mod context_switch;
     pub mod device_memory;
     pub mod dispatch;
@@ -84,6 +85,7 @@ use vgsched_core::{
     projects as projects_core,
     tiles::TileAccount,
     topology::{
+        within,
         ParamError,
         Topology,
         TopologyParams, //
@@ -211,6 +213,10 @@ module! {
             default: 1,
             description: "A context losing its slot stops its waves: 1 at once (their current instruction), 0 at their next preemption point",
         },
+        backend: u64 {
+            default: 0,
+            description: "The device under the scheduler: 0 the virtual GPU, 1 the mock (benchmarks of the scheduler alone: jobs take no time and compute nothing)",
+        },
     },
 }
 
@@ -256,6 +262,17 @@ fn sched_params(topology: &Topology) -> Result<SchedParams> {
         preempt_at_once: module_parameters::preempt_at_once.value(),
     };
     SchedParams::from_params(topology, &values).map_err(invalid_parameter)
+}
+
+/// Whether the `backend` parameter chooses the mock device (`EINVAL` past
+/// 1). The mock interprets nothing, so it is only for measuring the
+/// scheduler alone (`Documentation/benchmarks.rst`); the load says so.
+fn mock_backend(value: u64) -> Result<bool> {
+    let mock = within("backend", value, (0, 1)).map_err(invalid_parameter)? == 1;
+    if mock {
+        pr_info!("backend=1: the mock device; jobs take no time and compute nothing\n");
+    }
+    Ok(mock)
 }
 
 /// Logs which parameter is out of range; `EINVAL` for `insmod`.
@@ -315,7 +332,9 @@ impl kernel::Module for VgschedModule {
             module_parameters::ctx_init_us.value(),
         )
         .map_err(invalid_parameter)?;
-        let engine = engine::Engine::new(topology, params, sched, memory, phase_one, tiles)?;
+        let mock = mock_backend(module_parameters::backend.value())?;
+        let engine =
+            engine::Engine::new_on(topology, params, sched, memory, phase_one, tiles, mock)?;
         let pool = projects_core::pool_from_values(
             module_parameters::pool_contexts.value(),
             module_parameters::pool_bo_mib.value(),

@@ -42,6 +42,7 @@ use super::{
 use crate::{
     params,
     vgsched_core::{
+        claim::Claim,
         context_switch::transfer_cycles,
         dispatch::{
             pick,
@@ -85,6 +86,9 @@ pub(super) struct Head {
     restore: bool,
     /// The tiles its job holds: it goes only to their modules.
     tiles: u32,
+    /// Its context's priority level (0 is the highest), for the claim of
+    /// a kept-out head ([`crate::vgsched_core::claim`]).
+    level: u8,
 }
 
 /// Units of a work-group's waves on a module, from the split table
@@ -122,9 +126,11 @@ impl Engine {
         loop {
             Self::gather_heads(st, now, this.gate_hold_ns());
             if st.heads.is_empty() {
+                st.kept_out.clear();
                 st.trigger.progress(now);
                 return placed;
             }
+            this.claim_module(st, now);
             this.match_heads(st);
             let mut waiting = [false; BANDS];
             st.heads
@@ -140,6 +146,11 @@ impl Engine {
                     st.trigger.reset(now);
                     continue;
                 }
+                // Every head left is kept out.
+                let EngineState {
+                    heads, kept_out, ..
+                } = &mut *st;
+                kept_out.settle(heads.iter().map(|h| h.queue), now);
                 return placed;
             };
             let head = st.heads[st.candidate_heads[ci]];
@@ -163,6 +174,7 @@ impl Engine {
                 return placed;
             }
             placed += 1;
+            st.kept_out.placed(head.queue);
             st.debts.served(head.band);
             st.trigger.progress(now);
         }
@@ -225,6 +237,7 @@ impl Engine {
             let Some(q) = queue_at(&mut st.queues, queue) else {
                 continue;
             };
+            let level = u8::try_from(q.ctx.priority).unwrap_or(u8::MAX);
             // Side by side every resident is a channel; in turn only the
             // resident whose turn it is.
             if !q.entry.turn {
@@ -271,6 +284,7 @@ impl Engine {
                     piece: sg.piece,
                     restore: true,
                     tiles: 0,
+                    level,
                 };
                 (sg.complete, head)
             });
@@ -337,6 +351,7 @@ impl Engine {
                         piece: true,
                         restore: false,
                         tiles: job.tiles,
+                        level,
                     },
                     false => {
                         st.splittable_waiting |= job.spec.independent && needs.waves > 1;
@@ -348,6 +363,7 @@ impl Engine {
                             piece: false,
                             restore: false,
                             tiles: job.tiles,
+                            level,
                         }
                     }
                 }
@@ -370,6 +386,7 @@ impl Engine {
             resources,
             match_memo,
             modules,
+            kept_out,
             ..
         } = st;
         candidates.clear();
@@ -383,17 +400,18 @@ impl Engine {
                 queues.get(h.queue).and_then(|q| q.slot),
                 modules.len(),
             );
+            let open = |m: u32| self.on_tiles(m, h.tiles) && kept_out.allows(h.queue, h.level, m);
             let fits = match row {
                 Some(row) => modules
                     .iter()
                     .zip(row.iter_mut())
                     .zip(0u32..)
-                    .filter(|(_, m)| self.on_tiles(*m, h.tiles))
+                    .filter(|(_, m)| open(*m))
                     .any(|((ms, memo), m)| occ.matches_memo(m, &h.needs, &ms.pointer, memo)),
                 None => modules
                     .iter()
                     .zip(0u32..)
-                    .filter(|(_, m)| self.on_tiles(*m, h.tiles))
+                    .filter(|(_, m)| open(*m))
                     .any(|(ms, m)| occ.matches_at(m, &h.needs, &ms.pointer)),
             };
             if fits {
@@ -413,6 +431,49 @@ impl Engine {
                     return;
                 }
             }
+        }
+    }
+
+    /// Gives the module claim to the head kept out longest, once it has
+    /// waited a base time slice: the module of its tiles with the most
+    /// free resources now (module choice's free score; the first of equal
+    /// ones), which no other channel's head of its level or lower is
+    /// placed on until it is (`vgsched_core::claim`). A claim whose head
+    /// is gone is dropped first.
+    fn claim_module(&self, st: &mut EngineState, now: u64) {
+        let EngineState {
+            heads,
+            kept_out,
+            resources,
+            totals,
+            ..
+        } = st;
+        kept_out.check(heads.iter().map(|h| h.queue));
+        let delay = self.sched.policy.slice.t0_ns;
+        let Some(channel) = kept_out.due(now, delay) else {
+            return;
+        };
+        let Some(head) = heads.iter().find(|h| h.queue == channel) else {
+            return;
+        };
+        let Some(occ) = self.occupancy(resources) else {
+            return;
+        };
+        let cap = self.capacity();
+        let mut best: Option<(u32, u64)> = None;
+        for m in (0..self.topology.modules).filter(|&m| self.on_tiles(m, head.tiles)) {
+            let free = free_score(&occ.remaining(m), &cap, &FreeWeights::DEFAULT);
+            if best.is_none_or(|(_, f)| free > f) {
+                best = Some((m, free));
+            }
+        }
+        if let Some((module, _)) = best {
+            kept_out.grant(Claim {
+                channel,
+                module,
+                level: head.level,
+            });
+            totals.claims += 1;
         }
     }
 
@@ -457,6 +518,7 @@ impl Engine {
             totals,
             rewinds,
             stages,
+            kept_out,
             ..
         } = st;
         let Some(mut occ) = self.occupancy(resources) else {
@@ -468,7 +530,7 @@ impl Engine {
         let slot = queues.get(head.queue).and_then(|q| q.slot);
         let mut row = memo_row(match_memo, slot, modules.len());
         for (ms, m) in modules.iter().zip(0u32..) {
-            if !self.on_tiles(m, head.tiles) {
+            if !self.on_tiles(m, head.tiles) || !kept_out.allows(head.queue, head.level, m) {
                 continue;
             }
             let fits = match row.as_deref_mut().and_then(|r| r.get_mut(m as usize)) {

@@ -294,8 +294,9 @@ pub(crate) struct StateSnapshot<'a> {
     submit_mean_ns: (u64, u64),
     lock_holds: (u64, u64),
     lock_hold_max_at: Option<&'static core::panic::Location<'static>>,
-    /// The wave executor's work.
+    /// The device's work, and whether the device is the mock.
     exec: ExecStats,
+    mock: bool,
 }
 
 /// The `contexts` file: one line per live context.
@@ -411,6 +412,7 @@ impl Engine {
             lock_holds: self.lock_holds(),
             lock_hold_max_at: self.lock_hold_max_at(),
             exec: self.exec.stats(),
+            mock: self.exec.mock().is_some(),
         };
         let (mut want_queues, mut want_jobs) = (8, 16);
         for _ in 0..SNAPSHOT_TRIES {
@@ -584,7 +586,7 @@ impl fmt::Display for StateSnapshot<'_> {
         let p = &e.params;
         writeln!(
             f,
-            "dispatcher: module choice {:?}, finder {:?}, rotation period {} cycles (band {} promoted now), split after {} failed rounds (failed now {} ns), dispatched {} split {}",
+            "dispatcher: module choice {:?}, finder {:?}, rotation period {} cycles (band {} promoted now), split after {} failed rounds (failed now {} ns), dispatched {} split {}, modules claimed {}",
             p.choice,
             p.finder,
             p.rotation_period_cycles,
@@ -592,7 +594,8 @@ impl fmt::Display for StateSnapshot<'_> {
             p.split_after_rounds,
             self.failed_ns,
             tot.groups_dispatched,
-            tot.groups_split
+            tot.groups_split,
+            tot.claims
         )?;
         writeln!(
             f,
@@ -683,6 +686,11 @@ impl fmt::Display for StateSnapshot<'_> {
         let (mean, jobs) = self.submit_mean_ns;
         writeln!(f, "engine_submit_ns: {mean} mean over {jobs} submissions")?;
         let x = &self.exec;
+        let device = match self.mock {
+            false => "virtual GPU",
+            true => "mock (backend=1)",
+        };
+        writeln!(f, "device: {device}")?;
         writeln!(
             f,
             "executor: {} instructions in {} pieces, {} us interpreting, longest piece {} us",
