@@ -39,9 +39,15 @@ use mock::MockExecutor;
 /// The command interface of a device that executes waves' chunks, as the
 /// scheduler sees it. Every command is cheap and bounded (a few list moves
 /// under the device's own spinlock), allocates nothing and never takes the
-/// engine lock; all but [`Backend::close`] and [`Backend::run`] are given
-/// under the engine lock, on the engine's signalling path. One lease per
-/// wave slot is out at most, and the device has room for all of them.
+/// engine lock. [`Backend::submit`], [`Backend::cut`], [`Backend::recall`]
+/// and [`Backend::take_done`] are given under the engine lock, on the
+/// engine's signalling path; [`Backend::close`] and [`Backend::drain`] at
+/// shut-down without it; [`Backend::run`] on the device's own work item;
+/// [`Backend::queue`], [`Backend::costs`], [`Backend::stats`] and
+/// [`Backend::reset_piece_max`] from wherever the engine needs them
+/// (queueing the work item, `GET_INFO`, debugfs), without the engine lock
+/// or under it. One lease per wave slot is out at most, and the device has
+/// room for all of them.
 ///
 /// The events: a lease handed back (its chunk complete at its horizon, its
 /// wave ended, or the lease recalled) is in the device's done list, for
@@ -78,8 +84,8 @@ pub(crate) trait Backend {
     /// Stops the device for good: nothing is interpreted or handed back
     /// from its next piece on, and it raises no more interrupts. Process
     /// context, without the engine lock (the engine's `shut_down`, which
-    /// then waits for the work item). A lease still out is dropped with
-    /// the device.
+    /// then waits for the work item). A lease still out is dropped by
+    /// [`Backend::drain`] afterwards.
     fn close(&self);
 
     /// The device's work item, on [`Backend::queue`]: one round of its
