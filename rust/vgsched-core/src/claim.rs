@@ -33,8 +33,9 @@ use core::ops::DerefMut;
 /// A claim on one module by a kept-out head.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Claim {
-    /// The claiming channel.
-    pub channel: usize,
+    /// The claiming channel's key: its context's, which does not change
+    /// while the context lives (positions in the context list do).
+    pub channel: u64,
     /// The module claimed.
     pub module: u32,
     /// The claiming context's priority level (0 is the highest).
@@ -44,20 +45,21 @@ pub struct Claim {
 /// One channel whose head is kept out, and since when.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Waiting {
-    channel: usize,
+    channel: u64,
     since: u64,
-    /// Seen kept out by the current [`KeptOut::settle`].
-    fresh: bool,
 }
 
 /// The channels whose heads are kept out, since when, and the claim in
 /// force, over storage `S` for as many channels as there are hardware
 /// slots (the channels are the residents), allocated by the caller.
+/// Channels are named by a key that stays the same while the context
+/// lives, so removing other contexts changes nothing here.
 ///
 /// # Invariants
 ///
-/// `waiting[..len]` holds distinct channels, each with the time its head
-/// was first found kept out without a placement of that channel since.
+/// `len <= waiting.len()`, and `waiting[..len]` holds distinct channels,
+/// each with the time its head was first found kept out without a
+/// placement of that channel since.
 #[derive(Debug)]
 pub struct KeptOut<S> {
     waiting: S,
@@ -68,6 +70,7 @@ pub struct KeptOut<S> {
 impl<S: DerefMut<Target = [Waiting]>> KeptOut<S> {
     /// No head kept out, no claim; room for `waiting.len()` channels.
     pub fn new(waiting: S) -> Self {
+        // INVARIANT: nothing is waiting.
         Self {
             waiting,
             len: 0,
@@ -75,9 +78,14 @@ impl<S: DerefMut<Target = [Waiting]>> KeptOut<S> {
         }
     }
 
+    /// The channels waiting.
+    fn live(&self) -> &[Waiting] {
+        self.waiting.get(..self.len).unwrap_or(&[])
+    }
+
     /// Since when the head of `channel` is kept out, if it is.
-    pub fn since(&self, channel: usize) -> Option<u64> {
-        self.waiting[..self.len]
+    pub fn since(&self, channel: u64) -> Option<u64> {
+        self.live()
             .iter()
             .find(|w| w.channel == channel)
             .map(|w| w.since)
@@ -90,17 +98,30 @@ impl<S: DerefMut<Target = [Waiting]>> KeptOut<S> {
 
     /// `channel` placed a head: its wait is over, and its claim, if it
     /// had the one in force.
-    pub fn placed(&mut self, channel: usize) {
-        if let Some(i) = self.waiting[..self.len]
-            .iter()
-            .position(|w| w.channel == channel)
-        {
-            self.len -= 1;
-            self.waiting.swap(i, self.len);
-        }
+    pub fn placed(&mut self, channel: u64) {
+        self.retain(|w| w.channel != channel);
         if self.claim.is_some_and(|c| c.channel == channel) {
             self.claim = None;
         }
+    }
+
+    /// Keeps the waiting channels `keep` says yes to, in their order.
+    fn retain(&mut self, mut keep: impl FnMut(&Waiting) -> bool) {
+        let len = self.len.min(self.waiting.len());
+        let mut kept = 0;
+        for i in 0..len {
+            let Some(&w) = self.waiting.get(i) else {
+                break;
+            };
+            if keep(&w) {
+                if let Some(slot) = self.waiting.get_mut(kept) {
+                    *slot = w;
+                }
+                kept += 1;
+            }
+        }
+        // INVARIANT: `kept <= len <= waiting.len()`, the kept ones distinct.
+        self.len = kept;
     }
 
     /// A dispatch ended at `now` with no head that fits: `heads` are the
@@ -108,46 +129,35 @@ impl<S: DerefMut<Target = [Waiting]>> KeptOut<S> {
     /// before keeps its time, a new one starts at `now`; a channel without
     /// a head now is no longer waiting. Channels past the storage's room
     /// are not kept. `O(heads × room)`, allocation-free.
-    pub fn settle(&mut self, heads: impl Iterator<Item = usize>, now: u64) {
-        let room = self.waiting.len();
-        for w in &mut self.waiting[..self.len] {
-            w.fresh = false;
-        }
+    pub fn settle(&mut self, heads: impl Iterator<Item = u64> + Clone, now: u64) {
+        // Those without a head go first, so a newcomer finds their room.
+        self.retain(|w| heads.clone().any(|h| h == w.channel));
         for channel in heads {
-            if let Some(w) = self.waiting[..self.len]
-                .iter_mut()
-                .find(|w| w.channel == channel)
-            {
-                w.fresh = true;
-            } else if self.len < room {
-                self.waiting[self.len] = Waiting {
+            if self.since(channel).is_some() {
+                continue;
+            }
+            if let Some(slot) = self.waiting.get_mut(self.len) {
+                *slot = Waiting {
                     channel,
                     since: now,
-                    fresh: true,
                 };
+                // INVARIANT: a new channel, within the storage.
                 self.len += 1;
             }
         }
-        let mut kept = 0;
-        for i in 0..self.len {
-            if self.waiting[i].fresh {
-                self.waiting.swap(kept, i);
-                kept += 1;
-            }
-        }
-        self.len = kept;
     }
 
     /// No channel has a head any more: nothing waits and no claim stands.
     pub fn clear(&mut self) {
+        // INVARIANT: nothing is waiting.
         self.len = 0;
         self.claim = None;
     }
 
     /// Drops the claim if its channel has no head among `heads` (its job
-    /// ended or failed, or it lost its slot): a claim stands only for a
-    /// head that waits.
-    pub fn check(&mut self, mut heads: impl Iterator<Item = usize>) {
+    /// ended or failed, its context lost its slot or was destroyed): a
+    /// claim stands only for a head that waits.
+    pub fn check(&mut self, mut heads: impl Iterator<Item = u64>) {
         if let Some(c) = self.claim {
             if !heads.any(|h| h == c.channel) {
                 self.claim = None;
@@ -155,16 +165,17 @@ impl<S: DerefMut<Target = [Waiting]>> KeptOut<S> {
         }
     }
 
-    /// The channel that claims a module at `now`, if no claim stands: the
-    /// one kept out longest (the earliest time; the first of equal ones),
-    /// if it has been kept out for `delay` at least.
-    pub fn due(&self, now: u64, delay: u64) -> Option<usize> {
+    /// The channel that claims a module at `now`, if no claim stands and
+    /// `eligible` says yes to it: of those, the one kept out longest (the
+    /// earliest time; of equal ones, the first to be kept out), if it has
+    /// been kept out for `delay` at least.
+    pub fn due(&self, now: u64, delay: u64, mut eligible: impl FnMut(u64) -> bool) -> Option<u64> {
         if self.claim.is_some() {
             return None;
         }
         let mut best: Option<&Waiting> = None;
-        for w in &self.waiting[..self.len] {
-            if best.is_none_or(|b| w.since < b.since) {
+        for w in self.live() {
+            if best.is_none_or(|b| w.since < b.since) && eligible(w.channel) {
                 best = Some(w);
             }
         }
@@ -181,7 +192,7 @@ impl<S: DerefMut<Target = [Waiting]>> KeptOut<S> {
     /// be placed on `module`: anywhere without a claim; the claimant and
     /// a strictly higher level anywhere; the others anywhere but the
     /// claimed module.
-    pub fn allows(&self, channel: usize, level: u8, module: u32) -> bool {
+    pub fn allows(&self, channel: u64, level: u8, module: u32) -> bool {
         match self.claim {
             None => true,
             Some(c) => c.channel == channel || level < c.level || c.module != module,
@@ -199,10 +210,14 @@ mod tests {
 
     use super::*;
 
-    const ROOM: usize = 64;
+    const ROOM: usize = 8;
 
     fn book() -> KeptOut<Vec<Waiting>> {
         KeptOut::new(vec![Waiting::default(); ROOM])
+    }
+
+    fn any(_: u64) -> bool {
+        true
     }
 
     #[test]
@@ -225,22 +240,25 @@ mod tests {
     }
 
     #[test]
-    fn the_longest_waiting_claims_once_the_delay_has_passed() {
+    fn the_longest_waiting_eligible_claims_once_the_delay_has_passed() {
         let mut k = book();
         k.settle([4].into_iter(), 50);
-        k.settle([2, 4].into_iter(), 60);
-        assert_eq!(k.due(1049, 1000), None);
-        assert_eq!(k.due(1050, 1000), Some(4));
+        k.settle([2, 4, 9].into_iter(), 60);
+        assert_eq!(k.due(1049, 1000, any), None);
+        assert_eq!(k.due(1050, 1000, any), Some(4));
+        // One that could never fit an idle module is passed over.
+        assert_eq!(k.due(1060, 1000, |c| c != 4), Some(2));
         k.grant(Claim {
             channel: 4,
             module: 1,
             level: 8,
         });
         // One claim at a time.
-        assert_eq!(k.due(5000, 1000), None);
+        assert_eq!(k.due(5000, 1000, any), None);
         k.placed(4);
         assert_eq!(k.claim(), None);
-        assert_eq!(k.due(5000, 1000), Some(2));
+        // Of equal times, the first kept out.
+        assert_eq!(k.due(5000, 1000, any), Some(2));
     }
 
     #[test]
@@ -274,14 +292,21 @@ mod tests {
     }
 
     #[test]
-    fn settle_keeps_as_many_distinct_channels_as_it_has_room_for() {
+    fn a_newcomer_finds_the_room_of_those_gone_in_a_full_book() {
         let mut k = book();
-        k.settle((0..2 * ROOM).chain(0..4), 7);
-        assert_eq!(k.since(ROOM - 1), Some(7));
-        assert_eq!(k.since(ROOM), None);
+        k.settle(0..ROOM as u64, 10);
+        // One resident left and another came: room for the newcomer.
+        k.settle((1..ROOM as u64).chain([100]), 20);
+        assert_eq!(k.since(0), None);
+        assert_eq!(k.since(100), Some(20));
+        assert_eq!(k.since(1), Some(10));
+        // More heads than room: the rest are not kept, nothing breaks.
+        k.settle(200..200 + 2 * ROOM as u64, 30);
+        assert_eq!(k.since(200 + ROOM as u64 - 1), Some(30));
+        assert_eq!(k.since(200 + ROOM as u64), None);
         // Dropping some keeps the others' times.
-        k.settle((0..ROOM).filter(|c| c % 2 == 0), 9);
-        assert_eq!(k.since(2), Some(7));
-        assert_eq!(k.since(3), None);
+        k.settle((200..200 + ROOM as u64).filter(|c| c % 2 == 0), 40);
+        assert_eq!(k.since(202), Some(30));
+        assert_eq!(k.since(203), None);
     }
 }

@@ -16,8 +16,10 @@
 //! interprets the chunks on its own work queue, under its own lock), and
 //! the mock ([`mock`], which does not interpret: a chunk runs for the
 //! job's given duration and is handed back when an hrtimer fires), over
-//! which the KUnit suites run the scheduler. The engine holds one of the
-//! two in a [`Gpu`]; which one is chosen when the engine is created.
+//! which the KUnit suites run the scheduler and which the module runs over
+//! when loaded with `backend=1` (the scheduler alone, for benchmarks). The
+//! engine holds one of the two in a [`Gpu`]; which one is chosen when the
+//! engine is created.
 
 pub(crate) mod exec;
 pub(crate) mod mock;
@@ -119,7 +121,7 @@ pub(crate) trait Backend {
 pub(crate) enum Gpu {
     /// The wave executor: chunks are interpreted.
     Virtual(Pin<KBox<Executor>>),
-    /// The mock: chunks run for a given duration (KUnit).
+    /// The mock: chunks run for a given duration (KUnit, `backend=1`).
     Mock(Pin<KBox<MockExecutor>>),
 }
 

@@ -9,9 +9,11 @@
 //! takes the ranges, starts the waves and records the placement. Only
 //! contexts that hold a hardware slot are channels (slot selection); a
 //! channel's first heads are its work-groups stopped at a preemption point,
-//! which are restored before anything new of it is placed. Placing never
-//! interprets: a placed wave is due at once, and the engine's step
-//! interprets it within its budget.
+//! which are restored before anything new of it is placed. A head kept out
+//! for a time slice claims a module that others of its level or lower do
+//! not place on until it is placed ([`crate::vgsched_core::claim`]).
+//! Placing never interprets: a placed wave's chunks are leased to the
+//! device by the step ([`super::waves`]).
 
 use kernel::{
     alloc::kvec::PushError,
@@ -62,7 +64,8 @@ use crate::{
         },
         occupancy::{
             CachedMatch,
-            GroupNeeds, //
+            GroupNeeds,
+            Occupancy, //
         },
         split::RotatingPointer, //
     },
@@ -86,9 +89,11 @@ pub(super) struct Head {
     restore: bool,
     /// The tiles its job holds: it goes only to their modules.
     tiles: u32,
-    /// Its context's priority level (0 is the highest), for the claim of
-    /// a kept-out head ([`crate::vgsched_core::claim`]).
+    /// Its context's priority level (0 is the highest) and its key (the
+    /// context's timeline, stable while it lives, where `queue` is not),
+    /// for the claim of a kept-out head ([`crate::vgsched_core::claim`]).
     level: u8,
+    key: u64,
 }
 
 /// Units of a work-group's waves on a module, from the split table
@@ -150,7 +155,7 @@ impl Engine {
                 let EngineState {
                     heads, kept_out, ..
                 } = &mut *st;
-                kept_out.settle(heads.iter().map(|h| h.queue), now);
+                kept_out.settle(heads.iter().map(|h| h.key), now);
                 return placed;
             };
             let head = st.heads[st.candidate_heads[ci]];
@@ -174,7 +179,7 @@ impl Engine {
                 return placed;
             }
             placed += 1;
-            st.kept_out.placed(head.queue);
+            st.kept_out.placed(head.key);
             st.debts.served(head.band);
             st.trigger.progress(now);
         }
@@ -238,6 +243,7 @@ impl Engine {
                 continue;
             };
             let level = u8::try_from(q.ctx.priority).unwrap_or(u8::MAX);
+            let key = q.ctx.timeline;
             // Side by side every resident is a channel; in turn only the
             // resident whose turn it is.
             if !q.entry.turn {
@@ -285,6 +291,7 @@ impl Engine {
                     restore: true,
                     tiles: 0,
                     level,
+                    key,
                 };
                 (sg.complete, head)
             });
@@ -352,6 +359,7 @@ impl Engine {
                         restore: false,
                         tiles: job.tiles,
                         level,
+                        key,
                     },
                     false => {
                         st.splittable_waiting |= job.spec.independent && needs.waves > 1;
@@ -364,6 +372,7 @@ impl Engine {
                             restore: false,
                             tiles: job.tiles,
                             level,
+                            key,
                         }
                     }
                 }
@@ -400,7 +409,7 @@ impl Engine {
                 queues.get(h.queue).and_then(|q| q.slot),
                 modules.len(),
             );
-            let open = |m: u32| self.on_tiles(m, h.tiles) && kept_out.allows(h.queue, h.level, m);
+            let open = |m: u32| self.on_tiles(m, h.tiles) && kept_out.allows(h.key, h.level, m);
             let fits = match row {
                 Some(row) => modules
                     .iter()
@@ -448,12 +457,16 @@ impl Engine {
             totals,
             ..
         } = st;
-        kept_out.check(heads.iter().map(|h| h.queue));
+        kept_out.check(heads.iter().map(|h| h.key));
         let delay = self.sched.policy.slice.t0_ns;
-        let Some(channel) = kept_out.due(now, delay) else {
+        // A head that does not fit even an idle module (an unsplit
+        // independent group bigger than one) waits for splitting instead.
+        let fits_idle = |h: &Head| Occupancy::check_fits(&self.topology, &h.needs, false).is_ok();
+        let eligible = |c: u64| heads.iter().any(|h| h.key == c && fits_idle(h));
+        let Some(channel) = kept_out.due(now, delay, eligible) else {
             return;
         };
-        let Some(head) = heads.iter().find(|h| h.queue == channel) else {
+        let Some(head) = heads.iter().find(|h| h.key == channel) else {
             return;
         };
         let Some(occ) = self.occupancy(resources) else {
@@ -530,7 +543,7 @@ impl Engine {
         let slot = queues.get(head.queue).and_then(|q| q.slot);
         let mut row = memo_row(match_memo, slot, modules.len());
         for (ms, m) in modules.iter().zip(0u32..) {
-            if !self.on_tiles(m, head.tiles) || !kept_out.allows(head.queue, head.level, m) {
+            if !self.on_tiles(m, head.tiles) || !kept_out.allows(head.key, head.level, m) {
                 continue;
             }
             let fits = match row.as_deref_mut().and_then(|r| r.get_mut(m as usize)) {
