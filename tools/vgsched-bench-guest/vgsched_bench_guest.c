@@ -104,6 +104,7 @@
  *   power.energy_mj.power       power.energy_mj.spread
  *   power.energy_mj.bound       power.makespan_ms.power
  *   power.makespan_ms.spread    power.energy_saving_pct
+ *   power.busy_over_work.POLICY power.wakes.POLICY
  *
  *   vgsched-bench-guest memory
  *
@@ -581,6 +582,24 @@ struct power_job {
 	__u32 tiles, ms;
 };
 
+/* Sums @key over the 16 tiles' lines of the last debugfs tiles read. */
+static long long tiles_sum(const char *key)
+{
+	long long sum = 0;
+
+	for (int i = 0; i < 16; i++) {
+		char line[16];
+		long long x;
+
+		snprintf(line, sizeof(line), "tile %d", i);
+		x = tiles_field(line, key);
+		if (x < 0)
+			DIE("debugfs tiles: no %s on %s", key, line);
+		sum += x;
+	}
+	return sum;
+}
+
 /* Sleeps until @t on CLOCK_MONOTONIC. */
 static void sleep_until(__u64 t)
 {
@@ -596,10 +615,10 @@ static void sleep_until(__u64 t)
  */
 static __u64 power_run(int fd, const struct power_job *sched, const __u32 *ctx,
 		       struct busy_job *jobs, const char *policy, long long power_asleep,
-		       long long *energy, long long *busy)
+		       long long *energy, long long *busy, long long *busy_ns, long long *wakes)
 {
 	__u64 t0, end;
-	long long e0, b0;
+	long long e0, b0, n0, w0;
 
 	if (vgsched_param_write("placement_policy", policy))
 		DIE("placement_policy=%s", policy);
@@ -610,6 +629,8 @@ static __u64 power_run(int fd, const struct power_job *sched, const __u32 *ctx,
 	if (tiles_read())
 		DIE("debugfs tiles");
 	b0 = tiles_field("device", "busy_energy_uj");
+	n0 = tiles_sum("busy_ns");
+	w0 = tiles_sum("wakes");
 	e0 = hwmon_number("energy1_input");
 	t0 = vg_now_ns();
 	for (int i = 0; i < POWER_JOBS; i++) {
@@ -626,6 +647,8 @@ static __u64 power_run(int fd, const struct power_job *sched, const __u32 *ctx,
 	if (tiles_read())
 		DIE("debugfs tiles");
 	*busy = tiles_field("device", "busy_energy_uj") - b0;
+	*busy_ns = tiles_sum("busy_ns") - n0;
+	*wakes = tiles_sum("wakes") - w0;
 	if (e0 < 0 || *energy < 0 || *busy < 0)
 		DIE("hwmon or debugfs tiles unreadable");
 	return end - t0;
@@ -639,6 +662,7 @@ static int power_bench(int fd)
 	struct drm_vgsched_power_info pm;
 	__u32 ctx[POWER_CTXS], seed = 12345;
 	double energy[2] = { 0 }, busy[2] = { 0 }, makespan[2] = { 0 };
+	double held[2] = { 0 }, woken[2] = { 0 }, work_ms = 0;
 	__u64 at = 0;
 
 	if (vgsched_dev_query(fd, DRM_VGSCHED_DEV_QUERY_TILES, &t, sizeof(t)) ||
@@ -665,16 +689,19 @@ static int power_bench(int fd)
 		if (busy_job_init(fd, &jobs[i], ctx[i % POWER_CTXS], sched[i].ms, sched[i].tiles, 1, 4, 1))
 			DIE("job %d", i);
 		jobs[i].s.tiles = sched[i].tiles;
+		work_ms += sched[i].ms * sched[i].tiles;
 	}
 	for (int rep = 0; rep < POWER_REPS; rep++)
 		for (int p = 0; p < 2; p++) {
-			long long e, b;
+			long long e, b, n, w;
 			__u64 span = power_run(fd, sched, ctx, jobs, p ? "1" : "0",
-					       16000LL * pm.sleep_mw, &e, &b);
+					       16000LL * pm.sleep_mw, &e, &b, &n, &w);
 
 			energy[p] += e / 1000.0 / POWER_REPS;
 			busy[p] += b / 1000.0 / POWER_REPS;
 			makespan[p] += span / 1e6 / POWER_REPS;
+			held[p] += n / 1e6 / POWER_REPS;
+			woken[p] += (double)w / POWER_REPS;
 		}
 	printf("workload power: %d jobs of 1-4 tiles over %.0f ms on 4 nodes x 4 tiles, %d runs per policy\n",
 	       POWER_JOBS, at / 1e6, POWER_REPS);
@@ -686,6 +713,11 @@ static int power_bench(int fd)
 	printf("power.makespan_ms.power = %.1f\n", makespan[0]);
 	printf("power.makespan_ms.spread = %.1f\n", makespan[1]);
 	printf("power.energy_saving_pct = %.1f\n", 100.0 * (1 - energy[0] / energy[1]));
+	/* Tiles' busy time against the jobs' modeled work (ms x tiles). */
+	printf("power.busy_over_work.power = %.3f\n", held[0] / work_ms);
+	printf("power.busy_over_work.spread = %.3f\n", held[1] / work_ms);
+	printf("power.wakes.power = %.1f\n", woken[0]);
+	printf("power.wakes.spread = %.1f\n", woken[1]);
 	for (int i = 0; i < POWER_JOBS; i++)
 		busy_job_fini(fd, &jobs[i]);
 	close(fd);

@@ -45,7 +45,8 @@
  * Prints "KEY = X" for peer.submit_ioctl_us.NAME, peer.submit_cpu_us.NAME,
  * peer.sched_cpu_us_per_job.NAME, peer.sched_submit_us.NAME,
  * peer.submit_overhead_us.NAME (submit to start), peer.jainN.NAME and
- * peer.hiprio_wait_ms.NAME; drm_sched_resv prints all but the scheduler's
+ * peer.hiprio_wait_ms.NAME (and for vgsched peer.hiprio_upload_start_ms.NAME
+ * and peer.hiprio_upload_end_ms.NAME); drm_sched_resv prints all but the scheduler's
  * part, vgsched_mock all of the first workload's.
  */
 #include <dirent.h>
@@ -420,6 +421,13 @@ static double jain(int n)
 	return squares > 0 ? sum * sum / (n * squares) : 0;
 }
 
+/*
+ * Where vgsched's high-priority job waited, summed over the rounds (ns
+ * from its SUBMIT): its device memory allocation and upload began and
+ * ended (CTX_QUERY's stage stamps; drm_sched has no such stages).
+ */
+static __u64 hiprio_phase2_start, hiprio_phase2_end, hiprio_staged;
+
 static double hiprio_wait_ms(void)
 {
 	__u32 low[4], high = ctx_create(1);
@@ -437,6 +445,19 @@ static double hiprio_wait_ms(void)
 		if (!wait_job(high, seqno, 60 * VG_SECOND_NS))
 			DIE("high job %d did not finish", r);
 		waited += started_ns(high, t) - t;
+		if (!use_peer) {
+			struct drm_vgsched_ctx_query q;
+
+			if (vgsched_ctx_query(fd, high, &q))
+				DIE("CTX_QUERY of the high context");
+			/* Its fence may signal before its stamps are the last job's. */
+			if (q.last_job_seqno == seqno && q.phase2_start_ns >= t &&
+			    q.phase2_end_ns >= q.phase2_start_ns) {
+				hiprio_phase2_start += q.phase2_start_ns - t;
+				hiprio_phase2_end += q.phase2_end_ns - t;
+				hiprio_staged++;
+			}
+		}
 	}
 	for (int i = 0; i < 4; i++)
 		for (int k = 0; k < 2; k++)
@@ -493,6 +514,12 @@ int main(int argc, char **argv)
 	for (unsigned int i = 0; i < sizeof(clients) / sizeof(clients[0]); i++)
 		printf("peer.jain%d.%s = %.4f\n", clients[i], name, jain(clients[i]));
 	printf("peer.hiprio_wait_ms.%s = %.2f\n", name, hiprio_wait_ms());
+	if (hiprio_staged) {
+		printf("peer.hiprio_upload_start_ms.%s = %.2f\n", name,
+		       hiprio_phase2_start / 1e6 / hiprio_staged);
+		printf("peer.hiprio_upload_end_ms.%s = %.2f\n", name,
+		       hiprio_phase2_end / 1e6 / hiprio_staged);
+	}
 	close(fd);
 	return 0;
 }
