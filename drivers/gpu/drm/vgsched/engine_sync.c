@@ -32,6 +32,20 @@
  *    interpretation). Not WQ_HIGHPRI: it is the device's work, not the
  *    scheduler's, and must not preempt the clients that submit to it.
  *
+ *  - vgsched_gpu_yield() lets the wave executor give its CPU up between two
+ *    pieces of interpretation when the CPU's scheduler wants to run another
+ *    task there. The modeled device computes on the guest's CPUs, where a
+ *    real one computes beside them; it must not keep the scheduler's work
+ *    items, or the clients that submit to it, off a CPU. Under lazy
+ *    preemption (CONFIG_PREEMPT_LAZY, the guest kernel's model) a fair
+ *    task woken on a CPU that runs a kernel thread only sets
+ *    TIF_NEED_RESCHED_LAZY, honoured at the next tick (4 ms at HZ=250) or
+ *    on the way back to user space, which a kworker never takes; and
+ *    cond_resched() is empty in a preemptible kernel. So the executor tests
+ *    both flags itself, as the entry code does before it returns to user
+ *    space or enters a guest, and calls schedule() while runnable, which
+ *    leaves it on the run queue.
+ *
  *  - vgsched_fence_begin_signalling() / vgsched_fence_end_signalling()
  *    mark the engine's signalling critical sections
  *    (dma_fence_begin_signalling() in drivers/dma-buf/dma-fence.c): with
@@ -40,6 +54,8 @@
  */
 
 #include <linux/dma-fence.h>
+#include <linux/sched.h>
+#include <linux/thread_info.h>
 #include <linux/workqueue.h>
 
 #include "engine_sync.h"
@@ -62,6 +78,14 @@ struct workqueue_struct *vgsched_gpu_wq_alloc(void)
 void vgsched_engine_wq_destroy(struct workqueue_struct *wq)
 {
 	destroy_workqueue(wq);
+}
+
+bool vgsched_gpu_yield(void)
+{
+	if (!test_thread_flag(TIF_NEED_RESCHED) && !test_thread_flag(TIF_NEED_RESCHED_LAZY))
+		return false;
+	schedule();
+	return true;
 }
 
 bool vgsched_fence_begin_signalling(void)

@@ -94,7 +94,10 @@ pub(crate) trait Backend {
     /// work; calls `handed_back` (the interrupt) after each lease that
     /// goes to the done list. Returns whether work is left for another
     /// round (the caller queues the work item again). The signalling
-    /// path: allocates nothing, never takes the engine lock.
+    /// path: allocates nothing, never takes the engine lock; a device
+    /// that computes on the CPU gives it up between two pieces of work,
+    /// holding no lock, when another task is wanted there
+    /// ([`crate::engine::sync::yield_if_wanted`]).
     fn run(&self, handed_back: impl FnMut()) -> bool;
 
     /// The queue the device's work item runs on.

@@ -693,11 +693,12 @@ impl fmt::Display for StateSnapshot<'_> {
         writeln!(f, "device: {device}")?;
         writeln!(
             f,
-            "executor: {} instructions in {} pieces, {} us interpreting, longest piece {} us",
+            "executor: {} instructions in {} pieces, {} us interpreting, longest piece {} us, {} yields",
             x.instructions,
             x.pieces,
             x.busy_ns / 1000,
-            x.piece_max_ns / 1000
+            x.piece_max_ns / 1000,
+            x.yields
         )
     }
 }

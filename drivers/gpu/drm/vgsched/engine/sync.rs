@@ -33,6 +33,7 @@ extern "C" {
     fn vgsched_memory_wq_alloc() -> *mut bindings::workqueue_struct;
     fn vgsched_gpu_wq_alloc() -> *mut bindings::workqueue_struct;
     fn vgsched_engine_wq_destroy(wq: *mut bindings::workqueue_struct);
+    fn vgsched_gpu_yield() -> bool;
     fn vgsched_fence_begin_signalling() -> bool;
     fn vgsched_fence_end_signalling(cookie: bool);
 }
@@ -93,6 +94,16 @@ impl Drop for OwnedQueue {
         // invariant); destroying drains the work still queued on it.
         unsafe { vgsched_engine_wq_destroy(self.ptr.as_ptr()) };
     }
+}
+
+/// Gives the CPU up if its scheduler wants to run another task here (a
+/// reschedule is pending, lazily or not); returns whether it did. Only
+/// for a work item that holds no lock and may sleep: the wave executor
+/// between two pieces (`engine_sync.c` says why it is needed).
+pub(crate) fn yield_if_wanted() -> bool {
+    // SAFETY: No preconditions beyond the caller's (may sleep, no lock
+    // held), which this function's contract states.
+    unsafe { vgsched_gpu_yield() }
 }
 
 /// A fence-signalling critical section, from creation to drop: nothing in

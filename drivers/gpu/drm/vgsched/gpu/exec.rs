@@ -42,6 +42,7 @@ use super::Backend;
 use crate::{
     context::monotonic_ns,
     engine::sync::{
+        yield_if_wanted,
         OwnedQueue,
         Signalling, //
     },
@@ -508,6 +509,8 @@ pub(crate) struct Executor {
     instructions: Atomic<u64>,
     /// Pieces interpreted since load, their time in all and the longest.
     pieces: Atomic<u64>,
+    /// Times the work item gave its CPU up between two pieces.
+    yields: Atomic<u64>,
     busy_ns: Atomic<u64>,
     piece_max_ns: Atomic<u64>,
     #[pin]
@@ -521,6 +524,9 @@ pub(crate) struct ExecStats {
     pub(crate) instructions: u64,
     /// Pieces interpreted (at most [`PIECE`] instructions of one lease).
     pub(crate) pieces: u64,
+    /// Times the device gave its CPU up to another task between two
+    /// pieces (the virtual GPU; 0 for the mock).
+    pub(crate) yields: u64,
     /// Time spent interpreting, in all.
     pub(crate) busy_ns: u64,
     /// The longest piece.
@@ -554,6 +560,7 @@ impl Executor {
             closed: Atomic::new(false),
             instructions: Atomic::new(0),
             pieces: Atomic::new(0),
+            yields: Atomic::new(0),
             busy_ns: Atomic::new(0),
             piece_max_ns: Atomic::new(0),
             state <- new_spinlock!(state, "vgsched::Executor::state"),
@@ -631,6 +638,7 @@ impl Backend for Executor {
         ExecStats {
             instructions: self.instructions.load(ordering::Relaxed),
             pieces: self.pieces.load(ordering::Relaxed),
+            yields: self.yields.load(ordering::Relaxed),
             busy_ns: self.busy_ns.load(ordering::Relaxed),
             piece_max_ns: self.piece_max_ns.load(ordering::Relaxed),
         }
@@ -665,11 +673,15 @@ impl Backend for Executor {
     /// `handed_back` is called after each lease that goes to the done list
     /// (the engine's interrupt), with the executor's lock released.
     /// Returns whether leases are still pending (the caller queues the
-    /// work item again: other work on the queue gets its turn in between;
-    /// the guest kernel is preemptible, so a round needs no
-    /// `cond_resched()`). The fence-signalling path: it allocates nothing,
-    /// and takes no lock but the executor's and what `handed_back` takes
-    /// (the engine's `stopped` spinlock, to queue the step).
+    /// work item again: other work on the queue gets its turn in between).
+    /// Between two pieces, holding no lock, it gives its CPU up if another
+    /// task is wanted there ([`yield_if_wanted`]): a preemptible kernel
+    /// with lazy preemption would let it run on to the next tick, and the
+    /// engine's step, the memory work item or a submitting client would
+    /// wait for the device's interpretation. The fence-signalling path: it
+    /// allocates nothing, and takes no lock but the executor's and what
+    /// `handed_back` takes (the engine's `stopped` spinlock, to queue the
+    /// step).
     fn run(&self, mut handed_back: impl FnMut()) -> bool {
         let _signalling = Signalling::begin();
         let round = self.state.lock().pending.len();
@@ -695,6 +707,9 @@ impl Backend for Executor {
             let back = self.state.lock().finish(lease);
             if back {
                 handed_back();
+            }
+            if yield_if_wanted() {
+                self.yields.fetch_add(1, ordering::Relaxed);
             }
         }
         !self.closed.load(ordering::Acquire) && self.state.lock().pending.len() > 0

@@ -411,6 +411,7 @@ impl Backend for MockExecutor {
         ExecStats {
             instructions: 0,
             pieces: self.leases.load(ordering::Relaxed),
+            yields: 0,
             busy_ns: self.busy_ns.load(ordering::Relaxed),
             piece_max_ns: self.longest_ns.load(ordering::Relaxed),
         }
