@@ -19,7 +19,7 @@
  *  - past the device's pool (pool_contexts), creation fails with ENOSPC
  *    even within the member's request, or with DRM_VGSCHED_CREATE_WAIT
  *    waits until another member gives something back;
- *  - the device's authorization code: generated in configfs and shown
+ *  - the device's access code: generated in configfs and shown
  *    once, without it SUBMIT is EACCES, a wrong code EACCES, failed
  *    attempts limited per user (EAGAIN, from every file of the uid), and a
  *    revoked code stops new jobs while

@@ -1175,7 +1175,16 @@ TEST_F(shared, device_public_folders)
 }
 
 /* The paths of the pooling document's shared-storage example. */
-enum { EX_ALGORITHMS, EX_MODELS, EX_DATASETS, EX_NOTES, EX_PUBLIC, EX_PATHS };
+enum {
+	EX_ALGORITHMS,
+	EX_MODELS,
+	EX_DATASETS,
+	EX_NOTES,
+	EX_PUBLIC_ALGORITHMS,
+	EX_PUBLIC_MODELS,
+	EX_PUBLIC_DATASETS,
+	EX_PATHS
+};
 
 static struct drm_vgsched_shared_path example_path(int i)
 {
@@ -1188,6 +1197,10 @@ static struct drm_vgsched_shared_path example_path(int i)
 		return vg_path("28", DRM_VGSCHED_FOLDER_PROJECT, "datasets", "train");
 	case EX_NOTES:
 		return vg_path("28", DRM_VGSCHED_FOLDER_MEMBER, "144", "notes");
+	case EX_PUBLIC_ALGORITHMS:
+		return vg_path("", DRM_VGSCHED_FOLDER_PUBLIC, "algorithms", "yolo");
+	case EX_PUBLIC_MODELS:
+		return vg_path("", DRM_VGSCHED_FOLDER_PUBLIC, "models", "bert");
 	default:
 		return vg_path("", DRM_VGSCHED_FOLDER_PUBLIC, "datasets", "mnist");
 	}
@@ -1225,31 +1238,41 @@ static int probe_example(void *arg)
 }
 
 /*
- * The pooling document's example of shared storage: in project 28, the
- * project folders for algorithms, models and data sets are read-write for
- * its members; member 144's own folder is read-write for it and read-only
- * for the other members; the public folders beside the projects are
- * read-only for everyone; a user outside project 28 sees none of its
- * folders.
+ * The pooling document's example of shared storage: project 28 with the
+ * members 144, 264, 265 and 96. Its project folders for algorithms,
+ * models and data sets are read-write for its members; member 144's own
+ * folder is read-write for it and read-only for the three others; the
+ * three public folders beside the projects (public algorithms, models and
+ * data sets) are read-only for everyone; a user outside project 28 sees
+ * none of its folders.
  */
 TEST_F(shared, the_documents_example_project_28_member_144)
 {
-	static const uid_t uids[] = { 144, 145, 1004 };
+	static const uid_t uids[] = { 144, 264, 265, 96, 1004 };
+	/* Paths as EX_*: the project's three, 144's own, the three public. */
+#define EX_PUBLIC_RO { 0, -EACCES }, { 0, -EACCES }, { 0, -EACCES }
+#define EX_OTHER_MEMBER { { 0, 0 }, { 0, 0 }, { 0, 0 }, { 0, -EACCES }, EX_PUBLIC_RO }
 	/* [user][path][read-only, read-write] */
-	static const int want[3][EX_PATHS][2] = {
-		{ { 0, 0 }, { 0, 0 }, { 0, 0 }, { 0, 0 }, { 0, -EACCES } },
-		{ { 0, 0 }, { 0, 0 }, { 0, 0 }, { 0, -EACCES }, { 0, -EACCES } },
+	static const int want[5][EX_PATHS][2] = {
+		{ { 0, 0 }, { 0, 0 }, { 0, 0 }, { 0, 0 }, EX_PUBLIC_RO },
+		EX_OTHER_MEMBER,
+		EX_OTHER_MEMBER,
+		EX_OTHER_MEMBER,
 		{ { -ENOENT, -ENOENT }, { -ENOENT, -ENOENT }, { -ENOENT, -ENOENT },
-		  { -ENOENT, -ENOENT }, { 0, -EACCES } },
+		  { -ENOENT, -ENOENT }, EX_PUBLIC_RO },
 	};
-	static const char *const members[] = { "144", "145" };
-	struct drm_vgsched_shared_path mnist = example_path(EX_PUBLIC);
+#undef EX_OTHER_MEMBER
+#undef EX_PUBLIC_RO
+	static const char *const members[] = { "144", "264", "265", "96" };
+	struct drm_vgsched_shared_path pub[3];
 
+	for (int i = 0; i < 3; i++)
+		pub[i] = example_path(EX_PUBLIC_ALGORITHMS + i);
 	ASSERT_EQ(0, cfs_mkdir("28"));
-	ASSERT_EQ(0, cfs_write("28/budget_contexts", "8"));
-	ASSERT_EQ(0, cfs_write("28/budget_bo_bytes", "1048576"));
-	ASSERT_EQ(0, cfs_write("28/budget_shared_bytes", "65536"));
-	for (int m = 0; m < 2; m++) {
+	ASSERT_EQ(0, cfs_write("28/budget_contexts", "16"));
+	ASSERT_EQ(0, cfs_write("28/budget_bo_bytes", "2097152"));
+	ASSERT_EQ(0, cfs_write("28/budget_shared_bytes", "131072"));
+	for (int m = 0; m < 4; m++) {
 		char dir[32];
 
 		snprintf(dir, sizeof(dir), "28/%s", members[m]);
@@ -1259,8 +1282,9 @@ TEST_F(shared, the_documents_example_project_28_member_144)
 		ASSERT_EQ(0, cfs_set(dir, "request_shared_bytes", "32768"));
 	}
 	ASSERT_EQ(0, as_uid(144, member_144_publishes, NULL));
-	ASSERT_EQ(0, vg_publish(self->fd, &mnist, vgsched_bo_create(self->fd, OBJ_SIZE)));
-	for (int u = 0; u < 3; u++) {
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(0, vg_publish(self->fd, &pub[i], vgsched_bo_create(self->fd, OBJ_SIZE)));
+	for (int u = 0; u < 5; u++) {
 		int got[EX_PATHS][2], io[2];
 
 		ASSERT_EQ(0, pipe(io));
@@ -1273,8 +1297,9 @@ TEST_F(shared, the_documents_example_project_28_member_144)
 			EXPECT_EQ(want[u][i][1], got[i][1]) TH_LOG("uid %u, path %d, read-write", uids[u], i);
 		}
 	}
-	EXPECT_EQ(0, vg_unpublish(self->fd, &mnist));
-	remove_project("28", members, 2);
+	for (int i = 0; i < 3; i++)
+		EXPECT_EQ(0, vg_unpublish(self->fd, &pub[i]));
+	remove_project("28", members, 4);
 }
 
 /*

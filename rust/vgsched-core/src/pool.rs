@@ -344,6 +344,12 @@ mod tests {
         assert_eq!(highest_runnable_level(&c), Some(5));
         assert_eq!(n, 3);
         assert_eq!(sorted(&out[..n])[..3], [0, 2, 4]);
+        // As the document has it: the three alone, no other level.
+        let alone = [0, 2, 4].map(|i| c[i]);
+        let n = select(&alone, 60 * MIN, 4, &mut out);
+        assert_eq!(highest_runnable_level(&alone), Some(5));
+        assert_eq!(n, 3);
+        assert_eq!(sorted(&out[..n])[..3], [0, 1, 2]);
     }
 
     #[test]

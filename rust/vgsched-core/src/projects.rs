@@ -844,7 +844,7 @@ pub fn valid_name(name: &[u8]) -> bool {
     name.len() < NAME_BYTES && name.first().is_some_and(|&b| b != b'.') && name.iter().all(allowed)
 }
 
-/// Bytes of an authorization code (`DRM_VGSCHED_CODE_BYTES`).
+/// Bytes of an access code (`DRM_VGSCHED_CODE_BYTES`).
 pub const CODE_BYTES: usize = 16;
 
 /// Limits of the module parameter `tile_enrolment`.

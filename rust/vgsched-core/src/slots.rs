@@ -729,6 +729,14 @@ mod tests {
         }
         s.run(&mut e, 60 * MIN);
         assert_eq!(residents(&e), (1 << 2) | (1 << 5));
+        // 3 contexts, all at value 5 (the sixth priority), none at a lower
+        // level: all three are candidates, and all three fit.
+        let mut e = [ctx(0, 0, 0, 0); 3];
+        for (i, x) in e.iter_mut().enumerate() {
+            *x = ctx(i as u32, 5, 0, MIN);
+        }
+        s.run(&mut e, 60 * MIN);
+        assert_eq!(residents(&e), 0b111);
     }
 
     #[test]
@@ -1094,6 +1102,21 @@ mod tests {
         s.run(&mut e, 60 * MIN);
         assert_eq!(residents(&e), (1 << 2) | (1 << 5));
         assert!(e[2].turn && !e[5].turn);
+        // 3 contexts, all at value 5: all three loaded, the first's turn.
+        let mut e = [ctx(0, 0, 0, 0); 3];
+        for (i, x) in e.iter_mut().enumerate() {
+            *x = ctx(i as u32, 5, 0, MIN);
+        }
+        let mut s = sched_with(
+            8,
+            SliceFormula::Proportional,
+            SlotMode::InTurn,
+            HistoryRule::Unbounded,
+        );
+        s.run(&mut e, 60 * MIN);
+        assert_eq!(residents(&e), 0b111);
+        assert_eq!(e.iter().filter(|x| x.turn).count(), 1);
+        assert!(e[0].turn);
     }
 
     /// Ten loaded contexts whose weights sum to 30: the one of weight 5

@@ -973,7 +973,31 @@ pub fn document_cases() -> Result<(), &'static str> {
     });
     let mut by_power = [0usize; 4];
     let ordered = order(Policy::Power, &abcd, 1, &mut by_power);
-    let cases: [(&'static str, bool); 10] = [
+    // The fit filter for 3 tiles: a node with 3 idle is kept, one with 2
+    // dropped.
+    let filter = [3, 2].map(|idle| NodeView {
+        tiles: 4,
+        idle,
+        idle_power_mw: 10 * u64::from(idle),
+        standby_mw: 10,
+    });
+    let mut kept = [usize::MAX; 2];
+    let kept_n = order(Policy::Power, &filter, 3, &mut kept);
+    // w1 to w7 with 1, 5, 5, 5, 5, 8 and 8 idle tiles of 8, listed out of
+    // order, with powers that would order them otherwise (w1 the highest,
+    // w6 and w7 the lowest): the groups {w1}, {w2..w5}, {w6, w7} go by idle
+    // count ascending, each group by its power (w6 and w7 wholly idle: 6
+    // and 5 plus 10 standby).
+    let w =
+        [(8, 6), (5, 30), (1, 90), (5, 10), (5, 40), (8, 5), (5, 20)].map(|(idle, mw)| NodeView {
+            tiles: 8,
+            idle,
+            idle_power_mw: mw,
+            standby_mw: 10,
+        });
+    let mut by_group = [0usize; 7];
+    let grouped = order(Policy::Power, &w, 1, &mut by_group);
+    let cases: [(&'static str, bool); 13] = [
         (
             "node 3 is wholly idle: 30 + 25",
             nodes[2].order_power_mw() == 55,
@@ -1002,6 +1026,15 @@ pub fn document_cases() -> Result<(), &'static str> {
         ),
         ("18, 20, 5, 7: all four ordered", ordered == 4),
         ("18, 20, 5, 7: order c, d, a, b", by_power == [2, 3, 0, 1]),
+        (
+            "3 tiles: the node with 3 idle kept, the one with 2 dropped",
+            kept_n == 1 && kept[0] == 0,
+        ),
+        ("w1 to w7: all seven ordered", grouped == 7),
+        (
+            "w1 to w7: {w1}, then {w5, w4, w3, w2}, then {w7, w6}",
+            by_group == [2, 3, 6, 1, 4, 5, 0],
+        ),
     ];
     super::device_memory::first_failing(&cases)
 }

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Authorization codes: while a provider's GPUs have a code, a file must
+//! Access codes: while a provider's GPUs have a code, a file must
 //! present it (`DRM_IOCTL_VGSCHED_AUTHORIZE`) before its jobs may run on
 //! them.
 //!
-//! A *provider* is the whole device (provider 0, whose code is the *GPU
-//! code*) or one tile (provider `1 + tile`). The administrator generates a
+//! A *provider* is the whole device (provider 0) or one tile (provider
+//! `1 + tile`). (Not the enrolment codes of `projects/providers.rs`, which
+//! are the pooling document's authorization codes: an access code decides
+//! who may use tiles, an enrolment code which tiles are in the pool.) The administrator generates a
 //! code in configfs (`echo generate > /sys/kernel/config/vgsched/device_code`,
 //! `echo "generate 3" > .../tile_codes`), reads it once from the same
 //! attribute, and revokes it with `revoke`; `open` removes the
@@ -150,7 +152,7 @@ pub(crate) enum Shown {
     Revoked,
 }
 
-/// The authorization codes of the device and its tiles.
+/// The access codes of the device and its tiles.
 ///
 /// # Invariants
 ///

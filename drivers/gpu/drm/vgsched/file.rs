@@ -42,7 +42,7 @@ pub(crate) struct VgFile {
     /// opener's holdings against: the owner of the opener's outermost user
     /// namespace, or `uid` in the initial one ([`Opener`]).
     pub(crate) owner: u32,
-    /// The authorization codes it presented (`auth.rs`).
+    /// The access codes it presented (`auth.rs`).
     #[pin]
     pub(crate) auth: Mutex<Grants>,
     /// The file's contexts.

@@ -474,7 +474,7 @@ impl Ioctl for Submit {
     ) -> Result<u32> {
         let inner = file.inner();
         // The tiles the file may use: of those in the pool for its user
-        // (`projects/providers.rs`), those whose authorization codes (or
+        // (`projects/providers.rs`), those whose access codes (or
         // the device's) it presented, and those that need none; every
         // tile in the pool for root.
         let authorized = match inner.uid {

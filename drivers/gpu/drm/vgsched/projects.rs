@@ -262,7 +262,7 @@ pub(crate) struct Book {
     /// `SUBMIT` on a device whose every tile serves everyone takes no
     /// lock for its tiles.
     everyone_tiles: Atomic<u32>,
-    /// The device's authorization code.
+    /// The device's access code.
     #[pin]
     pub(crate) authority: Authority,
 }
@@ -1010,7 +1010,7 @@ fn code_command(a: &Authority, word: &[u8], provider: u32) -> Result {
     }
 }
 
-/// `device_code`: `generate` makes a new authorization code for the whole
+/// `device_code`: `generate` makes a new access code for the whole
 /// device, which the next read shows once (32 hex digits); `revoke`
 /// withdraws it (no file but root's may submit until the next); `open`
 /// lets every file submit again. Reads say `open`, `required` (a code is
