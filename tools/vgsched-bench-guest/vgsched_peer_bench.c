@@ -450,7 +450,7 @@ static double hiprio_wait_ms(void)
 
 			if (vgsched_ctx_query(fd, high, &q))
 				DIE("CTX_QUERY of the high context");
-			/* Its fence may signal before its stamps are the last job's. */
+			/* Only rounds with both upload stamps count. */
 			if (q.last_job_seqno == seqno && q.phase2_start_ns >= t &&
 			    q.phase2_end_ns >= q.phase2_start_ns) {
 				hiprio_phase2_start += q.phase2_start_ns - t;

@@ -344,9 +344,9 @@ pub enum FinderKind {
     /// the largest run is reported rounded down to a power of two and a
     /// request for `len` bits looks for `len.next_power_of_two()`. The sampled
     /// hardware finder's optional exclusion of low-probability values (e.g.
-    /// primes) is not applied: the sampled shift counts are `2^i - 1`, and
-    /// 3, 7, 31 and 127 among them are primes, so excluding primes would
-    /// leave only 1, 15 and 63 of the seven.
+    /// primes) is not applied: the sampled shift counts are `2^i - 1`
+    /// (0, 1, 3, 7, ...), and 3, 7, 31 and 127 among them are primes, so
+    /// excluding primes would leave only 0, 1, 15 and 63 below 255.
     Sampled,
     /// Exact answers from the time-multiplexed finder: a placement's
     /// searches packed into periods of [`PACK_WIDTH`] bits, one pass each

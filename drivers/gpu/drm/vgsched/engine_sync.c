@@ -39,8 +39,9 @@
  *    items, or the clients that submit to it, off a CPU. Under lazy
  *    preemption (CONFIG_PREEMPT_LAZY, the guest kernel's model) a fair
  *    task woken on a CPU that runs a kernel thread only sets
- *    TIF_NEED_RESCHED_LAZY, honoured at the next tick (4 ms at HZ=250) or
- *    on the way back to user space, which a kworker never takes; and
+ *    TIF_NEED_RESCHED_LAZY, honoured when the thread's slice ends (the
+ *    high-resolution tick), at the next tick (4 ms at HZ=250) or on the
+ *    way back to user space, which a kworker never takes; and
  *    cond_resched() is empty in a preemptible kernel. So the executor tests
  *    both flags itself, as the entry code does before it returns to user
  *    space or enters a guest, and calls schedule() while runnable, which
@@ -54,6 +55,7 @@
  */
 
 #include <linux/dma-fence.h>
+#include <linux/kernel.h>
 #include <linux/sched.h>
 #include <linux/thread_info.h>
 #include <linux/workqueue.h>
@@ -82,6 +84,7 @@ void vgsched_engine_wq_destroy(struct workqueue_struct *wq)
 
 bool vgsched_gpu_yield(void)
 {
+	might_sleep();
 	if (!test_thread_flag(TIF_NEED_RESCHED) && !test_thread_flag(TIF_NEED_RESCHED_LAZY))
 		return false;
 	schedule();

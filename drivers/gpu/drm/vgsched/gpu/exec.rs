@@ -708,7 +708,8 @@ impl Backend for Executor {
             if back {
                 handed_back();
             }
-            if yield_if_wanted() {
+            // A closed device stops at once, without giving way first.
+            if !self.closed.load(ordering::Acquire) && yield_if_wanted() {
                 self.yields.fetch_add(1, ordering::Relaxed);
             }
         }
