@@ -1107,12 +1107,6 @@ mod tests {
         for (i, x) in e.iter_mut().enumerate() {
             *x = ctx(i as u32, 5, 0, MIN);
         }
-        let mut s = sched_with(
-            8,
-            SliceFormula::Proportional,
-            SlotMode::InTurn,
-            HistoryRule::Unbounded,
-        );
         s.run(&mut e, 60 * MIN);
         assert_eq!(residents(&e), 0b111);
         assert_eq!(e.iter().filter(|x| x.turn).count(), 1);
