@@ -54,6 +54,7 @@ use vgsched_core::slots::{
     reschedule,
     Scratch,
     SlotChange,
+    SlotCounters,
     SlotEntry,
     SlotPolicy, //
 };
@@ -158,6 +159,7 @@ fn scenario(n: usize, priority: u8, rng: &mut Rng) -> Vec<Ctx> {
                 created_ns,
                 runtime_ns,
                 runnable: false,
+                served_pass: 0,
             };
             Ctx {
                 entry: SlotEntry::new(cand),
@@ -172,7 +174,7 @@ fn scenario(n: usize, priority: u8, rng: &mut Rng) -> Vec<Ctx> {
 /// keeps them.
 struct Decider {
     policy: SlotPolicy,
-    seq: u64,
+    seq: SlotCounters,
     cands: Vec<Candidate>,
     chosen: Vec<usize>,
     changes: Vec<SlotChange>,
@@ -186,10 +188,11 @@ impl Decider {
             created_ns: 0,
             runtime_ns: 0,
             runnable: false,
+            served_pass: 0,
         };
         Self {
             policy: SlotPolicy::new(SLOTS, formula, T0_NS),
-            seq: 0,
+            seq: SlotCounters::new(),
             cands: vec![blank; n],
             chosen: vec![0; SLOTS],
             // Each resident is evicted at most once, each slot filled at
@@ -427,6 +430,7 @@ fn latency_table(out: &mut String, opts: &Options) {
             created_ns: ORIGIN_NS,
             runtime_ns: 0,
             runnable: false,
+            served_pass: 0,
         };
         ctxs.push(Ctx {
             entry: SlotEntry::new(cand),

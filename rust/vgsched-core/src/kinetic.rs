@@ -69,6 +69,7 @@ impl Node {
             created_ns: 0,
             runtime_ns: 0,
             runnable: false,
+            served_pass: 0,
         },
     };
 }
@@ -89,16 +90,17 @@ pub struct Kinetic<'a> {
 }
 
 /// One match at `now`: whether leaf `a` ranks ahead of leaf `b`, as
-/// `pool::select` ranks candidates (higher level, larger weight, older,
-/// lower id, lower index), and the first time after `now` at which the
-/// outcome changes (`u64::MAX`: never). Only two finite weights of one
-/// level can swap: a weight `(t − created) ÷ runtime` is a line in `t`.
-/// The weights' cross products serve both answers.
+/// `pool::select` ranks candidates (higher level, earlier served pass,
+/// larger weight, older, lower id, lower index), and the first time after
+/// `now` at which the outcome changes (`u64::MAX`: never). Only two finite
+/// weights of one level and pass can swap: a weight `(t − created) ÷
+/// runtime` is a line in `t`. The weights' cross products serve both
+/// answers.
 fn play(ca: &Candidate, a: u32, cb: &Candidate, b: u32, now: u64) -> (bool, u64) {
-    let (level_a, level_b) = (ca.level(), cb.level());
-    if level_a != level_b {
-        // Levels do not change with time.
-        return (level_a < level_b, u64::MAX);
+    let (rank_a, rank_b) = ((ca.level(), ca.served_pass), (cb.level(), cb.served_pass));
+    if rank_a != rank_b {
+        // Levels and passes do not change with time.
+        return (rank_a < rank_b, u64::MAX);
     }
     // Older, lower id, lower index first: fixed tie-breaks.
     let a_first = (ca.created_ns, ca.id, a) < (cb.created_ns, cb.id, b);
@@ -367,6 +369,7 @@ mod tests {
     fn ahead(ca: &Candidate, a: u32, cb: &Candidate, b: u32, now: u64) -> bool {
         cb.level()
             .cmp(&ca.level())
+            .then_with(|| cb.served_pass.cmp(&ca.served_pass))
             .then_with(|| ca.weight(now).cmp(&cb.weight(now)))
             .then_with(|| cb.created_ns.cmp(&ca.created_ns))
             .then_with(|| cb.id.cmp(&ca.id))
@@ -377,9 +380,10 @@ mod tests {
     /// The first time after `now` at which `b` ranks ahead of `a`, given that
     /// `a` ranks ahead of `b` at `now`; `u64::MAX` if never.
     fn failure_time(ca: &Candidate, a: u32, cb: &Candidate, b: u32, now: u64) -> u64 {
-        // Levels, infinite weights and the tie-breaks do not change with time:
-        // only two finite weights of one level can swap.
-        if ca.level() != cb.level() || ca.runtime_ns == 0 || cb.runtime_ns == 0 {
+        // Levels, passes, infinite weights and the tie-breaks do not change
+        // with time: only two finite weights of one level and pass can swap.
+        let fixed = ca.level() != cb.level() || ca.served_pass != cb.served_pass;
+        if fixed || ca.runtime_ns == 0 || cb.runtime_ns == 0 {
             return u64::MAX;
         }
         let (ra, rb) = (u128::from(ca.runtime_ns), u128::from(cb.runtime_ns));
@@ -429,6 +433,7 @@ mod tests {
             created_ns,
             runtime_ns,
             runnable: true,
+            served_pass: 0,
         }
     }
 
@@ -523,9 +528,12 @@ mod tests {
                     all[i].runtime_ns += 1 + rng.below_u64(20 * MS);
                     k.set(i, Some(all[i]), now);
                 }
-                // Priority change.
+                // Priority change, or it had its turn in a pass.
                 6 if all[i].runnable => {
-                    all[i].priority = 4 + rng.below(3) as u8;
+                    match rng.below(2) {
+                        0 => all[i].priority = 4 + rng.below(3) as u8,
+                        _ => all[i].served_pass = u64::from(rng.below(3)),
+                    }
                     k.set(i, Some(all[i]), now);
                 }
                 // Time passes, then a decision for 1..=8 free slots.
@@ -566,7 +574,9 @@ mod tests {
                     0 => 0,
                     _ => 1 + rng.below_u64(8) * (MS / 2),
                 };
-                cand(id, 4 + rng.below(2) as u8, created, runtime)
+                let mut c = cand(id, 4 + rng.below(2) as u8, created, runtime);
+                c.served_pass = u64::from(rng.below(4) / 3);
+                c
             };
             let (ca, cb) = (c(&mut rng), c(&mut rng));
             let (a, b) = (rng.below(4), 4 + rng.below(4));

@@ -50,6 +50,7 @@ use super::slots::{
     reschedule,
     Scratch,
     SlotChange,
+    SlotCounters,
     SlotEntry,
     SlotMode,
     SlotPolicy, //
@@ -74,6 +75,7 @@ impl Picked {
                 created_ns: 0,
                 runtime_ns: 0,
                 runnable: false,
+                served_pass: 0,
             }),
         }
     }
@@ -298,7 +300,7 @@ impl OrderedSlots {
         entries: &mut [T],
         now_ns: u64,
         policy: &SlotPolicy,
-        next_seq: &mut u64,
+        counters: &mut SlotCounters,
         store: &mut Store<'_>,
         scratch: Scratch<'_>,
     ) -> usize
@@ -315,7 +317,10 @@ impl OrderedSlots {
             return 0;
         };
         if self.pending > 0 {
-            self.enter_and_leave(entries, &mut k, now_ns, policy, store.pending, store.work);
+            let pending = &*store.pending;
+            self.enter_and_leave(
+                entries, &mut k, now_ns, policy, counters, pending, store.work,
+            );
         }
         // The decision over the residents and the best waiting contexts:
         // as many as it can load.
@@ -355,7 +360,7 @@ impl OrderedSlots {
             chosen,
             changes: &mut *changes,
         };
-        let written = reschedule(work, now_ns, policy, next_seq, scratch);
+        let written = reschedule(work, now_ns, policy, counters, scratch);
         self.resident_count = 0;
         for p in work.iter() {
             if let Some(e) = entries.get_mut(p.index) {
@@ -394,6 +399,7 @@ impl OrderedSlots {
         k: &mut Kinetic<'_>,
         now_ns: u64,
         policy: &SlotPolicy,
+        counters: &SlotCounters,
         pending: &[u32],
         work: &mut [Picked],
     ) where
@@ -422,7 +428,7 @@ impl OrderedSlots {
         self.pending = 0;
         let work = &mut work[..m];
         work.sort_unstable_by_key(|p| p.index);
-        apply_history(work, now_ns, policy.history);
+        apply_history(work, now_ns, policy.history, counters);
         for p in work.iter_mut() {
             p.entry.pending = false;
             if let Some(e) = entries.get_mut(p.index) {
@@ -584,12 +590,13 @@ mod tests {
                     created_ns: now - rng.below_u64(900 * MS),
                     runtime_ns: 0,
                     runnable: false,
+                    served_pass: 0,
                 })
             })
             .collect();
         let mut old = entries.clone();
         let mut ordered = OrderedSlots::new();
-        let (mut seq_new, mut seq_old) = (0, 0);
+        let (mut seq_new, mut seq_old) = (SlotCounters::new(), SlotCounters::new());
         let mut len = n;
         let sweep = seed.is_multiple_of(2);
         {

@@ -32,6 +32,11 @@ pub struct Candidate {
     pub runtime_ns: u64,
     /// Whether the context has work to run; others are never selected.
     pub runnable: bool,
+    /// The last pass of its level in which it had its turn, when slot
+    /// selection runs in turn ([`super::slots::SlotCounters`]); a smaller
+    /// pass ranks first, before the weight is looked at. 0 where passes
+    /// are not counted, so there only the weight ranks.
+    pub served_pass: u64,
 }
 
 impl Candidate {
@@ -171,13 +176,15 @@ pub fn highest_runnable_level(cands: &[Candidate]) -> Option<u8> {
         .min()
 }
 
-/// Whether `cands[a]` ranks ahead of `cands[b]`: larger weight, then older
-/// (earlier `created_ns`), then lower id, then lower index, so the order is
-/// total and the selection deterministic even with duplicate ids.
+/// Whether `cands[a]` ranks ahead of `cands[b]`: an earlier served pass,
+/// then larger weight, then older (earlier `created_ns`), then lower id,
+/// then lower index, so the order is total and the selection deterministic
+/// even with duplicate ids.
 fn ahead(cands: &[Candidate], now_ns: u64, a: usize, b: usize) -> bool {
     let (ca, cb) = (&cands[a], &cands[b]);
-    ca.weight(now_ns)
-        .cmp(&cb.weight(now_ns))
+    cb.served_pass
+        .cmp(&ca.served_pass)
+        .then_with(|| ca.weight(now_ns).cmp(&cb.weight(now_ns)))
         .then_with(|| cb.created_ns.cmp(&ca.created_ns))
         .then_with(|| cb.id.cmp(&ca.id))
         .then_with(|| b.cmp(&a))
@@ -208,8 +215,8 @@ fn sift_down(cands: &[Candidate], now_ns: u64, heap: &mut [usize], mut root: usi
 ///
 /// Candidates are the runnable contexts at [`highest_runnable_level`]. If
 /// they fit (at most `slots`), all are chosen; otherwise the `slots`
-/// ranking first: largest [`Weight`] at `now_ns`, then oldest, then lowest
-/// id. Writes their indices into `cands` to `out`, best first, and returns
+/// ranking first: earliest [`Candidate::served_pass`], then largest
+/// [`Weight`] at `now_ns`, then oldest, then lowest id. Writes their indices into `cands` to `out`, best first, and returns
 /// how many; the capacity is `min(slots, out.len())`.
 ///
 /// Cost: one O(n) pass for the level, then one pass keeping the best `k`
@@ -226,8 +233,9 @@ pub fn select(cands: &[Candidate], now_ns: u64, slots: usize, out: &mut [usize])
         return 0;
     }
     let mut len = 0;
-    // Weight of the worst kept (the heap root) once the heap is full.
-    let mut worst = Weight::new(0, 0, 0);
+    // Pass and weight of the worst kept (the heap root) once the heap is
+    // full.
+    let mut worst = (0, Weight::new(0, 0, 0));
     for (i, c) in cands.iter().enumerate() {
         if !c.runnable || c.level() != level {
             continue;
@@ -247,12 +255,16 @@ pub fn select(cands: &[Candidate], now_ns: u64, slots: usize, out: &mut [usize])
                 pos = parent;
             }
             if len == cap {
-                worst = cands[out[0]].weight(now_ns);
+                worst = (cands[out[0]].served_pass, cands[out[0]].weight(now_ns));
             }
         } else {
             // Most losers of a large pool are rejected on weight alone,
             // against the cached root weight.
-            let ahead_of_worst = match c.weight(now_ns).cmp(&worst) {
+            let rank = worst
+                .0
+                .cmp(&c.served_pass)
+                .then_with(|| c.weight(now_ns).cmp(&worst.1));
+            let ahead_of_worst = match rank {
                 Ordering::Less => false,
                 Ordering::Greater => true,
                 Ordering::Equal => ahead(cands, now_ns, i, out[0]),
@@ -260,7 +272,7 @@ pub fn select(cands: &[Candidate], now_ns: u64, slots: usize, out: &mut [usize])
             if ahead_of_worst {
                 out[0] = i;
                 sift_down(cands, now_ns, &mut out[..len], 0);
-                worst = cands[out[0]].weight(now_ns);
+                worst = (cands[out[0]].served_pass, cands[out[0]].weight(now_ns));
             }
         }
     }
@@ -286,6 +298,7 @@ mod tests {
             created_ns,
             runtime_ns,
             runnable: true,
+            served_pass: 0,
         }
     }
 
@@ -507,8 +520,9 @@ mod tests {
                 n += 1;
             }
         }
-        // Key: infinite first, then lifetime/runtime descending by
-        // cross-multiplication, then created, id, index ascending.
+        // Key: served pass ascending, infinite first, then lifetime/runtime
+        // descending by cross-multiplication, then created, id, index
+        // ascending.
         idx[..n].sort_unstable_by(|&a, &b| {
             let (x, y) = (&c[a], &c[b]);
             let (lx, ly) = (
@@ -521,7 +535,9 @@ mod tests {
                 (_, 0) => Ordering::Greater,
                 (rx, ry) => (ly as u128 * rx as u128).cmp(&(lx as u128 * ry as u128)),
             };
-            by_weight
+            x.served_pass
+                .cmp(&y.served_pass)
+                .then(by_weight)
                 .then(x.created_ns.cmp(&y.created_ns))
                 .then(x.id.cmp(&y.id))
                 .then(a.cmp(&b))
@@ -557,6 +573,8 @@ mod tests {
                     created_ns: created,
                     runtime_ns: runtime,
                     runnable: rng.below(5) != 0,
+                    // Half the cases rank by weight alone.
+                    served_pass: (case % 2) as u64 * u64::from(rng.below(3)),
                 };
             }
             let slots = 1 + rng.below(64) as usize;

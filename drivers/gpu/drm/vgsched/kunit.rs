@@ -476,6 +476,7 @@ mod slots {
             reschedule,
             Scratch,
             SlotChange,
+            SlotCounters,
             SlotEntry,
             SlotMode,
             SlotPolicy, //
@@ -492,11 +493,12 @@ mod slots {
             created_ns: 0,
             runtime_ns: 0,
             runnable: false,
+            served_pass: 0,
         };
         let mut cands = [blank; 16];
         let mut chosen = [0usize; 16];
         let mut changes = [SlotChange::Round; 40];
-        let mut seq = 0;
+        let mut seq = SlotCounters::new();
         let scratch = Scratch {
             cands: &mut cands,
             chosen: &mut chosen,
@@ -515,6 +517,7 @@ mod slots {
                 created_ns: 0,
                 runtime_ns: ran[i],
                 runnable: true,
+                served_pass: 0,
             })
         })
     }
@@ -552,6 +555,7 @@ mod slots {
             created_ns: now - life,
             runtime_ns: run,
             runnable: true,
+            served_pass: 0,
         };
         for i in 0..5 {
             k.set(i, None, now);
@@ -601,12 +605,12 @@ mod slots {
             };
             let mut ordered = OrderedSlots::new();
             ordered.reset(&mut e, &mut store);
-            let mut seq = 0;
+            let mut seq = SlotCounters::new();
             let mut cands = [e[0].cand; N];
             let mut chosen = [0usize; 16];
             let mut changes = [SlotChange::Round; 2 * N + 2];
             let (mut full_cands, mut full_chosen, mut want) = (cands, chosen, changes);
-            let mut full_seq = 0;
+            let mut full_seq = SlotCounters::new();
             let mut full_changes = 0;
             for _ in 0..400 {
                 if rng.below(3) == 0 {
@@ -705,6 +709,7 @@ mod slots {
                 created_ns: 0,
                 runtime_ns: MIN,
                 runnable: true,
+                served_pass: 0,
             })
         });
         let mut cands = [Candidate {
@@ -713,6 +718,7 @@ mod slots {
             created_ns: 0,
             runtime_ns: 0,
             runnable: false,
+            served_pass: 0,
         }; 11];
         let mut chosen = [0usize; 8];
         let mut changes = [SlotChange::Evict {
@@ -720,7 +726,7 @@ mod slots {
             preempted: false,
         }; 22];
         let policy = SlotPolicy::new(8, SliceFormula::Proportional, 10_000_000);
-        let mut seq = 0;
+        let mut seq = SlotCounters::new();
         let scratch = Scratch {
             cands: &mut cands,
             chosen: &mut chosen,

@@ -130,6 +130,7 @@ impl ContextQueue {
             created_ns: ctx.created_ns,
             runtime_ns: 0,
             runnable: false,
+            served_pass: 0,
         });
         Ok(Self {
             ctx: ctx.clone(),

@@ -49,6 +49,7 @@ use crate::vgsched_core::{
     slots::{
         Scratch,
         SlotChange,
+        SlotCounters,
         SlotMode,
         SlotPolicy, //
     }, //
@@ -65,8 +66,8 @@ const REFRESH_WALK_EVERY: u32 = 64;
 pub(super) struct SlotSelection {
     /// The slice formula in force.
     pub(super) formula: SliceFormula,
-    /// Numbers loads into slots.
-    next_load_seq: u64,
+    /// Numbers loads into slots and counts each level's passes.
+    counters: SlotCounters,
     /// What the ordered decision keeps between decisions: the residents
     /// and the contexts to look at.
     ordered: OrderedSlots,
@@ -139,6 +140,7 @@ impl SlotRoom {
             created_ns: 0,
             runtime_ns: 0,
             runnable: false,
+            served_pass: 0,
         };
         // The ordered decision's tournament: a power of two of leaves.
         let leaves = contexts.max(1).checked_next_power_of_two().ok_or(ENOMEM)?;
@@ -168,7 +170,7 @@ impl SlotSelection {
     pub(super) fn new(formula: SliceFormula, slots: usize, room: SlotRoom) -> Result<Self> {
         Ok(Self {
             formula,
-            next_load_seq: 0,
+            counters: SlotCounters::new(),
             ordered: OrderedSlots::new(),
             chosen: KVec::from_elem(0, slots, GFP_KERNEL)?,
             room,
@@ -282,7 +284,7 @@ impl Engine {
             ..
         } = st;
         let SlotSelection {
-            next_load_seq,
+            counters,
             ordered,
             chosen,
             room,
@@ -375,7 +377,7 @@ impl Engine {
             chosen,
             changes: &mut *changes,
         };
-        let n = ordered.decide(queues, now, &policy, next_load_seq, &mut store, scratch);
+        let n = ordered.decide(queues, now, &policy, counters, &mut store, scratch);
         let side_by_side = policy.mode == SlotMode::SideBySide;
         // Every context holding a slot is a working one.
         let mut used = working
