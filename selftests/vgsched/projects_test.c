@@ -552,8 +552,7 @@ static int step(int out, int in, char c)
 }
 
 /*
- * uid 1001, target 3 contexts, 1 MiB + the start's 64 KiB of objects and
- * 2 tiles: starts (a second START on the file is EALREADY, bad flags
+ * uid 1001, target 3 contexts, 1 MiB of objects and 2 tiles: starts (a second START on the file is EALREADY, bad flags
  * EINVAL), then, once 1002 has filled the rest of the pool, creates its
  * three contexts (never ENOSPC) and a fourth (EDQUOT); it exits when told,
  * which stops its environment.
@@ -657,7 +656,8 @@ TEST_F(projects, a_started_member_holds_its_whole_request)
 	ASSERT_EQ(0, cfs_write("alpha/budget_contexts", "12"));
 	ASSERT_EQ(0, cfs_write("alpha/budget_bo_bytes", "4194304"));
 	ASSERT_EQ(0, cfs_write("alpha/budget_tiles", "5"));
-	ASSERT_EQ(0, cfs_write("alpha/start_bo_bytes", "65536"));
+	/* A target is the request: no numeric start parameters are added. */
+	EXPECT_EQ(-ENOENT, cfs_write("alpha/start_bo_bytes", "65536"));
 	ASSERT_EQ(0, cfs_mkdir("alpha/1001"));
 	ASSERT_EQ(0, cfs_mkdir("alpha/1002"));
 	ASSERT_EQ(0, cfs_mkdir("alpha/1003"));
@@ -667,15 +667,12 @@ TEST_F(projects, a_started_member_holds_its_whole_request)
 	ASSERT_EQ(0, cfs_write("alpha/1002/request_contexts", "3"));
 	ASSERT_EQ(0, cfs_write("alpha/1003/request_contexts", "5"));
 	ASSERT_EQ(0, cfs_write("alpha/1003/request_tiles", "3"));
-	/* The targets: 11 contexts, 1 MiB + 3 x 64 KiB, 5 tiles, within the budget. */
+	/* The targets: 11 contexts, 1 MiB, 5 tiles, within the budget. */
 	ASSERT_EQ(0, cfs_read("alpha/requested", buf, sizeof(buf)));
-	EXPECT_STREQ("contexts 11\nbo_bytes 1245184\ntiles 5\nshared_bytes 0\n", buf);
-	EXPECT_EQ(-EDQUOT, cfs_write("alpha/start_contexts", "1")) TH_LOG("3 x 1 + 11 > 12");
-	EXPECT_EQ(0, cfs_number("alpha/start_contexts"));
-	/* A new member's target is the start parameters: it must fit too. */
-	ASSERT_EQ(0, cfs_write("alpha/budget_bo_bytes", "1245184"));
-	EXPECT_EQ(-EDQUOT, cfs_mkdir("alpha/1005")) TH_LOG("a fourth 64 KiB start past the budget");
-	ASSERT_EQ(0, cfs_write("alpha/budget_bo_bytes", "4194304"));
+	EXPECT_STREQ("contexts 11\nbo_bytes 1048576\ntiles 5\nshared_bytes 0\n", buf);
+	/* A request past what the others leave of the budget: 3 + 3 + 7 > 12. */
+	EXPECT_EQ(-EDQUOT, cfs_write("alpha/1003/request_contexts", "7"));
+	EXPECT_EQ(5, cfs_number("alpha/1003/request_contexts"));
 	EXPECT_EQ(0, as_uid(1003, never_fits, NULL));
 
 	a = fork_talking(1001, started_member, a_io, &a_io[0], &a_io[1], &to_a, &from_a);
@@ -683,7 +680,7 @@ TEST_F(projects, a_started_member_holds_its_whole_request)
 	ASSERT_EQ(1, read(from_a, &c, 1));
 	ASSERT_EQ('s', c);
 	ASSERT_EQ(0, cfs_read("alpha/1001/reserved", buf, sizeof(buf)));
-	EXPECT_STREQ("contexts 3\nbo_bytes 1114112\ntiles 2\nshared_bytes 0\n", buf);
+	EXPECT_STREQ("contexts 3\nbo_bytes 1048576\ntiles 2\nshared_bytes 0\n", buf);
 	EXPECT_EQ(0, cfs_usage("alpha/1001/usage", "contexts")) TH_LOG("reserved, not held");
 
 	b = fork_talking(1002, waiting_member, b_io, &b_io[0], &b_io[1], &to_b, &from_b);
@@ -708,7 +705,7 @@ TEST_F(projects, a_started_member_holds_its_whole_request)
 	ASSERT_EQ(1, read(from_b, &c, 1));
 	ASSERT_EQ('w', c) TH_LOG("1002 did not start once 1001 stopped");
 	ASSERT_EQ(0, cfs_read("alpha/1002/reserved", buf, sizeof(buf)));
-	EXPECT_STREQ("contexts 3\nbo_bytes 65536\ntiles 0\nshared_bytes 0\n", buf);
+	EXPECT_STREQ("contexts 3\nbo_bytes 0\ntiles 0\nshared_bytes 0\n", buf);
 	EXPECT_EQ(3, cfs_usage("alpha/1002/usage", "contexts"));
 	ASSERT_EQ(1, write(to_b, "q", 1));
 	EXPECT_EQ(0, reap(a));
@@ -1079,6 +1076,8 @@ static int alpha_across_a_revocation(void *arg)
  * job of alpha to tile 2 while the job already running on tile 1 ends
  * exactly; revoking tile 2 leaves nothing. Malformed commands are EINVAL,
  * a wrong code EACCES, an unknown project ENOENT, each changing nothing.
+ * Then node 1, a provider of its own, enrols both its tiles under one
+ * code, and its revocation takes both out.
  */
 TEST_F(projects, providers_join_the_pool_by_their_codes)
 {
@@ -1172,7 +1171,116 @@ TEST_F(projects, providers_join_the_pool_by_their_codes)
 	EXPECT_STREQ("0 out\n1 out\n2 out\n3 out\n", buf);
 	EXPECT_EQ(13, job_as(1001, 1));
 	EXPECT_EQ(13, one_job_of((void *)1L));
+
+	/*
+	 * A node is a provider: one code enrols both its tiles, and a job of
+	 * two tiles then fits there. A node past the device is EINVAL, a
+	 * tile's code does not enrol its node.
+	 */
+	EXPECT_EQ(-EINVAL, cfs_write("providers", "code node 2"));
+	EXPECT_EQ(-EINVAL, cfs_write("providers", "code node"));
+	ASSERT_EQ(0, cfs_write("providers", "code node 1\n"));
+	ASSERT_EQ(0, cfs_read("providers", buf, sizeof(buf)));
+	ASSERT_EQ(1, sscanf(buf, "0 out\n1 out\n2 out\n3 out\nnode 1 code %32s\n", code2))
+		TH_LOG("'%s'", buf);
+	ASSERT_EQ(0, cfs_read("providers", buf, sizeof(buf)));
+	EXPECT_STREQ("0 out\n1 out\n2 out\n3 out\nnode 1 code\n", buf);
+	snprintf(line, sizeof(line), "enrol 2 %s", code2);
+	EXPECT_EQ(-EACCES, cfs_write("providers", line)) TH_LOG("the node's code is not tile 2's");
+	snprintf(line, sizeof(line), "enrol node 0 %s", code2);
+	EXPECT_EQ(-EACCES, cfs_write("providers", line)) TH_LOG("node 0 has no code");
+	snprintf(line, sizeof(line), "enrol node 1 %s alpha", code2);
+	ASSERT_EQ(0, cfs_write("providers", line));
+	ASSERT_EQ(0, cfs_read("providers", buf, sizeof(buf)));
+	EXPECT_STREQ("0 out\n1 out\n2 projects alpha\n3 projects alpha\nnode 1 code\n", buf);
+	EXPECT_EQ(0, job_as(1001, 2)) TH_LOG("node 1's two tiles are alpha's");
+	EXPECT_EQ(13, job_as(1002, 1));
+	ASSERT_EQ(0, cfs_write("providers", "revoke node 1"));
+	ASSERT_EQ(0, cfs_read("providers", buf, sizeof(buf)));
+	EXPECT_STREQ("0 out\n1 out\n2 out\n3 out\n", buf);
+	EXPECT_EQ(13, job_as(1001, 1));
 	close(fd);
+}
+
+/*
+ * uid 1001, member of alpha with a request of two tiles: its START is
+ * ENOSPC while the providers enrolled fewer than two tiles for it; then it
+ * waits, and reports once it has started.
+ */
+static int start_after_enrolment(void *arg)
+{
+	int *p = arg, fd = vgsched_open_render_node();
+
+	if (fd < 0)
+		return 101;
+	if (start_env(fd, 0) != -ENOSPC)
+		return 102;
+	if (step(p[1], p[0], 'n'))
+		return 103;
+	if (start_env(fd, DRM_VGSCHED_START_WAIT))
+		return 104;
+	if (step(p[1], p[0], 's'))
+		return 105;
+	close(fd);
+	return 0;
+}
+
+/* Makes provider @who's code (`N` or `node N`) and enters it for @project; 0 or -1. */
+static int enrol_for(const char *who, const char *project)
+{
+	char buf[512], cmd[64], code[33], *at;
+
+	snprintf(cmd, sizeof(cmd), "code %s", who);
+	if (cfs_write("providers", cmd) || cfs_read("providers", buf, sizeof(buf)))
+		return -1;
+	at = strstr(buf, " code ");
+	if (!at || sscanf(at, " code %32s", code) != 1)
+		return -1;
+	snprintf(cmd, sizeof(cmd), "enrol %s %s %s", who, code, project);
+	return cfs_write("providers", cmd) ? -1 : 0;
+}
+
+/*
+ * Whole-request admission against what the providers enrolled
+ * (tile_enrolment=1, two nodes of two tiles): with nothing enrolled a
+ * member's START of two tiles is ENOSPC, not two tiles of the device
+ * reserved for jobs that could not run; a waiting START sleeps through
+ * the enrolment of one tile for its project and is let in by node 1's,
+ * and then holds its two tiles.
+ */
+TEST_F(projects, a_start_is_admitted_against_the_enrolled_tiles)
+{
+	int io[2], to, from, fd;
+	char c, buf[256];
+	pid_t pid;
+
+	ASSERT_EQ(0, vgsched_module_unload());
+	ASSERT_EQ(0, vgsched_module_load("modules=4 nodes=2 tiles_per_node=2 tile_enrolment=1"));
+	fd = vgsched_open_render_node_at(buf, sizeof(buf));
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, chmod(buf, 0666));
+	close(fd);
+	ASSERT_EQ(0, project_of_one("alpha", "1001"));
+	pid = fork_talking(1001, start_after_enrolment, io, &io[0], &io[1], &to, &from);
+	ASSERT_GE(pid, 0);
+	ASSERT_EQ(1, read(from, &c, 1));
+	ASSERT_EQ('n', c) TH_LOG("START was not ENOSPC with nothing enrolled");
+	ASSERT_EQ(0, enrol_for("0", "alpha"));
+	ASSERT_EQ(1, write(to, "w", 1));
+	/* One tile enrolled: the waiting START sleeps and reserves nothing. */
+	for (int i = 0; i < 500 && proc_state(pid) != 'S'; i++)
+		usleep(10000);
+	usleep(100000);
+	EXPECT_EQ('S', proc_state(pid));
+	EXPECT_EQ(0, cfs_usage("alpha/1001/reserved", "tiles"));
+	ASSERT_EQ(0, enrol_for("node 1", "alpha"));
+	ASSERT_EQ(1, read(from, &c, 1));
+	ASSERT_EQ('s', c) TH_LOG("the enrolment did not let the START in");
+	ASSERT_EQ(0, cfs_read("alpha/1001/reserved", buf, sizeof(buf)));
+	EXPECT_STREQ("contexts 2\nbo_bytes 1048576\ntiles 2\nshared_bytes 0\n", buf);
+	ASSERT_EQ(1, write(to, "q", 1));
+	EXPECT_EQ(0, reap(pid));
+	EXPECT_EQ(0, usage_settles("alpha/1001/reserved", "tiles", 0));
 }
 
 /*

@@ -634,9 +634,10 @@ struct drm_vgsched_authorize {
  * struct drm_vgsched_start - argument of DRM_IOCTL_VGSCHED_START (uAPI 1.9).
  *
  * Starts the environment of the project member the file belongs to (the
- * uid that opened it): its target, the project's start parameters plus
- * the member's request (configfs), is reserved from the device's pool in
- * one step (of the tiles, at most the device's), or not at all.
+ * uid that opened it): its target, the member's request (configfs), is
+ * reserved from the device's pool in one step (of the tiles, at most the
+ * device's, and within those the providers enrolled for the member), or
+ * not at all.
  * Afterwards nothing the member's files create within what was reserved
  * fails for want of pool (-ENOSPC); the environment stays started while
  * a file that started it is open. When the pool cannot hold the whole

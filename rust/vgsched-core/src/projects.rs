@@ -10,8 +10,8 @@
 //! budget lowered below them. What a member's files create is *charged* to
 //! it: past its request, `EDQUOT`; when the device's pool of that resource
 //! is held by others, `ENOSPC` (or the caller waits). A member's *target*
-//! is the project's start parameters plus its request; *starting* its
-//! environment reserves the whole target from the pool in one step
+//! is its request, the most it holds; *starting* its environment
+//! reserves the whole target from the pool in one step
 //! ([`admit_start`]), after which its charges within the target take
 //! nothing more from the pool. These are pure functions over small
 //! numbers; the module keeps the state and calls them under its own lock.
@@ -144,6 +144,9 @@ pub enum QuotaError {
     /// A start the device's pool could never hold, whatever the others
     /// give back (`ENOSPC`, and no wait).
     PoolTooSmall(Resource),
+    /// A start whose tiles the providers did not enrol for the member
+    /// (`ENOSPC`; a waiting start waits for an enrolment).
+    NotEnrolled,
 }
 
 /// A member's new request, beside the other members' requests (their sum),
@@ -215,25 +218,37 @@ pub fn pool_share(reserved: &Amounts, used: &Amounts) -> Amounts {
     share
 }
 
-/// Starting a member's environment: its `target` (the project's start
-/// parameters plus its request) reserved from the pool in one step, the
-/// member holding `used` already, on a device whose pool is `pool` with
-/// `pool_used` taken. Returns what the pool gives (the target beyond what
-/// the member holds), all or nothing: [`QuotaError::PoolBusy`] for the
-/// first resource the pool cannot give now, [`QuotaError::PoolTooSmall`]
-/// for one it could never give (a waiting start would never end).
+/// Starting a member's environment: its `target` (its request) reserved
+/// from the pool in one step, the member holding `used` already, on a
+/// device whose pool is `pool` (of tiles, the device's: [`start_pool`])
+/// with `pool_used` taken, of which the providers enrolled `enrolled`
+/// tiles for the member. Returns what the pool gives (the target beyond
+/// what the member holds), all or nothing: [`QuotaError::PoolTooSmall`]
+/// for a resource the pool could never give (a waiting start would never
+/// end), [`QuotaError::NotEnrolled`] for more tiles than the providers
+/// enrolled for the member (an enrolment may change that),
+/// [`QuotaError::PoolBusy`] for the first resource the pool cannot give
+/// now. The tiles are admitted against the enrolled ones, less what every
+/// member holds and reserves: what others hold may be on tiles the member
+/// could not use, so the count errs on the side of waiting.
 pub fn admit_start(
     target: &Amounts,
     used: &Amounts,
     pool: &Amounts,
     pool_used: &Amounts,
+    enrolled: u64,
 ) -> Result<Amounts, QuotaError> {
     let reserved = reservation(target, pool);
     let take = pool_share(&reserved, used).minus(used);
     if let Some(r) = reserved.first_over(pool) {
         return Err(QuotaError::PoolTooSmall(r));
     }
-    match take.first_over(&pool.minus(pool_used)) {
+    let mut limit = *pool;
+    limit.set(Resource::Tiles, enrolled.min(pool.get(Resource::Tiles)));
+    if reserved.get(Resource::Tiles) > limit.get(Resource::Tiles) {
+        return Err(QuotaError::NotEnrolled);
+    }
+    match take.first_over(&limit.minus(pool_used)) {
         Some(r) => Err(QuotaError::PoolBusy(r)),
         None => Ok(take),
     }
@@ -857,48 +872,65 @@ pub fn tiles_start_outside(value: u64) -> Result<bool, ParamError> {
     Ok(within("tile_enrolment", value, TILE_ENROLMENT)? == 1)
 }
 
+/// Who provides GPUs to the pool: a node of the device's topology (the
+/// pooling document's physical machine, all its tiles under one code), or
+/// one tile of it (a part of a machine, split and isolated).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProviderId {
+    /// Node `N`: every tile of the node.
+    Node(u32),
+    /// Tile `T` alone.
+    Tile(u32),
+}
+
 /// A command of the `providers` attribute, which enrols the device's
-/// tiles (its providers) into the pool.
+/// providers (its nodes, or single tiles) into the pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProviderCommand<'a> {
-    /// `code T`: a new enrolment code for tile `T`, replacing any, shown
-    /// once; what the provider hands the pool's administrator.
+    /// `code node N` or `code T`: a new enrolment code for the provider,
+    /// replacing any, shown once; what the provider hands the pool's
+    /// administrator.
     Code {
-        /// The tile.
-        tile: u32,
+        /// The provider.
+        who: ProviderId,
     },
-    /// `enrol T CODE [PROJECT]`: enters tile `T`'s code (32 hex digits):
-    /// the tile joins the pool for `PROJECT`'s members, or for everyone
-    /// without one.
+    /// `enrol node N CODE [PROJECT]` or `enrol T CODE [PROJECT]`: enters
+    /// the provider's code (32 hex digits): its tiles join the pool for
+    /// `PROJECT`'s members, or for everyone without one.
     Enrol {
-        /// The tile.
-        tile: u32,
+        /// The provider.
+        who: ProviderId,
         /// The code entered.
         code: [u8; CODE_BYTES],
         /// The project it serves, a valid name; `None`: every user.
         project: Option<&'a [u8]>,
     },
-    /// `revoke T`: tile `T` leaves the pool (no new job may use it; the
-    /// jobs accepted before run on) and its code is void.
+    /// `revoke node N` or `revoke T`: the provider's tiles leave the pool
+    /// (no new job may use them; the jobs accepted before run on) and its
+    /// code is void.
     Revoke {
-        /// The tile.
-        tile: u32,
+        /// The provider.
+        who: ProviderId,
     },
 }
 
 impl<'a> ProviderCommand<'a> {
     /// Parses `line` (one trailing newline allowed; words separated by
-    /// single spaces) for a device of `tiles` tiles; `None` for anything
-    /// malformed: an unknown word, a tile past the device, a code that is
-    /// not 32 hex digits, a project that is not a valid name, extra words.
-    pub fn parse(line: &'a [u8], tiles: u32) -> Option<Self> {
+    /// single spaces) for a device of `nodes` nodes of `tiles` tiles in
+    /// all; `None` for anything malformed: an unknown word, a node or tile
+    /// past the device, a code that is not 32 hex digits, a project that
+    /// is not a valid name, extra words.
+    pub fn parse(line: &'a [u8], nodes: u32, tiles: u32) -> Option<Self> {
         let line = line.strip_suffix(b"\n").unwrap_or(line);
-        let mut words = line.split(|&b| b == b' ');
+        let mut words = line.split(|&b| b == b' ').peekable();
         let verb = words.next()?;
-        let tile = parse_u32(words.next()?).filter(|&t| t < tiles)?;
+        let who = match words.next_if(|&w| w == b"node") {
+            Some(_) => ProviderId::Node(parse_u32(words.next()?).filter(|&n| n < nodes)?),
+            None => ProviderId::Tile(parse_u32(words.next()?).filter(|&t| t < tiles)?),
+        };
         let command = match verb {
-            b"code" => Self::Code { tile },
-            b"revoke" => Self::Revoke { tile },
+            b"code" => Self::Code { who },
+            b"revoke" => Self::Revoke { who },
             b"enrol" => {
                 let code = parse_code(words.next()?)?;
                 let project = match words.next() {
@@ -906,11 +938,7 @@ impl<'a> ProviderCommand<'a> {
                     Some(_) => return None,
                     None => None,
                 };
-                Self::Enrol {
-                    tile,
-                    code,
-                    project,
-                }
+                Self::Enrol { who, code, project }
             }
             _ => return None,
         };
@@ -1144,9 +1172,9 @@ pub fn cases() -> Result<(), &'static str> {
         ),
         (
             "a start takes its whole target from the pool, or nothing",
-            admit_start(&budget, &none, &budget, &others)
+            admit_start(&budget, &none, &budget, &others, u64::MAX)
                 == Err(QuotaError::PoolBusy(Resource::Contexts))
-                && admit_start(&others, &none, &budget, &none) == Ok(others)
+                && admit_start(&others, &none, &budget, &none, u64::MAX) == Ok(others)
                 && charge(&budget, &others, &budget, Resource::Contexts, 1, 0) == Ok(0),
         ),
         (
@@ -1540,12 +1568,16 @@ mod tests {
         assert_eq!(code[0], 0x00);
         assert_eq!(code[15], 0xff);
         assert_eq!(
-            ProviderCommand::parse(b"code 3\n", 4),
-            Some(ProviderCommand::Code { tile: 3 })
+            ProviderCommand::parse(b"code 3\n", 2, 4),
+            Some(ProviderCommand::Code {
+                who: ProviderId::Tile(3)
+            })
         );
         assert_eq!(
-            ProviderCommand::parse(b"revoke 0", 4),
-            Some(ProviderCommand::Revoke { tile: 0 })
+            ProviderCommand::parse(b"revoke 0", 2, 4),
+            Some(ProviderCommand::Revoke {
+                who: ProviderId::Tile(0)
+            })
         );
         let mut line = [0u8; 64];
         let enrol = |tail: &[u8], line: &mut [u8; 64]| -> usize {
@@ -1559,18 +1591,18 @@ mod tests {
         };
         let n = enrol(b"", &mut line);
         assert_eq!(
-            ProviderCommand::parse(&line[..n], 4),
+            ProviderCommand::parse(&line[..n], 2, 4),
             Some(ProviderCommand::Enrol {
-                tile: 1,
+                who: ProviderId::Tile(1),
                 code,
                 project: None
             })
         );
         let n = enrol(b" vision\n", &mut line);
         assert_eq!(
-            ProviderCommand::parse(&line[..n], 4),
+            ProviderCommand::parse(&line[..n], 2, 4),
             Some(ProviderCommand::Enrol {
-                tile: 1,
+                who: ProviderId::Tile(1),
                 code,
                 project: Some(&b"vision"[..])
             })
@@ -1578,7 +1610,7 @@ mod tests {
         // Malformed: each is refused.
         for bad in [&b" vision x"[..], b" .hidden", b" ", b"  vision"] {
             let n = enrol(bad, &mut line);
-            assert_eq!(ProviderCommand::parse(&line[..n], 4), None);
+            assert_eq!(ProviderCommand::parse(&line[..n], 2, 4), None);
         }
         for bad in [
             &b"code 4"[..],
@@ -1590,9 +1622,43 @@ mod tests {
             b"enrol 1 0011",
             b"enrol 1 00112233445566778899aabbccddeegg",
             b"",
+            b"code node 2",
+            b"code node",
+            b"code nodes 1",
+            b"code node 1 1",
+            b"node 1",
+            b"revoke node -1",
         ] {
-            assert_eq!(ProviderCommand::parse(bad, 4), None, "{bad:?}");
+            assert_eq!(ProviderCommand::parse(bad, 2, 4), None, "{bad:?}");
         }
+        // A node: every word as for a tile, `node N` in its place.
+        assert_eq!(
+            ProviderCommand::parse(b"code node 1\n", 2, 4),
+            Some(ProviderCommand::Code {
+                who: ProviderId::Node(1)
+            })
+        );
+        assert_eq!(
+            ProviderCommand::parse(b"revoke node 0", 2, 4),
+            Some(ProviderCommand::Revoke {
+                who: ProviderId::Node(0)
+            })
+        );
+        let mut line = [0u8; 64];
+        let n = [&b"enrol node 1 "[..], hex, b" vision"]
+            .iter()
+            .fold(0, |n, p| {
+                line[n..n + p.len()].copy_from_slice(p);
+                n + p.len()
+            });
+        assert_eq!(
+            ProviderCommand::parse(&line[..n], 2, 4),
+            Some(ProviderCommand::Enrol {
+                who: ProviderId::Node(1),
+                code,
+                project: Some(&b"vision"[..])
+            })
+        );
         assert_eq!(tiles_start_outside(0), Ok(false));
         assert_eq!(tiles_start_outside(1), Ok(true));
         assert!(tiles_start_outside(2).is_err());
@@ -1609,28 +1675,44 @@ mod tests {
         target.set(Resource::Contexts, 3);
         target.set(Resource::Tiles, 2);
         // Nothing held yet: the whole target comes from the pool at once.
-        let take = admit_start(&target, &Amounts::ZERO, &pool, &Amounts::ZERO).unwrap();
+        let take = admit_start(&target, &Amounts::ZERO, &pool, &Amounts::ZERO, 2).unwrap();
         assert_eq!(take, target);
         // Another member holding one context: one short, all refused.
         let mut pool_used = Amounts::ZERO;
         pool_used.set(Resource::Contexts, 2);
         assert_eq!(
-            admit_start(&target, &Amounts::ZERO, &pool, &pool_used),
+            admit_start(&target, &Amounts::ZERO, &pool, &pool_used, 2),
             Err(QuotaError::PoolBusy(Resource::Contexts))
         );
         // Holding one already: only the rest is taken.
         let mut used = Amounts::ZERO;
         used.set(Resource::Contexts, 1);
-        let take = admit_start(&target, &used, &pool, &used).unwrap();
+        let take = admit_start(&target, &used, &pool, &used, 2).unwrap();
         assert_eq!(take.get(Resource::Contexts), 2);
         // More tiles than the device has: all of them reserved.
         target.set(Resource::Tiles, 3);
-        let take = admit_start(&target, &Amounts::ZERO, &pool, &Amounts::ZERO).unwrap();
+        let take = admit_start(&target, &Amounts::ZERO, &pool, &Amounts::ZERO, 2).unwrap();
         assert_eq!(take.get(Resource::Tiles), 2);
+        // Tiles past those enrolled for the member: until an enrolment.
+        assert_eq!(
+            admit_start(&target, &Amounts::ZERO, &pool, &Amounts::ZERO, 1),
+            Err(QuotaError::NotEnrolled)
+        );
+        assert_eq!(
+            admit_start(&target, &Amounts::ZERO, &pool, &Amounts::ZERO, 0),
+            Err(QuotaError::NotEnrolled)
+        );
+        // Enrolled, but another member's job holds one: busy.
+        let mut tiles_used = Amounts::ZERO;
+        tiles_used.set(Resource::Tiles, 1);
+        assert_eq!(
+            admit_start(&target, &Amounts::ZERO, &pool, &tiles_used, 2),
+            Err(QuotaError::PoolBusy(Resource::Tiles))
+        );
         // Past the pool: never, so no wait.
         target.set(Resource::Contexts, 5);
         assert_eq!(
-            admit_start(&target, &Amounts::ZERO, &pool, &Amounts::ZERO),
+            admit_start(&target, &Amounts::ZERO, &pool, &Amounts::ZERO, 2),
             Err(QuotaError::PoolTooSmall(Resource::Contexts))
         );
         target.set(Resource::Contexts, 3);
@@ -1639,7 +1721,7 @@ mod tests {
         huge.set(Resource::SharedBytes, u64::MAX);
         let mut unlimited = pool;
         unlimited.set(Resource::SharedBytes, u64::MAX);
-        let take = admit_start(&huge, &Amounts::ZERO, &unlimited, &Amounts::ZERO).unwrap();
+        let take = admit_start(&huge, &Amounts::ZERO, &unlimited, &Amounts::ZERO, 2).unwrap();
         assert_eq!(take.get(Resource::SharedBytes), 0);
         assert_eq!(reservation(&huge, &unlimited).get(Resource::SharedBytes), 0);
         // Started with 3 reserved: charges within it take nothing from the
@@ -1802,7 +1884,14 @@ mod tests {
         let mut target = Amounts::ZERO;
         target.set(c, 64);
         let taken = d.members_taken(&pool, &Amounts::ZERO, 0);
-        let take = admit_start(&target, &Amounts::ZERO, &d.members_pool(&pool), &taken).unwrap();
+        let take = admit_start(
+            &target,
+            &Amounts::ZERO,
+            &d.members_pool(&pool),
+            &taken,
+            u64::MAX,
+        )
+        .unwrap();
         let pool_used = take;
         assert_eq!(pool_used.get(c), 64);
         let outsiders = outsiders_fill(&d, 16, DEFAULT_CONTEXTS, pool_used.get(c));
@@ -1841,24 +1930,28 @@ mod tests {
         let limit = d.members_pool(&pool);
         let mut pool_used = Amounts::ZERO;
         let taken = d.members_taken(&pool, &pool_used, 0);
-        pool_used = pool_used.plus(&admit_start(&target, &Amounts::ZERO, &limit, &taken).unwrap());
+        pool_used = pool_used
+            .plus(&admit_start(&target, &Amounts::ZERO, &limit, &taken, u64::MAX).unwrap());
         let outsiders = outsiders_fill(&d, 64, 1024, pool_used.get(c));
         assert_eq!(outsiders, 16_320 - 10_000);
         let mut one = Amounts::ZERO;
         one.set(c, 1);
         let taken = d.members_taken(&pool, &pool_used, outsiders);
         assert_eq!(
-            admit_start(&one, &Amounts::ZERO, &limit, &taken),
+            admit_start(&one, &Amounts::ZERO, &limit, &taken, u64::MAX),
             Err(QuotaError::PoolBusy(c))
         );
         assert_eq!(members_free(&d, &pool, &pool_used, outsiders), 0);
         // Once an outsider gives one back, the start fits.
         let taken = d.members_taken(&pool, &pool_used, outsiders - 1);
-        assert_eq!(admit_start(&one, &Amounts::ZERO, &limit, &taken), Ok(one));
+        assert_eq!(
+            admit_start(&one, &Amounts::ZERO, &limit, &taken, u64::MAX),
+            Ok(one)
+        );
         target.set(c, 16_321);
         let taken = d.members_taken(&pool, &Amounts::ZERO, 0);
         assert_eq!(
-            admit_start(&target, &Amounts::ZERO, &limit, &taken),
+            admit_start(&target, &Amounts::ZERO, &limit, &taken, u64::MAX),
             Err(QuotaError::PoolTooSmall(c))
         );
     }

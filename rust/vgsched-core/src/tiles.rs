@@ -215,17 +215,21 @@ impl TileTopology {
         low_bits(self.tiles())
     }
 
+    /// The mask of node `n`'s tiles (none past the device's nodes).
+    pub fn node_mask(&self, n: u32) -> u32 {
+        if n >= self.nodes {
+            return 0;
+        }
+        let shift = n.saturating_mul(self.tiles_per_node);
+        low_bits(self.tiles_per_node)
+            .checked_shl(shift)
+            .unwrap_or(0)
+    }
+
     /// Whether a job of `k` tiles may ever be placed on the tiles of
     /// `allowed`: some node has `k` of them.
     pub fn fits_within(&self, k: u32, allowed: u32) -> bool {
-        let per = self.tiles_per_node;
-        let node_mask = low_bits(per);
-        self.fits(k)
-            && (0..self.nodes).any(|n| {
-                let shift = n.saturating_mul(per);
-                let mine = node_mask.checked_shl(shift).unwrap_or(0) & allowed;
-                mine.count_ones() >= k
-            })
+        self.fits(k) && (0..self.nodes).any(|n| (self.node_mask(n) & allowed).count_ones() >= k)
     }
 }
 

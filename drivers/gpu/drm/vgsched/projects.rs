@@ -18,9 +18,9 @@
 //! and given back when the thing goes: a [`Charge`] is dropped with it,
 //! which covers closing the file and killing the process. A file may
 //! start its member's environment ([`Book::start`], the `START` ioctl):
-//! the member's target (the project's `start_*` parameters plus its
-//! request) is reserved from the pool at once, and a [`Started`] kept by
-//! the file gives it back. Root is not
+//! the member's request (its *target*: the most it may hold) is reserved
+//! from the pool at once, and a [`Started`] kept by the file gives it
+//! back. Root is not
 //! limited. A uid in no project holds at most the default bound (module
 //! parameters `default_contexts` and `default_bo_mib`, [`params`]), counted
 //! per *namespace owner* across its files ([`Opener`]): a user namespace's
@@ -80,6 +80,7 @@ use crate::vgsched_core::projects::{
 };
 use crate::vgsched_core::tiles::{
     low_bits,
+    TileTopology,
     MAX_TILES, //
 };
 
@@ -157,9 +158,6 @@ struct ProjectEntry {
     /// Its configfs directory's name, which shared-storage paths use.
     name: CString,
     budget: Amounts,
-    /// Its start parameters: what every member's environment needs
-    /// besides its request.
-    start: Amounts,
     members: KVec<MemberEntry>,
     /// The names of its shared storage (`shared.rs`).
     names: KVec<shared::SharedName>,
@@ -173,19 +171,14 @@ impl ProjectEntry {
         self.members.iter().find(|m| m.uid == uid).map(|m| m.role)
     }
 
-    /// The target of a member of request `request`: the project's start
-    /// parameters plus its request. It is what the member may hold, and
+    /// The requests of every member but the one of serial `serial`,
+    /// summed. A member's request is its target: what it may hold, and
     /// what its environment reserves when it starts.
-    fn target(&self, request: &Amounts) -> Amounts {
-        self.start.plus(request)
-    }
-
-    /// The targets of every member but the one of serial `serial`, summed.
-    fn targets_except(&self, serial: Option<u64>) -> Amounts {
+    fn requests_except(&self, serial: Option<u64>) -> Amounts {
         self.members
             .iter()
             .filter(|m| Some(m.serial) != serial)
-            .fold(Amounts::ZERO, |sum, m| sum.plus(&self.target(&m.request)))
+            .fold(Amounts::ZERO, |sum, m| sum.plus(&m.request))
     }
 }
 
@@ -194,8 +187,7 @@ impl ProjectEntry {
 /// # Invariants
 ///
 /// A uid is a member of one project at most; each project's members'
-/// targets (its start parameters plus their requests) sum to no more than
-/// its budget; `used` is what the live [`Charge`]s of a member add up to;
+/// requests sum to no more than its budget; `used` is what the live [`Charge`]s of a member add up to;
 /// `pool_used` is the sum over members of their [`pool_share`] (what they
 /// hold, or what their started environment reserved where that is more)
 /// plus what the charges of removed members still hold; a member's
@@ -215,6 +207,8 @@ struct Ledger {
     outsiders_used: Amounts,
     /// The device's tiles as providers of the pool (`providers.rs`).
     providers: providers::Providers,
+    /// Its nodes as providers of the pool, a node's tiles under one code.
+    node_providers: providers::Providers,
     /// The names of the device's public folders (`shared.rs`).
     public: KVec<shared::SharedName>,
 }
@@ -257,6 +251,8 @@ pub(crate) struct Book {
     device: DeviceContexts,
     /// The device's tiles.
     tiles: u32,
+    /// Its nodes of tiles: the providers that enrol a node at once.
+    topology: TileTopology,
     /// The tiles in the pool for every user (`providers.rs`), as a mask;
     /// changed only under the ledger's lock, read without it, so that a
     /// `SUBMIT` on a device whose every tile serves everyone takes no
@@ -268,15 +264,16 @@ pub(crate) struct Book {
 }
 
 impl Book {
-    /// No projects, on a device of `tiles` tiles and `contexts` contexts
-    /// (the engine's limit) whose pool is `pool`; the tiles start in the
-    /// pool for everyone, or outside it (`tiles_outside`).
+    /// No projects, on a device of the tiles of `topology` and `contexts`
+    /// contexts (the engine's limit) whose pool is `pool`; the tiles start
+    /// in the pool for everyone, or outside it (`tiles_outside`).
     pub(crate) fn new(
         pool: Amounts,
-        tiles: u32,
+        topology: &TileTopology,
         contexts: u64,
         tiles_outside: bool,
     ) -> Result<Arc<Self>> {
+        let tiles = topology.tiles();
         Arc::pin_init(
             try_pin_init!(Self {
                 ledger <- new_mutex!(Ledger {
@@ -286,6 +283,7 @@ impl Book {
                     outsiders: KVec::with_capacity(MAX_OUTSIDERS, GFP_KERNEL)?,
                     outsiders_used: Amounts::ZERO,
                     providers: providers::providers_at_load(),
+                    node_providers: providers::providers_at_load(),
                     public: KVec::new(),
                 }),
                 released <- new_condvar!("vgsched::Book::released"),
@@ -298,6 +296,7 @@ impl Book {
                 }),
                 // After the authority, which reads the parameter.
                 tiles: tiles.min(MAX_TILES as u32),
+                topology: *topology,
             }),
             GFP_KERNEL,
         )
@@ -337,7 +336,6 @@ impl Book {
             let Some(p) = ledger.project(project) else {
                 return Ok(None);
             };
-            let start = p.start;
             let Some(m) = p.members.iter_mut().find(|m| m.uid == uid) else {
                 return Ok(None);
             };
@@ -345,8 +343,7 @@ impl Book {
             // give back: without it a wait would never end.
             let after = m.used.get(r).saturating_add(amount);
             let reachable = after.max(m.reserved.get(r)) <= pool;
-            let target = start.plus(&m.request);
-            match charge(&target, &m.used, &m.reserved, r, amount, pool_free) {
+            match charge(&m.request, &m.used, &m.reserved, r, amount, pool_free) {
                 Ok(taken) => {
                     m.used.set(r, after);
                     let serial = m.serial;
@@ -441,7 +438,6 @@ impl Book {
                 id,
                 name,
                 budget: Amounts::ZERO,
-                start: Amounts::ZERO,
                 members,
                 names: KVec::new(),
                 tiles: 0,
@@ -461,11 +457,8 @@ impl Book {
         }
         let serial = ledger.next_id;
         let p = ledger.project(project).ok_or(ENOENT)?;
-        // A new member's target is the start parameters (its request is
-        // nothing yet): the targets must still fit the budget.
-        let targets = p.targets_except(None).plus(&p.start);
-        admit_budget(&p.budget, &targets).map_err(quota_errno)?;
-        // Room for MAX_MEMBERS was reserved with the project.
+        // A new member requests nothing yet. Room for MAX_MEMBERS was
+        // reserved with the project.
         p.members
             .push_within_capacity(MemberEntry {
                 uid,
@@ -517,16 +510,18 @@ impl Book {
 
 impl Book {
     /// Starts the environment of the member `uid` is, for one more file:
-    /// the first start reserves the member's target (the project's start
-    /// parameters plus its request, as they are now) from the device's
-    /// pool in one step, tiles included ([`start_pool`]), after which
-    /// nothing the member creates within it is refused by the pool or by
-    /// the device; later starts only count the file. `ENOENT` for a uid in
-    /// no project; when the pool (or, of contexts, what uids in no project
-    /// leave of the device: [`DeviceContexts::members_taken`]) cannot give
-    /// it all now, `ENOSPC`, or with `wait` the caller sleeps until it can
-    /// (`ERESTARTSYS` on a signal); `ENOSPC` without a wait if the pool
-    /// could never give it.
+    /// the first start reserves the member's target (its request, as it
+    /// is now) from the device's pool in one step, tiles included (of
+    /// them at most the device's, [`start_pool`], admitted against those
+    /// the providers enrolled for the member), after which nothing the
+    /// member creates within it is refused by the pool or by the device;
+    /// later starts only count the file. `ENOENT` for a uid in no
+    /// project; when the pool (or, of contexts, what uids in no project
+    /// leave of the device: [`DeviceContexts::members_taken`]) or the
+    /// enrolled tiles cannot give it all now, `ENOSPC`, or with `wait` the
+    /// caller sleeps until they can (`ERESTARTSYS` on a signal): something
+    /// given back, a request lowered, an enrolment or a revocation wakes
+    /// it; `ENOSPC` without a wait if the pool could never give it.
     pub(crate) fn start(self: &Arc<Self>, uid: u32, wait: bool) -> Result<Started> {
         let pool = start_pool(&self.device.members_pool(&self.pool), self.tiles);
         let mut ledger = self.ledger.lock();
@@ -535,8 +530,9 @@ impl Book {
             let pool_used = ledger.pool_used;
             let outsiders = ledger.outsiders_used.get(Resource::Contexts);
             let taken = self.device.members_taken(&pool, &pool_used, outsiders);
+            let everyone = self.everyone();
             let p = ledger.project(project).ok_or(ENOENT)?;
-            let start = p.start;
+            let enrolled = u64::from(((everyone | p.tiles) & low_bits(self.tiles)).count_ones());
             let m = p.members.iter_mut().find(|m| m.uid == uid).ok_or(ENOENT)?;
             let serial = m.serial;
             let started = || Started {
@@ -548,15 +544,15 @@ impl Book {
                 m.started += 1;
                 return Ok(started());
             }
-            let target = start.plus(&m.request);
-            match admit_start(&target, &m.used, &pool, &taken) {
+            let target = m.request;
+            match admit_start(&target, &m.used, &pool, &taken, enrolled) {
                 Ok(take) => {
                     m.reserved = reservation(&target, &pool);
                     m.started = 1;
                     ledger.pool_used = pool_used.plus(&take);
                     return Ok(started());
                 }
-                Err(QuotaError::PoolBusy(_)) if wait => {
+                Err(QuotaError::PoolBusy(_) | QuotaError::NotEnrolled) if wait => {
                     if self.released.wait_interruptible(&mut ledger) {
                         return Err(ERESTARTSYS);
                     }
@@ -613,7 +609,7 @@ impl Drop for Started {
 fn quota_errno(e: QuotaError) -> Error {
     match e {
         QuotaError::OverQuota(_) => EDQUOT,
-        QuotaError::PoolBusy(_) | QuotaError::PoolTooSmall(_) => ENOSPC,
+        QuotaError::PoolBusy(_) | QuotaError::PoolTooSmall(_) | QuotaError::NotEnrolled => ENOSPC,
     }
 }
 
@@ -713,10 +709,6 @@ impl Registry {
                     budget_shared_bytes: 3,
                     requested: 4,
                     shared: 5,
-                    start_contexts: 6,
-                    start_bo_bytes: 7,
-                    start_tiles: 8,
-                    start_shared_bytes: 9,
                 ],
             },
             member: configfs_attrs! {
@@ -867,38 +859,13 @@ impl Project {
         show(page, |w| writeln!(w, "{v}"))
     }
 
-    fn show_start(&self, r: Resource, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
-        let v = self.with(|p| Ok(p.start.get(r)))?;
-        show(page, |w| writeln!(w, "{v}"))
-    }
-
-    /// New start parameters; refused (`EDQUOT`) if the members' targets
-    /// would no longer fit in the budget. Environments started already
-    /// keep what they reserved.
-    fn store_start(&self, r: Resource, page: &[u8]) -> Result {
-        let v = parse_u64(page)?;
-        self.with(|p| {
-            let old = p.start;
-            p.start.set(r, v);
-            let fits = admit_budget(&p.budget, &p.targets_except(None));
-            if let Err(e) = fits {
-                p.start = old;
-                return Err(quota_errno(e));
-            }
-            Ok(())
-        })?;
-        // A smaller target may let a waiting start in.
-        self.book.released.notify_all();
-        Ok(())
-    }
-
     /// A new budget; refused (`EDQUOT`) below what the members request.
     fn store_budget(&self, r: Resource, page: &[u8]) -> Result {
         let v = parse_u64(page)?;
         self.with(|p| {
             let mut budget = p.budget;
             budget.set(r, v);
-            admit_budget(&budget, &p.targets_except(None)).map_err(quota_errno)?;
+            admit_budget(&budget, &p.requests_except(None)).map_err(quota_errno)?;
             p.budget = budget;
             Ok(())
         })
@@ -934,11 +901,11 @@ impl Member {
     fn store_request(&self, r: Resource, page: &[u8]) -> Result {
         let v = parse_u64(page)?;
         self.with(|p, i| {
-            let others = p.targets_except(Some(self.serial));
+            let others = p.requests_except(Some(self.serial));
             let budget = p.budget;
             let mut request = p.members.get(i).ok_or(ENOENT)?.request;
             request.set(r, v);
-            admit_request(&budget, &others, &p.target(&request)).map_err(quota_errno)?;
+            admit_request(&budget, &others, &request).map_err(quota_errno)?;
             let m = p.members.get_mut(i).ok_or(ENOENT)?;
             m.request = request;
             Ok(())
@@ -972,13 +939,6 @@ amount_attributes!(Project, show_budget, store_budget,
     1 => Resource::BoBytes,
     2 => Resource::Tiles,
     3 => Resource::SharedBytes,
-);
-
-amount_attributes!(Project, show_start, store_start,
-    6 => Resource::Contexts,
-    7 => Resource::BoBytes,
-    8 => Resource::Tiles,
-    9 => Resource::SharedBytes,
 );
 
 amount_attributes!(Member, show_request, store_request,
@@ -1094,7 +1054,7 @@ impl configfs::AttributeOperations<4> for Project {
     type Data = Project;
 
     fn show(data: &Project, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
-        let sum = data.with(|p| Ok(p.targets_except(None)))?;
+        let sum = data.with(|p| Ok(p.requests_except(None)))?;
         show_amounts(page, &sum)
     }
 }

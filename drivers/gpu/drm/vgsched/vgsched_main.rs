@@ -345,7 +345,7 @@ impl kernel::Module for VgschedModule {
                 .map_err(invalid_parameter)?;
         let book = projects::Book::new(
             pool,
-            tile_topology.tiles(),
+            &tile_topology,
             engine::MAX_CONTEXTS as u64,
             tiles_outside,
         )?;

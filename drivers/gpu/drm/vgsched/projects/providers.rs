@@ -3,14 +3,18 @@
 //! Provider enrolment: which of the device's tiles are in the pool, and
 //! for whom.
 //!
-//! A tile is a *provider*: its GPUs serve jobs only once they are in the
-//! pool. The provider's side makes an enrolment code for it (`code T` in
-//! the subsystem's `providers` attribute, shown once); the pool's
-//! administrator enters it (`enrol T CODE`, for every user, or `enrol T
-//! CODE PROJECT`, for that project's members, once per project) and the
-//! tile joins the pool; `revoke T` takes it out again: no job submitted
-//! afterwards may use it, the jobs accepted before run on, and its code
-//! is void. The module parameter `tile_enrolment` says where tiles start:
+//! A *provider* is a node of the device's topology, the pooling
+//! document's physical machine: its tiles serve jobs only once they are in
+//! the pool. The provider's side makes an enrolment code for it (`code
+//! node N` in the subsystem's `providers` attribute, shown once); the
+//! pool's administrator enters it (`enrol node N CODE`, for every user, or
+//! `enrol node N CODE PROJECT`, for that project's members, once per
+//! project) and every tile of the node joins the pool; `revoke node N`
+//! takes them out again: no job submitted afterwards may use them, the
+//! jobs accepted before run on, and the code is void. A single tile may be
+//! a provider of its own (`code T`, `enrol T CODE`, `revoke T`): the
+//! document splits and isolates a machine's GPUs before allocating them,
+//! and a part of a node may be offered alone. The module parameter `tile_enrolment` says where tiles start:
 //! in the pool for everyone (0, the default: a device without providers'
 //! codes behaves as before) or outside it (1: nothing runs until a code
 //! is entered).
@@ -50,6 +54,7 @@ use crate::auth::{
 use crate::vgsched_core::{
     projects::{
         ProviderCommand,
+        ProviderId,
         CODE_BYTES, //
     },
     tiles::{
@@ -58,9 +63,10 @@ use crate::vgsched_core::{
     },
 };
 
-/// One provider, a tile: its enrolment code. Whom it serves is kept
-/// elsewhere, once: every user in `Book::everyone_tiles`, the projects it
-/// was entered for in their own mask (`ProjectEntry::tiles`).
+/// One provider, a node or a tile: its enrolment code. Whom its tiles
+/// serve is kept elsewhere, once per tile: every user in
+/// `Book::everyone_tiles`, the projects they were entered for in their own
+/// mask (`ProjectEntry::tiles`).
 pub(super) struct Provider {
     /// The hash of its valid code.
     code: Option<[u8; HASH_BYTES]>,
@@ -86,7 +92,8 @@ impl Provider {
     };
 }
 
-/// The providers of a device of up to [`MAX_TILES`] tiles.
+/// The providers of a device of up to [`MAX_TILES`] tiles, or of as many
+/// nodes (a node has one tile at least).
 pub(super) type Providers = [Provider; MAX_TILES];
 
 /// The providers of a device at load: none has a code.
@@ -117,7 +124,7 @@ impl Book {
     }
 
     /// The tiles in the pool for every user, as a mask.
-    fn everyone(&self) -> u32 {
+    pub(super) fn everyone(&self) -> u32 {
         self.everyone_tiles.load(ordering::Relaxed)
     }
 
@@ -132,15 +139,26 @@ impl Book {
         low_bits(self.tiles)
     }
 
+    /// The tiles provider `who` enrols.
+    fn tiles_of(&self, who: ProviderId) -> u32 {
+        match who {
+            ProviderId::Node(n) => self.topology.node_mask(n),
+            ProviderId::Tile(t) => 1u32.checked_shl(t).unwrap_or(0),
+        }
+    }
+
     /// Carries out a command written to `providers`: `EINVAL` for a
-    /// malformed one, `EACCES` for a code that is not the tile's valid
-    /// one (or none is), `ENOENT` for an unknown project.
+    /// malformed one, `EACCES` for a code that is not the provider's valid
+    /// one (or none is), `ENOENT` for an unknown project. Enrolment and
+    /// revocation change the tiles a waiting `START` is admitted against:
+    /// it is woken.
     pub(super) fn provider_command(&self, line: &[u8]) -> Result {
-        let command = ProviderCommand::parse(line, self.tiles).ok_or(EINVAL)?;
+        let command =
+            ProviderCommand::parse(line, self.topology.nodes, self.tiles).ok_or(EINVAL)?;
         let mut ledger = self.ledger.lock();
         match command {
-            ProviderCommand::Code { tile } => {
-                let p = provider(&mut ledger, tile)?;
+            ProviderCommand::Code { who } => {
+                let p = provider(&mut ledger, who)?;
                 let (mut code, hash) = new_code();
                 p.code = Some(hash);
                 // A code replaced before it was shown is overwritten.
@@ -151,70 +169,88 @@ impl Book {
                 forget(&mut code);
             }
             ProviderCommand::Enrol {
-                tile,
+                who,
                 mut code,
                 project,
             } => {
-                let valid = provider(&mut ledger, tile)?
+                let valid = provider(&mut ledger, who)?
                     .code
                     .is_some_and(|h| is_code_of(&code, &h));
                 forget(&mut code);
                 if !valid {
                     return Err(EACCES);
                 }
+                let tiles = self.tiles_of(who);
                 match project {
-                    None => self.set_everyone(self.everyone() | 1 << tile),
+                    None => self.set_everyone(self.everyone() | tiles),
                     Some(name) => {
                         let p = ledger
                             .projects
                             .iter_mut()
                             .find(|p| p.name.to_bytes() == name)
                             .ok_or(ENOENT)?;
-                        p.tiles |= 1 << tile;
+                        p.tiles |= tiles;
                     }
                 }
             }
-            ProviderCommand::Revoke { tile } => {
-                *provider(&mut ledger, tile)? = Provider::NONE;
-                self.set_everyone(self.everyone() & !(1 << tile));
+            ProviderCommand::Revoke { who } => {
+                *provider(&mut ledger, who)? = Provider::NONE;
+                let tiles = self.tiles_of(who);
+                self.set_everyone(self.everyone() & !tiles);
                 for p in ledger.projects.iter_mut() {
-                    p.tiles &= !(1 << tile);
+                    p.tiles &= !tiles;
                 }
             }
         }
+        drop(ledger);
+        self.released.notify_all();
         Ok(())
     }
 
     /// Shows one line per tile: `T everyone`, `T projects NAME,...` (at
     /// most [`NAMES_SHOWN`] names, then `,+N`) or `T out`, then ` code`
     /// and the new code (once, as 32 hex digits), or ` code` alone while a
-    /// code is valid. A new code counts as shown only once its line is
-    /// written.
+    /// code is valid; then one line per node that has a code, `node N
+    /// code` and the new code once, or alone. A new code counts as shown
+    /// only once its line is written.
     pub(super) fn show_providers(&self, page: &mut [u8; PAGE_SIZE]) -> Result<usize> {
         let mut ledger = self.ledger.lock();
         let tiles = (self.tiles as usize).min(MAX_TILES);
+        let nodes = (self.topology.nodes as usize).min(MAX_TILES);
         let everyone = self.everyone();
         let mut shown = [false; MAX_TILES];
+        let mut nodes_shown = [false; MAX_TILES];
         let written = show(page, |w| {
             for (t, p) in ledger.providers.iter().enumerate().take(tiles) {
                 write!(w, "{t} ")?;
                 write_serving(w, &ledger, t, everyone >> t & 1 == 1)?;
-                match p.unshown.as_ref() {
-                    Some(code) => {
-                        w.write_str(" code ")?;
-                        code.iter().try_for_each(|b| write!(w, "{b:02x}"))?;
-                    }
-                    None if p.code.is_some() => w.write_str(" code")?,
-                    None => {}
-                }
+                write_code(w, p)?;
                 writeln!(w)?;
                 if let Some(s) = shown.get_mut(t) {
                     *s = true;
                 }
             }
+            for (n, p) in ledger.node_providers.iter().enumerate().take(nodes) {
+                if p.code.is_none() {
+                    continue;
+                }
+                write!(w, "node {n}")?;
+                write_code(w, p)?;
+                writeln!(w)?;
+                if let Some(s) = nodes_shown.get_mut(n) {
+                    *s = true;
+                }
+            }
             Ok(())
         })?;
-        for (p, _) in ledger.providers.iter_mut().zip(shown).filter(|(_, s)| *s) {
+        let Ledger {
+            providers,
+            node_providers,
+            ..
+        } = &mut *ledger;
+        let all = providers.iter_mut().zip(shown);
+        let all = Iterator::chain(all, node_providers.iter_mut().zip(nodes_shown));
+        for (p, _) in all.filter(|(_, s)| *s) {
             if let Some(mut code) = p.unshown.take() {
                 forget(&mut code);
             }
@@ -253,7 +289,25 @@ fn name(e: &ProjectEntry) -> &str {
     core::str::from_utf8(e.name.to_bytes()).unwrap_or("?")
 }
 
-/// Tile `tile`'s provider, `EINVAL` past the device's.
-fn provider(ledger: &mut Ledger, tile: u32) -> Result<&mut Provider> {
-    ledger.providers.get_mut(tile as usize).ok_or(EINVAL)
+/// Writes ` code` and a provider's new code (once, as 32 hex digits), or
+/// ` code` alone while a code is valid, or nothing.
+fn write_code(w: &mut impl Write, p: &Provider) -> fmt::Result {
+    match p.unshown.as_ref() {
+        Some(code) => {
+            w.write_str(" code ")?;
+            code.iter().try_for_each(|b| write!(w, "{b:02x}"))
+        }
+        None if p.code.is_some() => w.write_str(" code"),
+        None => Ok(()),
+    }
+}
+
+/// Provider `who`, `EINVAL` past the device's (the command's parser
+/// checked already).
+fn provider(ledger: &mut Ledger, who: ProviderId) -> Result<&mut Provider> {
+    let (list, i) = match who {
+        ProviderId::Node(n) => (&mut ledger.node_providers, n),
+        ProviderId::Tile(t) => (&mut ledger.providers, t),
+    };
+    list.get_mut(i as usize).ok_or(EINVAL)
 }
