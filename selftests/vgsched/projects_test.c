@@ -1019,7 +1019,7 @@ static int one_job_of(void *arg)
 		ret = tile_job_done(fd, ctx, (__u32)(long)arg, &seqno);
 	if (fd >= 0)
 		close(fd);
-	return ret == -EACCES ? 13 : ret;
+	return ret == -EACCES ? 13 : ret == -ENOSPC ? 28 : ret;
 }
 
 /* The status of one_job_of() for a job of @k tiles as @uid: 0 ran, 13 EACCES. */
@@ -1281,6 +1281,68 @@ TEST_F(projects, a_start_is_admitted_against_the_enrolled_tiles)
 	ASSERT_EQ(1, write(to, "q", 1));
 	EXPECT_EQ(0, reap(pid));
 	EXPECT_EQ(0, usage_settles("alpha/1001/reserved", "tiles", 0));
+}
+
+/*
+ * uid 1001, started with a reservation of one tile: its own job of one
+ * tile runs (on the tile it reserved, or the other); it stays started
+ * until told.
+ */
+static int started_with_a_tile(void *arg)
+{
+	int *p = arg, fd = vgsched_open_render_node();
+
+	if (fd < 0 || start_env(fd, 0))
+		return 101;
+	if (one_job_of((void *)1L))
+		return 102;
+	if (step(p[1], p[0], 's'))
+		return 103;
+	close(fd);
+	return 0;
+}
+
+/*
+ * What a started environment reserved is its own at placement (one node
+ * of two tiles, every tile in the pool): while uid 1001's environment
+ * holds one tile, a uid in no project, and root, get ENOSPC for a job of
+ * two tiles (it would otherwise wait for the environment's end), and a
+ * job of one runs; once the environment stops, the job of two runs.
+ */
+TEST_F(projects, reserved_tiles_are_the_started_members_own)
+{
+	int io[2], to, from, fd;
+	char c, buf[256];
+	pid_t pid;
+
+	ASSERT_EQ(0, vgsched_module_unload());
+	ASSERT_EQ(0, vgsched_module_load("modules=4 nodes=1 tiles_per_node=2"));
+	fd = vgsched_open_render_node_at(buf, sizeof(buf));
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, chmod(buf, 0666));
+	close(fd);
+	ASSERT_EQ(0, cfs_mkdir("alpha"));
+	ASSERT_EQ(0, cfs_write("alpha/budget_contexts", "4"));
+	ASSERT_EQ(0, cfs_write("alpha/budget_tiles", "1"));
+	ASSERT_EQ(0, cfs_write("alpha/budget_bo_bytes", "1048576"));
+	ASSERT_EQ(0, cfs_mkdir("alpha/1001"));
+	ASSERT_EQ(0, cfs_write("alpha/1001/request_contexts", "4"));
+	ASSERT_EQ(0, cfs_write("alpha/1001/request_bo_bytes", "1048576"));
+	ASSERT_EQ(0, cfs_write("alpha/1001/request_tiles", "1"));
+	EXPECT_EQ(0, job_as(1004, 2)) TH_LOG("nothing reserved yet");
+	pid = fork_talking(1001, started_with_a_tile, io, &io[0], &io[1], &to, &from);
+	ASSERT_GE(pid, 0);
+	if (read(from, &c, 1) != 1)
+		c = 0;
+	ASSERT_EQ('s', c) TH_LOG("the member did not start and run its job: %d", reap(pid));
+	EXPECT_EQ(1, cfs_usage("alpha/1001/reserved", "tiles"));
+	EXPECT_EQ(28, job_as(1004, 2)) TH_LOG("one of the node's two tiles is reserved");
+	EXPECT_EQ(0, job_as(1004, 1));
+	EXPECT_EQ(28, job_as(0, 2)) TH_LOG("root's jobs keep off reservations too");
+	ASSERT_EQ(1, write(to, "q", 1));
+	EXPECT_EQ(0, reap(pid));
+	EXPECT_EQ(0, usage_settles("alpha/1001/reserved", "tiles", 0));
+	EXPECT_EQ(0, job_as(1004, 2)) TH_LOG("the environment stopped");
 }
 
 /*

@@ -226,6 +226,38 @@ impl TileTopology {
             .unwrap_or(0)
     }
 
+    /// The `want` tiles of `available` a started environment reserves:
+    /// node by node, the node with the most of them first (ties to the
+    /// lower node), its lowest tiles first, so that the reservation keeps
+    /// as many of a node's tiles together as it can (a job's tiles are on
+    /// one node). Fewer if `available` holds fewer.
+    pub fn reserve(&self, available: u32, want: u32) -> u32 {
+        let mut avail = available & self.all_tiles();
+        let (mut mask, mut left) = (0u32, want);
+        while left > 0 {
+            let most = (0..self.nodes)
+                .map(|n| (self.node_mask(n) & avail).count_ones())
+                .enumerate()
+                .fold(
+                    (0, 0),
+                    |best, (n, c)| if c > best.1 { (n, c) } else { best },
+                );
+            let (node, count) = most;
+            if count == 0 {
+                break;
+            }
+            let mut here = self.node_mask(node as u32) & avail;
+            for _ in 0..left.min(count) {
+                let lowest = here & here.wrapping_neg();
+                mask |= lowest;
+                here &= !lowest;
+                left -= 1;
+            }
+            avail &= !self.node_mask(node as u32);
+        }
+        mask
+    }
+
     /// Whether a job of `k` tiles may ever be placed on the tiles of
     /// `allowed`: some node has `k` of them.
     pub fn fits_within(&self, k: u32, allowed: u32) -> bool {
@@ -1389,6 +1421,38 @@ mod tests {
                         assert_eq!(p.mask.count_ones(), k);
                     }
                     None => assert!(!placeable, "allowed {allowed:#x} k {k}"),
+                }
+            }
+        }
+    }
+
+    /// A reservation takes tiles of `available` only, as many as asked
+    /// for or all there are, filling the node with most of them first.
+    #[test]
+    fn reservations_keep_a_nodes_tiles_together() {
+        let topo = *account().topology();
+        let per = topo.tiles_per_node;
+        let all = topo.all_tiles();
+        for n in 0..topo.nodes {
+            assert_eq!(topo.node_mask(n), ((1 << per) - 1) << (n * per));
+        }
+        assert_eq!(topo.node_mask(topo.nodes), 0);
+        for available in 0..=all {
+            for want in 0..=topo.tiles() + 1 {
+                let got = topo.reserve(available, want);
+                assert_eq!(got & !available, 0, "{available:#x} {want}");
+                assert_eq!(got.count_ones(), want.min(available.count_ones()));
+                // The first node it touches is one with most available.
+                let most = (0..topo.nodes)
+                    .map(|n| (topo.node_mask(n) & available).count_ones())
+                    .max()
+                    .unwrap_or(0);
+                if want >= most && most > 0 {
+                    let whole = (0..topo.nodes).any(|n| {
+                        topo.node_mask(n) & available & got == topo.node_mask(n) & available
+                            && (topo.node_mask(n) & available).count_ones() == most
+                    });
+                    assert!(whole, "{available:#x} {want}: {got:#x}");
                 }
             }
         }

@@ -485,14 +485,17 @@ impl Ioctl for Submit {
         if allowed == 0 {
             return Err(EACCES);
         }
+        // Of those, the ones other users' started environments reserved
+        // are not this job's (`Submit::submit_once`).
+        let reserved = dev.book.reserved_by_others(inner.uid);
         let ctx = inner.contexts.lock().get(args.ctx_id)?;
         // A context whose signalled jobs fill its done list (a second
         // submitter raced this one's drain) is drained here, holding no
         // reservation lock, and the submission is made once more.
-        match Self::submit_once(dev, args, file, &ctx, allowed) {
+        match Self::submit_once(dev, args, file, &ctx, allowed, reserved) {
             Err(e) if e == EAGAIN => {
                 Engine::make_room(dev.engine.as_arc_borrow(), &ctx);
-                match Self::submit_once(dev, args, file, &ctx, allowed) {
+                match Self::submit_once(dev, args, file, &ctx, allowed, reserved) {
                     Err(e) if e == EAGAIN => Err(EBUSY),
                     r => r,
                 }
@@ -503,18 +506,33 @@ impl Ioctl for Submit {
 }
 
 impl Submit {
-    /// One try at queueing the job: `EAGAIN` (never returned to user
-    /// space) if the context's done list must be drained first
-    /// ([`Engine::submit`]).
+    /// One try at queueing the job on the tiles of `allowed` but those of
+    /// `reserved` (other users' started environments'): `ENOSPC` if it
+    /// could fit on `allowed` and does not fit without `reserved`;
+    /// `EAGAIN` (never returned to user space) if the context's done list
+    /// must be drained first ([`Engine::submit`]).
     fn submit_once(
         dev: &VgDevice<drm::Registered>,
         args: &mut uapi::drm_vgsched_submit,
         file: &DrmFile,
         ctx: &Arc<Context>,
         allowed: u32,
+        reserved: u32,
     ) -> Result<u32> {
         let Submission { mut spec, usage } =
             Submission::from_args(args, &dev.topology, file, allowed)?;
+        // A job that could never fit on its tiles is the engine's to
+        // refuse (`E2BIG`, `EACCES`); one that fits only on reserved ones
+        // waits for no environment's end: it is refused now. A job placed
+        // on a tile reserved after it was accepted is the reservation's
+        // bounded wait (`design.rst`, *Liveness*).
+        let topo = dev.engine.tile_topology();
+        if reserved & allowed != 0 && topo.fits_within(spec.tiles, allowed) {
+            spec.allowed_tiles = allowed & !reserved;
+            if !topo.fits_within(spec.tiles, spec.allowed_tiles) {
+                return Err(ENOSPC);
+            }
+        }
         // The tiles it asks for count against its project member's request
         // until the job is dropped, after its fence has signalled.
         spec.charge = dev.book.charge(

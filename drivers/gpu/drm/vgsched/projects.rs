@@ -45,7 +45,10 @@ use kernel::{
         Formatter, //
     },
     sync::{
-        atomic::Atomic,
+        atomic::{
+            ordering,
+            Atomic, //
+        },
         Arc,
         CondVar,
         Mutex, //
@@ -139,6 +142,9 @@ struct MemberEntry {
     /// What its started environment reserved from the pool (nothing
     /// while it is not started).
     reserved: Amounts,
+    /// The tiles its started environment reserved, as many as `reserved`
+    /// counts: other users' jobs submitted since are not placed on them.
+    reserved_tiles: u32,
     /// Files that started its environment and are open.
     started: u32,
     /// While an owner, it may publish in the device's public folders.
@@ -258,6 +264,10 @@ pub(crate) struct Book {
     /// `SUBMIT` on a device whose every tile serves everyone takes no
     /// lock for its tiles.
     everyone_tiles: Atomic<u32>,
+    /// The tiles started environments reserved, all of them, as a mask;
+    /// changed only under the ledger's lock, read without it, so that a
+    /// `SUBMIT` takes no lock for reservations while there are none.
+    reserved_tiles: Atomic<u32>,
     /// The device's access code.
     #[pin]
     pub(crate) authority: Authority,
@@ -294,6 +304,7 @@ impl Book {
                     true => 0,
                     false => low_bits(tiles),
                 }),
+                reserved_tiles: Atomic::new(0),
                 // After the authority, which reads the parameter.
                 tiles: tiles.min(MAX_TILES as u32),
                 topology: *topology,
@@ -467,6 +478,7 @@ impl Book {
                 request: Amounts::ZERO,
                 used: Amounts::ZERO,
                 reserved: Amounts::ZERO,
+                reserved_tiles: 0,
                 started: 0,
                 publish_public: false,
             })
@@ -532,7 +544,9 @@ impl Book {
             let taken = self.device.members_taken(&pool, &pool_used, outsiders);
             let everyone = self.everyone();
             let p = ledger.project(project).ok_or(ENOENT)?;
-            let enrolled = u64::from(((everyone | p.tiles) & low_bits(self.tiles)).count_ones());
+            let enrolled_tiles = (everyone | p.tiles) & low_bits(self.tiles);
+            let enrolled = u64::from(enrolled_tiles.count_ones());
+            let reserved_tiles = self.reserved_tiles.load(ordering::Relaxed);
             let m = p.members.iter_mut().find(|m| m.uid == uid).ok_or(ENOENT)?;
             let serial = m.serial;
             let started = || Started {
@@ -545,11 +559,27 @@ impl Book {
                 return Ok(started());
             }
             let target = m.request;
-            match admit_start(&target, &m.used, &pool, &taken, enrolled) {
+            // The tiles themselves: of the enrolled ones, none another
+            // environment reserved; too few is a busy pool.
+            let tiles = reservation(&target, &pool).get(Resource::Tiles) as u32;
+            let mine = self
+                .topology
+                .reserve(enrolled_tiles & !reserved_tiles, tiles);
+            let admitted =
+                admit_start(&target, &m.used, &pool, &taken, enrolled).and_then(|take| {
+                    match mine.count_ones() < tiles {
+                        true => Err(QuotaError::PoolBusy(Resource::Tiles)),
+                        false => Ok(take),
+                    }
+                });
+            match admitted {
                 Ok(take) => {
                     m.reserved = reservation(&target, &pool);
+                    m.reserved_tiles = mine;
                     m.started = 1;
                     ledger.pool_used = pool_used.plus(&take);
+                    self.reserved_tiles
+                        .store(reserved_tiles | mine, ordering::Relaxed);
                     return Ok(started());
                 }
                 Err(QuotaError::PoolBusy(_) | QuotaError::NotEnrolled) if wait => {
@@ -576,9 +606,37 @@ impl Book {
         }
         let freed = m.share().minus(&m.used);
         m.reserved = Amounts::ZERO;
+        let tiles = core::mem::take(&mut m.reserved_tiles);
         ledger.pool_used = ledger.pool_used.minus(&freed);
+        self.unreserve(tiles);
         drop(ledger);
         self.released.notify_all();
+    }
+
+    /// A started environment's `tiles` are no longer reserved; the caller
+    /// holds the ledger's lock, which orders every change.
+    fn unreserve(&self, tiles: u32) {
+        let all = self.reserved_tiles.load(ordering::Relaxed);
+        self.reserved_tiles.store(all & !tiles, ordering::Relaxed);
+    }
+
+    /// The tiles other users' started environments reserved, which a job
+    /// `uid` submits now is not placed on: none (and no lock taken) while
+    /// no environment reserved any.
+    pub(crate) fn reserved_by_others(&self, uid: u32) -> u32 {
+        if self.reserved_tiles.load(ordering::Relaxed) == 0 {
+            return 0;
+        }
+        let mut ledger = self.ledger.lock();
+        let all = self.reserved_tiles.load(ordering::Relaxed);
+        let own = match ledger.project_of(uid) {
+            Some(id) => ledger
+                .project(id)
+                .and_then(|p| p.members.iter().find(|m| m.uid == uid))
+                .map_or(0, |m| m.reserved_tiles),
+            None => 0,
+        };
+        all & !own
     }
 }
 
@@ -777,16 +835,19 @@ impl PinnedDrop for Member {
         let serial = self.serial;
         let mut ledger = self.book.ledger.lock();
         let mut freed = Amounts::ZERO;
+        let mut tiles = 0;
         if let Some(p) = ledger.project(self.project) {
             // A started environment's reservation goes with it, and so do
             // the administrator's rules for it on the project's objects.
             if let Some(m) = p.members.iter().find(|m| m.serial == serial) {
                 freed = m.share().minus(&m.used);
+                tiles = m.reserved_tiles;
                 shared::forget_rules(p, m.uid);
             }
             p.members.retain(|m| m.serial != serial);
         }
         ledger.pool_used = ledger.pool_used.minus(&freed);
+        self.book.unreserve(tiles);
         drop(ledger);
         self.book.released.notify_all();
         // What its files still hold counts against the pool until it is
