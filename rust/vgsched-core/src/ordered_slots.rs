@@ -318,9 +318,9 @@ impl OrderedSlots {
         };
         if self.pending > 0 {
             let pending = &*store.pending;
-            self.enter_and_leave(
-                entries, &mut k, now_ns, policy, counters, pending, store.work,
-            );
+            let work = self.take_pending(entries, pending, store.work);
+            apply_history(work, now_ns, policy.history, counters);
+            settle_pending(entries, &mut k, now_ns, work);
         }
         // The decision over the residents and the best waiting contexts:
         // as many as it can load.
@@ -388,23 +388,39 @@ fn set_if_changed(k: &mut Kinetic<'_>, index: usize, cand: Option<Candidate>, no
     }
 }
 
+/// Writes the pending contexts the history rule went over back to
+/// `entries`, clearing their flags, and ranks the ones that wait.
+fn settle_pending<T: AsMut<SlotEntry>>(
+    entries: &mut [T],
+    k: &mut Kinetic<'_>,
+    now_ns: u64,
+    work: &[Picked],
+) {
+    for p in work {
+        let mut entry = p.entry;
+        entry.pending = false;
+        if let Some(e) = entries.get_mut(p.index) {
+            *e.as_mut() = entry;
+        }
+        if !entry.resident {
+            let waiting = entry.cand.runnable;
+            set_if_changed(k, p.index, waiting.then_some(entry.cand), now_ns);
+        }
+    }
+}
+
 impl OrderedSlots {
     /// Takes the pending contexts, and the residents whose weight is their
-    /// reference, through the history rule's entering and leaving, and
-    /// ranks the pending ones that wait. A pending resident is taken once:
-    /// its flag is cleared only afterwards.
-    fn enter_and_leave<T>(
+    /// reference, into `work`, sorted by index, for the history rule's
+    /// entering and leaving; returns the part of `work` they fill. A
+    /// pending resident is taken once: its flag is cleared only afterwards,
+    /// by [`settle_pending`].
+    fn take_pending<'w, T: AsRef<SlotEntry>>(
         &mut self,
-        entries: &mut [T],
-        k: &mut Kinetic<'_>,
-        now_ns: u64,
-        policy: &SlotPolicy,
-        counters: &SlotCounters,
+        entries: &[T],
         pending: &[u32],
-        work: &mut [Picked],
-    ) where
-        T: AsRef<SlotEntry> + AsMut<SlotEntry>,
-    {
+        work: &'w mut [Picked],
+    ) -> &'w mut [Picked] {
         let mut m = 0;
         let listed = pending
             .iter()
@@ -428,17 +444,7 @@ impl OrderedSlots {
         self.pending = 0;
         let work = &mut work[..m];
         work.sort_unstable_by_key(|p| p.index);
-        apply_history(work, now_ns, policy.history, counters);
-        for p in work.iter_mut() {
-            p.entry.pending = false;
-            if let Some(e) = entries.get_mut(p.index) {
-                *e.as_mut() = p.entry;
-            }
-            if !p.entry.resident {
-                let waiting = p.entry.cand.runnable;
-                set_if_changed(k, p.index, waiting.then_some(p.entry.cand), now_ns);
-            }
-        }
+        work
     }
 
     /// How many waiting contexts the decision at `now_ns` may load, at
