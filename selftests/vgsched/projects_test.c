@@ -1225,7 +1225,10 @@ static int start_after_enrolment(void *arg)
 	return 0;
 }
 
-/* Makes provider @who's code (`N` or `node N`) and enters it for @project; 0 or -1. */
+/*
+ * Makes provider @who's code (`N` or `node N`) and enters it for @project
+ * (for everyone if NULL); 0 or -1.
+ */
 static int enrol_for(const char *who, const char *project)
 {
 	char buf[512], cmd[64], code[33], *at;
@@ -1236,7 +1239,8 @@ static int enrol_for(const char *who, const char *project)
 	at = strstr(buf, " code ");
 	if (!at || sscanf(at, " code %32s", code) != 1)
 		return -1;
-	snprintf(cmd, sizeof(cmd), "enrol %s %s %s", who, code, project);
+	snprintf(cmd, sizeof(cmd), "enrol %s %s%s%s", who, code, project ? " " : "",
+		 project ? project : "");
 	return cfs_write("providers", cmd) ? -1 : 0;
 }
 
@@ -1343,6 +1347,56 @@ TEST_F(projects, reserved_tiles_are_the_started_members_own)
 	EXPECT_EQ(0, reap(pid));
 	EXPECT_EQ(0, usage_settles("alpha/1001/reserved", "tiles", 0));
 	EXPECT_EQ(0, job_as(1004, 2)) TH_LOG("the environment stopped");
+}
+
+/*
+ * Two projects' environments on their own providers' tiles (two nodes of
+ * two tiles, node 0 enrolled for alpha, node 1 for beta): each START
+ * takes its node although the other environment holds the rest of the
+ * device (tiles are taken by name, not counted against everything members
+ * hold). Revoking node 0 takes its tiles out of alpha's reservation: once
+ * node 0 serves everyone, a uid in no project runs a job of two tiles
+ * there, where beta's node, serving everyone too, is refused to it.
+ */
+TEST_F(projects, environments_reserve_their_own_providers_tiles_until_revoked)
+{
+	int io[2][2], to[2], from[2], fd;
+	char c, buf[256];
+	pid_t pid[2];
+
+	ASSERT_EQ(0, vgsched_module_unload());
+	ASSERT_EQ(0, vgsched_module_load("modules=4 nodes=2 tiles_per_node=2 tile_enrolment=1"));
+	fd = vgsched_open_render_node_at(buf, sizeof(buf));
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(0, chmod(buf, 0666));
+	close(fd);
+	ASSERT_EQ(0, project_of_one("alpha", "1001"));
+	ASSERT_EQ(0, project_of_one("beta", "1002"));
+	ASSERT_EQ(0, enrol_for("node 0", "alpha"));
+	ASSERT_EQ(0, enrol_for("node 1", "beta"));
+	for (int i = 0; i < 2; i++) {
+		pid[i] = fork_talking(1001 + i, started_with_a_tile, io[i], &io[i][0], &io[i][1],
+				      &to[i], &from[i]);
+		ASSERT_GE(pid[i], 0);
+		if (read(from[i], &c, 1) != 1)
+			c = 0;
+		ASSERT_EQ('s', c) TH_LOG("member %d did not start and run its job: %d", 1001 + i,
+					 reap(pid[i]));
+	}
+	EXPECT_EQ(2, cfs_usage("alpha/1001/reserved", "tiles"));
+	EXPECT_EQ(2, cfs_usage("beta/1002/reserved", "tiles"));
+	ASSERT_EQ(0, cfs_write("providers", "revoke node 0"));
+	EXPECT_EQ(0, cfs_usage("alpha/1001/reserved", "tiles")) TH_LOG("revoked tiles stay reserved");
+	EXPECT_EQ(2, cfs_usage("beta/1002/reserved", "tiles"));
+	ASSERT_EQ(0, enrol_for("node 1", NULL));
+	EXPECT_EQ(28, job_as(1004, 2)) TH_LOG("beta's node is its environment's own");
+	ASSERT_EQ(0, enrol_for("node 0", NULL));
+	EXPECT_EQ(0, job_as(1004, 2)) TH_LOG("node 0 is still alpha's");
+	for (int i = 0; i < 2; i++) {
+		ASSERT_EQ(1, write(to[i], "q", 1));
+		EXPECT_EQ(0, reap(pid[i]));
+	}
+	EXPECT_EQ(0, usage_settles("beta/1002/reserved", "tiles", 0));
 }
 
 /*

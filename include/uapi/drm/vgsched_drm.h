@@ -21,7 +21,7 @@ extern "C" {
 /** The uAPI version a driver reports; bump minor for additions. */
 enum drm_vgsched_uapi_version {
 	DRM_VGSCHED_UAPI_MAJOR = 1,
-	DRM_VGSCHED_UAPI_MINOR = 10,
+	DRM_VGSCHED_UAPI_MINOR = 11,
 };
 
 /** Driver-private ioctl numbers, offset from DRM_COMMAND_BASE. */
@@ -635,9 +635,13 @@ struct drm_vgsched_authorize {
  *
  * Starts the environment of the project member the file belongs to (the
  * uid that opened it): its target, the member's request (configfs), is
- * reserved from the device's pool in one step (of the tiles, at most the
- * device's, and within those the providers enrolled for the member), or
- * not at all.
+ * reserved from the device's pool in one step, or not at all. Its tiles
+ * (at most the device's) are named ones (uAPI 1.11): enrolled for the
+ * member, usable by the file (-EACCES if their access codes are missing),
+ * reserved by no other environment, one node holding the environment's
+ * largest job. They are the environment's own: its jobs run there when
+ * they fit, and another user's job that fits only with them is -ENOSPC
+ * at DRM_IOCTL_VGSCHED_SUBMIT.
  * Afterwards nothing the member's files create within what was reserved
  * fails for want of pool (-ENOSPC); the environment stays started while
  * a file that started it is open. When the pool cannot hold the whole

@@ -227,10 +227,15 @@ pub fn pool_share(reserved: &Amounts, used: &Amounts) -> Amounts {
 /// for a resource the pool could never give (a waiting start would never
 /// end), [`QuotaError::NotEnrolled`] for more tiles than the providers
 /// enrolled for the member (an enrolment may change that),
-/// [`QuotaError::PoolBusy`] for the first resource the pool cannot give
-/// now. The tiles are admitted against the enrolled ones, less what every
-/// member holds and reserves: what others hold may be on tiles the member
-/// could not use, so the count errs on the side of waiting.
+/// [`QuotaError::PoolBusy`] for the first resource but tiles the pool
+/// cannot give now. Tiles are counted here only against the enrolled
+/// ones: which of them a start takes is a matter of names (the caller
+/// reserves tiles no other environment reserved, [`TileTopology::reserve`],
+/// busy if it cannot), and what others' jobs hold on them is the
+/// placement's wait, not the pool's, so what other projects hold on their
+/// own tiles never holds a start back.
+///
+/// [`TileTopology::reserve`]: crate::tiles::TileTopology::reserve
 pub fn admit_start(
     target: &Amounts,
     used: &Amounts,
@@ -248,7 +253,9 @@ pub fn admit_start(
     if reserved.get(Resource::Tiles) > limit.get(Resource::Tiles) {
         return Err(QuotaError::NotEnrolled);
     }
-    match take.first_over(&limit.minus(pool_used)) {
+    let mut free = limit.minus(pool_used);
+    free.set(Resource::Tiles, u64::MAX);
+    match take.first_over(&free) {
         Some(r) => Err(QuotaError::PoolBusy(r)),
         None => Ok(take),
     }
@@ -1702,12 +1709,15 @@ mod tests {
             admit_start(&target, &Amounts::ZERO, &pool, &Amounts::ZERO, 0),
             Err(QuotaError::NotEnrolled)
         );
-        // Enrolled, but another member's job holds one: busy.
+        // Enrolled, and others' jobs hold every tile of the device (of
+        // their own projects' tiles, say): not busy by count, the tiles
+        // are taken by name.
         let mut tiles_used = Amounts::ZERO;
-        tiles_used.set(Resource::Tiles, 1);
+        tiles_used.set(Resource::Tiles, 2);
         assert_eq!(
-            admit_start(&target, &Amounts::ZERO, &pool, &tiles_used, 2),
-            Err(QuotaError::PoolBusy(Resource::Tiles))
+            admit_start(&target, &Amounts::ZERO, &pool, &tiles_used, 2)
+                .map(|t| t.get(Resource::Tiles)),
+            Ok(2)
         );
         // Past the pool: never, so no wait.
         target.set(Resource::Contexts, 5);

@@ -42,7 +42,8 @@ use super::pool::{
     highest_runnable_level,
     select,
     Candidate,
-    Weight, //
+    Weight,
+    LOWEST_PRIORITY, //
 };
 use super::slice::{
     SliceFormula,
@@ -160,6 +161,9 @@ impl SlotPolicy {
     }
 }
 
+/// Priority levels.
+const LEVELS: usize = LOWEST_PRIORITY as usize + 1;
+
 /// What the decision keeps between calls besides the entries: the load
 /// numbers and, in turn, each level's pass.
 ///
@@ -174,15 +178,16 @@ impl SlotPolicy {
 ///
 /// A runnable context's `served_pass` is its level's pass (it had its turn
 /// in this pass) or one less (it did not): entering contexts are brought
-/// up to one less, and a level's pass grows only when every runnable
-/// context of the level had its turn.
+/// within those two, and a level's pass grows only when every runnable
+/// context of the level had its turn. Before a level's first round every
+/// context stands at pass 0 as if served: that round begins pass 1.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SlotCounters {
     /// The number the next load gets ([`SlotEntry::loaded_seq`]).
     pub next_seq: u64,
     /// Per level, the current pass (in turn only; 0 side by side): one a
     /// nanosecond would last 584 years.
-    passes: [u64; 16],
+    passes: [u64; LEVELS],
 }
 
 impl SlotCounters {
@@ -190,7 +195,7 @@ impl SlotCounters {
     pub const fn new() -> Self {
         Self {
             next_seq: 0,
-            passes: [0; 16],
+            passes: [0; LEVELS],
         }
     }
 
@@ -425,7 +430,7 @@ pub(super) fn apply_history<T>(
         .map(AsRef::as_ref)
         .any(|e| e.cand.runnable && !e.was_runnable);
     // Per level, the basis of the weakest runnable resident.
-    let mut weakest: [Option<Candidate>; 16] = [None; 16];
+    let mut weakest: [Option<Candidate>; LEVELS] = [None; LEVELS];
     if entering && rule == HistoryRule::Bounded {
         for e in entries.iter().map(AsRef::as_ref) {
             if !(e.resident && e.cand.runnable) {
@@ -442,8 +447,10 @@ pub(super) fn apply_history<T>(
     for e in entries.iter_mut() {
         let e = e.as_mut();
         if e.cand.runnable && !e.was_runnable {
-            let unserved = counters.pass(e.cand.level()).saturating_sub(1);
-            e.cand.served_pass = e.cand.served_pass.max(unserved);
+            // Within its level's pass as it is now, whatever level it
+            // was served at before.
+            let pass = counters.pass(e.cand.level());
+            e.cand.served_pass = e.cand.served_pass.clamp(pass.saturating_sub(1), pass);
         }
         match (e.was_runnable, e.cand.runnable) {
             (true, false) => e.idle_since_ns = now_ns,
@@ -583,14 +590,16 @@ fn in_turn<T>(
     let top = highest_runnable_level(cands);
     // Residents with nothing to run, or below the top level, leave at once;
     // the latter end the round (a higher level took over). One that ran
-    // out of work in its turn finished running: it was served.
+    // out of work in its turn finished running: it was served. One whose
+    // turn a higher level cut short was not: it is still to be served in
+    // its level's pass when the level comes back.
     let mut higher = false;
     for (i, (c, e)) in cands.iter_mut().zip(entries.iter_mut()).enumerate() {
         let e = e.as_mut();
         let at_top = e.cand.runnable && Some(e.cand.level()) == top;
         if e.resident && !at_top {
             higher |= e.cand.runnable;
-            if e.turn {
+            if e.turn && !e.cand.runnable {
                 e.cand.served_pass = counters.pass(e.cand.level());
                 c.served_pass = e.cand.served_pass;
             }
@@ -1402,10 +1411,17 @@ mod tests {
             preempted: true
         }));
         assert!(e[3].resident && e[3].turn);
+        // Context 0's turn was cut, not finished: it is still to be
+        // served in its level's pass.
+        assert!(e[0].cand.served_pass < s.seq.pass(8), "{:?}", e[0]);
         e[3].cand.runnable = false;
         s.run(&mut e, 3 * MS);
         assert!(!e[3].resident);
         assert_eq!(e.iter().filter(|x| x.turn).count(), 1);
+        assert!(e
+            .iter()
+            .take(3)
+            .all(|x| x.cand.served_pass < s.seq.pass(8) || x.turn));
     }
 
     // ---- bounded history ----

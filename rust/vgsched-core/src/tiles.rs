@@ -226,36 +226,60 @@ impl TileTopology {
             .unwrap_or(0)
     }
 
-    /// The `want` tiles of `available` a started environment reserves:
-    /// node by node, the node with the most of them first (ties to the
-    /// lower node), its lowest tiles first, so that the reservation keeps
-    /// as many of a node's tiles together as it can (a job's tiles are on
-    /// one node). Fewer if `available` holds fewer.
-    pub fn reserve(&self, available: u32, want: u32) -> u32 {
+    /// The `want` tiles of `available` a started environment reserves, or
+    /// `None` if `available` cannot give a usable reservation: fewer than
+    /// `want` tiles, or no node with `min(want, tiles_per_node)` of them.
+    /// Node by node, the node with the most of them first (ties to the
+    /// lower node), its lowest tiles first: the first node holds a whole
+    /// job of as many tiles as the reservation may run at once (a job's
+    /// tiles are on one node), so the environment's largest job always
+    /// fits on what it reserved.
+    pub fn reserve(&self, available: u32, want: u32) -> Option<u32> {
         let mut avail = available & self.all_tiles();
+        if avail.count_ones() < want {
+            return None;
+        }
         let (mut mask, mut left) = (0u32, want);
+        let mut first = true;
         while left > 0 {
-            let most = (0..self.nodes)
-                .map(|n| (self.node_mask(n) & avail).count_ones())
-                .enumerate()
+            let (node, count) = (0..self.nodes)
+                .map(|n| (n, (self.node_mask(n) & avail).count_ones()))
                 .fold(
                     (0, 0),
                     |best, (n, c)| if c > best.1 { (n, c) } else { best },
                 );
-            let (node, count) = most;
-            if count == 0 {
-                break;
+            if count == 0 || (first && count < want.min(self.tiles_per_node)) {
+                return None;
             }
-            let mut here = self.node_mask(node as u32) & avail;
+            first = false;
+            let mut here = self.node_mask(node) & avail;
             for _ in 0..left.min(count) {
                 let lowest = here & here.wrapping_neg();
                 mask |= lowest;
                 here &= !lowest;
                 left -= 1;
             }
-            avail &= !self.node_mask(node as u32);
+            avail &= !self.node_mask(node);
         }
-        mask
+        Some(mask)
+    }
+
+    /// The tiles a job of `k` tiles, whose file may use `allowed`, is
+    /// placed on beside the started environments' reservations: its own
+    /// environment's tiles if it fits there, otherwise those of `allowed`
+    /// no other environment reserved; `None` if it fits on `allowed` only
+    /// with tiles another environment reserved (it would wait for that
+    /// environment's end). `allowed` as it is if the job never fits on it.
+    pub fn job_tiles(&self, k: u32, allowed: u32, reserved: Reserved) -> Option<u32> {
+        if !self.fits_within(k, allowed) {
+            return Some(allowed);
+        }
+        let own = allowed & reserved.own;
+        if self.fits_within(k, own) {
+            return Some(own);
+        }
+        let free = allowed & !reserved.others;
+        self.fits_within(k, free).then_some(free)
     }
 
     /// Whether a job of `k` tiles may ever be placed on the tiles of
@@ -263,6 +287,16 @@ impl TileTopology {
     pub fn fits_within(&self, k: u32, allowed: u32) -> bool {
         self.fits(k) && (0..self.nodes).any(|n| (self.node_mask(n) & allowed).count_ones() >= k)
     }
+}
+
+/// The tiles started environments reserved, as a job's submitter sees
+/// them (one mask each, tile `t` at bit `t`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reserved {
+    /// Its own environment's: its jobs run there when they fit.
+    pub own: u32,
+    /// Other environments': never its jobs'.
+    pub others: u32,
 }
 
 /// A mask of the `n` lowest bits (all 32 from 32 on): the mask of a
@@ -1437,25 +1471,62 @@ mod tests {
             assert_eq!(topo.node_mask(n), ((1 << per) - 1) << (n * per));
         }
         assert_eq!(topo.node_mask(topo.nodes), 0);
+        let on_node = |mask: u32| {
+            (0..topo.nodes)
+                .map(|n| (topo.node_mask(n) & mask).count_ones())
+                .max()
+                .unwrap_or(0)
+        };
         for available in 0..=all {
             for want in 0..=topo.tiles() + 1 {
                 let got = topo.reserve(available, want);
+                // Usable: enough tiles, and one node that holds the
+                // environment's largest job.
+                let usable = available.count_ones() >= want && on_node(available) >= want.min(per);
+                assert_eq!(got.is_some(), usable, "{available:#x} {want}");
+                let Some(got) = got else {
+                    continue;
+                };
                 assert_eq!(got & !available, 0, "{available:#x} {want}");
-                assert_eq!(got.count_ones(), want.min(available.count_ones()));
-                // The first node it touches is one with most available.
-                let most = (0..topo.nodes)
-                    .map(|n| (topo.node_mask(n) & available).count_ones())
-                    .max()
-                    .unwrap_or(0);
-                if want >= most && most > 0 {
-                    let whole = (0..topo.nodes).any(|n| {
-                        topo.node_mask(n) & available & got == topo.node_mask(n) & available
-                            && (topo.node_mask(n) & available).count_ones() == most
-                    });
-                    assert!(whole, "{available:#x} {want}: {got:#x}");
+                assert_eq!(got.count_ones(), want);
+                assert!(
+                    on_node(got) >= want.min(per),
+                    "{available:#x} {want}: {got:#x}"
+                );
+                // Every job it may run fits on it.
+                for k in 1..=want.min(per) {
+                    assert!(topo.fits_within(k, got));
                 }
             }
         }
+        // Two tiles asked of two nodes with one free tile each: no
+        // reservation (its two-tile job could never run on it).
+        assert_eq!(topo.reserve(1 | 1 << per, 2), None);
+    }
+
+    #[test]
+    fn a_job_runs_on_its_own_reservation_and_never_on_anothers() {
+        let topo = *account().topology();
+        let per = topo.tiles_per_node;
+        let node0 = topo.node_mask(0);
+        let node1 = topo.node_mask(1);
+        let all = topo.all_tiles();
+        let r = |own, others| Reserved { own, others };
+        // Nothing reserved: the file's tiles as they are.
+        assert_eq!(topo.job_tiles(2, all, r(0, 0)), Some(all));
+        // Fits on its own: confined there.
+        assert_eq!(topo.job_tiles(2, all, r(node1, node0)), Some(node1));
+        // Larger than its own: anywhere no other environment reserved.
+        assert_eq!(
+            topo.job_tiles(per, all, r(0b1 << per, node0)),
+            Some(all & !node0)
+        );
+        // Fits only with another's tiles: refused.
+        assert_eq!(topo.job_tiles(per, node0, r(0, 0b1)), None);
+        // Never fits on its file's tiles: left to the engine's EACCES.
+        assert_eq!(topo.job_tiles(2, 0b1, r(0, 0b1)), Some(0b1));
+        // Its own tiles only count where its file may use them.
+        assert_eq!(topo.job_tiles(1, node0, r(node1, 0)), Some(node0));
     }
 
     #[test]

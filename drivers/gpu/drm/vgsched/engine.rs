@@ -1079,7 +1079,7 @@ impl Engine {
     fn queue_job(
         this: ArcBorrow<'_, Self>,
         ctx: &Arc<Context>,
-        spec: JobSpec,
+        mut spec: JobSpec,
     ) -> Result<(u64, Fence, Option<OutFenceFd>, bool)> {
         // The finder rounds needs up (to whole groups, to powers of two):
         // what it can never place would wait forever.
@@ -1103,6 +1103,14 @@ impl Engine {
         {
             return Err(EACCES);
         }
+        // A started environment's tiles are its own: a job of one runs
+        // there if it fits, a job of another never does; one that fits
+        // only with another's reserved tiles would wait for that
+        // environment's end, and is refused (`design.rst`, *Liveness*).
+        spec.allowed_tiles = this
+            .tile_topology
+            .job_tiles(spec.tiles, spec.allowed_tiles, spec.reserved)
+            .ok_or(ENOSPC)?;
         // Held across the whole submission: this context's jobs are
         // numbered, and pushed to the inbox, in the order they are queued.
         let mut sub = ctx.submissions.lock();

@@ -46,7 +46,10 @@ use crate::{
     },
     submit::Submission,
     uapi,
-    vgsched_core::projects::Resource, //
+    vgsched_core::{
+        projects::Resource,
+        tiles::Reserved, //
+    },
 };
 
 /// Offset of driver-private ioctl numbers (`DRM_COMMAND_BASE`).
@@ -303,9 +306,13 @@ impl Ioctl for Start {
         if live(&inner.started.lock()) {
             return Err(EALREADY);
         }
+        // It reserves only tiles the file's jobs may run on: those whose
+        // access codes (or the device's) it presented, and those that need
+        // none.
+        let authorized = dev.book.authority.tiles_allowed(&inner.auth.lock());
         // Not under the file's lock: the start may sleep.
         let wait = args.flags & uapi::DRM_VGSCHED_START_WAIT != 0;
-        let started = dev.book.start(inner.uid, wait)?;
+        let started = dev.book.start(inner.uid, wait, authorized)?;
         let mut slot = inner.started.lock();
         if live(&slot) {
             // Another thread of the file started it meanwhile: this start
@@ -485,9 +492,9 @@ impl Ioctl for Submit {
         if allowed == 0 {
             return Err(EACCES);
         }
-        // Of those, the ones other users' started environments reserved
-        // are not this job's (`Submit::submit_once`).
-        let reserved = dev.book.reserved_by_others(inner.uid);
+        // Started environments' tiles: its own, if it started one, are
+        // where it runs; others' are not its job's ([`Engine::submit`]).
+        let reserved = dev.book.reservations(inner.uid);
         let ctx = inner.contexts.lock().get(args.ctx_id)?;
         // A context whose signalled jobs fill its done list (a second
         // submitter raced this one's drain) is drained here, holding no
@@ -506,33 +513,21 @@ impl Ioctl for Submit {
 }
 
 impl Submit {
-    /// One try at queueing the job on the tiles of `allowed` but those of
-    /// `reserved` (other users' started environments'): `ENOSPC` if it
-    /// could fit on `allowed` and does not fit without `reserved`;
-    /// `EAGAIN` (never returned to user space) if the context's done list
-    /// must be drained first ([`Engine::submit`]).
+    /// One try at queueing the job on the tiles of `allowed`, beside the
+    /// started environments' `reserved` ones ([`Engine::submit`]'s
+    /// `ENOSPC`); `EAGAIN` (never returned to user space) if the
+    /// context's done list must be drained first.
     fn submit_once(
         dev: &VgDevice<drm::Registered>,
         args: &mut uapi::drm_vgsched_submit,
         file: &DrmFile,
         ctx: &Arc<Context>,
         allowed: u32,
-        reserved: u32,
+        reserved: Reserved,
     ) -> Result<u32> {
         let Submission { mut spec, usage } =
             Submission::from_args(args, &dev.topology, file, allowed)?;
-        // A job that could never fit on its tiles is the engine's to
-        // refuse (`E2BIG`, `EACCES`); one that fits only on reserved ones
-        // waits for no environment's end: it is refused now. A job placed
-        // on a tile reserved after it was accepted is the reservation's
-        // bounded wait (`design.rst`, *Liveness*).
-        let topo = dev.engine.tile_topology();
-        if reserved & allowed != 0 && topo.fits_within(spec.tiles, allowed) {
-            spec.allowed_tiles = allowed & !reserved;
-            if !topo.fits_within(spec.tiles, spec.allowed_tiles) {
-                return Err(ENOSPC);
-            }
-        }
+        spec.reserved = reserved;
         // The tiles it asks for count against its project member's request
         // until the job is dropped, after its fence has signalled.
         spec.charge = dev.book.charge(

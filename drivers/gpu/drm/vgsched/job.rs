@@ -21,7 +21,8 @@ use crate::{
         exec::Memory,
         grid::Grid,
         isa,
-        occupancy::GroupNeeds, //
+        occupancy::GroupNeeds,
+        tiles::Reserved, //
     }, //
     vram::Pinned,
 };
@@ -93,8 +94,11 @@ pub(crate) struct JobSpec {
     /// Tiles it needs, all on one node (at least 1).
     pub(crate) tiles: u32,
     /// The tiles it may be placed on (those its file is authorized for),
-    /// as a mask.
+    /// as a mask; narrowed by [`JobSpec::reserved`] when it is queued.
     pub(crate) allowed_tiles: u32,
+    /// The tiles started environments reserved when it was submitted
+    /// (`projects.rs`, [`crate::projects::Book::reservations`]).
+    pub(crate) reserved: Reserved,
     /// Those tiles, charged to the project member whose file submitted
     /// it (`projects.rs`), until the job is dropped.
     pub(crate) charge: Option<Charge>,

@@ -1058,6 +1058,7 @@ mod rig {
             scratch: 0,
             tiles: 1,
             allowed_tiles: 1,
+            reserved: Default::default(),
             charge: None,
             mock_cycles: cycles,
         })

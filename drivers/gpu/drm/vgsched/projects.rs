@@ -19,9 +19,10 @@
 //! which covers closing the file and killing the process. A file may
 //! start its member's environment ([`Book::start`], the `START` ioctl):
 //! the member's request (its *target*: the most it may hold) is reserved
-//! from the pool at once, and a [`Started`] kept by the file gives it
-//! back. Root is not
-//! limited. A uid in no project holds at most the default bound (module
+//! from the pool at once, its tiles by name, and a [`Started`] kept by
+//! the file gives it back. A started environment's tiles are its own:
+//! no other user's job, root's included, is placed on them
+//! ([`Book::reservations`]). Root's files hold no quota. A uid in no project holds at most the default bound (module
 //! parameters `default_contexts` and `default_bo_mib`, [`params`]), counted
 //! per *namespace owner* across its files ([`Opener`]): a user namespace's
 //! uids share the bound of the uid that made it, so an account does not
@@ -83,6 +84,7 @@ use crate::vgsched_core::projects::{
 };
 use crate::vgsched_core::tiles::{
     low_bits,
+    Reserved,
     TileTopology,
     MAX_TILES, //
 };
@@ -193,12 +195,16 @@ impl ProjectEntry {
 /// # Invariants
 ///
 /// A uid is a member of one project at most; each project's members'
-/// requests sum to no more than its budget; `used` is what the live [`Charge`]s of a member add up to;
-/// `pool_used` is the sum over members of their [`pool_share`] (what they
-/// hold, or what their started environment reserved where that is more)
-/// plus what the charges of removed members still hold; a member's
-/// `reserved` is nothing while its `started` is 0; `outsiders_used` is the
-/// sum of the outsiders' entries' `used`, and of contexts it and
+/// requests sum to no more than its budget; `used` is what the live
+/// [`Charge`]s of a member add up to; `pool_used` is the sum over members
+/// of their [`pool_share`] (what they hold, or what their started
+/// environment reserved where that is more) plus what the charges of
+/// removed members still hold; a member's `reserved` and `reserved_tiles`
+/// are nothing while its `started` is 0, and its `reserved` counts the
+/// tiles of its `reserved_tiles`, which are enrolled for its project; the
+/// members' `reserved_tiles` are disjoint, and their union is the book's
+/// `reserved_tiles` (every change made under this lock); `outsiders_used`
+/// is the sum of the outsiders' entries' `used`, and of contexts it and
 /// `pool_used` together never pass the book's [`DeviceContexts::charged`].
 struct Ledger {
     projects: KVec<ProjectEntry>,
@@ -527,14 +533,25 @@ impl Book {
     /// them at most the device's, [`start_pool`], admitted against those
     /// the providers enrolled for the member), after which nothing the
     /// member creates within it is refused by the pool or by the device;
-    /// later starts only count the file. `ENOENT` for a uid in no
-    /// project; when the pool (or, of contexts, what uids in no project
-    /// leave of the device: [`DeviceContexts::members_taken`]) or the
-    /// enrolled tiles cannot give it all now, `ENOSPC`, or with `wait` the
-    /// caller sleeps until they can (`ERESTARTSYS` on a signal): something
-    /// given back, a request lowered, an enrolment or a revocation wakes
-    /// it; `ENOSPC` without a wait if the pool could never give it.
-    pub(crate) fn start(self: &Arc<Self>, uid: u32, wait: bool) -> Result<Started> {
+    /// later starts only count the file. Its tiles are named ones
+    /// ([`TileTopology::reserve`]): enrolled for the member, among
+    /// `authorized` (those the file's jobs may run on), reserved by no
+    /// other environment, and with a node that holds its largest job.
+    /// `ENOENT` for a uid in no project; `EACCES` if enough tiles are
+    /// enrolled but the file may not use them; when the pool (or, of
+    /// contexts, what uids in no project leave of the device:
+    /// [`DeviceContexts::members_taken`]) or the enrolled tiles cannot
+    /// give it all now, `ENOSPC`, or with `wait` the caller sleeps until
+    /// they can (`ERESTARTSYS` on a signal): something given back, a
+    /// request lowered, an environment stopped, an enrolment or a
+    /// revocation wakes it; `ENOSPC` without a wait if the pool could
+    /// never give it.
+    pub(crate) fn start(
+        self: &Arc<Self>,
+        uid: u32,
+        wait: bool,
+        authorized: u32,
+    ) -> Result<Started> {
         let pool = start_pool(&self.device.members_pool(&self.pool), self.tiles);
         let mut ledger = self.ledger.lock();
         loop {
@@ -546,6 +563,7 @@ impl Book {
             let p = ledger.project(project).ok_or(ENOENT)?;
             let enrolled_tiles = (everyone | p.tiles) & low_bits(self.tiles);
             let enrolled = u64::from(enrolled_tiles.count_ones());
+            let usable = enrolled_tiles & authorized;
             let reserved_tiles = self.reserved_tiles.load(ordering::Relaxed);
             let m = p.members.iter_mut().find(|m| m.uid == uid).ok_or(ENOENT)?;
             let serial = m.serial;
@@ -555,25 +573,25 @@ impl Book {
                 serial,
             };
             if m.started > 0 {
-                m.started += 1;
+                m.started = m.started.checked_add(1).ok_or(EOVERFLOW)?;
                 return Ok(started());
             }
             let target = m.request;
-            // The tiles themselves: of the enrolled ones, none another
-            // environment reserved; too few is a busy pool.
-            let tiles = reservation(&target, &pool).get(Resource::Tiles) as u32;
-            let mine = self
-                .topology
-                .reserve(enrolled_tiles & !reserved_tiles, tiles);
+            // At most the device's tiles: a u32.
+            let tiles =
+                u32::try_from(reservation(&target, &pool).get(Resource::Tiles)).unwrap_or(u32::MAX);
+            if tiles > usable.count_ones() && u64::from(tiles) <= enrolled {
+                return Err(EACCES);
+            }
+            // The tiles themselves: of those it may use, none another
+            // environment reserved; none that fit is a busy pool.
             let admitted =
                 admit_start(&target, &m.used, &pool, &taken, enrolled).and_then(|take| {
-                    match mine.count_ones() < tiles {
-                        true => Err(QuotaError::PoolBusy(Resource::Tiles)),
-                        false => Ok(take),
-                    }
+                    let mine = self.topology.reserve(usable & !reserved_tiles, tiles);
+                    Ok((take, mine.ok_or(QuotaError::PoolBusy(Resource::Tiles))?))
                 });
             match admitted {
-                Ok(take) => {
+                Ok((take, mine)) => {
                     m.reserved = reservation(&target, &pool);
                     m.reserved_tiles = mine;
                     m.started = 1;
@@ -620,12 +638,13 @@ impl Book {
         self.reserved_tiles.store(all & !tiles, ordering::Relaxed);
     }
 
-    /// The tiles other users' started environments reserved, which a job
-    /// `uid` submits now is not placed on: none (and no lock taken) while
-    /// no environment reserved any.
-    pub(crate) fn reserved_by_others(&self, uid: u32) -> u32 {
+    /// The tiles started environments reserved, as a job `uid` submits
+    /// now sees them: its own member's, where it runs if it fits, and
+    /// other environments', where it never runs. Nothing (and no lock
+    /// taken) while no environment reserved any.
+    pub(crate) fn reservations(&self, uid: u32) -> Reserved {
         if self.reserved_tiles.load(ordering::Relaxed) == 0 {
-            return 0;
+            return Reserved::default();
         }
         let mut ledger = self.ledger.lock();
         let all = self.reserved_tiles.load(ordering::Relaxed);
@@ -636,7 +655,32 @@ impl Book {
                 .map_or(0, |m| m.reserved_tiles),
             None => 0,
         };
-        all & !own
+        Reserved {
+            own,
+            others: all & !own,
+        }
+    }
+
+    /// A revocation took tiles out of the enrolment: each started
+    /// environment keeps of its reserved tiles only those still enrolled
+    /// for its project (`enrolled(project)`), and gives the rest back. The
+    /// caller holds the ledger's lock.
+    fn keep_enrolled_reservations(&self, ledger: &mut Ledger, everyone: u32) {
+        let mut all = 0;
+        let mut freed = Amounts::ZERO;
+        for p in ledger.projects.iter_mut() {
+            let enrolled = everyone | p.tiles;
+            for m in p.members.iter_mut() {
+                let before = m.share();
+                m.reserved_tiles &= enrolled;
+                m.reserved
+                    .set(Resource::Tiles, u64::from(m.reserved_tiles.count_ones()));
+                freed = freed.plus(&before.minus(&m.share()));
+                all |= m.reserved_tiles;
+            }
+        }
+        ledger.pool_used = ledger.pool_used.minus(&freed);
+        self.reserved_tiles.store(all, ordering::Relaxed);
     }
 }
 

@@ -133,6 +133,7 @@ impl Submission {
             scratch: args.scratch_bytes,
             tiles: args.tiles.max(1),
             allowed_tiles,
+            reserved: Default::default(),
             charge: None,
             mock_cycles: 0,
         };

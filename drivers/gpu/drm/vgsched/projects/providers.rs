@@ -196,10 +196,13 @@ impl Book {
             ProviderCommand::Revoke { who } => {
                 *provider(&mut ledger, who)? = Provider::NONE;
                 let tiles = self.tiles_of(who);
-                self.set_everyone(self.everyone() & !tiles);
+                let everyone = self.everyone() & !tiles;
+                self.set_everyone(everyone);
                 for p in ledger.projects.iter_mut() {
                     p.tiles &= !tiles;
                 }
+                // A started environment holds no tile it could not use.
+                self.keep_enrolled_reservations(&mut ledger, everyone);
             }
         }
         drop(ledger);
