@@ -69,6 +69,24 @@ static int alpha_with_1001_and_1002(const char *budget, const char *request)
 	       cfs_write("alpha/1002/request_contexts", request);
 }
 
+/*
+ * Loads the module again with @params and lets every uid open its render
+ * node (the tests fork children of other uids); 0, or -1 on a failure.
+ */
+static int reload_for_everyone(const char *params)
+{
+	char path[256];
+	int fd;
+
+	if (vgsched_module_unload() || vgsched_module_load(params))
+		return -1;
+	fd = vgsched_open_render_node_at(path, sizeof(path));
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return chmod(path, 0666) ? -1 : 0;
+}
+
 FIXTURE(projects) {
 	/* Children a test left holding things when it failed: killed first. */
 	pid_t kids[20];
@@ -936,12 +954,7 @@ TEST_F(projects, tile_codes)
 	__u64 ids[2];
 	pid_t pid;
 
-	ASSERT_EQ(0, vgsched_module_unload());
-	ASSERT_EQ(0, vgsched_module_load("modules=4 nodes=2 tiles_per_node=2"));
-	n = vgsched_open_render_node_at(buf, sizeof(buf));
-	ASSERT_GE(n, 0);
-	ASSERT_EQ(0, chmod(buf, 0666));
-	close(n);
+	ASSERT_EQ(0, reload_for_everyone("modules=4 nodes=2 tiles_per_node=2"));
 	for (const char *bad = "generate\0generate 4\0frob 1\0generate 1 2\0generate -1\0"; *bad;
 	     bad += strlen(bad) + 1) {
 		EXPECT_EQ(-EINVAL, cfs_write("tile_codes", bad)) TH_LOG("'%s'", bad);
@@ -1254,16 +1267,11 @@ static int enrol_for(const char *who, const char *project)
  */
 TEST_F(projects, a_start_is_admitted_against_the_enrolled_tiles)
 {
-	int io[2], to, from, fd;
+	int io[2], to, from;
 	char c, buf[256];
 	pid_t pid;
 
-	ASSERT_EQ(0, vgsched_module_unload());
-	ASSERT_EQ(0, vgsched_module_load("modules=4 nodes=2 tiles_per_node=2 tile_enrolment=1"));
-	fd = vgsched_open_render_node_at(buf, sizeof(buf));
-	ASSERT_GE(fd, 0);
-	ASSERT_EQ(0, chmod(buf, 0666));
-	close(fd);
+	ASSERT_EQ(0, reload_for_everyone("modules=4 nodes=2 tiles_per_node=2 tile_enrolment=1"));
 	ASSERT_EQ(0, project_of_one("alpha", "1001"));
 	pid = fork_talking(1001, start_after_enrolment, io, &io[0], &io[1], &to, &from);
 	ASSERT_GE(pid, 0);
@@ -1315,16 +1323,11 @@ static int started_with_a_tile(void *arg)
  */
 TEST_F(projects, reserved_tiles_are_the_started_members_own)
 {
-	int io[2], to, from, fd;
-	char c, buf[256];
+	int io[2], to, from;
+	char c;
 	pid_t pid;
 
-	ASSERT_EQ(0, vgsched_module_unload());
-	ASSERT_EQ(0, vgsched_module_load("modules=4 nodes=1 tiles_per_node=2"));
-	fd = vgsched_open_render_node_at(buf, sizeof(buf));
-	ASSERT_GE(fd, 0);
-	ASSERT_EQ(0, chmod(buf, 0666));
-	close(fd);
+	ASSERT_EQ(0, reload_for_everyone("modules=4 nodes=1 tiles_per_node=2"));
 	ASSERT_EQ(0, cfs_mkdir("alpha"));
 	ASSERT_EQ(0, cfs_write("alpha/budget_contexts", "4"));
 	ASSERT_EQ(0, cfs_write("alpha/budget_tiles", "1"));
@@ -1360,16 +1363,11 @@ TEST_F(projects, reserved_tiles_are_the_started_members_own)
  */
 TEST_F(projects, environments_reserve_their_own_providers_tiles_until_revoked)
 {
-	int io[2][2], to[2], from[2], fd;
-	char c, buf[256];
+	int io[2][2], to[2], from[2];
+	char c;
 	pid_t pid[2];
 
-	ASSERT_EQ(0, vgsched_module_unload());
-	ASSERT_EQ(0, vgsched_module_load("modules=4 nodes=2 tiles_per_node=2 tile_enrolment=1"));
-	fd = vgsched_open_render_node_at(buf, sizeof(buf));
-	ASSERT_GE(fd, 0);
-	ASSERT_EQ(0, chmod(buf, 0666));
-	close(fd);
+	ASSERT_EQ(0, reload_for_everyone("modules=4 nodes=2 tiles_per_node=2 tile_enrolment=1"));
 	ASSERT_EQ(0, project_of_one("alpha", "1001"));
 	ASSERT_EQ(0, project_of_one("beta", "1002"));
 	ASSERT_EQ(0, enrol_for("node 0", "alpha"));
