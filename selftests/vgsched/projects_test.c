@@ -1398,6 +1398,74 @@ TEST_F(projects, environments_reserve_their_own_providers_tiles_until_revoked)
 }
 
 /*
+ * uid 1001 (request: two tiles, tile 0 coded) starts before it presents
+ * tile 0's code, as a uAPI 1.10 program may: the start succeeds as it
+ * did; it stays started until told.
+ */
+static int start_before_its_code(void *arg)
+{
+	struct tile_run *r = arg;
+	int fd = vgsched_open_render_node();
+
+	if (fd < 0 || start_env(fd, 0) || authorize(fd, r->code0, 1))
+		return 101;
+	if (step(r->from_child, r->to_child, 's'))
+		return 102;
+	close(fd);
+	return 0;
+}
+
+/* The same, presenting the code first. */
+static int start_after_its_code(void *arg)
+{
+	struct tile_run *r = arg;
+	int fd = vgsched_open_render_node();
+
+	if (fd < 0 || authorize(fd, r->code0, 1) || start_env(fd, 0))
+		return 101;
+	if (step(r->from_child, r->to_child, 's'))
+		return 102;
+	close(fd);
+	return 0;
+}
+
+/*
+ * A start keeps from others only tiles its file may use (one node of two
+ * tiles, tile 0 coded, a member of two tiles): started before its file
+ * presented tile 0's code, the member reserves both tiles' count, but
+ * root's job of one tile still runs (on tile 0) and only a job of two is
+ * ENOSPC; started after it, both tiles are the environment's own.
+ */
+TEST_F(projects, a_start_keeps_only_tiles_its_file_may_use)
+{
+	int (*child[2])(void *) = { start_before_its_code, start_after_its_code };
+	struct tile_run run;
+	char c, buf[256];
+	int to, from;
+	pid_t pid;
+
+	ASSERT_EQ(0, reload_for_everyone("modules=4 nodes=1 tiles_per_node=2"));
+	ASSERT_EQ(0, project_of_one("alpha", "1001"));
+	ASSERT_EQ(0, cfs_write("tile_codes", "generate 0"));
+	ASSERT_EQ(0, cfs_read("tile_codes", buf, sizeof(buf)));
+	ASSERT_EQ(35, strlen(buf)) TH_LOG("'%s'", buf);
+	ASSERT_EQ(0, parse_code(buf + 2, run.code0));
+	for (int i = 0; i < 2; i++) {
+		pid = fork_talking(1001, child[i], &run, &run.to_child, &run.from_child, &to, &from);
+		ASSERT_GE(pid, 0);
+		if (read(from, &c, 1) != 1)
+			c = 0;
+		ASSERT_EQ('s', c) TH_LOG("start %d went wrong: %d", i, reap(pid));
+		EXPECT_EQ(2, cfs_usage("alpha/1001/reserved", "tiles"));
+		EXPECT_EQ(i ? 28 : 0, job_as(0, 1)) TH_LOG("root's job of one tile, start %d", i);
+		EXPECT_EQ(28, job_as(0, 2)) TH_LOG("root's job of two tiles, start %d", i);
+		ASSERT_EQ(1, write(to, "q", 1));
+		EXPECT_EQ(0, reap(pid));
+		EXPECT_EQ(0, usage_settles("alpha/1001/reserved", "tiles", 0));
+	}
+}
+
+/*
  * A child's two pipe ends (fork_talking()) and what it reports: how many
  * contexts it made before the first refusal, and that refusal's errno.
  */

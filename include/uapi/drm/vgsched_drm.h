@@ -637,7 +637,8 @@ struct drm_vgsched_authorize {
  * uid that opened it): its target, the member's request (configfs), is
  * reserved from the device's pool in one step, or not at all. Its tiles
  * (at most the device's) are named ones (uAPI 1.11): enrolled for the
- * member, usable by the file (-EACCES if their access codes are missing),
+ * member, usable by the file where they suffice (otherwise only the
+ * usable ones are kept from others),
  * reserved by no other environment, one node holding the environment's
  * largest job. They are the environment's own: its jobs run there when
  * they fit, and another user's job that fits only with them is -ENOSPC

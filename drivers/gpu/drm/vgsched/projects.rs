@@ -200,9 +200,10 @@ impl ProjectEntry {
 /// of their [`pool_share`] (what they hold, or what their started
 /// environment reserved where that is more) plus what the charges of
 /// removed members still hold; a member's `reserved` and `reserved_tiles`
-/// are nothing while its `started` is 0, and its `reserved` counts the
-/// tiles of its `reserved_tiles`, which are enrolled for its project; the
-/// members' `reserved_tiles` are disjoint, and their union is the book's
+/// are nothing while its `started` is 0, and its `reserved` counts at
+/// least the tiles of its `reserved_tiles` (exactly, unless its file had
+/// not presented their access codes when it started), which are enrolled
+/// for its project; the members' `reserved_tiles` are disjoint, and their union is the book's
 /// `reserved_tiles` (every change made under this lock); `outsiders_used`
 /// is the sum of the outsiders' entries' `used`, and of contexts it and
 /// `pool_used` together never pass the book's [`DeviceContexts::charged`].
@@ -534,11 +535,11 @@ impl Book {
     /// the providers enrolled for the member), after which nothing the
     /// member creates within it is refused by the pool or by the device;
     /// later starts only count the file. Its tiles are named ones
-    /// ([`TileTopology::reserve`]): enrolled for the member, among
-    /// `authorized` (those the file's jobs may run on), reserved by no
-    /// other environment, and with a node that holds its largest job.
-    /// `ENOENT` for a uid in no project; `EACCES` if enough tiles are
-    /// enrolled but the file may not use them; when the pool (or, of
+    /// ([`TileTopology::reserve`]): enrolled for the member, reserved by
+    /// no other environment, with a node that holds its largest job, and
+    /// among `authorized` (those the file's jobs may run on) if they can
+    /// be; otherwise of the tiles named only those in `authorized` are
+    /// kept from others. `ENOENT` for a uid in no project; when the pool (or, of
     /// contexts, what uids in no project leave of the device:
     /// [`DeviceContexts::members_taken`]) or the enrolled tiles cannot
     /// give it all now, `ENOSPC`, or with `wait` the caller sleeps until
@@ -563,7 +564,6 @@ impl Book {
             let p = ledger.project(project).ok_or(ENOENT)?;
             let enrolled_tiles = (everyone | p.tiles) & low_bits(self.tiles);
             let enrolled = u64::from(enrolled_tiles.count_ones());
-            let usable = enrolled_tiles & authorized;
             let reserved_tiles = self.reserved_tiles.load(ordering::Relaxed);
             let m = p.members.iter_mut().find(|m| m.uid == uid).ok_or(ENOENT)?;
             let serial = m.serial;
@@ -580,16 +580,28 @@ impl Book {
             // At most the device's tiles: a u32.
             let tiles =
                 u32::try_from(reservation(&target, &pool).get(Resource::Tiles)).unwrap_or(u32::MAX);
-            if tiles > usable.count_ones() && u64::from(tiles) <= enrolled {
-                return Err(EACCES);
-            }
-            // The tiles themselves: of those it may use, none another
-            // environment reserved; none that fit is a busy pool.
+            // The tiles themselves, by name: enrolled tiles that could
+            // never hold the environment's largest job wait for the
+            // providers, as too few do; then, of the enrolled ones no
+            // other environment reserved, those the file may use, or the
+            // pool is busy. A file that has not presented the codes of
+            // enough of them (uAPI 1.10 never asked it to before a start)
+            // still starts, as it did, its count reserved; of its tiles
+            // only those it may use are kept from others.
+            let reserve = |from| self.topology.reserve(from, tiles);
             let admitted =
                 admit_start(&target, &m.used, &pool, &taken, enrolled).and_then(|take| {
-                    let mine = self.topology.reserve(usable & !reserved_tiles, tiles);
-                    Ok((take, mine.ok_or(QuotaError::PoolBusy(Resource::Tiles))?))
+                    reserve(enrolled_tiles)
+                        .map(|_| take)
+                        .ok_or(QuotaError::NotEnrolled)
                 });
+            let free = enrolled_tiles & !reserved_tiles;
+            let admitted = admitted.and_then(|take| {
+                reserve(free & authorized)
+                    .or_else(|| Some(reserve(free)? & authorized))
+                    .map(|mine| (take, mine))
+                    .ok_or(QuotaError::PoolBusy(Resource::Tiles))
+            });
             match admitted {
                 Ok((take, mine)) => {
                     m.reserved = reservation(&target, &pool);
@@ -672,9 +684,13 @@ impl Book {
             let enrolled = everyone | p.tiles;
             for m in p.members.iter_mut() {
                 let before = m.share();
+                let revoked = m.reserved_tiles & !enrolled;
                 m.reserved_tiles &= enrolled;
-                m.reserved
-                    .set(Resource::Tiles, u64::from(m.reserved_tiles.count_ones()));
+                let count = m.reserved.get(Resource::Tiles);
+                m.reserved.set(
+                    Resource::Tiles,
+                    count.saturating_sub(u64::from(revoked.count_ones())),
+                );
                 freed = freed.plus(&before.minus(&m.share()));
                 all |= m.reserved_tiles;
             }
