@@ -839,6 +839,7 @@ struct tile_run {
 	__u8 code2[DRM_VGSCHED_CODE_BYTES];	/* tile 2's code */
 	__u8 device[DRM_VGSCHED_CODE_BYTES];	/* the device's code */
 	int to_child, from_child;
+	int code_first;	/* present tile 0's code before START */
 };
 
 /* A job of @k tiles on @ctx, waited for; 0, -errno of SUBMIT, or 1000. */
@@ -1399,32 +1400,22 @@ TEST_F(projects, environments_reserve_their_own_providers_tiles_until_revoked)
 
 /*
  * uid 1001 (request: two tiles, tile 0 coded) starts before it presents
- * tile 0's code, as a uAPI 1.10 program may: the start succeeds as it
- * did; it stays started until told.
+ * tile 0's code, as a uAPI 1.10 program may (or, with @code_first, after
+ * it): the start succeeds either way; it stays started until told.
  */
-static int start_before_its_code(void *arg)
+static int start_around_its_code(void *arg)
 {
 	struct tile_run *r = arg;
 	int fd = vgsched_open_render_node();
 
-	if (fd < 0 || start_env(fd, 0) || authorize(fd, r->code0, 1))
+	if (fd < 0)
 		return 101;
-	if (step(r->from_child, r->to_child, 's'))
+	if (r->code_first && authorize(fd, r->code0, 1))
 		return 102;
-	close(fd);
-	return 0;
-}
-
-/* The same, presenting the code first. */
-static int start_after_its_code(void *arg)
-{
-	struct tile_run *r = arg;
-	int fd = vgsched_open_render_node();
-
-	if (fd < 0 || authorize(fd, r->code0, 1) || start_env(fd, 0))
-		return 101;
+	if (start_env(fd, 0) || (!r->code_first && authorize(fd, r->code0, 1)))
+		return 103;
 	if (step(r->from_child, r->to_child, 's'))
-		return 102;
+		return 104;
 	close(fd);
 	return 0;
 }
@@ -1438,7 +1429,6 @@ static int start_after_its_code(void *arg)
  */
 TEST_F(projects, a_start_keeps_only_tiles_its_file_may_use)
 {
-	int (*child[2])(void *) = { start_before_its_code, start_after_its_code };
 	struct tile_run run;
 	char c, buf[256];
 	int to, from;
@@ -1451,7 +1441,9 @@ TEST_F(projects, a_start_keeps_only_tiles_its_file_may_use)
 	ASSERT_EQ(35, strlen(buf)) TH_LOG("'%s'", buf);
 	ASSERT_EQ(0, parse_code(buf + 2, run.code0));
 	for (int i = 0; i < 2; i++) {
-		pid = fork_talking(1001, child[i], &run, &run.to_child, &run.from_child, &to, &from);
+		run.code_first = i;
+		pid = fork_talking(1001, start_around_its_code, &run, &run.to_child, &run.from_child,
+				   &to, &from);
 		ASSERT_GE(pid, 0);
 		if (read(from, &c, 1) != 1)
 			c = 0;
