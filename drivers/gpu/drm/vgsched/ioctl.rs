@@ -306,9 +306,9 @@ impl Ioctl for Start {
         if live(&inner.started.lock()) {
             return Err(EALREADY);
         }
-        // It reserves only tiles the file's jobs may run on: those whose
-        // access codes (or the device's) it presented, and those that need
-        // none.
+        // Of the tiles it reserves, those kept from others are those the
+        // file's jobs may run on: whose access codes (or the device's) it
+        // presented, and those that need none.
         let authorized = dev.book.authority.tiles_allowed(&inner.auth.lock());
         // Not under the file's lock: the start may sleep.
         let wait = args.flags & uapi::DRM_VGSCHED_START_WAIT != 0;

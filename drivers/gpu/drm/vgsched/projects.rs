@@ -22,7 +22,8 @@
 //! from the pool at once, its tiles by name, and a [`Started`] kept by
 //! the file gives it back. A started environment's tiles are its own:
 //! no other user's job, root's included, is placed on them
-//! ([`Book::reservations`]). Root's files hold no quota. A uid in no project holds at most the default bound (module
+//! ([`Book::reservations`]). Root's files hold no quota. A uid in no
+//! project holds at most the default bound (module
 //! parameters `default_contexts` and `default_bo_mib`, [`params`]), counted
 //! per *namespace owner* across its files ([`Opener`]): a user namespace's
 //! uids share the bound of the uid that made it, so an account does not
@@ -203,8 +204,9 @@ impl ProjectEntry {
 /// are nothing while its `started` is 0, and its `reserved` counts at
 /// least the tiles of its `reserved_tiles` (exactly, unless its file had
 /// not presented their access codes when it started), which are enrolled
-/// for its project; the members' `reserved_tiles` are disjoint, and their union is the book's
-/// `reserved_tiles` (every change made under this lock); `outsiders_used`
+/// for its project; the members' `reserved_tiles` are disjoint, and their
+/// union is the book's `reserved_tiles` (every change made under this
+/// lock); `outsiders_used`
 /// is the sum of the outsiders' entries' `used`, and of contexts it and
 /// `pool_used` together never pass the book's [`DeviceContexts::charged`].
 struct Ledger {
@@ -675,8 +677,9 @@ impl Book {
 
     /// A revocation took tiles out of the enrolment: each started
     /// environment keeps of its reserved tiles only those still enrolled
-    /// for its project (`enrolled(project)`), and gives the rest back. The
-    /// caller holds the ledger's lock.
+    /// for its project (`everyone`'s or the project's own), and gives the
+    /// rest back, their count with them. The caller holds the ledger's
+    /// lock.
     fn keep_enrolled_reservations(&self, ledger: &mut Ledger, everyone: u32) {
         let mut all = 0;
         let mut freed = Amounts::ZERO;
