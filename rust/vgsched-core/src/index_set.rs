@@ -213,6 +213,45 @@ impl<S: DerefMut<Target = [u32]>> IndexSet<S> {
         self.len = kept;
     }
 
+    /// [`Self::retain`] over at most `count` members, from the `k`-th on
+    /// in the order of [`Self::members`]: a sweep that looks at a bounded
+    /// share of the set per call. Returns where the next call goes on: the
+    /// position of the first member not looked at, or 0 once the sweep
+    /// reached the end (the next starts over). `O(count)`, and `O(len)`
+    /// moves of indices when a member leaves (the ones behind it close
+    /// up, in order).
+    pub fn retain_some(
+        &mut self,
+        k: usize,
+        count: usize,
+        mut keep: impl FnMut(usize) -> bool,
+    ) -> usize {
+        let len = self.len;
+        let start = k.min(len);
+        let end = start.saturating_add(count).min(len);
+        let mut kept = start;
+        for j in start..end {
+            let m = self.members.get(j).copied().unwrap_or(ABSENT);
+            if keep(m as usize) {
+                self.put(kept, m);
+                kept += 1;
+            } else {
+                self.mark(m as usize, ABSENT);
+            }
+        }
+        if kept != end {
+            for j in end..len {
+                let m = self.members.get(j).copied().unwrap_or(ABSENT);
+                self.put(kept + (j - end), m);
+            }
+            self.len = len - (end - kept);
+        }
+        match end == len {
+            true => 0,
+            false => kept,
+        }
+    }
+
     /// The list the indices point into lost the records at `removed`
     /// (ascending positions in the list as it was), the others moving down
     /// over them in order: those members leave, and every other member
@@ -436,6 +475,51 @@ mod tests {
             model[i] = true;
         }
         check(&s, &model);
+    }
+
+    #[test]
+    fn a_sweep_in_shares_keeps_what_one_retain_keeps() {
+        let mut rng = Rng::new(7);
+        for round in 0..200 {
+            let n = 1 + round % 97;
+            let (mut s, mut t) = (set(n), set(n));
+            let mut model = vec![false; n];
+            for (i, m) in model.iter_mut().enumerate() {
+                if rng.below(3) != 0 {
+                    s.insert(i);
+                    t.insert(i);
+                    *m = true;
+                }
+            }
+            let gone: Vec<bool> = (0..n).map(|_| rng.below(4) == 0).collect();
+            t.retain(|i| !gone[i]);
+            // Shares of 1 to 9 members until the sweep says it is through.
+            // (A share whose members all leave returns 0 too: the test
+            // counts what was looked at.)
+            let share = 1 + round % 9;
+            let (mut k, len) = (0, s.len());
+            let mut seen = Vec::new();
+            while seen.len() < len {
+                k = s.retain_some(k, share, |i| {
+                    seen.push(i);
+                    !gone[i]
+                });
+            }
+            assert_eq!(k, 0);
+            for (i, m) in model.iter_mut().enumerate() {
+                *m &= !gone[i];
+            }
+            assert_eq!(s.members(), t.members());
+            assert!(s.is_sorted());
+            check(&s, &model);
+            // Each member was looked at once, in order.
+            assert!(seen.windows(2).all(|w| w[0] < w[1]));
+        }
+        // A start past the end looks at nothing and starts over.
+        let mut s = set(4);
+        s.insert(1);
+        assert_eq!(s.retain_some(9, 4, |_| false), 0);
+        assert_eq!(s.members(), &[1]);
     }
 
     #[test]

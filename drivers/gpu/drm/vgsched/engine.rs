@@ -298,6 +298,10 @@ type Working = IndexSet<KVVec<u32>>;
 /// ([`Engine::audit_working`]).
 const AUDIT_PER_STEP: usize = 64;
 
+/// Members of [`EngineState::working`] the step's sweep looks at per step
+/// for settled contexts to let go ([`Engine::sweep_settled`]).
+const SWEEP_PER_STEP: usize = 64;
+
 /// Scratch vectors whose capacity follows the number of contexts.
 struct Scratch {
     heads: KVVec<dispatch::Head>,
@@ -305,6 +309,7 @@ struct Scratch {
     candidate_heads: KVVec<usize>,
     slots: SlotRoom,
     working: Working,
+    collecting: Working,
 }
 
 impl Scratch {
@@ -318,6 +323,10 @@ impl Scratch {
             candidate_heads: KVVec::with_capacity(contexts, GFP_KERNEL)?,
             slots: SlotRoom::with_capacity(contexts)?,
             working: IndexSet::new(
+                KVVec::from_elem(0, contexts, GFP_KERNEL)?,
+                KVVec::from_elem(0, contexts, GFP_KERNEL)?,
+            ),
+            collecting: IndexSet::new(
                 KVVec::from_elem(0, contexts, GFP_KERNEL)?,
                 KVVec::from_elem(0, contexts, GFP_KERNEL)?,
             ),
@@ -351,6 +360,9 @@ struct ResourceMaps {
 /// - `working` can hold every position below `queues.capacity()`; every
 ///   context not in it is settled ([`ContextQueue::settled`]), and its
 ///   members are in ascending order whenever the lock is taken;
+/// - `collecting` can hold every position below `queues.capacity()`, and
+///   holds every context whose first job is finished whenever the lock is
+///   taken;
 /// - `waves.capacity()` and `groups.len()` are the device's wave slots;
 ///   each running group holds at least one wave slot;
 /// - every wave in `waves` belongs to the group at `groups[wave.slot]`, and
@@ -375,6 +387,21 @@ struct EngineState {
     /// Where the step's audit of `working` goes on
     /// ([`Engine::audit_working`]).
     audit_cursor: usize,
+    /// Where the step's sweep of `working` goes on, a position in it
+    /// ([`Engine::sweep_settled`]).
+    sweep_cursor: usize,
+    /// The positions of the contexts whose first job may be finished: the
+    /// ones [`Engine::collect_finished`] looks at. A context enters where
+    /// a job of it may have finished or became its first (taken from the
+    /// inbox, failed, its last work-group off the device: every site that
+    /// lists it for the runnable refresh), and leaves when that walk finds
+    /// its first job unfinished, or no job: a context waiting for a
+    /// finished job's write-back stays.
+    collecting: Working,
+    /// A job may have finished where its context was not put in
+    /// `collecting` (an in-fence failed in a pass): the next collection
+    /// looks at every working context.
+    collect_all: bool,
     /// Work-groups on the device, by slot; at most one per wave slot.
     groups: KVVec<Option<RunningGroup>>,
     /// Waves on the device; capacity for every wave slot.
@@ -479,6 +506,9 @@ impl EngineState {
         warn_on!(!grown.working.insert_all(&self.working));
         grown.working.sort();
         self.working = grown.working;
+        warn_on!(!grown.collecting.insert_all(&self.collecting));
+        grown.collecting.sort();
+        self.collecting = grown.collecting;
     }
 
     /// Context `i` has something to do: the step's walks look at it
@@ -490,9 +520,18 @@ impl EngineState {
 
     /// Context `i` may have changed in what makes it runnable (a job
     /// queued, collected or failed off the signalling path): the next
-    /// slot decision looks at it ([`slots`], the runnable refresh).
+    /// slot decision looks at it ([`slots`], the runnable refresh), and
+    /// the next collection ([`Self::collecting`]).
     fn list_for_refresh(&mut self, i: usize) {
         self.slots.list(&mut self.queues, i);
+        self.list_for_collection(i);
+    }
+
+    /// A job of context `i` may have finished or become its first: the
+    /// next collection looks at it ([`Self::collecting`]).
+    fn list_for_collection(&mut self, i: usize) {
+        // Room for every position of the list ([`Self::adopt`]).
+        warn_on!(!self.collecting.insert(i));
     }
 
     /// The record of `ctx`, if it is live.
@@ -713,6 +752,9 @@ impl Engine {
             queues: KVVec::new(),
             working: scratch.working,
             audit_cursor: 0,
+            sweep_cursor: 0,
+            collecting: scratch.collecting,
+            collect_all: false,
             groups,
             // Placing never allocates: every wave holds a wave slot.
             waves: KVVec::with_capacity(wave_slots, GFP_KERNEL)?,
@@ -871,26 +913,54 @@ impl Engine {
         st.working.sort();
     }
 
-    /// The step's audit of [`EngineState::working`]: looks at the next
-    /// [`AUDIT_PER_STEP`] positions of the context list (all of them in
-    /// turn, a bounded share per step) and warns about a context outside
-    /// the set that is not settled, which only a missed insertion can
-    /// make: its jobs would never be collected. Such a context is put in.
+    /// The step's audit of [`EngineState::working`] and
+    /// [`EngineState::collecting`]: looks at the next [`AUDIT_PER_STEP`]
+    /// positions of the context list (all of them in turn, a bounded share
+    /// per step) and warns about a context outside the first that is not
+    /// settled, or outside the second with a finished first job, which only
+    /// a missed insertion can make: its jobs would never be collected. Such
+    /// a context is put in.
     fn audit_working(st: &mut EngineState) {
         let n = st.queues.len();
         let mut missed = false;
         for _ in 0..AUDIT_PER_STEP.min(n) {
             let i = st.audit_cursor.checked_rem(n).unwrap_or(0);
             st.audit_cursor = i + 1;
-            if !st.working.contains(i) && st.queues.get(i).is_some_and(|q| !q.settled()) {
+            let Some(q) = st.queues.get(i) else {
+                continue;
+            };
+            let finished = q.jobs.first().is_some_and(|j| j.is_finished());
+            if !st.working.contains(i) && !q.settled() {
                 missed = true;
                 st.set_working(i);
+            }
+            if finished && !st.collecting.contains(i) {
+                missed = true;
+                st.list_for_collection(i);
             }
         }
         if missed {
             warn_on!(true);
             st.working.sort();
         }
+    }
+
+    /// Lets the settled contexts among the next [`SWEEP_PER_STEP`] members
+    /// of [`EngineState::working`] go (all of them in turn, a bounded share
+    /// per step): a context stays in the set, settled, for at most its
+    /// size over [`SWEEP_PER_STEP`] steps, and the walks over it never
+    /// look at a settled context for its settling.
+    fn sweep_settled(st: &mut EngineState) {
+        let EngineState {
+            queues,
+            working,
+            sweep_cursor,
+            ..
+        } = st;
+        *sweep_cursor = working.retain_some(*sweep_cursor, SWEEP_PER_STEP, |i| {
+            // Settled: nothing brings it back but a job from the inbox.
+            !queues.get(i).is_some_and(|q| q.settled())
+        });
     }
 
     /// The engine is closed: no new work ([`Engine::shut_down`]).
@@ -1363,6 +1433,7 @@ impl Engine {
             }
             let now = monotonic_ns();
             Self::audit_working(&mut st);
+            Self::sweep_settled(&mut st);
             {
                 let EngineState { slots, queues, .. } = &mut *st;
                 slots.reorder_if_due(queues);
@@ -1379,8 +1450,11 @@ impl Engine {
                 changed += Self::reschedule(this, &mut st, now);
                 changed += this.advance_waves(&mut st, now);
                 changed += Self::dispatch(this, &mut st, now);
-                // Checking an in-fence can fail a job at once: collect it.
-                changed += core::mem::take(&mut st.failed_at_once);
+                // Checking an in-fence can fail a job at once: collect it
+                // (its context was not listed for it).
+                let failed = core::mem::take(&mut st.failed_at_once);
+                st.collect_all |= failed != 0;
+                changed += failed;
                 if changed == 0 {
                     break;
                 }
@@ -1487,9 +1561,11 @@ impl Engine {
     }
 
     /// Moves finished jobs of every context to its `done` list, signalling
-    /// their fences; returns how many. Walks the working contexts only, in
-    /// list order ([`EngineState::working`]), and lets the settled ones
-    /// leave: every other context has no job.
+    /// their fences; returns how many. Walks the contexts whose first job
+    /// may be finished only, in list order ([`EngineState::collecting`]),
+    /// and lets those whose first job is not go: every other context's
+    /// first job is unfinished. After an in-fence failed in a pass, walks
+    /// every working context once ([`EngineState::collect_all`]).
     ///
     /// A finished job that holds device memory is cleaned up first: its
     /// objects are written back by the memory work item, and its fence
@@ -1502,9 +1578,19 @@ impl Engine {
     /// [`ContextQueue`]'s invariants): signalling never waits for the
     /// clean-up work item.
     fn collect_finished(&self, st: &mut EngineState, now: u64) -> usize {
+        if core::mem::take(&mut st.collect_all) {
+            let EngineState {
+                working,
+                collecting,
+                ..
+            } = &mut *st;
+            // Both have room for every position ([`EngineState::adopt`]).
+            warn_on!(!collecting.insert_all(working));
+        }
+        st.collecting.sort();
         let EngineState {
             queues,
-            working,
+            collecting,
             totals,
             cleanup_due,
             stages,
@@ -1515,7 +1601,7 @@ impl Engine {
         } = st;
         let mut collected = 0;
         let mut released = false;
-        working.retain(|i| {
+        collecting.retain(|i| {
             let Some(q) = queue_at(queues, i) else {
                 // Past the list: cannot happen (removals shift the set).
                 return false;
@@ -1620,8 +1706,9 @@ impl Engine {
             if collected != before || waiting {
                 slots.list(queues, i);
             }
-            // Settled: nothing brings it back but a job from the inbox.
-            !queues.get(i).is_some_and(|q| q.settled())
+            // A first job that is not finished: a site that may finish it
+            // lists its context again.
+            waiting
         });
         if released {
             st.released();

@@ -190,6 +190,7 @@ impl Engine {
                 g.queue -= 1;
             }
             st.working.remove_shifted(&[i]);
+            st.collecting.remove_shifted(&[i]);
             st.slots.contexts_removed();
             st.cancel_jobs(&mut queue);
             break queue;
@@ -253,8 +254,10 @@ impl Engine {
         for g in st.groups.iter_mut().flatten() {
             g.queue -= indices.partition_point(|&i| i < g.queue);
         }
-        // The working set's positions move the same way.
+        // The working set's positions move the same way, and the
+        // collection's.
         st.working.remove_shifted(&indices);
+        st.collecting.remove_shifted(&indices);
         st.slots.contexts_removed();
         removed
     }

@@ -199,6 +199,7 @@ impl Engine {
             queues,
             rewinds,
             slots,
+            collecting,
             ..
         } = st;
         let Some(mut occ) = self.occupancy(resources) else {
@@ -257,8 +258,11 @@ impl Engine {
                 occ.release_shared(g.module, g.shared_start, g.needs.shared);
                 // Off the device now: the runnable refresh no longer finds
                 // its context through its groups, so it is listed (its job
-                // may have ended, or its runtime moved while evicted).
+                // may have ended, or its runtime moved while evicted), and
+                // so is the collection ([`EngineState::collecting`]).
                 slots.list(queues, g.queue);
+                // Room for every position of the list.
+                warn_on!(!collecting.insert(g.queue));
                 *slot = None;
             }
             if let Some(r) = w.rewind.take() {
