@@ -145,6 +145,56 @@ TEST_F(fence, failed_in_fence_cancels_the_waiting_job)
 }
 
 /*
+ * A chain of in-fences across contexts, longer than a step's bound of
+ * passes (64) and than a context's jobs in flight: each job waits on the
+ * previous one's out-fence, and the first fails. Every link fails in turn
+ * as the one before it is collected and signals, each found failed by
+ * the runnable refresh or the dispatcher and collected from there: every
+ * job of the chain ends -ECANCELED, none is left uncollected.
+ */
+#define CHAIN_CTXS 3
+#define CHAIN_LEN 96
+
+TEST_F(fence, failed_in_fence_chain_longer_than_a_step_ends)
+{
+	__u32 head_ctx = vgsched_ctx_create(self->fd, 8);
+	__u32 ctxs[CHAIN_CTXS];
+	struct drm_vgsched_submit head =
+		vg_job(head_ctx, &self->slow, self->slow_len, &self->buf_a.handle, 1, 1, 1, 1);
+	int fences[CHAIN_LEN + 1];
+	__u64 seqnos[CHAIN_LEN];
+	int status = 0;
+
+	ASSERT_NE(0, head_ctx);
+	for (int c = 0; c < CHAIN_CTXS; c++) {
+		ctxs[c] = vgsched_ctx_create(self->fd, 8);
+		ASSERT_NE(0, ctxs[c]);
+	}
+	head.flags = DRM_VGSCHED_SUBMIT_OUT_FENCE;
+	ASSERT_EQ(0, vgsched_submit(self->fd, &head));
+	fences[0] = head.out_fence_fd;
+	for (int i = 0; i < CHAIN_LEN; i++) {
+		struct drm_vgsched_submit s = vg_job(ctxs[i % CHAIN_CTXS], &self->busy, self->busy_len,
+						     &self->buf_b.handle, 1, 1, 1, 1);
+
+		s.flags = DRM_VGSCHED_SUBMIT_IN_FENCE | DRM_VGSCHED_SUBMIT_OUT_FENCE;
+		s.in_fence_fd = fences[i];
+		ASSERT_EQ(0, vgsched_submit(self->fd, &s)) TH_LOG("link %d", i);
+		fences[i + 1] = s.out_fence_fd;
+		seqnos[i] = s.seqno;
+	}
+	/* The head is cancelled: every link after it fails in turn. */
+	ASSERT_EQ(0, vgsched_ctx_destroy(self->fd, head_ctx));
+	ASSERT_EQ(0, vgsched_wait(self->fd, ctxs[(CHAIN_LEN - 1) % CHAIN_CTXS],
+				  seqnos[CHAIN_LEN - 1], 30 * VG_SECOND_NS, &status));
+	ASSERT_EQ(-ECANCELED, status);
+	for (int i = 0; i <= CHAIN_LEN; i++) {
+		ASSERT_EQ(-ECANCELED, sync_file_status(fences[i])) TH_LOG("link %d", i - 1);
+		close(fences[i]);
+	}
+}
+
+/*
  * Submissions racing the destruction of their context, from another
  * thread of the same file: each either is refused with ENOENT or ends,
  * its out-fence signalled (done, or -ECANCELED) within a bounded time.

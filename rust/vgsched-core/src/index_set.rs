@@ -246,9 +246,10 @@ impl<S: DerefMut<Target = [u32]>> IndexSet<S> {
             }
             self.len = len - (end - kept);
         }
-        match end == len {
-            true => 0,
-            false => kept,
+        if end == len {
+            0
+        } else {
+            kept
         }
     }
 

@@ -294,6 +294,28 @@ struct Totals {
 /// ([`EngineState::working`]), in storage of the context list's capacity.
 type Working = IndexSet<KVVec<u32>>;
 
+/// Context `i` (of `queues`) may have changed in what makes it runnable:
+/// `slots`' next runnable refresh and the next collection (`collecting`)
+/// look at it ([`EngineState::list_for_refresh`], for a caller holding the
+/// state's fields apart).
+fn list_changed(
+    slots: &mut SlotSelection,
+    queues: &mut [KBox<ContextQueue>],
+    collecting: &mut Working,
+    i: usize,
+) {
+    slots.list(queues, i);
+    list_collected(collecting, i);
+}
+
+/// A job of context `i` may have finished or become its first: the next
+/// collection looks at it ([`EngineState::collecting`], for a caller
+/// holding the state's fields apart).
+fn list_collected(collecting: &mut Working, i: usize) {
+    // Room for every position of the list ([`EngineState::adopt`]).
+    warn_on!(!collecting.insert(i));
+}
+
 /// Positions of the context list the step audit looks at per step
 /// ([`Engine::audit_working`]).
 const AUDIT_PER_STEP: usize = 64;
@@ -398,10 +420,6 @@ struct EngineState {
     /// its first job unfinished, or no job: a context waiting for a
     /// finished job's write-back stays.
     collecting: Working,
-    /// A job may have finished where its context was not put in
-    /// `collecting` (an in-fence failed in a pass): the next collection
-    /// looks at every working context.
-    collect_all: bool,
     /// Work-groups on the device, by slot; at most one per wave slot.
     groups: KVVec<Option<RunningGroup>>,
     /// Waves on the device; capacity for every wave slot.
@@ -471,8 +489,8 @@ struct EngineState {
     /// every context at every step.
     next_event_ns: u64,
     /// Jobs an in-fence failed during this step's pass, finished at once
-    /// ([`Engine::in_fence_ready`]): the pass goes round once more to
-    /// collect them.
+    /// ([`Engine::in_fence_ready`]; their contexts are listed in
+    /// `collecting`): the pass goes round once more to collect them.
     failed_at_once: usize,
     /// The last phase 2 did not fit: no context is initialised ahead of
     /// its load until one does.
@@ -523,15 +541,13 @@ impl EngineState {
     /// slot decision looks at it ([`slots`], the runnable refresh), and
     /// the next collection ([`Self::collecting`]).
     fn list_for_refresh(&mut self, i: usize) {
-        self.slots.list(&mut self.queues, i);
-        self.list_for_collection(i);
+        list_changed(&mut self.slots, &mut self.queues, &mut self.collecting, i);
     }
 
     /// A job of context `i` may have finished or become its first: the
     /// next collection looks at it ([`Self::collecting`]).
     fn list_for_collection(&mut self, i: usize) {
-        // Room for every position of the list ([`Self::adopt`]).
-        warn_on!(!self.collecting.insert(i));
+        list_collected(&mut self.collecting, i);
     }
 
     /// The record of `ctx`, if it is live.
@@ -754,7 +770,6 @@ impl Engine {
             audit_cursor: 0,
             sweep_cursor: 0,
             collecting: scratch.collecting,
-            collect_all: false,
             groups,
             // Placing never allocates: every wave holds a wave slot.
             waves: KVVec::with_capacity(wave_slots, GFP_KERNEL)?,
@@ -947,9 +962,11 @@ impl Engine {
 
     /// Lets the settled contexts among the next [`SWEEP_PER_STEP`] members
     /// of [`EngineState::working`] go (all of them in turn, a bounded share
-    /// per step): a context stays in the set, settled, for at most its
-    /// size over [`SWEEP_PER_STEP`] steps, and the walks over it never
-    /// look at a settled context for its settling.
+    /// per step): a context stays in the set, settled, for about its size
+    /// over [`SWEEP_PER_STEP`] steps (members inserted or removed meanwhile
+    /// move the round's end), and the walks over it never look at a
+    /// settled context for its settling. A position without a record
+    /// (cannot happen) goes too.
     fn sweep_settled(st: &mut EngineState) {
         let EngineState {
             queues,
@@ -959,7 +976,7 @@ impl Engine {
         } = st;
         *sweep_cursor = working.retain_some(*sweep_cursor, SWEEP_PER_STEP, |i| {
             // Settled: nothing brings it back but a job from the inbox.
-            !queues.get(i).is_some_and(|q| q.settled())
+            queues.get(i).is_some_and(|q| !q.settled())
         });
     }
 
@@ -1450,11 +1467,9 @@ impl Engine {
                 changed += Self::reschedule(this, &mut st, now);
                 changed += this.advance_waves(&mut st, now);
                 changed += Self::dispatch(this, &mut st, now);
-                // Checking an in-fence can fail a job at once: collect it
-                // (its context was not listed for it).
-                let failed = core::mem::take(&mut st.failed_at_once);
-                st.collect_all |= failed != 0;
-                changed += failed;
+                // Checking an in-fence can fail a job at once: its context
+                // was listed for the collection, in the next pass.
+                changed += core::mem::take(&mut st.failed_at_once);
                 if changed == 0 {
                     break;
                 }
@@ -1564,8 +1579,7 @@ impl Engine {
     /// their fences; returns how many. Walks the contexts whose first job
     /// may be finished only, in list order ([`EngineState::collecting`]),
     /// and lets those whose first job is not go: every other context's
-    /// first job is unfinished. After an in-fence failed in a pass, walks
-    /// every working context once ([`EngineState::collect_all`]).
+    /// first job is unfinished.
     ///
     /// A finished job that holds device memory is cleaned up first: its
     /// objects are written back by the memory work item, and its fence
@@ -1578,15 +1592,6 @@ impl Engine {
     /// [`ContextQueue`]'s invariants): signalling never waits for the
     /// clean-up work item.
     fn collect_finished(&self, st: &mut EngineState, now: u64) -> usize {
-        if core::mem::take(&mut st.collect_all) {
-            let EngineState {
-                working,
-                collecting,
-                ..
-            } = &mut *st;
-            // Both have room for every position ([`EngineState::adopt`]).
-            warn_on!(!collecting.insert_all(working));
-        }
         st.collecting.sort();
         let EngineState {
             queues,

@@ -300,6 +300,7 @@ impl Engine {
             // of it is on the device.
             // Saved work is restored onto its objects' device copies: after
             // a reclaim, only once they are resident again.
+            let failed = st.failed_at_once;
             let wants = match saved {
                 Some((complete, _)) => {
                     complete && job.progress.error() == 0 && job.stage.on_device(now) && initialised
@@ -310,6 +311,10 @@ impl Engine {
                         && gate_open
                 }
             };
+            if st.failed_at_once != failed {
+                // Its in-fence failed it: collected in the next pass.
+                super::list_collected(&mut st.collecting, queue);
+            }
             if !wants {
                 continue;
             }

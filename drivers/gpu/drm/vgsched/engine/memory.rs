@@ -47,8 +47,6 @@
 //! jobs give theirs back proceeds beside it ([`pipeline::room_beside`]),
 //! and the waiter has the first claim on what comes back.
 
-use core::cell::OnceCell;
-
 use kernel::{
     bindings,
     drm::gem::BaseObject,
@@ -486,27 +484,26 @@ fn keeps_device_busy(q: &ContextQueue) -> bool {
         })
 }
 
-/// The next task: the waiting context (with work, holding no slot) that
-/// slot selection ranks first, by priority level and then weight. It may be
-/// of a lower level than a current task: what it holds is reclaimed if a
-/// job of a higher level needs the memory ([`reclaim_victim`]).
-fn next_waiting(st: &EngineState, now: u64) -> Option<usize> {
-    st.working_queues()
-        .filter(|(_, q)| q.slot.is_none() && q.has_work())
-        .min_by_key(|(_, q)| (q.ctx.priority, u64::MAX - q.entry.weight(now).milli()))
-        .map(|(i, _)| i)
+/// The rank of context `q` among the waiting ones at `now`, the smallest
+/// first: slot selection's order, by priority level and then weight. The
+/// first of them is the next task ([`Survey::next`]); it may be of a lower
+/// level than a current task: what it holds is reclaimed if a job of a
+/// higher level needs the memory ([`reclaim_victim`]). `None` if `q` holds
+/// a slot or has no work.
+fn waiting_rank(q: &ContextQueue, now: u64) -> Option<(u32, u64)> {
+    (q.slot.is_none() && q.has_work())
+        .then(|| (q.ctx.priority, u64::MAX - q.entry.weight(now).milli()))
 }
 
 /// What every candidate for phase 2 shares: the settings, whether the
-/// device is busy (sequential), the next task (found only if a candidate
-/// needs it: a walk with a weight per context) and whether every current
-/// task has reached its progress point.
+/// device is busy (sequential), the next task and whether every current
+/// task has reached its progress point, as the survey found them.
 struct Gate<'a> {
     st: &'a EngineState,
-    now: u64,
     p: PipelineParams,
     busy: bool,
-    next: OnceCell<Option<usize>>,
+    /// The next task ([`Survey::next`]).
+    next: Option<usize>,
     progress: bool,
     /// A job waiting for memory, if any ([`Blocked::admits`]).
     blocked: Option<Blocked>,
@@ -518,14 +515,14 @@ struct Gate<'a> {
 }
 
 impl<'a> Gate<'a> {
-    /// The gate at `now` under the settings `p` (read once by the caller:
-    /// they may change at run time), from `survey` of the same state.
-    fn of(st: &'a EngineState, now: u64, p: PipelineParams, survey: &Survey) -> Self {
+    /// The gate under the settings `p` (read once by the caller: they may
+    /// change at run time), from `survey` of the same state at the same
+    /// moment.
+    fn of(st: &'a EngineState, p: PipelineParams, survey: &Survey) -> Self {
         Self {
             st,
-            now,
             busy: survey.busy,
-            next: OnceCell::new(),
+            next: survey.next,
             progress: survey.progress,
             blocked: st.memory_blocked,
             room: survey.room,
@@ -534,9 +531,9 @@ impl<'a> Gate<'a> {
         }
     }
 
-    /// The next task ([`next_waiting`]), found once.
+    /// The next task ([`Survey::next`]).
     fn next(&self) -> Option<usize> {
-        *self.next.get_or_init(|| next_waiting(self.st, self.now))
+        self.next
     }
 
     /// The job of context `index` whose phase 2 may start now, if any.
@@ -621,11 +618,27 @@ struct Survey {
     beside: Option<u64>,
     /// A context's state area, what its phase 1 takes.
     state_bytes: u64,
+    /// The next task: the waiting context (with work, holding no slot)
+    /// that slot selection ranks first ([`waiting_rank`]).
+    next: Option<usize>,
+    /// Of the contexts without a slot with an idle phase 1 and work, not
+    /// being cancelled, the one whose phase 1 goes first, and its key
+    /// ([`Choices`]): while no job waits for memory, it may start its
+    /// phase 1 ahead of its load exactly when [`Self::ahead`] lets it. (A
+    /// waiter lets each through by its own need: the field does not say.)
+    waiting_phase_one: Option<(usize, Key)>,
 }
 
 /// A [`Survey`] being taken, one context at a time.
 #[derive(Default)]
 struct Tally {
+    /// When ([`waiting_rank`]).
+    now: u64,
+    /// The next task so far and its rank.
+    next: Option<(usize, (u32, u64))>,
+    /// The job that claims released memory first ([`Gate::claim`]).
+    claim: Option<(u64, u64)>,
+    waiting_phase_one: Option<(usize, Key)>,
     /// Device memory of the running jobs of loaded contexts, per level.
     running: RunningBytes,
     held: u64,
@@ -645,6 +658,15 @@ impl Tally {
     fn add(&mut self, i: usize, q: &ContextQueue, p: &PipelineParams, choice: bool) {
         if let Some(level) = self.running.get_mut(q.ctx.priority as usize) {
             *level = level.saturating_add(q.running_bytes());
+        }
+        if let Some(rank) = waiting_rank(q, self.now) {
+            // The first of equal ranks, as `min_by_key` keeps it.
+            if self.next.is_none_or(|(_, r)| rank < r) {
+                self.next = Some((i, rank));
+            }
+            if q.phase1 == PhaseOne::Idle && !q.ctx.cancelling() {
+                keep_min(&mut self.waiting_phase_one, i, phase_one_key(q, self.claim));
+            }
         }
         if q.phase1 != PhaseOne::Idle {
             self.held += 1;
@@ -707,14 +729,22 @@ impl Tally {
             cleanup_due: self.cleanup_due,
             level_in_force: self.lead,
             progress: !self.short,
+            next: self.next.map(|(i, _)| i),
+            waiting_phase_one: self.waiting_phase_one,
         }
     }
 }
 
 impl Survey {
-    /// What the gates read, of `st` over device memory `memory`.
-    fn of(st: &EngineState, p: &PipelineParams, memory: &DeviceMemory, state_bytes: u64) -> Self {
-        Self::walk(st, p, memory, state_bytes, false)
+    /// What the gates read, of `st` over device memory `memory`, at `now`.
+    fn of(
+        st: &EngineState,
+        p: &PipelineParams,
+        memory: &DeviceMemory,
+        state_bytes: u64,
+        now: u64,
+    ) -> Self {
+        Self::walk(st, p, memory, state_bytes, now, false)
     }
 
     /// What the gates and the memory work item's choice read.
@@ -723,8 +753,9 @@ impl Survey {
         p: &PipelineParams,
         memory: &DeviceMemory,
         state_bytes: u64,
+        now: u64,
     ) -> Self {
-        Self::walk(st, p, memory, state_bytes, true)
+        Self::walk(st, p, memory, state_bytes, now, true)
     }
 
     /// The one walk behind both: with `choice`, the choice's fields too
@@ -734,9 +765,14 @@ impl Survey {
         p: &PipelineParams,
         memory: &DeviceMemory,
         state_bytes: u64,
+        now: u64,
         choice: bool,
     ) -> Self {
-        let mut tally = Tally::default();
+        let mut tally = Tally {
+            now,
+            claim: st.memory_claim,
+            ..Tally::default()
+        };
         for (i, q) in st.working_queues() {
             tally.add(i, q, p, choice);
         }
@@ -754,7 +790,11 @@ impl Survey {
         state_bytes: u64,
         now: u64,
     ) -> Self {
-        let mut tally = Tally::default();
+        let mut tally = Tally {
+            now,
+            claim: st.memory_claim,
+            ..Tally::default()
+        };
         let mut released = false;
         let EngineState {
             queues,
@@ -806,8 +846,12 @@ impl Survey {
 /// phase 2, the first choice among the loaded contexts of the level in
 /// force and the first choice among all, and the first clean-up due.
 /// Found by the [`Survey`], a look at the residents and, unless that look
-/// found a first choice (and a shortcut was allowed), one look at each
-/// context.
+/// found a first choice (and a shortcut was allowed), either the survey's
+/// two candidates of the contexts without a slot (while the residents'
+/// list is exact and no job waits for memory) or one look at each
+/// context. All under the engine lock: what the survey read (a fence's
+/// status, a context's cancellation) may change before the choice is
+/// taken, as it may after, and a change queues the work item again.
 struct Choices {
     /// Phase 1 of a loaded context of the level in force.
     lead_phase_one: Option<usize>,
@@ -833,6 +877,15 @@ struct AnyChoices {
 /// whether it is not the one that waited for memory (the claim on what is
 /// released), its job's number (the smallest goes first).
 type Key = (u32, bool, bool, u64);
+
+/// The key of context `q`'s phase 1 while `claim` claims released memory:
+/// the highest level first, a loaded context before others, the one that
+/// waited for memory first, then the oldest work.
+fn phase_one_key(q: &ContextQueue, claim: Option<(u64, u64)>) -> Key {
+    let oldest = q.jobs.first().map_or(u64::MAX, |j| j.id);
+    let claims = claim == Some((q.ctx.timeline, 0));
+    (q.ctx.priority, q.slot.is_none(), !claims, oldest)
+}
 
 /// Keeps `(at, key)` in `best` if `key` is smaller than the one kept: the
 /// first of equal keys stays, as `min_by_key` keeps it.
@@ -878,7 +931,7 @@ impl Choices {
     /// [`Survey::for_choice`] of the same state); with `shortcut`, only
     /// the leading ones if the residents have one.
     fn of(st: &EngineState, p: &PipelineParams, survey: &Survey, now: u64, shortcut: bool) -> Self {
-        let gate = Gate::of(st, now, *p, survey);
+        let gate = Gate::of(st, *p, survey);
         let leading = |i: usize| {
             st.queues
                 .get(i)
@@ -888,13 +941,9 @@ impl Choices {
             let Some(q) = st.queues.get(i) else {
                 return (None, None);
             };
-            // Phase 1: the highest level first, a loaded context before
-            // others, then the oldest work.
-            let one = survey.phase_one(st, p, q).then(|| {
-                let oldest = q.jobs.first().map_or(u64::MAX, |j| j.id);
-                let claims = gate.claim == Some((q.ctx.timeline, 0));
-                (q.ctx.priority, q.slot.is_none(), !claims, oldest)
-            });
+            let one = survey
+                .phase_one(st, p, q)
+                .then(|| phase_one_key(q, gate.claim));
             // Phase 2: the highest level, a current task's before the next
             // task's, the one that waited for memory first, then the
             // oldest.
@@ -910,13 +959,35 @@ impl Choices {
         // lost): when one of them has a task, that is the choice, and no
         // other context is looked at. Their order does not matter: no two
         // contexts have equal keys (job numbers are unique).
-        if shortcut && st.slots.residents_exact() {
+        let exact = st.slots.residents_exact();
+        if shortcut && exact {
             for i in st.slots.residents().filter(|&i| leading(i)) {
                 lead.keep(i, candidates(i));
             }
             if lead.found() {
                 return Self::from(lead, None, survey.cleanup_due);
             }
+        }
+        if exact && st.memory_blocked.is_none() {
+            // Without a waiter, a context without a slot is a candidate for
+            // phase 1 only as the survey found it, the first of those that
+            // may begin one ([`Survey::phase_one`]), and for phase 2 only
+            // if it is the next task ([`Gate::preparable`]): the residents
+            // (every context holding a slot) and those two are looked at.
+            for i in st.slots.residents() {
+                let found = candidates(i);
+                if leading(i) {
+                    lead.keep(i, found);
+                }
+                all.keep(i, found);
+            }
+            if let Some((i, key)) = survey.waiting_phase_one.filter(|_| survey.ahead(st, p)) {
+                all.keep(i, (Some(key), None));
+            }
+            if let Some(i) = gate.next() {
+                all.keep(i, (None, candidates(i).1));
+            }
+            return Self::from(lead, Some(all), survey.cleanup_due);
         }
         for i in st.working.iter() {
             let found = candidates(i);
@@ -1009,7 +1080,7 @@ impl Engine {
     /// the engine lock, on any path (it only looks).
     pub(super) fn memory_wanted(&self, st: &EngineState, now: u64) -> bool {
         let p = params::pipeline();
-        let survey = Survey::of(st, &p, &self.memory, self.phase_one.state_bytes);
+        let survey = Survey::of(st, &p, &self.memory, self.phase_one.state_bytes, now);
         if survey.cleanup {
             return true;
         }
@@ -1020,7 +1091,7 @@ impl Engine {
                 return true;
             }
         }
-        let gate = Gate::of(st, now, p, &survey);
+        let gate = Gate::of(st, p, &survey);
         let wanted = |i: usize| {
             st.queues.get(i).is_some_and(|q| {
                 survey.phase_one(st, &p, q) || gate.preparable(i, q, now).is_some()
@@ -1028,16 +1099,26 @@ impl Engine {
         };
         // A context without a slot qualifies for phase 1 only ahead of
         // its load, and for phase 2 only at the progress point
-        // (pipelined): when neither may be, only the residents are looked
-        // at (their list is exact unless a removal is pending).
-        // The residents are looked at first either way: the answer is
-        // the same whichever qualifying context is found.
+        // (pipelined) and if it is the next task: the residents are looked
+        // at (their list is exact unless a removal is pending), then what
+        // the survey found of the others. The answer is the same whichever
+        // qualifying context is found.
         let exact = st.slots.residents_exact();
         if exact && st.slots.residents().any(wanted) {
             return true;
         }
-        let others = survey.ahead(st, &p) || (p.mode == Mode::Pipelined && gate.progress);
-        (others || !exact) && st.working.iter().any(wanted)
+        let ahead = survey.ahead(st, &p);
+        let others = ahead || (p.mode == Mode::Pipelined && gate.progress);
+        if !exact || st.memory_blocked.is_some() {
+            // Whether a waiting context fits beside the waiter is its
+            // own: each is looked at.
+            return (others || !exact) && st.working.iter().any(wanted);
+        }
+        // Without a waiter, a context without a slot may start its phase 1
+        // exactly when `ahead` and its own state let it, and only the next
+        // task may start a phase 2.
+        (ahead && survey.waiting_phase_one.is_some())
+            || (p.mode == Mode::Pipelined && gate.progress && gate.next().is_some_and(wanted))
     }
 
     /// The next piece of work, after the state areas of tasks that are
@@ -1116,7 +1197,7 @@ impl Engine {
                 // The blocked one is tried again (below), with the others
                 // the release lets through.
                 st.released();
-                survey = Survey::for_choice(st, &p, &self.memory, state_bytes);
+                survey = Survey::for_choice(st, &p, &self.memory, state_bytes, now);
                 choices = Choices::of(st, &p, &survey, now, false);
             }
             // Otherwise only what stands above it, or fits beside its
@@ -1826,7 +1907,7 @@ fn claimant(
     let (qi, q) = st
         .working_queues()
         .find(|(_, q)| q.ctx.timeline == timeline && q.slot.is_some())?;
-    let gate = Gate::of(st, now, *p, survey);
+    let gate = Gate::of(st, *p, survey);
     gate.preparable(qi, q, now)
         .filter(|job| job.id == id)
         .map(|job| (qi, job.id, q.ctx.priority))

@@ -280,6 +280,7 @@ impl Engine {
             slots,
             log,
             failed_at_once,
+            collecting,
             groups,
             ..
         } = st;
@@ -326,8 +327,10 @@ impl Engine {
             let Some(q) = queue_at(queues, i) else {
                 return;
             };
-            // A failed in-fence finishes its job at once: the job behind it
-            // is then the active one, and is looked at too.
+            // A failed in-fence finishes its job at once (collected in the
+            // next pass): the job behind it is then the active one, and is
+            // looked at too.
+            let failed_before = *failed_at_once;
             loop {
                 let failed = *failed_at_once;
                 q.entry.cand.runnable = match active_in(&mut q.jobs) {
@@ -343,6 +346,9 @@ impl Engine {
                 if *failed_at_once == failed {
                     break;
                 }
+            }
+            if *failed_at_once != failed_before {
+                super::list_collected(collecting, i);
             }
             ordered.check(queues, i, &mut store);
         };

@@ -260,9 +260,7 @@ impl Engine {
                 // its context through its groups, so it is listed (its job
                 // may have ended, or its runtime moved while evicted), and
                 // so is the collection ([`EngineState::collecting`]).
-                slots.list(queues, g.queue);
-                // Room for every position of the list.
-                warn_on!(!collecting.insert(g.queue));
+                super::list_changed(slots, queues, collecting, g.queue);
                 *slot = None;
             }
             if let Some(r) = w.rewind.take() {
