@@ -199,18 +199,9 @@ impl<S: DerefMut<Target = [u32]>> IndexSet<S> {
 
     /// Keeps the members `keep` returns `true` for, calling it once for
     /// each, in the order of [`Self::members`], which the kept ones keep.
-    pub fn retain(&mut self, mut keep: impl FnMut(usize) -> bool) {
-        let mut kept = 0;
-        for k in 0..self.len {
-            let m = self.members.get(k).copied().unwrap_or(ABSENT);
-            if keep(m as usize) {
-                self.put(kept, m);
-                kept += 1;
-            } else {
-                self.mark(m as usize, ABSENT);
-            }
-        }
-        self.len = kept;
+    pub fn retain(&mut self, keep: impl FnMut(usize) -> bool) {
+        // One share over every member: it reaches the end.
+        let _start_over = self.retain_some(0, self.len, keep);
     }
 
     /// [`Self::retain`] over at most `count` members, from the `k`-th on

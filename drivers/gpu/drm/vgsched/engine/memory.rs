@@ -588,7 +588,7 @@ impl<'a> Gate<'a> {
 
 /// What the phase-1 and phase-2 gates read of all contexts, found in one
 /// walk (the busy test included, in sequential mode), and for the memory
-/// work item's choice ([`Survey::for_choice`]) what that choice reads.
+/// work item's choice ([`Survey::of`] with `choice`) what that choice reads.
 struct Survey {
     /// State areas held by initialised contexts (or contexts in phase 1).
     held: u64,
@@ -653,6 +653,15 @@ struct Tally {
 }
 
 impl Tally {
+    /// A survey of `st` at `now` begins.
+    fn at(st: &EngineState, now: u64) -> Self {
+        Self {
+            now,
+            claim: st.memory_claim,
+            ..Self::default()
+        }
+    }
+
     /// Counts context `i` (`q`); with `choice`, for the choice's fields
     /// too.
     fn add(&mut self, i: usize, q: &ContextQueue, p: &PipelineParams, choice: bool) {
@@ -736,31 +745,10 @@ impl Tally {
 }
 
 impl Survey {
-    /// What the gates read, of `st` over device memory `memory`, at `now`.
+    /// What the gates read, of `st` over device memory `memory`, at `now`,
+    /// in one walk of the working contexts; with `choice`, what the memory
+    /// work item's choice reads too (`None` otherwise).
     fn of(
-        st: &EngineState,
-        p: &PipelineParams,
-        memory: &DeviceMemory,
-        state_bytes: u64,
-        now: u64,
-    ) -> Self {
-        Self::walk(st, p, memory, state_bytes, now, false)
-    }
-
-    /// What the gates and the memory work item's choice read.
-    fn for_choice(
-        st: &EngineState,
-        p: &PipelineParams,
-        memory: &DeviceMemory,
-        state_bytes: u64,
-        now: u64,
-    ) -> Self {
-        Self::walk(st, p, memory, state_bytes, now, true)
-    }
-
-    /// The one walk behind both: with `choice`, the choice's fields too
-    /// (`None` otherwise).
-    fn walk(
         st: &EngineState,
         p: &PipelineParams,
         memory: &DeviceMemory,
@@ -768,18 +756,14 @@ impl Survey {
         now: u64,
         choice: bool,
     ) -> Self {
-        let mut tally = Tally {
-            now,
-            claim: st.memory_claim,
-            ..Tally::default()
-        };
+        let mut tally = Tally::at(st, now);
         for (i, q) in st.working_queues() {
             tally.add(i, q, p, choice);
         }
         tally.survey(p, state_bytes, st.memory_blocked, memory)
     }
 
-    /// [`Self::for_choice`] in the same walk as the state-area release
+    /// [`Self::of`] with the choice's fields, in the same walk as the state-area release
     /// that comes first: a task that is over (not being cancelled) gives
     /// its state area back (a spinlock only) before it is counted, so the
     /// phase-1 threshold sees it gone.
@@ -790,11 +774,7 @@ impl Survey {
         state_bytes: u64,
         now: u64,
     ) -> Self {
-        let mut tally = Tally {
-            now,
-            claim: st.memory_claim,
-            ..Tally::default()
-        };
+        let mut tally = Tally::at(st, now);
         let mut released = false;
         let EngineState {
             queues,
@@ -928,7 +908,7 @@ type Candidates = (Option<Key>, Option<(u64, Key)>);
 
 impl Choices {
     /// The candidates at `now` under the settings `p`, from `survey` (a
-    /// [`Survey::for_choice`] of the same state); with `shortcut`, only
+    /// [`Survey::of`] with `choice`, of the same state); with `shortcut`, only
     /// the leading ones if the residents have one.
     fn of(st: &EngineState, p: &PipelineParams, survey: &Survey, now: u64, shortcut: bool) -> Self {
         let gate = Gate::of(st, *p, survey);
@@ -1080,7 +1060,7 @@ impl Engine {
     /// the engine lock, on any path (it only looks).
     pub(super) fn memory_wanted(&self, st: &EngineState, now: u64) -> bool {
         let p = params::pipeline();
-        let survey = Survey::of(st, &p, &self.memory, self.phase_one.state_bytes, now);
+        let survey = Survey::of(st, &p, &self.memory, self.phase_one.state_bytes, now, false);
         if survey.cleanup {
             return true;
         }
@@ -1197,7 +1177,7 @@ impl Engine {
                 // The blocked one is tried again (below), with the others
                 // the release lets through.
                 st.released();
-                survey = Survey::for_choice(st, &p, &self.memory, state_bytes, now);
+                survey = Survey::of(st, &p, &self.memory, state_bytes, now, true);
                 choices = Choices::of(st, &p, &survey, now, false);
             }
             // Otherwise only what stands above it, or fits beside its
