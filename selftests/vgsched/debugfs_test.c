@@ -19,7 +19,7 @@
 #include "vgsched_test_util.h"
 
 static const char *const views[] = { "state", "contexts", "occupancy", "placements", "lock_hold_max_us",
-				     "lock_hold_mean_us" };
+				     "lock_hold_mean_us", "lock_holds" };
 
 /* The number in lock_hold_max_us, which must be all the file holds; -1 if not. */
 static long long lock_hold_file(void)
@@ -92,6 +92,34 @@ TEST(lock_hold_max_us_is_one_number_and_in_state)
 	/* A maximum since load: it only grows between the reads. */
 	EXPECT_LE(before, in_state);
 	EXPECT_LE(in_state, after);
+}
+
+TEST(lock_holds_is_one_line_with_the_site_of_the_longest_hold)
+{
+	char line[512], file[256];
+	long long before, max, after, mean, slow, holds, at;
+	int fd, n = 0;
+
+	/* A context's creation and destruction take the engine lock. */
+	fd = vgsched_open_render_node();
+	ASSERT_LE(0, fd);
+	ASSERT_NE(0, vgsched_ctx_create(fd, 8));
+	close(fd);
+	before = lock_hold_file();
+	ASSERT_LE(0, before);
+	ASSERT_EQ(0, vgsched_debugfs_read("lock_holds", line, sizeof(line)));
+	after = lock_hold_file();
+	ASSERT_EQ(5, sscanf(line, "lock_hold_max_us: %lld (taken at %255[^:]:%lld), mean %lld us, %n",
+			    &max, file, &at, &mean, &n) + (n > 0)) TH_LOG("%s", line);
+	EXPECT_LE(before, max);
+	EXPECT_LE(max, after);
+	EXPECT_EQ(0, strncmp(file, "drivers/gpu/drm/vgsched/", 24)) TH_LOG("%s", file);
+	EXPECT_LT(0, at);
+	ASSERT_EQ(2, sscanf(line + n, "%lld of %lld holds over 1000 us", &slow, &holds)) TH_LOG("%s", line);
+	EXPECT_LE(slow, holds);
+	EXPECT_LT(0, holds);
+	/* One line, and nothing after it. */
+	EXPECT_EQ(strchr(line, '\n'), line + strlen(line) - 1) TH_LOG("%s", line);
 }
 
 TEST(lock_hold_max_us_starts_again_on_a_write_of_0)

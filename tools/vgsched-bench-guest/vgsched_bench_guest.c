@@ -286,16 +286,24 @@ static long long debugfs_number(const char *name)
 	return end == buf ? -1 : v;
 }
 
-/* Slow engine-lock holds (over 1 ms) since load, from the state file; -1 if unknown. */
+/*
+ * The engine lock's meter, the "lock_holds" file: one line, read without
+ * the lock (the state file would copy every queued job under it). NULL if
+ * it cannot be read.
+ */
+static char *read_lock_holds(void)
+{
+	static char line[512];
+
+	return vgsched_debugfs_read("lock_holds", line, sizeof(line)) ? NULL : line;
+}
+
+/* Slow engine-lock holds (over 1 ms) since load, from "lock_holds"; -1 if unknown. */
 static long long slow_holds(void)
 {
-	static char state[1 << 16];
+	char *line = read_lock_holds();
 	long long slow, holds;
-	char *line;
 
-	if (vgsched_debugfs_read("state", state, sizeof(state)))
-		return -1;
-	line = strstr(state, "lock_hold_max_us: ");
 	line = line ? strstr(line, "us, ") : NULL;
 	if (!line || sscanf(line, "us, %lld of %lld holds", &slow, &holds) != 2)
 		return -1;
@@ -319,14 +327,12 @@ static int exec_stats(struct exec_stats *x)
 		      &x->instructions, &x->pieces, &x->busy_us, &x->piece_max_us) == 4 ? 0 : -1;
 }
 
-/* Prints the state file's line on the longest engine-lock hold (where it was taken). */
+/* Prints the line on the longest engine-lock hold (where it was taken). */
 static void print_hold_site(void)
 {
-	static char state[1 << 16];
-	char *line, *end;
+	char *line = read_lock_holds(), *end;
 
-	if (vgsched_debugfs_read("state", state, sizeof(state)) ||
-	    !(line = strstr(state, "lock_hold_max_us: ")))
+	if (!line)
 		return;
 	end = strchr(line, '\n');
 	if (end)
@@ -1149,7 +1155,9 @@ static int queued_bench(int fd, const char *mode)
 			if (fds[f] < 0)
 				DIE("queued: open");
 		}
+		t = vg_now_ns();
 		queue_behind(fds, CLOSE_FILES, 64, 1);
+		printf("engine.queue_ms.64x64 = %.1f\n", (vg_now_ns() - t) / 1e6);
 		t = vg_now_ns();
 		for (int f = 0; f < CLOSE_FILES; f++)
 			close(fds[f]);
@@ -1159,6 +1167,7 @@ static int queued_bench(int fd, const char *mode)
 		int n = idle_run ? 0 : atoi(mode), fds[2] = { -1, -1 };
 		long long since_load, hold;
 		char name[32];
+		__u64 t;
 
 		if (n || (!idle_run && strcmp(mode, "0"))) {
 			if (n != 6144)
@@ -1166,7 +1175,9 @@ static int queued_bench(int fd, const char *mode)
 			for (int f = 0; f < 2; f++)
 				if ((fds[f] = vgsched_open_render_node()) < 0)
 					DIE("queued: open");
+			t = vg_now_ns();
 			queue_behind(fds, 2, QUEUED_CTXS / 2, n / QUEUED_CTXS);
+			printf("engine.queue_ms.%d = %.1f\n", n, (vg_now_ns() - t) / 1e6);
 		}
 		/*
 		 * Two trivial jobs first (the first pass over new lock chains and
@@ -1431,13 +1442,11 @@ int main(int argc, char **argv)
 	if (warm_slow >= 0 && slow_holds() >= warm_slow)
 		printf("engine.lock_holds_over_1ms_after_warmup.%s = %lld\n", w, slow_holds() - warm_slow);
 	{
-		/* Where the longest hold was taken, as the state file says. */
-		static char state[1 << 16];
-		char *line, *end;
+		/* Where the longest hold was taken. */
+		char *line = read_lock_holds(), *end;
 		long long slow, holds;
 
-		if (!vgsched_debugfs_read("state", state, sizeof(state)) &&
-		    (line = strstr(state, "lock_hold_max_us: "))) {
+		if (line) {
 			end = strchr(line, '\n');
 			if (end)
 				*end = 0;

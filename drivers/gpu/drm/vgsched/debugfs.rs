@@ -11,6 +11,7 @@
 //! | `placements` | the last dispatched work-groups |
 //! | `lock_hold_max_us` | the longest engine-lock hold since load (or since `0` was written to it), in µs, alone |
 //! | `lock_hold_mean_us` | the mean engine-lock hold since load, in µs, alone |
+//! | `lock_holds` | `state`'s line on the engine lock: longest hold and where it was taken, mean, count, holds over 1 ms |
 //! | `finder_bench` | only in a module built with `VGSCHED_BENCH=1` (`bench.rs`) |
 //!
 //! Reading a file never changes the engine: the engine's views are
@@ -82,6 +83,7 @@ enum View {
     Stages,
     LockHold,
     LockHoldMean,
+    LockHolds,
     DeviceMemory,
     Tiles,
     #[cfg(vgsched_bench)]
@@ -155,6 +157,7 @@ impl DeviceFiles {
             (c"stages", View::Stages),
             (c"lock_hold_max_us", View::LockHold),
             (c"lock_hold_mean_us", View::LockHoldMean),
+            (c"lock_holds", View::LockHolds),
             (c"vram", View::DeviceMemory),
             (c"tiles", View::Tiles),
             #[cfg(vgsched_bench)]
@@ -262,6 +265,10 @@ unsafe extern "C" fn show(m: *mut bindings::seq_file, data: *mut c_void) -> c_in
         }
         View::LockHoldMean => {
             seq_print!(m, "{}\n", engine.lock_hold_mean_ns() / 1000);
+            Ok(())
+        }
+        View::LockHolds => {
+            seq_print!(m, "{}", engine.lock_holds_snapshot());
             Ok(())
         }
         View::DeviceMemory => {

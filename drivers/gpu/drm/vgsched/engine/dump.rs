@@ -272,6 +272,33 @@ struct JobSnapshot {
     waits: bool,
 }
 
+/// The engine lock's meter: the `lock_holds` file, and the last line of
+/// `state`. Read without the lock (the meter's own atomics), so reading it
+/// neither waits for a hold nor makes one; a hold that ends during the read
+/// may show in some of the numbers and not in others.
+pub(crate) struct LockHolds {
+    max_ns: u64,
+    max_at: Option<&'static core::panic::Location<'static>>,
+    mean_ns: u64,
+    /// Holds since load, and how many of them lasted over a millisecond.
+    count: (u64, u64),
+}
+
+impl fmt::Display for LockHolds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "lock_hold_max_us: {}", self.max_ns / 1000)?;
+        if let Some(at) = self.max_at {
+            write!(f, " (taken at {}:{})", at.file(), at.line())?;
+        }
+        let (holds, slow) = self.count;
+        writeln!(
+            f,
+            ", mean {} us, {slow} of {holds} holds over 1000 us",
+            self.mean_ns / 1000
+        )
+    }
+}
+
 /// The `state` file: totals, dispatcher, modules, slots, queued jobs.
 pub(crate) struct StateSnapshot<'a> {
     engine: &'a Engine,
@@ -288,12 +315,9 @@ pub(crate) struct StateSnapshot<'a> {
     jobs: KVVec<JobSnapshot>,
     groups_on_device: usize,
     waves_on_device: usize,
-    lock_hold_max_ns: u64,
-    lock_hold_mean_ns: u64,
+    holds: LockHolds,
     /// Mean time of a job queued by the engine, and how many were.
     submit_mean_ns: (u64, u64),
-    lock_holds: (u64, u64),
-    lock_hold_max_at: Option<&'static core::panic::Location<'static>>,
     /// The device's work, and whether the device is the mock.
     exec: ExecStats,
     mock: bool,
@@ -388,6 +412,16 @@ impl Engine {
         ))
     }
 
+    /// The engine lock's meter, now.
+    pub(crate) fn lock_holds_snapshot(&self) -> LockHolds {
+        LockHolds {
+            max_ns: self.lock_hold_max_ns(),
+            max_at: self.lock_hold_max_at(),
+            mean_ns: self.lock_hold_mean_ns(),
+            count: self.lock_holds(),
+        }
+    }
+
     /// Snapshot of the general state.
     pub(crate) fn state_snapshot(&self) -> Result<StateSnapshot<'_>> {
         let (maps, unit_waves) = self.map_room()?;
@@ -406,11 +440,8 @@ impl Engine {
             jobs: KVVec::new(),
             groups_on_device: 0,
             waves_on_device: 0,
-            lock_hold_max_ns: self.lock_hold_max_ns(),
-            lock_hold_mean_ns: self.lock_hold_mean_ns(),
+            holds: self.lock_holds_snapshot(),
             submit_mean_ns: self.submit_mean_ns(),
-            lock_holds: self.lock_holds(),
-            lock_hold_max_at: self.lock_hold_max_at(),
             exec: self.exec.stats(),
             mock: self.exec.mock().is_some(),
         };
@@ -673,16 +704,7 @@ impl fmt::Display for StateSnapshot<'_> {
             "work-groups on the device: {}, waves: {}",
             self.groups_on_device, self.waves_on_device
         )?;
-        write!(f, "lock_hold_max_us: {}", self.lock_hold_max_ns / 1000)?;
-        if let Some(at) = self.lock_hold_max_at {
-            write!(f, " (taken at {}:{})", at.file(), at.line())?;
-        }
-        let (holds, slow) = self.lock_holds;
-        writeln!(
-            f,
-            ", mean {} us, {slow} of {holds} holds over 1000 us",
-            self.lock_hold_mean_ns / 1000
-        )?;
+        fmt::Display::fmt(&self.holds, f)?;
         let (mean, jobs) = self.submit_mean_ns;
         writeln!(f, "engine_submit_ns: {mean} mean over {jobs} submissions")?;
         let x = &self.exec;
