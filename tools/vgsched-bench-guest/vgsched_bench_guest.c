@@ -67,6 +67,13 @@
  *   pipeline.switch_gap_us.MODE         mean switch gap
  *   pipeline.switch_gap_us.MODE.median
  *   pipeline.switch_gap_us.MODE.max
+ *   pipeline.end_reported_us.MODE       mean, over the same switches, of how
+ *                                       long after the outgoing last wave's
+ *                                       modeled end the engine learned of it
+ *   pipeline.end_reported_us.MODE.median
+ *   pipeline.switch_reaction_us.MODE    mean of the rest of the gap: from
+ *                                       that report to the incoming first wave
+ *   pipeline.switch_reaction_us.MODE.median
  *   pipeline.jobs_per_s.MODE            jobs over the wall time of the run
  *
  *   vgsched-bench-guest hiprio_memory small|big
@@ -453,7 +460,7 @@ static int preempt_bench(int fd, const struct drm_vgsched_gpu_info *info, const 
 /* The first and last waves of the jobs in the stage log, per job. */
 struct job_span {
 	unsigned int ctx;
-	__u64 job, first, last;
+	__u64 job, first, last, reported;
 };
 
 static int by_first(const void *a, const void *b)
@@ -463,11 +470,21 @@ static int by_first(const void *a, const void *b)
 	return x->first < y->first ? -1 : x->first > y->first;
 }
 
+/* @late - @early in µs, 0 if @late is not later. */
+static double span_us(__u64 early, __u64 late)
+{
+	return late > early ? (late - early) / 1000.0 : 0;
+}
+
 /*
  * Reads the stage log and appends to @gaps the switch gaps among the
- * jobs of @client whose first wave is at or after @since.
+ * jobs of @client whose first wave is at or after @since, and splits each
+ * at the outgoing job's end_reported: into @late (from its last wave's
+ * modeled end to the report) and @reaction (from the report to the
+ * incoming job's first wave).
  */
-static int switch_gaps(__u64 client, __u64 since, double *gaps, int n)
+static int switch_gaps(__u64 client, __u64 since, double *gaps, double *late, double *reaction,
+		       int n)
 {
 	static struct vg_stage log[512];
 	static struct job_span spans[512];
@@ -489,19 +506,28 @@ static int switch_gaps(__u64 client, __u64 since, double *gaps, int n)
 			spans[i].first = e->t;
 		else if (!strcmp(e->event, "last_wave"))
 			spans[i].last = e->t;
+		else if (!strcmp(e->event, "end_reported"))
+			spans[i].reported = e->t;
 	}
 	qsort(spans, count, sizeof(spans[0]), by_first);
 	for (int i = 1; i < count; i++)
 		if (spans[i].first >= since && spans[i - 1].first >= since &&
-		    spans[i].ctx != spans[i - 1].ctx && spans[i - 1].last)
-			gaps[n++] = spans[i].first > spans[i - 1].last ?
-				    (spans[i].first - spans[i - 1].last) / 1000.0 : 0;
+		    spans[i].ctx != spans[i - 1].ctx && spans[i - 1].last) {
+			const struct job_span *out = &spans[i - 1];
+
+			if (!out->reported)
+				DIE("job %llu: last_wave without end_reported", (unsigned long long)out->job);
+			gaps[n] = span_us(out->last, spans[i].first);
+			late[n] = span_us(out->last, out->reported);
+			reaction[n++] = span_us(out->reported, spans[i].first);
+		}
 	return n;
 }
 
 static int pipeline_bench(int fd, const char *mode)
 {
-	static double gaps[PIPE_APPS * PIPE_ROUNDS];
+	static double gaps[PIPE_APPS * PIPE_ROUNDS], late[PIPE_APPS * PIPE_ROUNDS],
+		reaction[PIPE_APPS * PIPE_ROUNDS];
 	struct {
 		__u32 ctx;
 		struct vg_buf model, out[PIPE_JOBS];
@@ -512,7 +538,7 @@ static int pipeline_bench(int fd, const char *mode)
 	__u64 words[16], t0, start, wall;
 	unsigned int len = vg_prog_slow_copy(words, 150);
 	int ngaps = 0;
-	double sum = 0;
+	double sum = 0, late_sum = 0, reaction_sum = 0;
 	__u64 client;
 
 	if (vg_program(fd, words, len, &prog))
@@ -552,19 +578,28 @@ static int pipeline_bench(int fd, const char *mode)
 					if (((uint32_t *)app[a].out[j].map)[w] != (uint32_t)(a * 1000 + w))
 						DIE("wrong result, application %d", a);
 			}
-		ngaps = switch_gaps(client, start, gaps, ngaps);
+		ngaps = switch_gaps(client, start, gaps, late, reaction, ngaps);
 	}
 	wall = vg_now_ns() - t0;
 	if (!ngaps)
 		DIE("no switch seen");
-	for (int i = 0; i < ngaps; i++)
+	for (int i = 0; i < ngaps; i++) {
 		sum += gaps[i];
+		late_sum += late[i];
+		reaction_sum += reaction[i];
+	}
 	qsort(gaps, ngaps, sizeof(gaps[0]), by_value);
+	qsort(late, ngaps, sizeof(late[0]), by_value);
+	qsort(reaction, ngaps, sizeof(reaction[0]), by_value);
 	printf("workload pipeline (%s): %d applications x %d MiB models, %d rounds of %d jobs each, %d switches\n",
 	       mode, PIPE_APPS, PIPE_MODEL_MIB, PIPE_ROUNDS, PIPE_JOBS, ngaps);
 	printf("pipeline.switch_gap_us.%s = %.1f\n", mode, sum / ngaps);
 	printf("pipeline.switch_gap_us.%s.median = %.1f\n", mode, gaps[ngaps / 2]);
 	printf("pipeline.switch_gap_us.%s.max = %.1f\n", mode, gaps[ngaps - 1]);
+	printf("pipeline.end_reported_us.%s = %.1f\n", mode, late_sum / ngaps);
+	printf("pipeline.end_reported_us.%s.median = %.1f\n", mode, late[ngaps / 2]);
+	printf("pipeline.switch_reaction_us.%s = %.1f\n", mode, reaction_sum / ngaps);
+	printf("pipeline.switch_reaction_us.%s.median = %.1f\n", mode, reaction[ngaps / 2]);
 	printf("pipeline.jobs_per_s.%s = %.1f\n", mode,
 	       PIPE_APPS * PIPE_ROUNDS * PIPE_JOBS / (wall / 1e9));
 	for (int a = 0; a < PIPE_APPS; a++) {

@@ -1621,6 +1621,7 @@ impl Engine {
                     };
                     first.times.last_wave = end;
                     memory::record(stages, &q.ctx, first.seqno, StageEvent::LastWave, end);
+                    memory::record(stages, &q.ctx, first.seqno, StageEvent::EndReported, now);
                 }
                 if first.device.is_some() && first.times.cleanup_start == 0 {
                     // Nothing to write back: cleaned up as it signals.

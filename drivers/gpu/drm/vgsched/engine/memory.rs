@@ -150,6 +150,11 @@ pub(crate) enum StageEvent {
     Phase2End,
     FirstWave,
     LastWave,
+    /// The engine learned that the job's last wave ended (the device's
+    /// report, an interrupt on real hardware): at or after `LastWave`,
+    /// later by as much as the virtual GPU's interpretation fell behind
+    /// its modeled clock.
+    EndReported,
     CleanUpStart,
     CleanUpEnd,
     /// Its phase 2 found device memory full: it waits for memory to come
@@ -174,6 +179,7 @@ impl StageEvent {
             Self::Phase2End => "phase2_end",
             Self::FirstWave => "first_wave",
             Self::LastWave => "last_wave",
+            Self::EndReported => "end_reported",
             Self::CleanUpStart => "cleanup_start",
             Self::CleanUpEnd => "cleanup_end",
             Self::MemoryWait => "memory_wait",
