@@ -1202,7 +1202,7 @@ static int queued_bench(int fd, const char *mode)
 		int n = idle_run ? 0 : atoi(mode), fds[2] = { -1, -1 };
 		long long since_load, hold;
 		char name[32];
-		__u64 t;
+		__u64 queue_start;
 
 		if (n || (!idle_run && strcmp(mode, "0"))) {
 			if (n != 6144)
@@ -1210,9 +1210,9 @@ static int queued_bench(int fd, const char *mode)
 			for (int f = 0; f < 2; f++)
 				if ((fds[f] = vgsched_open_render_node()) < 0)
 					DIE("queued: open");
-			t = vg_now_ns();
+			queue_start = vg_now_ns();
 			queue_behind(fds, 2, QUEUED_CTXS / 2, n / QUEUED_CTXS);
-			printf("engine.queue_ms.%d = %.1f\n", n, (vg_now_ns() - t) / 1e6);
+			printf("engine.queue_ms.%d = %.1f\n", n, (vg_now_ns() - queue_start) / 1e6);
 		}
 		/*
 		 * Two trivial jobs first (the first pass over new lock chains and

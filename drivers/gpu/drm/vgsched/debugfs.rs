@@ -16,7 +16,8 @@
 //!
 //! Reading a file never changes the engine: the engine's views are
 //! snapshots copied under its lock and formatted after it is dropped
-//! (`engine/dump.rs`). Every file is read-only but `lock_hold_max_us`,
+//! (`engine/dump.rs`), but for the lock's own meter (the `lock_hold*`
+//! files), read from its atomics without it. Every file is read-only but `lock_hold_max_us`,
 //! where writing `0` starts the measurement of the longest hold again (so
 //! that a benchmark can leave out a warm-up, such as lockdep's first pass
 //! over new lock chains); the holds' count and mean go on. Policies are

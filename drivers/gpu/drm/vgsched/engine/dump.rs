@@ -16,6 +16,10 @@
 //! 2. the snapshot is formatted after the lock is dropped. Derived figures
 //!    that would advance state (a module's recent power brought up to
 //!    now) are computed on the snapshot's copy.
+//!
+//! The engine lock's meter ([`LockHolds`]) is the exception: its atomics
+//! are read without the lock, so that the file that reports the lock's
+//! holds makes none.
 
 use kernel::{
     alloc::{
@@ -272,7 +276,7 @@ struct JobSnapshot {
     waits: bool,
 }
 
-/// The engine lock's meter: the `lock_holds` file, and the last line of
+/// The engine lock's meter: the `lock_holds` file, and its line in
 /// `state`. Read without the lock (the meter's own atomics), so reading it
 /// neither waits for a hold nor makes one; a hold that ends during the read
 /// may show in some of the numbers and not in others.

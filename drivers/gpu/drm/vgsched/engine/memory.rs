@@ -150,10 +150,10 @@ pub(crate) enum StageEvent {
     Phase2End,
     FirstWave,
     LastWave,
-    /// The engine learned that the job's last wave ended (the device's
-    /// report, an interrupt on real hardware): at or after `LastWave`,
-    /// later by as much as the virtual GPU's interpretation fell behind
-    /// its modeled clock.
+    /// The engine step that collected the job, once the device reported
+    /// its last wave's end (an interrupt on real hardware): at or after
+    /// `LastWave`, later by as much as the virtual GPU's interpretation
+    /// fell behind its modeled clock, plus the engine's wake-up.
     EndReported,
     CleanUpStart,
     CleanUpEnd,
