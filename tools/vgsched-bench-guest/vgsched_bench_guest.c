@@ -305,16 +305,21 @@ static char *read_lock_holds(void)
 	return vgsched_debugfs_read("lock_holds", line, sizeof(line)) ? NULL : line;
 }
 
-/* Slow engine-lock holds (over 1 ms) since load, from "lock_holds"; -1 if unknown. */
-static long long slow_holds(void)
+/* Engine-lock holds since load and the slow ones (over 1 ms), from "lock_holds"; 0 or -1. */
+static int hold_counts(long long *holds, long long *slow)
 {
 	char *line = read_lock_holds();
-	long long slow, holds;
 
 	line = line ? strstr(line, "us, ") : NULL;
-	if (!line || sscanf(line, "us, %lld of %lld holds", &slow, &holds) != 2)
-		return -1;
-	return slow;
+	return line && sscanf(line, "us, %lld of %lld holds", slow, holds) == 2 ? 0 : -1;
+}
+
+/* Slow engine-lock holds (over 1 ms) since load; -1 if unknown. */
+static long long slow_holds(void)
+{
+	long long slow, holds;
+
+	return hold_counts(&holds, &slow) ? -1 : slow;
 }
 
 /* The wave executor's counts from the state file's "executor:" line; 0 or -1. */
@@ -1477,20 +1482,12 @@ int main(int argc, char **argv)
 	if (warm_slow >= 0 && slow_holds() >= warm_slow)
 		printf("engine.lock_holds_over_1ms_after_warmup.%s = %lld\n", w, slow_holds() - warm_slow);
 	{
-		/* Where the longest hold was taken. */
-		char *line = read_lock_holds(), *end;
 		long long slow, holds;
 
-		if (line) {
-			end = strchr(line, '\n');
-			if (end)
-				*end = 0;
-			printf("  %s\n", line);
-			line = strstr(line, "us, ");
-			if (line && sscanf(line, "us, %lld of %lld holds", &slow, &holds) == 2) {
-				printf("engine.lock_holds_over_1ms.%s = %lld\n", w, slow);
-				printf("engine.lock_holds.%s = %lld\n", w, holds);
-			}
+		print_hold_site();
+		if (!hold_counts(&holds, &slow)) {
+			printf("engine.lock_holds_over_1ms.%s = %lld\n", w, slow);
+			printf("engine.lock_holds.%s = %lld\n", w, holds);
 		}
 	}
 	/*
