@@ -45,8 +45,10 @@
  * Prints "KEY = X" for peer.submit_ioctl_us.NAME, peer.submit_cpu_us.NAME,
  * peer.sched_cpu_us_per_job.NAME, peer.sched_submit_us.NAME,
  * peer.submit_overhead_us.NAME (submit to start), peer.jainN.NAME and
- * peer.hiprio_wait_ms.NAME (and for vgsched peer.hiprio_upload_start_ms.NAME
- * and peer.hiprio_upload_end_ms.NAME); drm_sched_resv prints all but the scheduler's
+ * peer.hiprio_wait_ms.NAME (and for vgsched peer.hiprio_upload_start_ms.NAME,
+ * peer.hiprio_upload_end_ms.NAME, peer.hiprio_load_ms.NAME,
+ * peer.hiprio_phase1_start_ms.NAME and peer.hiprio_phase1_end_ms.NAME, with
+ * the last round's timeline); drm_sched_resv prints all but the scheduler's
  * part, vgsched_mock all of the first workload's.
  */
 #include <dirent.h>
@@ -428,6 +430,81 @@ static double jain(int n)
  */
 static __u64 hiprio_phase2_start, hiprio_phase2_end, hiprio_staged;
 
+/*
+ * The rest of the split, summed over the rounds that have every mark (ns
+ * from the SUBMIT): the engine step that gave the high context its slot
+ * (the placement log's load), and the memory work item's start and end of
+ * its phase 1 (the stage log), before its phase 2 above.
+ */
+static __u64 hiprio_load, hiprio_phase1_start, hiprio_phase1_end, hiprio_marked;
+
+/* The time of the first slot load of @ctx of @client at or after @after; 0 if none. */
+static __u64 load_at(__u64 client, __u32 ctx, __u64 after)
+{
+	char *buf = NULL, *line, *save = NULL;
+	__u64 at = 0;
+
+	if (vgsched_placement_log(&buf))
+		DIE("cannot read the placement log");
+	for (line = strtok_r(buf, "\n", &save); line && !at; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long when, c;
+		unsigned int x;
+
+		if (sscanf(line, "#%*u t=%llu load client=%llu ctx=%u", &when, &c, &x) == 3 &&
+		    c == client && x == ctx && when >= after)
+			at = when;
+	}
+	free(buf);
+	return at;
+}
+
+/*
+ * The last round, informational: the stage and slot records of every
+ * context of this file from the high job's SUBMIT at @t to its placement
+ * at @at, as lines "+US ctx N job J EVENT".
+ */
+static void hiprio_timeline(__u32 high, __u64 t, __u64 at)
+{
+	static struct vg_stage log[512];
+	__u64 client = vgsched_client_id(fd, high);
+	int n = vgsched_stages(log, 512);
+	char *buf = NULL, *line, *save = NULL;
+
+	printf("  last round, from the high job's SUBMIT to its placement (+%.0f us), high ctx %u:\n",
+	       (at - t) / 1000.0, high);
+	for (int i = 0; i < n; i++)
+		if (log[i].client == client && log[i].t >= t && log[i].t <= at)
+			printf("  +%8.0f us  ctx %u job %llu %s\n", (log[i].t - t) / 1000.0,
+			       log[i].ctx, log[i].job, log[i].event);
+	if (vgsched_placement_log(&buf))
+		return;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long when;
+		char kind[16];
+
+		if (sscanf(line, "#%*u t=%llu %15[a-z]", &when, kind) == 2 && when >= t && when <= at &&
+		    strcmp(kind, "client"))
+			printf("  +%8.0f us  slot: %s\n", (when - t) / 1000.0, strstr(line, kind));
+	}
+	free(buf);
+}
+
+/* Adds round @t's slot load and phase 1 of the high context @high to the sums. */
+static void hiprio_marks(__u32 high, __u64 t)
+{
+	__u64 client = vgsched_client_id(fd, high);
+	__u64 load = load_at(client, high, t);
+	__u64 p1s = stage_at(client, high, 0, "phase1_start", t);
+	__u64 p1e = stage_at(client, high, 0, "phase1_end", t);
+
+	if (!load || !p1s || p1e < p1s)
+		return;
+	hiprio_load += load - t;
+	hiprio_phase1_start += p1s - t;
+	hiprio_phase1_end += p1e - t;
+	hiprio_marked++;
+}
+
 static double hiprio_wait_ms(void)
 {
 	__u32 low[4], high = ctx_create(1);
@@ -444,12 +521,17 @@ static double hiprio_wait_ms(void)
 		keep_busy(low, inflight, 4, 10000, vg_now_ns() + 30000000ull + rand() % 10000000);
 		if (!wait_job(high, seqno, 60 * VG_SECOND_NS))
 			DIE("high job %d did not finish", r);
-		waited += started_ns(high, t) - t;
+		__u64 at = started_ns(high, t);
+
+		waited += at - t;
+		if (!use_peer && r == HIGH_ROUNDS - 1)
+			hiprio_timeline(high, t, at);
 		if (!use_peer) {
 			struct drm_vgsched_ctx_query q;
 
 			if (vgsched_ctx_query(fd, high, &q))
 				DIE("CTX_QUERY of the high context");
+			hiprio_marks(high, t);
 			/* Only rounds with both upload stamps count. */
 			if (q.last_job_seqno == seqno && q.phase2_start_ns >= t &&
 			    q.phase2_end_ns >= q.phase2_start_ns) {
@@ -519,6 +601,13 @@ int main(int argc, char **argv)
 		       hiprio_phase2_start / 1e6 / hiprio_staged);
 		printf("peer.hiprio_upload_end_ms.%s = %.2f\n", name,
 		       hiprio_phase2_end / 1e6 / hiprio_staged);
+	}
+	if (hiprio_marked) {
+		printf("peer.hiprio_load_ms.%s = %.2f\n", name, hiprio_load / 1e6 / hiprio_marked);
+		printf("peer.hiprio_phase1_start_ms.%s = %.2f\n", name,
+		       hiprio_phase1_start / 1e6 / hiprio_marked);
+		printf("peer.hiprio_phase1_end_ms.%s = %.2f\n", name,
+		       hiprio_phase1_end / 1e6 / hiprio_marked);
 	}
 	close(fd);
 	return 0;
