@@ -7,7 +7,9 @@
  * else is refused with EINVAL), no policy file and, in a production
  * build, no benchmark; lock_hold_max_us holds one number, the one the
  * state file reports too; lock_holds is the state file's line on the
- * engine lock alone, with the site of the longest hold.
+ * engine lock alone, with the site of the longest hold; state, read a
+ * record at a time, shows each context once, between its head and its
+ * tail, however small the reads.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -122,6 +124,91 @@ TEST(lock_holds_is_one_line_with_the_site_of_the_longest_hold)
 	EXPECT_LT(0, holds);
 	/* One line, and nothing after it. */
 	EXPECT_EQ(strchr(line, '\n'), line + strlen(line) - 1) TH_LOG("%s", line);
+}
+
+/* Reads the debugfs file @name in reads of @chunk bytes into @buf. */
+static int read_in_pieces(const char *name, char *buf, size_t size, size_t chunk)
+{
+	char dir[64], path[128];
+	size_t len = 0;
+	ssize_t n = 0;
+	int fd;
+
+	if (vgsched_debugfs_dir(dir, sizeof(dir)))
+		return -1;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	while (len + chunk < size && (n = read(fd, buf + len, chunk)) > 0)
+		len += n;
+	close(fd);
+	buf[len] = 0;
+	return n < 0 || len + chunk >= size ? -1 : 0;
+}
+
+/* How many lines of @text start with @prefix. */
+static int lines_starting(const char *text, const char *prefix)
+{
+	int n = 0;
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+		n += !strncmp(l, prefix, strlen(prefix));
+	return n;
+}
+
+TEST(state_shows_each_context_once_between_its_head_and_its_tail)
+{
+	static char whole[1 << 16], pieces[1 << 16];
+	static const size_t chunks[] = { 1, 64, 4095 };
+	enum { CONTEXTS = 48 };
+	__u32 ctx[CONTEXTS];
+	char prefix[96];
+	__u64 client;
+	int fd;
+
+	/* Enough contexts that the file outgrows a page. */
+	fd = vgsched_open_render_node();
+	ASSERT_LE(0, fd);
+	for (int i = 0; i < CONTEXTS; i++) {
+		ctx[i] = vgsched_ctx_create(fd, 8);
+		ASSERT_NE(0, ctx[i]);
+	}
+	client = vgsched_client_id(fd, ctx[0]);
+	ASSERT_NE(0, client);
+	ASSERT_EQ(0, vgsched_debugfs_read("state", whole, sizeof(whole)));
+	ASSERT_LT(4096, strlen(whole));
+	for (size_t c = 0; c < sizeof(chunks) / sizeof(chunks[0]); c++) {
+		const char *text[] = { whole, pieces };
+
+		ASSERT_EQ(0, read_in_pieces("state", pieces, sizeof(pieces), chunks[c]));
+		for (int t = 0; t < 2; t++) {
+			const char *tail = strstr(text[t], "\nwork-groups on the device: ");
+			const char *last_context = NULL;
+
+			ASSERT_EQ(0, strncmp(text[t], "device: ", 8)) TH_LOG("%.200s", text[t]);
+			ASSERT_NE(NULL, tail) TH_LOG("read in %zu-byte pieces", chunks[c]);
+			EXPECT_EQ(1, lines_starting(text[t], "work-groups on the device: "));
+			EXPECT_EQ(1, lines_starting(text[t], "slots: "));
+			EXPECT_EQ(1, lines_starting(text[t], "executor: "));
+			for (int i = 0; i < CONTEXTS; i++) {
+				const char *at;
+
+				snprintf(prefix, sizeof(prefix), "context client %llu id %u priority 8: ",
+					 (unsigned long long)client, ctx[i]);
+				EXPECT_EQ(1, lines_starting(text[t], prefix))
+					TH_LOG("ctx %u, read in %zu-byte pieces", ctx[i], chunks[c]);
+				at = strstr(text[t], prefix);
+				if (at && (!last_context || at > last_context))
+					last_context = at;
+			}
+			/* Contexts after the head's last line, before the tail. */
+			ASSERT_NE(NULL, last_context);
+			EXPECT_LT(strstr(text[t], "\nslots: "), last_context);
+			EXPECT_LT(last_context, tail);
+		}
+	}
+	close(fd);
 }
 
 TEST(lock_hold_max_us_starts_again_on_a_write_of_0)

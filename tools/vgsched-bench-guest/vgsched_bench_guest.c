@@ -149,6 +149,11 @@
  *   engine.lock_hold_max_since_load_us.MODE  longest since the module was loaded
  *   engine.close_files_ms.64x64        closing the 64 files
  *
+ * and, with 6144 jobs queued, while debugfs state is read whole four times:
+ *
+ *   engine.state_read_ms.6144          mean time of one read
+ *   engine.lock_hold_max_us.state_read6144  longest engine-lock hold meanwhile
+ *
  *   vgsched-bench-guest ref
  *
  * The host-speed reference of rust/vgsched-bench (hostref.rs) run in the
@@ -1168,6 +1173,33 @@ static void idle_stop(struct idle_holders *h)
 	}
 }
 
+/*
+ * With @n jobs queued: the longest engine-lock hold while debugfs state
+ * is read STATE_READS times (it is read a record at a time, one context's
+ * jobs a hold), and the mean time of a read.
+ */
+#define STATE_READS 4
+static void state_reads(int n)
+{
+	size_t size = 8 << 20;
+	char *buf = malloc(size);
+	__u64 t;
+
+	if (!buf)
+		DIE("queued: no memory for the state file");
+	if (vgsched_debugfs_write("lock_hold_max_us", "0"))
+		DIE("queued: cannot restart the lock-hold measurement");
+	t = vg_now_ns();
+	for (int r = 0; r < STATE_READS; r++)
+		if (vgsched_debugfs_read("state", buf, size) || strlen(buf) + 1 >= size)
+			DIE("queued: cannot read the state file whole");
+	printf("  state file: %zu bytes\n", strlen(buf));
+	printf("engine.state_read_ms.%d = %.1f\n", n, (vg_now_ns() - t) / 1e6 / STATE_READS);
+	printf("engine.lock_hold_max_us.state_read%d = %lld\n", n, debugfs_number("lock_hold_max_us"));
+	print_hold_site();
+	free(buf);
+}
+
 static int queued_bench(int fd, const char *mode)
 {
 	__u64 end[1] = { vg_instr(DRM_VGSCHED_OP_END, 0, 0, 0, 0) };
@@ -1265,6 +1297,8 @@ static int queued_bench(int fd, const char *mode)
 		printf("engine.lock_hold_max_since_load_us.%s = %lld\n", name,
 		       since_load > hold ? since_load : hold);
 		print_hold_site();
+		if (n)
+			state_reads(n);
 		for (int f = 0; f < 2; f++)
 			if (fds[f] >= 0)
 				close(fds[f]);

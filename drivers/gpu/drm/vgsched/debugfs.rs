@@ -16,7 +16,8 @@
 //!
 //! Reading a file never changes the engine: the engine's views are
 //! snapshots copied under its lock and formatted after it is dropped
-//! (`engine/dump.rs`), but for the lock's own meter (the `lock_hold*`
+//! (`engine/dump.rs`; `state` one record at a time, a hold each), but for
+//! the lock's own meter (the `lock_hold*`
 //! files), read from its atomics without it. Every file is read-only but `lock_hold_max_us`,
 //! where writing `0` starts the measurement of the longest hold again (so
 //! that a benchmark can leave out a warm-up, such as lockdep's first pass
@@ -42,7 +43,10 @@ use kernel::{
     sync::Arc, //
 };
 
-use crate::engine::Engine;
+use crate::engine::{
+    Engine,
+    StateRecord, //
+};
 
 /// Opaque `struct dentry`.
 #[repr(C)]
@@ -66,6 +70,17 @@ extern "C" {
         write: Option<
             unsafe extern "C" fn(data: *mut c_void, text: *const c_char, len: usize) -> c_int,
         >,
+        data: *mut c_void,
+    ) -> *mut RawFile;
+    fn vgsched_debugfs_records_create(
+        dir: *mut RawDentry,
+        name: *const c_char,
+        records: unsafe extern "C" fn(data: *mut c_void) -> usize,
+        show_record: unsafe extern "C" fn(
+            m: *mut bindings::seq_file,
+            data: *mut c_void,
+            index: usize,
+        ) -> c_int,
         data: *mut c_void,
     ) -> *mut RawFile;
     fn vgsched_debugfs_file_remove(file: *mut RawFile);
@@ -183,9 +198,20 @@ impl DeviceFiles {
             // SAFETY: `dir` is a live dentry (referenced), `name` is
             // NUL-terminated and copied by debugfs; `data` points at the
             // boxed `entry`, which the `File` below keeps until the file is
-            // removed, and `show` and `write` expect exactly such a pointer.
-            let raw =
-                unsafe { vgsched_debugfs_file_create(dir, name.as_char_ptr(), show, write, data) };
+            // removed, and the callbacks expect exactly such a pointer.
+            let raw = unsafe {
+                match view {
+                    // Read a record at a time ([`state_record`]).
+                    View::State => vgsched_debugfs_records_create(
+                        dir,
+                        name.as_char_ptr(),
+                        state_records,
+                        show_state_record,
+                        data,
+                    ),
+                    _ => vgsched_debugfs_file_create(dir, name.as_char_ptr(), show, write, data),
+                }
+            };
             if raw.is_null() {
                 return Err(ENOMEM);
             }
@@ -239,6 +265,45 @@ unsafe extern "C" fn write_lock_hold_max(
     }
 }
 
+/// The record count of `state`: its head, one record per context, its
+/// tail.
+///
+/// # Safety
+///
+/// `data` is the `Entry` of a [`File`] that has not been removed.
+unsafe extern "C" fn state_records(data: *mut c_void) -> usize {
+    // SAFETY: By the safety requirements.
+    let entry = unsafe { &*data.cast::<Entry>() };
+    entry.engine.state_records()
+}
+
+/// The show callback of `state`: prints its record `index` into `m`, each
+/// copied in a hold of the engine lock of its own; nothing
+/// (`SEQ_SKIP`) for an index past the end, where contexts went away since
+/// the count.
+///
+/// # Safety
+///
+/// `m` is the `seq_file` of a read in progress, used by this thread only;
+/// `data` is the `Entry` of a [`File`] that has not been removed.
+unsafe extern "C" fn show_state_record(
+    m: *mut bindings::seq_file,
+    data: *mut c_void,
+    index: usize,
+) -> c_int {
+    // SAFETY: By the safety requirements.
+    let (m, entry) = unsafe { (SeqFile::from_raw(m), &*data.cast::<Entry>()) };
+    match entry.engine.state_record(index) {
+        Ok(Some(StateRecord::Head(h))) => seq_print!(m, "{h}"),
+        Ok(Some(StateRecord::Context(c))) => seq_print!(m, "{c}"),
+        Ok(Some(StateRecord::Tail(t))) => seq_print!(m, "{t}"),
+        // `SEQ_SKIP` is 1.
+        Ok(None) => return bindings::SEQ_SKIP as c_int,
+        Err(e) => return e.to_errno(),
+    }
+    0
+}
+
 /// The show callback of every file: prints `data`'s view into `m`.
 ///
 /// # Safety
@@ -250,7 +315,8 @@ unsafe extern "C" fn show(m: *mut bindings::seq_file, data: *mut c_void) -> c_in
     let (m, entry) = unsafe { (SeqFile::from_raw(m), &*data.cast::<Entry>()) };
     let engine = &entry.engine;
     let ret = match entry.view {
-        View::State => engine.state_snapshot().map(|s| seq_print!(m, "{s}")),
+        // A file of records ([`show_state_record`]).
+        View::State => Err(EINVAL),
         View::Contexts => engine.contexts_snapshot().map(|s| seq_print!(m, "{s}")),
         View::Occupancy => engine.occupancy_snapshot().and_then(|mut s| {
             let text = s.text()?;

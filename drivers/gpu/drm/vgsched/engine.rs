@@ -162,6 +162,7 @@ use crate::{
 };
 
 use dump::PlacementLog;
+pub(crate) use dump::StateRecord;
 pub(crate) use inbox::Admission;
 use inbox::Inbox;
 use job::{

@@ -8,7 +8,7 @@
 //! nor allocates while it holds the engine's lock, and never changes what
 //! it reads:
 //!
-//! 1. under [`Engine::state`], plain numbers are copied into a snapshot
+//! 1. under the engine lock, plain numbers are copied into a snapshot
 //!    whose room was allocated before the lock was taken. Should the
 //!    engine have grown past that room meanwhile (more queues, jobs or
 //!    contexts), the lock is dropped, the room enlarged and the copy
@@ -16,6 +16,11 @@
 //! 2. the snapshot is formatted after the lock is dropped. Derived figures
 //!    that would advance state (a module's recent power brought up to
 //!    now) are computed on the snapshot's copy.
+//!
+//! The `state` file is read a record at a time ([`StateRecord`]: its
+//! head, one context and its jobs, its tail), each taken in these two
+//! steps on its own, so that one hold copies one context's jobs at most
+//! (a bounded number), however many contexts have jobs queued.
 //!
 //! The engine lock's meter ([`LockHolds`]) is the exception: its atomics
 //! are read without the lock, so that the file that reports the lock's
@@ -303,10 +308,22 @@ impl fmt::Display for LockHolds {
     }
 }
 
-/// The `state` file: totals, dispatcher, modules, slots, queued jobs.
-pub(crate) struct StateSnapshot<'a> {
+/// One record of the `state` file ([`Engine::state_record`]): the file is
+/// read a record at a time, so that no reader copies every queued job in
+/// one hold of the engine lock.
+pub(crate) enum StateRecord<'a> {
+    /// The device, the totals, the dispatcher, the modules and the slots.
+    Head(StateHead<'a>),
+    /// One context and its jobs.
+    Context(ContextRecord),
+    /// The work on the device, the lock's meter, submissions and the
+    /// device's own work.
+    Tail(StateTail),
+}
+
+/// The head of `state`: everything but the contexts and the tail.
+pub(crate) struct StateHead<'a> {
     engine: &'a Engine,
-    now: u64,
     totals: super::Totals,
     promoted: u8,
     failed_ns: u64,
@@ -315,8 +332,17 @@ pub(crate) struct StateSnapshot<'a> {
     modules: KVec<ModuleSnapshot>,
     slots_held: u32,
     formula: &'static str,
-    queues: KVVec<QueueSnapshot>,
+}
+
+/// One context of `state`, with its jobs.
+pub(crate) struct ContextRecord {
+    now: u64,
+    queue: QueueSnapshot,
     jobs: KVVec<JobSnapshot>,
+}
+
+/// The tail of `state`.
+pub(crate) struct StateTail {
     groups_on_device: usize,
     waves_on_device: usize,
     holds: LockHolds,
@@ -426,12 +452,86 @@ impl Engine {
         }
     }
 
-    /// Snapshot of the general state.
-    pub(crate) fn state_snapshot(&self) -> Result<StateSnapshot<'_>> {
+    /// How many records the `state` file has now: its head, one per
+    /// context and its tail.
+    pub(crate) fn state_records(&self) -> usize {
+        self.lock().queues.len().saturating_add(2)
+    }
+
+    /// Record `index` of the `state` file ([`Self::state_records`]), as
+    /// the engine is now: the head, context `index - 1`, or the tail just
+    /// past the last context; `None` further on (contexts went away since
+    /// the count). A hold of the engine lock copies one context's jobs at
+    /// most.
+    pub(crate) fn state_record(&self, index: usize) -> Result<Option<StateRecord<'_>>> {
+        if index == 0 {
+            return self.state_head().map(|h| Some(StateRecord::Head(h)));
+        }
+        let mut jobs = KVVec::new();
+        let mut want = 16;
+        for _ in 0..SNAPSHOT_TRIES {
+            make_room(&mut jobs, want)?;
+            let st = self.lock();
+            let Some(q) = st.queues.get(index - 1) else {
+                if index != st.queues.len().saturating_add(1) {
+                    return Ok(None);
+                }
+                let groups_on_device = st.groups.iter().filter(|g| g.is_some()).count();
+                let waves_on_device = st.waves.len();
+                drop(st);
+                return Ok(Some(StateRecord::Tail(StateTail {
+                    groups_on_device,
+                    waves_on_device,
+                    holds: self.lock_holds_snapshot(),
+                    submit_mean_ns: self.submit_mean_ns(),
+                    exec: self.exec.stats(),
+                    mock: self.exec.mock().is_some(),
+                })));
+            };
+            if q.jobs.len() > jobs.capacity() {
+                want = q.jobs.len();
+                continue;
+            }
+            let queue = QueueSnapshot {
+                client: q.ctx.client,
+                id: q.ctx.id,
+                priority: q.ctx.priority,
+                jobs: q.jobs.len(),
+                slot: q.slot,
+                slice_end_ns: q.entry.slice_end_ns,
+                saved: q.store.saved.len(),
+            };
+            for job in q.jobs.iter() {
+                let js = JobSnapshot {
+                    seqno: job.seqno,
+                    next_group: job.progress.next_group(),
+                    groups: job.spec.grid.groups,
+                    running: job.progress.running(),
+                    band: job.spec.band,
+                    error: job.progress.error(),
+                    independent: job.spec.independent,
+                    split: job.progress.split().is_some(),
+                    waits: job.spec.in_fence.is_some() || job.spec.deps.is_some(),
+                };
+                jobs.push_within_capacity(js).map_err(|_| ENOMEM)?;
+            }
+            let now = crate::context::monotonic_ns();
+            drop(st);
+            return Ok(Some(StateRecord::Context(ContextRecord {
+                now,
+                queue,
+                jobs,
+            })));
+        }
+        Err(EAGAIN)
+    }
+
+    /// The head of `state`: it copies what the device's size bounds, and
+    /// counts the slot holders among the working contexts.
+    fn state_head(&self) -> Result<StateHead<'_>> {
         let (maps, unit_waves) = self.map_room()?;
-        let mut snap = StateSnapshot {
+        let mut head = StateHead {
             engine: self,
-            now: 0,
             totals: super::Totals::default(),
             promoted: 0,
             failed_ns: 0,
@@ -440,89 +540,46 @@ impl Engine {
             modules: KVec::with_capacity(self.topology.modules as usize, GFP_KERNEL)?,
             slots_held: 0,
             formula: "",
-            queues: KVVec::new(),
-            jobs: KVVec::new(),
-            groups_on_device: 0,
-            waves_on_device: 0,
-            holds: self.lock_holds_snapshot(),
-            submit_mean_ns: self.submit_mean_ns(),
-            exec: self.exec.stats(),
-            mock: self.exec.mock().is_some(),
         };
-        let (mut want_queues, mut want_jobs) = (8, 16);
-        for _ in 0..SNAPSHOT_TRIES {
-            make_room(&mut snap.queues, want_queues)?;
-            make_room(&mut snap.jobs, want_jobs)?;
-            snap.modules.clear();
-            let st = self.lock();
-            let jobs: usize = st.queues.iter().map(|q| q.jobs.len()).sum();
-            if st.queues.len() > snap.queues.capacity() || jobs > snap.jobs.capacity() {
-                (want_queues, want_jobs) = (st.queues.len(), jobs);
-                continue;
-            }
-            let now = crate::context::monotonic_ns();
-            snap.now = now;
-            snap.totals = st.totals;
-            snap.promoted = st.debts.promoted(&self.rotation, now);
-            snap.failed_ns = st.trigger.failed(now);
-            if snap.maps.len() != st.resources.maps.len()
-                || snap.unit_waves.len() != st.resources.unit_waves.len()
-            {
-                return Err(EINVAL);
-            }
-            copy_words(&mut snap.maps, &st.resources.maps);
-            copy_words(&mut snap.unit_waves, &st.resources.unit_waves);
-            for ms in st.modules.iter() {
-                let m = ModuleSnapshot {
-                    pointer_shift: ms.pointer.shift(self.topology.units_per_module),
-                    power: ms.power.clone(),
-                    counters: ms.counters,
-                    used: (0, 0, 0, 0),
-                };
-                snap.modules.push_within_capacity(m).map_err(|_| ENOMEM)?;
-            }
-            snap.slots_held = st.queues.iter().filter(|q| q.slot.is_some()).count() as u32;
-            snap.formula = st.slots.formula.name();
-            for q in st.queues.iter() {
-                let qs = QueueSnapshot {
-                    client: q.ctx.client,
-                    id: q.ctx.id,
-                    priority: q.ctx.priority,
-                    jobs: q.jobs.len(),
-                    slot: q.slot,
-                    slice_end_ns: q.entry.slice_end_ns,
-                    saved: q.store.saved.len(),
-                };
-                snap.queues.push_within_capacity(qs).map_err(|_| ENOMEM)?;
-                for job in q.jobs.iter() {
-                    let js = JobSnapshot {
-                        seqno: job.seqno,
-                        next_group: job.progress.next_group(),
-                        groups: job.spec.grid.groups,
-                        running: job.progress.running(),
-                        band: job.spec.band,
-                        error: job.progress.error(),
-                        independent: job.spec.independent,
-                        split: job.progress.split().is_some(),
-                        waits: job.spec.in_fence.is_some() || job.spec.deps.is_some(),
-                    };
-                    snap.jobs.push_within_capacity(js).map_err(|_| ENOMEM)?;
-                }
-            }
-            snap.groups_on_device = st.groups.iter().filter(|g| g.is_some()).count();
-            snap.waves_on_device = st.waves.len();
-            drop(st);
-            // What follows only reads and changes the copies.
-            let now_cycle = self.topology.ns_to_cycles(snap.now);
-            let occ = Occupancy::new(&self.topology, &mut snap.maps, &mut snap.unit_waves)
-                .ok_or(EINVAL)?;
-            for (m, ms) in snap.modules.iter_mut().enumerate() {
-                ms.used = occ.used(m as u32);
-                ms.power.advance(now_cycle);
-            }
-            return Ok(snap);
+        let st = self.lock();
+        let now = crate::context::monotonic_ns();
+        head.totals = st.totals;
+        head.promoted = st.debts.promoted(&self.rotation, now);
+        head.failed_ns = st.trigger.failed(now);
+        if head.maps.len() != st.resources.maps.len()
+            || head.unit_waves.len() != st.resources.unit_waves.len()
+        {
+            return Err(EINVAL);
         }
-        Err(EAGAIN)
+        copy_words(&mut head.maps, &st.resources.maps);
+        copy_words(&mut head.unit_waves, &st.resources.unit_waves);
+        for ms in st.modules.iter() {
+            let m = ModuleSnapshot {
+                pointer_shift: ms.pointer.shift(self.topology.units_per_module),
+                power: ms.power.clone(),
+                counters: ms.counters,
+                used: (0, 0, 0, 0),
+            };
+            head.modules.push_within_capacity(m).map_err(|_| ENOMEM)?;
+        }
+        // Every slot holder is a working context.
+        head.slots_held = st
+            .working
+            .iter()
+            .filter_map(|i| st.queues.get(i))
+            .filter(|q| q.slot.is_some())
+            .count() as u32;
+        head.formula = st.slots.formula.name();
+        drop(st);
+        // What follows only reads and changes the copies.
+        let now_cycle = self.topology.ns_to_cycles(now);
+        let occ =
+            Occupancy::new(&self.topology, &mut head.maps, &mut head.unit_waves).ok_or(EINVAL)?;
+        for (m, ms) in head.modules.iter_mut().enumerate() {
+            ms.used = occ.used(m as u32);
+            ms.power.advance(now_cycle);
+        }
+        Ok(head)
     }
 
     /// Snapshot of every live context.
@@ -602,11 +659,10 @@ impl Engine {
     }
 }
 
-impl fmt::Display for StateSnapshot<'_> {
+impl fmt::Display for StateHead<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let e = self.engine;
         let t = &e.topology;
-        let now = self.now;
         writeln!(
             f,
             "device: {} modules x {} units, clock {} kHz, job timeout {} ms",
@@ -671,38 +727,48 @@ impl fmt::Display for StateSnapshot<'_> {
             tot.waves_stopped_at_once,
             tot.groups_restored
         )?;
-        let mut jobs = self.jobs.iter();
-        for q in self.queues.iter() {
-            write!(
+        Ok(())
+    }
+}
+
+impl fmt::Display for ContextRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let q = &self.queue;
+        write!(
+            f,
+            "context client {} id {} priority {}: {} jobs queued, ",
+            q.client, q.id, q.priority, q.jobs
+        )?;
+        match q.slot {
+            Some(slot) => write!(
                 f,
-                "context client {} id {} priority {}: {} jobs queued, ",
-                q.client, q.id, q.priority, q.jobs
-            )?;
-            match q.slot {
-                Some(slot) => write!(
-                    f,
-                    "slot {slot}, slice ends in {} us",
-                    q.slice_end_ns.saturating_sub(now) / 1000
-                )?,
-                None => write!(f, "no slot")?,
-            }
-            writeln!(f, ", {} groups saved", q.saved)?;
-            for job in jobs.by_ref().take(q.jobs) {
-                writeln!(
-                    f,
-                    "  job seqno {}: groups {}/{} placed, {} running, band {}, error {}{}{}{}",
-                    job.seqno,
-                    job.next_group,
-                    job.groups,
-                    job.running,
-                    job.band,
-                    job.error,
-                    if job.independent { ", independent" } else { "" },
-                    if job.split { ", split" } else { "" },
-                    if job.waits { ", waits for a fence" } else { "" }
-                )?;
-            }
+                "slot {slot}, slice ends in {} us",
+                q.slice_end_ns.saturating_sub(self.now) / 1000
+            )?,
+            None => write!(f, "no slot")?,
         }
+        writeln!(f, ", {} groups saved", q.saved)?;
+        for job in self.jobs.iter() {
+            writeln!(
+                f,
+                "  job seqno {}: groups {}/{} placed, {} running, band {}, error {}{}{}{}",
+                job.seqno,
+                job.next_group,
+                job.groups,
+                job.running,
+                job.band,
+                job.error,
+                if job.independent { ", independent" } else { "" },
+                if job.split { ", split" } else { "" },
+                if job.waits { ", waits for a fence" } else { "" }
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for StateTail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
             "work-groups on the device: {}, waves: {}",
