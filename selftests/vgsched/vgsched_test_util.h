@@ -551,6 +551,28 @@ static inline int vgsched_placement_log(char **buf)
 }
 
 /*
+ * Prints the placement log's slot records (loads, turns, evictions,
+ * rounds) from @t to @at (ns) as lines "  +US  slot: RECORD", the time
+ * from @t; nothing if the log cannot be read (informational output).
+ */
+static inline void vg_print_slot_records(__u64 t, __u64 at)
+{
+	char *buf = NULL, *line, *save = NULL;
+
+	if (vgsched_placement_log(&buf))
+		return;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long when;
+		char kind[16];
+
+		if (sscanf(line, "#%*u t=%llu %15[a-z]", &when, kind) == 2 && when >= t && when <= at &&
+		    strcmp(kind, "client"))
+			printf("  +%8.0f us  slot: %s\n", (when - t) / 1000.0, strstr(line, kind));
+	}
+	free(buf);
+}
+
+/*
  * Parses the placement log into @out (at most @max entries), keeping only
  * those of context @ctx of client @client (all when @client is 0). The
  * log's slot events (loads, turns, evictions, rounds) are skipped.

@@ -812,24 +812,12 @@ static void hm_timeline(__u64 client, __u64 t, __u64 at)
 
 	printf("  last round, from the high job's SUBMIT to its placement (+%.0f us):\n",
 	       (at - t) / 1000.0);
-	char *buf = NULL, *line, *save = NULL;
-
 	for (int i = 0; i < n; i++)
 		if (log[i].client == client && log[i].t >= t && log[i].t <= at)
 			printf("  +%8.0f us  ctx %u job %llu %s\n", (log[i].t - t) / 1000.0,
 			       log[i].ctx, log[i].job, log[i].event);
 	/* The slot decisions in the same window. */
-	if (vgsched_placement_log(&buf))
-		return;
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		unsigned long long when;
-		char kind[16];
-
-		if (sscanf(line, "#%*u t=%llu %15[a-z]", &when, kind) == 2 && when >= t && when <= at &&
-		    strcmp(kind, "client"))
-			printf("  +%8.0f us  slot: %s\n", (when - t) / 1000.0, strstr(line, kind));
-	}
-	free(buf);
+	vg_print_slot_records(t, at);
 }
 
 static int hiprio_memory_bench(int fd, const char *mode)

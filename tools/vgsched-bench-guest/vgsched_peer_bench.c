@@ -468,7 +468,6 @@ static void hiprio_timeline(__u32 high, __u64 t, __u64 at)
 	static struct vg_stage log[512];
 	__u64 client = vgsched_client_id(fd, high);
 	int n = vgsched_stages(log, 512);
-	char *buf = NULL, *line, *save = NULL;
 
 	printf("  last round, from the high job's SUBMIT to its placement (+%.0f us), high ctx %u:\n",
 	       (at - t) / 1000.0, high);
@@ -476,17 +475,7 @@ static void hiprio_timeline(__u32 high, __u64 t, __u64 at)
 		if (log[i].client == client && log[i].t >= t && log[i].t <= at)
 			printf("  +%8.0f us  ctx %u job %llu %s\n", (log[i].t - t) / 1000.0,
 			       log[i].ctx, log[i].job, log[i].event);
-	if (vgsched_placement_log(&buf))
-		return;
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		unsigned long long when;
-		char kind[16];
-
-		if (sscanf(line, "#%*u t=%llu %15[a-z]", &when, kind) == 2 && when >= t && when <= at &&
-		    strcmp(kind, "client"))
-			printf("  +%8.0f us  slot: %s\n", (when - t) / 1000.0, strstr(line, kind));
-	}
-	free(buf);
+	vg_print_slot_records(t, at);
 }
 
 /* Adds round @t's slot load and phase 1 of the high context @high to the sums. */
