@@ -44,7 +44,9 @@
  *
  * Prints "KEY = X" for peer.submit_ioctl_us.NAME, peer.submit_cpu_us.NAME,
  * peer.sched_cpu_us_per_job.NAME, peer.sched_submit_us.NAME,
- * peer.submit_overhead_us.NAME (submit to start), peer.jainN.NAME and
+ * peer.submit_overhead_us.NAME (submit to start), their medians over the
+ * calls (peer.submit_ioctl_us.NAME.median, peer.submit_cpu_us.NAME.median,
+ * peer.submit_overhead_us.NAME.median), peer.jainN.NAME and
  * peer.hiprio_wait_ms.NAME (and for vgsched peer.hiprio_upload_start_ms.NAME,
  * peer.hiprio_upload_end_ms.NAME, peer.hiprio_load_ms.NAME,
  * peer.hiprio_phase1_start_ms.NAME and peer.hiprio_phase1_end_ms.NAME, with
@@ -295,24 +297,46 @@ static __u64 others_cpu_ns(void)
 	return total;
 }
 
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median of @n values, which it sorts. */
+static double median(double *v, int n)
+{
+	qsort(v, n, sizeof(v[0]), by_value);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /*
  * 2 000 jobs of no duration on one context, at most 32 in flight: the mean
- * SUBMIT ioctl, µs; the submitting thread's mean CPU time in it, µs; and
- * the CPU time of the guest's other threads meanwhile, per job, µs.
+ * SUBMIT ioctl, µs; the submitting thread's mean CPU time in it, µs; the
+ * CPU time of the guest's other threads meanwhile, per job, µs; and the
+ * medians of the first two over the calls (a few calls stalled by the
+ * host move a mean of µs-scale calls, not the median).
  */
-static void submit_ioctl_us(double *wall, double *cpu, double *others)
+static void submit_ioctl_us(double *wall, double *cpu, double *others, double *wall_median,
+			    double *cpu_median)
 {
+	static double walls[2000], cpus[2000];
 	__u32 ctx = ctx_create(0);
 	__u64 total = 0, total_cpu = 0, seqno = 0, others0;
 	int n = 2000;
 
 	others0 = others_cpu_ns();
 	for (int i = 0; i < n; i++) {
-		__u64 c0 = thread_cpu_ns(), t0 = vg_now_ns();
+		__u64 c0 = thread_cpu_ns(), t0 = vg_now_ns(), t1, c1;
 
 		seqno = submit(ctx, 0);
-		total += vg_now_ns() - t0;
-		total_cpu += thread_cpu_ns() - c0;
+		t1 = vg_now_ns();
+		c1 = thread_cpu_ns();
+		walls[i] = (t1 - t0) / 1000.0;
+		cpus[i] = (c1 - c0) / 1000.0;
+		total += t1 - t0;
+		total_cpu += c1 - c0;
 		/* At most 32 in flight (vgsched refuses more than 64). */
 		if (i % 32 == 31)
 			wait_job(ctx, seqno, 60 * VG_SECOND_NS);
@@ -322,18 +346,22 @@ static void submit_ioctl_us(double *wall, double *cpu, double *others)
 	ctx_destroy(ctx);
 	*wall = total / 1000.0 / n;
 	*cpu = total_cpu / 1000.0 / n;
+	*wall_median = median(walls, n);
+	*cpu_median = median(cpus, n);
 }
 
 /*
  * 1 000 jobs of no duration on one context of an idle device, one at a
- * time: the mean time from SUBMIT to the job's start on the device, µs.
+ * time: the mean time from SUBMIT to the job's start on the device, µs,
+ * and (@median) its median.
  * vgsched's starts come from the placement log, read after every 100 jobs
  * (it keeps the last 512 lines): a job is one placement, in order.
  */
-static double submit_to_start_us(void)
+static double submit_to_start_us(double *median_us)
 {
 	static __u64 submitted[100];
 	static struct vg_placement log[512];
+	static double each[1000];
 	__u32 ctx = ctx_create(0);
 	__u64 total = 0;
 
@@ -344,19 +372,28 @@ static double submit_to_start_us(void)
 			submitted[i] = vg_now_ns();
 			seqno = submit(ctx, 0);
 			wait_job(ctx, seqno, 60 * VG_SECOND_NS);
-			if (use_peer)
-				total += started_ns(ctx, submitted[i]) - submitted[i];
+			if (use_peer) {
+				__u64 d = started_ns(ctx, submitted[i]) - submitted[i];
+
+				each[batch * 100 + i] = d / 1000.0;
+				total += d;
+			}
 		}
 		if (!use_peer) {
 			int n = vgsched_placements(vgsched_client_id(fd, ctx), ctx, log, 512);
 
 			if (n < 100)
 				DIE("placement log: %d of 100 jobs", n);
-			for (int i = 0; i < 100; i++)
-				total += log[n - 100 + i].time_ns - submitted[i];
+			for (int i = 0; i < 100; i++) {
+				__u64 d = log[n - 100 + i].time_ns - submitted[i];
+
+				each[batch * 100 + i] = d / 1000.0;
+				total += d;
+			}
 		}
 	}
 	ctx_destroy(ctx);
+	*median_us = median(each, 1000);
 	return total / 1000.0 / 1000;
 }
 
@@ -540,7 +577,7 @@ static double hiprio_wait_ms(void)
 int main(int argc, char **argv)
 {
 	static const int clients[] = { 2, 8, CONTEXTS };
-	double wall, cpu, others;
+	double wall, cpu, others, wall_median, cpu_median, start_median, start_mean;
 	const char *name;
 	int mock;
 
@@ -565,9 +602,11 @@ int main(int argc, char **argv)
 		if (!strstr(state, "\ndevice: mock") != !mock)
 			DIE("vgsched is%s loaded over the mock device (backend=1)", mock ? " not" : "");
 	}
-	submit_ioctl_us(&wall, &cpu, &others);
+	submit_ioctl_us(&wall, &cpu, &others, &wall_median, &cpu_median);
 	printf("peer.submit_ioctl_us.%s = %.2f\n", name, wall);
+	printf("peer.submit_ioctl_us.%s.median = %.2f\n", name, wall_median);
 	printf("peer.submit_cpu_us.%s = %.2f\n", name, cpu);
+	printf("peer.submit_cpu_us.%s.median = %.2f\n", name, cpu_median);
 	printf("peer.sched_cpu_us_per_job.%s = %.2f\n", name, others);
 	if (argc == 4) {
 		close(fd);
@@ -576,7 +615,9 @@ int main(int argc, char **argv)
 	/* The mock times drm_sched's own part of submissions without a buffer. */
 	if (!use_bo)
 		printf("peer.sched_submit_us.%s = %.2f\n", name, sched_submit_us());
-	printf("peer.submit_overhead_us.%s = %.2f\n", name, submit_to_start_us());
+	start_mean = submit_to_start_us(&start_median);
+	printf("peer.submit_overhead_us.%s = %.2f\n", name, start_mean);
+	printf("peer.submit_overhead_us.%s.median = %.2f\n", name, start_median);
 	/* The mock's jobs take no time: only the first workload means anything. */
 	if (use_bo || mock) {
 		close(fd);
