@@ -233,10 +233,15 @@ def main():
     with open(sys.argv[1], encoding="utf-8") as f:
         for line in f:
             report.line(line.rstrip("\n"))
-    # drm_sched under its default policy (FIFO) is "drm_sched".
+    # drm_sched under its default policy (FIFO) is "drm_sched" (its
+    # medians, "NAME.median", too).
     for key, value in list(report.out.items()):
-        if key.startswith(("peer.", "prod.peer.")) and key.endswith(".drm_sched_fifo"):
+        if not key.startswith(("peer.", "prod.peer.")):
+            continue
+        if key.endswith(".drm_sched_fifo"):
             report.out[key[: -len("_fifo")]] = value
+        elif key.endswith(".drm_sched_fifo.median"):
+            report.out[key[: -len("_fifo.median")] + ".median"] = value
     with open(sys.argv[2], "w", encoding="utf-8") as f:
         json.dump(report.out, f, indent=1, sort_keys=True)
         f.write("\n")

@@ -353,7 +353,7 @@ static void submit_ioctl_us(double *wall, double *cpu, double *others, double *w
 /*
  * 1 000 jobs of no duration on one context of an idle device, one at a
  * time: the mean time from SUBMIT to the job's start on the device, µs,
- * and (@median) its median.
+ * and (@median_us) its median.
  * vgsched's starts come from the placement log, read after every 100 jobs
  * (it keeps the last 512 lines): a job is one placement, in order.
  */
