@@ -325,6 +325,11 @@ const AUDIT_PER_STEP: usize = 64;
 /// for settled contexts to let go ([`Engine::sweep_settled`]).
 const SWEEP_PER_STEP: usize = 64;
 
+/// Memory work a step does itself at most ([`Engine::memory_at_once`]):
+/// a phase 1 and a phase 2 of two contexts. Each is bookkeeping and the
+/// zeroing of one small state area.
+const AT_ONCE_TASKS: usize = 4;
+
 /// Scratch vectors whose capacity follows the number of contexts.
 struct Scratch {
     heads: KVVec<dispatch::Head>,
@@ -1437,6 +1442,25 @@ impl Engine {
         }
     }
 
+    /// The step's passes, until one changes nothing (at most 64): retire
+    /// what has ended, finish jobs, decide who holds the slots, advance or
+    /// save running waves, place more work.
+    fn passes(this: ArcBorrow<'_, Self>, st: &mut EngineState, now: u64) {
+        for _ in 0..64 {
+            let mut changed = this.retire(st, now);
+            changed += this.collect_finished(st, now);
+            changed += Self::reschedule(this, st, now);
+            changed += this.advance_waves(st, now);
+            changed += Self::dispatch(this, st, now);
+            // Checking an in-fence can fail a job at once: its context
+            // was listed for the collection, in the next pass.
+            changed += core::mem::take(&mut st.failed_at_once);
+            if changed == 0 {
+                break;
+            }
+        }
+    }
+
     /// One engine step: retire what has ended, finish jobs, decide who
     /// holds the slots, advance or save running waves, place more work,
     /// arm the timer for the next event. The fence-signalling critical
@@ -1462,21 +1486,21 @@ impl Engine {
             // failed): repeat until a pass changes nothing. Every pass
             // that changes something retires, finishes, moves a slot or
             // places work, so this ends; the bound is only a safety net.
-            for _ in 0..64 {
-                let mut changed = this.retire(&mut st, now);
-                changed += this.collect_finished(&mut st, now);
-                changed += Self::reschedule(this, &mut st, now);
-                changed += this.advance_waves(&mut st, now);
-                changed += Self::dispatch(this, &mut st, now);
-                // Checking an in-fence can fail a job at once: its context
-                // was listed for the collection, in the next pass.
-                changed += core::mem::take(&mut st.failed_at_once);
-                if changed == 0 {
+            Self::passes(this, &mut st, now);
+            // The memory work item's next tasks, when it has some and they
+            // are short (a phase 1, a phase 2 with nothing to copy), are
+            // done here, and what they let through runs in this step: a
+            // job that needs only bookkeeping goes from the inbox to the
+            // device without two hand-overs to that work item and back.
+            let mut memory = this.memory_wanted(&st, now);
+            for _ in 0..AT_ONCE_TASKS {
+                if !memory || !this.memory_at_once(&mut st, now) {
                     break;
                 }
+                Self::passes(this, &mut st, now);
+                memory = this.memory_wanted(&st, now);
             }
             Self::arm_timer(this, &mut st, now);
-            let memory = this.memory_wanted(&st, now);
             let gpu = core::mem::take(&mut st.gpu_due);
             (gpu, core::mem::take(&mut st.cleanup_due), memory)
         };

@@ -58,6 +58,7 @@ use kernel::{
         new_spinlock,
         Arc,
         Mutex,
+        MutexGuard,
         SpinLock, //
     },
     warn_on, //
@@ -77,6 +78,10 @@ use crate::{
 
 /// Words per chunk of device memory.
 const CHUNK_WORDS: usize = (CHUNK_BYTES / 4) as usize;
+
+/// Largest state area the engine's step places and zeroes itself
+/// ([`DeviceArea::place_at_once`]): the default `ctx_state_kib`.
+pub(crate) const AT_ONCE_AREA_BYTES: u64 = 64 * 1024;
 
 // A chunk is a page: a copy's page table and the CPU's per-page write
 // reports (`gem.rs`) index the same pages.
@@ -251,7 +256,7 @@ impl DeviceCopy {
 
 /// The residency table: the placed copies of objects. Room for one per
 /// chunk (a placed copy holds at least one), reserved at load.
-struct Table {
+pub(crate) struct Table {
     resident: KVec<Arc<DeviceCopy>>,
     /// Counts takes, for least-recently-used order.
     clock: u64,
@@ -494,15 +499,35 @@ impl DeviceMemory {
     /// (least recently used first) until they fit. `ENOSPC` if every chunk
     /// that could be freed is held by jobs. Allocates nothing.
     fn place(&self, t: &mut Table, copy: &DeviceCopy) -> Result {
-        self.evict_until(t, |map| {
-            map.take(copy.pages.len(), |i, chunk| {
-                if let Some(p) = copy.pages.get(i) {
-                    p.store(chunk, ordering::Relaxed);
-                }
-            })
-        })?;
+        self.evict_until(t, |map| Self::take_chunks(map, copy))?;
         copy.placed.store(true, ordering::Relaxed);
         Ok(())
+    }
+
+    /// Places `copy` in chunks that are free now, evicting nothing (the
+    /// chunk map's spinlock only); `false`, with nothing taken, if too few
+    /// are.
+    fn place_free(&self, copy: &DeviceCopy) -> bool {
+        let got = Self::take_chunks(&mut self.chunks.lock().map(), copy);
+        if got {
+            copy.placed.store(true, ordering::Relaxed);
+        }
+        got
+    }
+
+    /// Takes chunks for every page of `copy` from `map`, all or none.
+    fn take_chunks(map: &mut ChunkMap<'_>, copy: &DeviceCopy) -> bool {
+        map.take(copy.pages.len(), |i, chunk| {
+            if let Some(p) = copy.pages.get(i) {
+                p.store(chunk, ordering::Relaxed);
+            }
+        })
+    }
+
+    /// The residency lock, if it is free now: for the engine's step, which
+    /// never waits for it (it is held across uploads).
+    pub(crate) fn try_table(&self) -> Option<MutexGuard<'_, Table>> {
+        self.table.try_lock()
     }
 
     /// Calls `get` on the chunk map (under its spinlock) until it returns
@@ -577,28 +602,54 @@ impl DeviceMemory {
         now_ns: u64,
         own: u32,
     ) -> Result<u64> {
+        let mut t = self.table.lock();
+        // With a mapping to upload through, it is never left undone.
+        self.take_locked(&mut t, pin, Some(map), now_ns, own)?
+            .ok_or(EINVAL)
+    }
+
+    /// [`DeviceMemory::take`] under the residency lock `t`. Without a
+    /// mapping (`map` `None`: the engine's step, [`DeviceMemory::try_table`])
+    /// only a copy that needs no upload is taken: `Ok(None)`, with nothing
+    /// changed, for one that is not resident, is stale or has pages the
+    /// CPU wrote since.
+    pub(crate) fn take_locked(
+        &self,
+        t: &mut Table,
+        pin: &mut Pinned,
+        map: Option<&VMapOwned<VgObject>>,
+        now_ns: u64,
+        own: u32,
+    ) -> Result<Option<u64>> {
         if pin.held {
             return Err(EINVAL);
         }
         let copy = pin.copy.clone();
-        let mut t = self.table.lock();
-        t.clock += 1;
-        let clock = t.clock;
         // `pins` first: a release that dropped it has set `stale` before.
         let pins = copy.pins.load(ordering::Acquire);
-        if copy.is_placed() && copy.stale.load(ordering::Relaxed) {
-            if pins > 0 {
-                return Err(EBUSY);
-            }
-            self.forget_locked(&mut t, &copy);
+        let stale = copy.is_placed() && copy.stale.load(ordering::Relaxed);
+        if stale && pins > 0 {
+            return Err(EBUSY);
         }
         // A held copy is another job's (an earlier one of the same context,
         // or one that reads the object beside this one): uploading into it
         // would overwrite what that job stores. Pages the CPU wrote since
         // wait until it lets the copy go; read without taking them, so
-        // they stay for then.
-        if copy.is_placed() && pins > own && any_bit(&copy.cpu_pages) {
+        // they stay for then. (A stale copy here is unheld: forgotten
+        // below, it is placed again.)
+        if !stale && copy.is_placed() && pins > own && any_bit(&copy.cpu_pages) {
             return Err(EBUSY);
+        }
+        let Some(map) = map else {
+            if stale || !copy.is_placed() || any_bit(&copy.cpu_pages) {
+                return Ok(None);
+            }
+            let ready_ns = now_ns.max(copy.ready_ns.load(ordering::Relaxed));
+            Self::hold_copy(t, pin, &copy);
+            return Ok(Some(ready_ns));
+        };
+        if stale {
+            self.forget_locked(t, &copy);
         }
         let ready_ns = if copy.is_placed() {
             // What the CPU wrote since: those pages again. (Protection was
@@ -634,7 +685,7 @@ impl DeviceMemory {
                 }
             }
         } else {
-            self.place(&mut t, &copy)?;
+            self.place(t, &copy)?;
             if let Err(e) = t.resident.push_within_capacity(copy.clone()) {
                 // Cannot happen: room for one copy per chunk.
                 warn_on!(true);
@@ -649,20 +700,27 @@ impl DeviceMemory {
             });
             if let Err(e) = copy_words(self, &copy, map, true, None) {
                 // Partly uploaded: not a copy of the object.
-                self.forget_locked(&mut t, &copy);
+                self.forget_locked(t, &copy);
                 return Err(e);
             }
             let at = self.copy_time(copy.bytes, now_ns);
             copy.ready_ns.store(at, ordering::Relaxed);
             at
         };
-        copy.last_use.store(clock, ordering::Relaxed);
+        Self::hold_copy(t, pin, &copy);
+        Ok(Some(ready_ns))
+    }
+
+    /// Counts `pin`'s hold on `copy`, resident and current for its job,
+    /// as the copy's most recent use.
+    fn hold_copy(t: &mut Table, pin: &mut Pinned, copy: &DeviceCopy) {
+        t.clock += 1;
+        copy.last_use.store(t.clock, ordering::Relaxed);
         copy.pins.fetch_add(1, ordering::Relaxed);
         pin.held = true;
         pin.written_back = false;
         pin.stored.store(false, ordering::Relaxed);
         clear(&pin.dirty);
-        Ok(ready_ns)
     }
 
     /// Copies the pages a job stored to back to system memory (through
@@ -887,6 +945,29 @@ impl DeviceArea {
             let mut t = self.memory.table.lock();
             self.memory.place(&mut t, &self.copy)?;
         }
+        self.zero()
+    }
+
+    /// [`DeviceArea::place`] in the engine's step: only an area of at most
+    /// [`AT_ONCE_AREA_BYTES`] (its zeroing is short) in chunks free now
+    /// (nothing evicted, and the residency lock not taken); `false`, with
+    /// nothing taken, otherwise.
+    pub(crate) fn place_at_once(&mut self) -> bool {
+        if self.copy.is_placed() {
+            return true;
+        }
+        if self.copy.bytes > AT_ONCE_AREA_BYTES || !self.memory.place_free(&self.copy) {
+            return false;
+        }
+        if self.zero().is_err() {
+            self.unplace();
+            return false;
+        }
+        true
+    }
+
+    /// Zeroes its chunks, just placed.
+    fn zero(&self) -> Result {
         for page in self.copy.pages.iter() {
             let words = self
                 .memory
@@ -949,6 +1030,16 @@ impl ScratchArea {
     /// Bytes it takes when placed.
     pub(crate) fn bytes(&self) -> u64 {
         u64::from(self.chunks) * CHUNK_BYTES
+    }
+
+    /// Reserves chunks that are free now, evicting nothing (the engine's
+    /// step); `false`, with nothing reserved, if too few are.
+    pub(crate) fn place_free(&mut self) -> bool {
+        if !self.placed {
+            // INVARIANT: reserved here, or not placed.
+            self.placed = self.memory.chunks.lock().map().reserve(self.chunks);
+        }
+        self.placed
     }
 
     /// Reserves its chunks (evicting idle copies). `ENOSPC` if jobs hold

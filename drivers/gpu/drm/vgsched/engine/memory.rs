@@ -18,7 +18,11 @@
 //! engine's memory queue (`WQ_MEM_RECLAIM`: a job's fence waits for its
 //! phase 2 and clean-up, so they must progress under memory pressure),
 //! never on the engine's own queue. The engine lock is taken only to pick
-//! the next task and to hand its result back.
+//! the next task and to hand its result back. A next task that is
+//! bookkeeping alone (a phase 1 of a small state area in free chunks, a
+//! phase 2 whose copies are resident and current) the engine's step does
+//! itself ([`Engine::memory_at_once`]): no copy, no eviction, and the
+//! residency lock only if it is free.
 //!
 //! A job's stages ([`Stage`]): queued, preparing (the work item has it),
 //! uploading until its last copy ends in modeled time and then on the
@@ -56,6 +60,7 @@ use kernel::{
         Arc,
         ArcBorrow, //
     },
+    warn_on,
     workqueue::Work, //
 };
 
@@ -267,20 +272,7 @@ impl Prepared {
     /// nothing.
     fn hold(&mut self, memory: &DeviceMemory, bindings: &Bindings, now: u64) -> Result<u64> {
         let mut ready = now;
-        // Per slot, the earlier slots on the same copy (an object bound
-        // twice): pins of this job's own, not another job's.
-        let mut own = [0u32; isa::MAX_BINDINGS];
-        for (i, o) in own.iter_mut().enumerate() {
-            if let Some(Some(pin)) = self.pins.get(i) {
-                *o = self
-                    .pins
-                    .iter()
-                    .take(i)
-                    .flatten()
-                    .filter(|p| p.same_copy(pin))
-                    .count() as u32;
-            }
-        }
+        let own = self.own_pins();
         let held = self
             .pins
             .iter_mut()
@@ -308,6 +300,58 @@ impl Prepared {
                 Err(e)
             }
         }
+    }
+
+    /// [`Prepared::hold`] in the engine's step, under the engine lock: only
+    /// if the residency lock is free now, every binding's copy is resident
+    /// and current (nothing to upload) and the scratch area fits in chunks
+    /// free now (nothing evicted). Returns when the job may start; `None`,
+    /// with nothing held, otherwise (the memory work item holds it then,
+    /// or finds why it cannot). Bookkeeping only, at most
+    /// [`isa::MAX_BINDINGS`] copies; allocates nothing.
+    fn hold_at_once(&mut self, memory: &DeviceMemory, now: u64) -> Option<u64> {
+        let mut ready = now;
+        let own = self.own_pins();
+        let held = {
+            let mut t = memory.try_table()?;
+            self.pins.iter_mut().flatten().zip(own).all(|(pin, own)| {
+                match memory.take_locked(&mut t, pin, None, now, own) {
+                    Ok(Some(at)) => {
+                        ready = ready.max(at);
+                        true
+                    }
+                    _ => false,
+                }
+            })
+        };
+        let placed = held && self.scratch.as_mut().is_none_or(ScratchArea::place_free);
+        if !placed {
+            self.release();
+            return None;
+        }
+        if let Some(area) = self.scratch.as_ref() {
+            // Modeled as zeroed on the device, as in [`Prepared::hold`].
+            ready = ready.max(memory.copy_time(area.bytes(), now));
+        }
+        Some(ready)
+    }
+
+    /// Per binding slot, the earlier slots on the same copy (an object
+    /// bound twice): pins of the job's own, not another job's.
+    fn own_pins(&self) -> [u32; isa::MAX_BINDINGS] {
+        let mut own = [0u32; isa::MAX_BINDINGS];
+        for (i, o) in own.iter_mut().enumerate() {
+            if let Some(Some(pin)) = self.pins.get(i) {
+                *o = self
+                    .pins
+                    .iter()
+                    .take(i)
+                    .flatten()
+                    .filter(|p| p.same_copy(pin))
+                    .count() as u32;
+            }
+        }
+        own
     }
 
     /// Lets everything go (a spinlock and atomics only).
@@ -1107,13 +1151,95 @@ impl Engine {
             || (p.mode == Mode::Pipelined && gate.progress && gate.next().is_some_and(wanted))
     }
 
+    /// Does, in the engine's step, the memory work item's next task if it
+    /// is short: a phase 1 whose state area is small and fits in free
+    /// chunks ([`DeviceArea::place_at_once`]), or a phase 2 whose copies
+    /// are resident and current and whose scratch area fits in free chunks
+    /// ([`Prepared::hold_at_once`]); the task then ends at `now`, the
+    /// step's time, so the step's next passes can load, place and run
+    /// what it let through. Bookkeeping only, under the engine lock: no
+    /// copy, no eviction, and the residency lock only if it is free (it is
+    /// held across uploads). Whatever cannot be done so is put back as it
+    /// was and left to the work item. Returns whether a task was done.
+    pub(super) fn memory_at_once(&self, st: &mut EngineState, now: u64) -> bool {
+        let Some(task) = self.next_task(st, now, true) else {
+            return false;
+        };
+        match task {
+            MemoryTask::PhaseOne {
+                ctx,
+                mut area,
+                releases,
+            } => {
+                if area.as_mut().is_none_or(DeviceArea::place_at_once) {
+                    // The lock was held since the task was taken: the
+                    // context is there, and nothing comes back.
+                    let unused = self.phase_one_done(st, &ctx, area, Ok(()), now, releases);
+                    warn_on!(unused.is_some());
+                    return true;
+                }
+                if let Some(q) = queue_in(&mut st.queues, &ctx) {
+                    q.state_area = area;
+                    q.phase1 = PhaseOne::Idle;
+                }
+                false
+            }
+            MemoryTask::Prepare {
+                ctx,
+                job,
+                seqno,
+                bindings,
+                mut prepared,
+                releases,
+            } => {
+                // The job's own references stay: dropping these clones
+                // under the lock unmaps nothing.
+                drop(bindings);
+                if let Some(ready) = prepared.hold_at_once(&self.memory, now) {
+                    let unused = Self::prepare_done(
+                        st,
+                        &ctx,
+                        job,
+                        seqno,
+                        Ok(ready),
+                        prepared,
+                        now,
+                        releases,
+                    );
+                    warn_on!(unused.is_some());
+                    return true;
+                }
+                if let Some(j) =
+                    queue_in(&mut st.queues, &ctx).and_then(|q| find_job_of(&mut q.jobs, job))
+                {
+                    j.spare = Some(prepared);
+                    j.stage = Stage::Queued;
+                }
+                false
+            }
+            // `next_task` gives no other task at once.
+            MemoryTask::CleanUp { .. } | MemoryTask::Reclaim { .. } => {
+                warn_on!(true);
+                false
+            }
+        }
+    }
+
     /// The next piece of work, after the state areas of tasks that are
     /// over are released: the phase 1 or phase 2 of a loaded context of
     /// the level in force; else a clean-up if one is due (it gives memory
     /// back), a reclaim or a state area released if memory is blocked, a
     /// phase 1, else the job whose phase 2 may start, highest priority
     /// level first, a current task's first, then oldest first.
-    fn next_task(&self, st: &mut EngineState, now: u64) -> Option<MemoryTask> {
+    ///
+    /// `at_once` (the engine's step, [`Engine::memory_at_once`]): only a
+    /// phase 1 or a phase 2 that comes first in that order, and `None`
+    /// while a job waits for memory or holds a claim on it, or when a
+    /// clean-up would come first: what is left is the work item's.
+    fn next_task(&self, st: &mut EngineState, now: u64, at_once: bool) -> Option<MemoryTask> {
+        if at_once && (st.memory_blocked.is_some() || st.memory_claim.is_some()) {
+            return None;
+        }
         let p = params::pipeline();
         let state_bytes = self.phase_one.state_bytes;
         // State areas of tasks that are over are released first, in the
@@ -1143,6 +1269,9 @@ impl Engine {
             // A leading task was found and could not start (a queued job
             // always has its spare handles: not expected): the others.
             choices = Choices::of(st, &p, &survey, now, false);
+        }
+        if at_once && choices.cleanup_due.is_some() {
+            return None;
         }
         if let Some(qi) = choices.cleanup_due {
             let EngineState { queues, stages, .. } = st;
@@ -1266,7 +1395,7 @@ impl Engine {
                 if this.closed() {
                     return;
                 }
-                let task = this.next_task(&mut st, monotonic_ns());
+                let task = this.next_task(&mut st, monotonic_ns(), false);
                 // Under the lock: a cancellation sees it (or, after it, the
                 // cancelled context is not picked). A phase 1 is not
                 // waited for.
@@ -1362,9 +1491,26 @@ impl Engine {
         let start = monotonic_ns();
         let placed = area.as_mut().map_or(Ok(()), DeviceArea::place);
         let mut st = this.lock();
+        let unused = this.phase_one_done(&mut st, ctx, area, placed, start, releases);
+        drop(st);
+        drop(unused);
+    }
+
+    /// Under the engine lock, the end of `ctx`'s phase 1 started at `start`
+    /// (`placed`: how placing its `area` went). Returns the area of a
+    /// context gone meanwhile, to drop once the lock is released.
+    fn phase_one_done(
+        &self,
+        st: &mut EngineState,
+        ctx: &Arc<Context>,
+        mut area: Option<DeviceArea>,
+        placed: Result,
+        start: u64,
+        releases: u64,
+    ) -> Option<DeviceArea> {
         let full = matches!(placed, Err(e) if e == ENOSPC);
         let loaded = st.queue(ctx).is_some_and(|q| q.slot.is_some());
-        let need = this.phase_one.state_bytes;
+        let need = self.phase_one.state_bytes;
         st.wait_for_release(full, releases, Blocked::of(ctx, 0, loaded, need));
         if placed.is_ok() {
             st.claimed(ctx, 0);
@@ -1374,12 +1520,12 @@ impl Engine {
             stages,
             next_event_ns,
             ..
-        } = &mut *st;
-        // Gone meanwhile: the area goes once the lock is released (below).
+        } = st;
+        // Gone meanwhile: the area goes once the lock is released.
         if let Some(q) = queue_in(queues, ctx) {
             q.state_area = area.take();
             if placed.is_ok() {
-                let end = start.saturating_add(this.phase_one.init_ns);
+                let end = start.saturating_add(self.phase_one.init_ns);
                 *next_event_ns = (*next_event_ns).min(end);
                 q.phase1 = PhaseOne::Done(end);
                 q.phase1_times = (start, end);
@@ -1390,8 +1536,7 @@ impl Engine {
                 q.phase1 = PhaseOne::Idle;
             }
         }
-        drop(st);
-        drop(area);
+        area
     }
 
     /// Phase 2 of a job: its objects made resident and its scratch area
@@ -1414,74 +1559,92 @@ impl Engine {
         let _signalling = Signalling::begin();
         let start = monotonic_ns();
         let held = prepared.hold(&this.memory, bindings, start);
-        let mut unused = None;
-        {
+        let unused = {
             let mut st = this.lock();
-            // `EBUSY`: a copy it binds is held by another job with pages
-            // the CPU wrote since; it waits for a release of its own, as
-            // no memory it could reclaim would help, and holds nothing
-            // else back.
-            let full = matches!(held, Err(e) if e == ENOSPC);
-            let copy_wait = match held {
-                Err(e) if e == EBUSY => Some(releases).filter(|&r| r == st.releases),
-                _ => None,
-            };
-            let (loaded, need) = st.queue(ctx).map_or((false, 0), |q| {
-                let need = q
-                    .jobs
-                    .iter()
-                    .find(|j| j.id == id)
-                    .map_or(0, |j| j.footprint);
-                (q.slot.is_some(), need)
-            });
-            let waits = st.wait_for_release(full, releases, Blocked::of(ctx, id, loaded, need));
-            if held.is_ok() {
-                st.claimed(ctx, id);
-            }
-            st.phase1_ahead_paused = full;
-            let EngineState {
-                queues,
-                stages,
-                next_event_ns,
-                ..
-            } = &mut *st;
-            let mut failed = false;
-            match queue_in(queues, ctx).and_then(|q| find_job_of(&mut q.jobs, id)) {
-                Some(job) => match held {
-                    Ok(ready) => {
-                        job.device = Some(prepared);
-                        job.copy_wait = None;
-                        *next_event_ns = (*next_event_ns).min(ready);
-                        job.stage = Stage::Uploading(ready);
-                        job.times.phase2_start = start;
-                        job.times.phase2_end = ready;
-                        record(stages, ctx, seqno, StageEvent::Phase2Start, start);
-                        record(stages, ctx, seqno, StageEvent::Phase2End, ready);
-                    }
-                    Err(e) => {
-                        job.spare = Some(prepared);
-                        job.stage = Stage::Queued;
-                        job.copy_wait = copy_wait;
-                        if waits {
-                            record(stages, ctx, seqno, StageEvent::MemoryWait, start);
-                        }
-                        if !full && e != EBUSY {
-                            // A page table that does not match its object:
-                            // it fails, as a submission that could not be
-                            // mapped would.
-                            job.progress.fail(e.to_errno());
-                            failed = true;
-                        }
-                    }
-                },
-                // Cancelled meanwhile: its hold goes, outside the lock.
-                None => unused = Some(prepared),
-            }
-            if let Some(i) = queue_index(&st.queues, ctx).filter(|_| failed) {
-                st.list_for_refresh(i);
-            }
-        }
+            Self::prepare_done(&mut st, ctx, id, seqno, held, prepared, start, releases)
+        };
         drop(unused);
+    }
+
+    /// Under the engine lock, the end of the phase 2 of job `id` (`seqno`)
+    /// of `ctx` started at `start` (`held`: how holding its `prepared`
+    /// handles went). Returns the handles of a job cancelled meanwhile, to
+    /// let go once the lock is released.
+    #[expect(clippy::too_many_arguments)]
+    fn prepare_done(
+        st: &mut EngineState,
+        ctx: &Arc<Context>,
+        id: u64,
+        seqno: u64,
+        held: Result<u64>,
+        prepared: Prepared,
+        start: u64,
+        releases: u64,
+    ) -> Option<Prepared> {
+        // `EBUSY`: a copy it binds is held by another job with pages the
+        // CPU wrote since; it waits for a release of its own, as no memory
+        // it could reclaim would help, and holds nothing else back.
+        let full = matches!(held, Err(e) if e == ENOSPC);
+        let copy_wait = match held {
+            Err(e) if e == EBUSY => Some(releases).filter(|&r| r == st.releases),
+            _ => None,
+        };
+        let (loaded, need) = st.queue(ctx).map_or((false, 0), |q| {
+            let need = q
+                .jobs
+                .iter()
+                .find(|j| j.id == id)
+                .map_or(0, |j| j.footprint);
+            (q.slot.is_some(), need)
+        });
+        let waits = st.wait_for_release(full, releases, Blocked::of(ctx, id, loaded, need));
+        if held.is_ok() {
+            st.claimed(ctx, id);
+        }
+        st.phase1_ahead_paused = full;
+        let EngineState {
+            queues,
+            stages,
+            next_event_ns,
+            ..
+        } = &mut *st;
+        let mut failed = false;
+        let mut unused = None;
+        match queue_in(queues, ctx).and_then(|q| find_job_of(&mut q.jobs, id)) {
+            Some(job) => match held {
+                Ok(ready) => {
+                    job.device = Some(prepared);
+                    job.copy_wait = None;
+                    *next_event_ns = (*next_event_ns).min(ready);
+                    job.stage = Stage::Uploading(ready);
+                    job.times.phase2_start = start;
+                    job.times.phase2_end = ready;
+                    record(stages, ctx, seqno, StageEvent::Phase2Start, start);
+                    record(stages, ctx, seqno, StageEvent::Phase2End, ready);
+                }
+                Err(e) => {
+                    job.spare = Some(prepared);
+                    job.stage = Stage::Queued;
+                    job.copy_wait = copy_wait;
+                    if waits {
+                        record(stages, ctx, seqno, StageEvent::MemoryWait, start);
+                    }
+                    if !full && e != EBUSY {
+                        // A page table that does not match its object: it
+                        // fails, as a submission that could not be mapped
+                        // would.
+                        job.progress.fail(e.to_errno());
+                        failed = true;
+                    }
+                }
+            },
+            // Cancelled meanwhile: its hold goes, outside the lock.
+            None => unused = Some(prepared),
+        }
+        if let Some(i) = queue_index(&st.queues, ctx).filter(|_| failed) {
+            st.list_for_refresh(i);
+        }
+        unused
     }
 
     /// Writes back the objects a finished job stored to and lets its fence
