@@ -325,9 +325,9 @@ const AUDIT_PER_STEP: usize = 64;
 /// for settled contexts to let go ([`Engine::sweep_settled`]).
 const SWEEP_PER_STEP: usize = 64;
 
-/// Memory work a step does itself at most ([`Engine::memory_at_once`]):
-/// a phase 1 and a phase 2 of two contexts. Each is bookkeeping and the
-/// zeroing of one small state area.
+/// Memory tasks a step does itself at most ([`Engine::memory_at_once`]),
+/// say a phase 1 and a phase 2 of two contexts: each is bookkeeping and
+/// at most the zeroing of one state area of 64 KiB.
 const AT_ONCE_TASKS: usize = 4;
 
 /// Scratch vectors whose capacity follows the number of contexts.
@@ -632,6 +632,13 @@ pub(crate) struct Engine {
     /// never followed: an address reused after the context is freed can
     /// at most make a cancellation wait once for nothing.
     memory_task_ctx: Atomic<usize>,
+    /// The memory work item has a task in hand, of any kind: set under the
+    /// engine lock when the task is taken, cleared once it is over. While
+    /// it is set the step does no memory task itself
+    /// ([`Engine::memory_at_once`]): the work item's choices assume one
+    /// task at a time (a context's next job is not prepared beside the one
+    /// in hand, chunks it freed for its task stay for it).
+    memory_in_hand: Atomic<bool>,
     /// The longest hold of `state`.
     hold: HoldMeter,
     /// Time spent in [`Engine::submit`].
@@ -852,6 +859,7 @@ impl Engine {
                 fence_epoch: Atomic::new(0),
                 memory_waiters: Atomic::new(0),
                 memory_task_ctx: Atomic::new(0),
+                memory_in_hand: Atomic::new(false),
                 closed: Atomic::new(false),
                 inbox: Inbox::new(),
                 orphans: Inbox::new(),

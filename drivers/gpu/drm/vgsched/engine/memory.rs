@@ -1160,8 +1160,15 @@ impl Engine {
     /// what it let through. Bookkeeping only, under the engine lock: no
     /// copy, no eviction, and the residency lock only if it is free (it is
     /// held across uploads). Whatever cannot be done so is put back as it
-    /// was and left to the work item. Returns whether a task was done.
+    /// was and left to the work item. Nothing while the work item has a
+    /// task in hand: its choices assume one task at a time. Returns
+    /// whether a task was done.
     pub(super) fn memory_at_once(&self, st: &mut EngineState, now: u64) -> bool {
+        // Set under the engine lock when it takes a task; cleared after
+        // the task's hand-back, so never clear while one is in hand.
+        if self.memory_in_hand.load(ordering::Acquire) {
+            return false;
+        }
         let Some(task) = self.next_task(st, now, true) else {
             return false;
         };
@@ -1234,10 +1241,11 @@ impl Engine {
     ///
     /// `at_once` (the engine's step, [`Engine::memory_at_once`]): only a
     /// phase 1 or a phase 2 that comes first in that order, and `None`
-    /// while a job waits for memory or holds a claim on it, or when a
-    /// clean-up would come first: what is left is the work item's.
+    /// while a job waits for memory (what is prepared beside it counts
+    /// against it, [`EngineState::count_pass`]) or when a clean-up would
+    /// come first: what is left is the work item's.
     fn next_task(&self, st: &mut EngineState, now: u64, at_once: bool) -> Option<MemoryTask> {
-        if at_once && (st.memory_blocked.is_some() || st.memory_claim.is_some()) {
+        if at_once && st.memory_blocked.is_some() {
             return None;
         }
         let p = params::pipeline();
@@ -1404,6 +1412,7 @@ impl Engine {
                     .filter(|t| t.touches_objects())
                     .map_or(0, |t| Arc::as_ptr(t.ctx()) as usize);
                 this.memory_task_ctx.store(on, ordering::Relaxed);
+                this.memory_in_hand.store(task.is_some(), ordering::Relaxed);
                 task
             };
             let Some(task) = task else {
@@ -1441,8 +1450,10 @@ impl Engine {
                 } => Self::reclaim(this, &ctx, job, &bindings, prepared),
             }
             // Over, with all it did: a cancellation that reads this may
-            // signal that context's fences.
+            // signal that context's fences, and the step may do memory
+            // tasks itself.
             this.memory_task_ctx.store(0, ordering::Release);
+            this.memory_in_hand.store(false, ordering::Release);
             if phase_one {
                 this.memory_kick_owed.store(true, ordering::Relaxed);
             } else {
