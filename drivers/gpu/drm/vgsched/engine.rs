@@ -1500,14 +1500,15 @@ impl Engine {
             // done here, and what they let through runs in this step: a
             // job that needs only bookkeeping goes from the inbox to the
             // device without two hand-overs to that work item and back.
-            let mut memory = this.memory_wanted(&st, now);
+            let mut want = this.memory_want(&st, now);
             for _ in 0..AT_ONCE_TASKS {
-                if !memory || !this.memory_at_once(&mut st, now) {
+                if want != memory::Want::Phase || !this.memory_at_once(&mut st, now) {
                     break;
                 }
                 Self::passes(this, &mut st, now);
-                memory = this.memory_wanted(&st, now);
+                want = this.memory_want(&st, now);
             }
+            let memory = want != memory::Want::Nothing;
             Self::arm_timer(this, &mut st, now);
             let gpu = core::mem::take(&mut st.gpu_due);
             (gpu, core::mem::take(&mut st.cleanup_due), memory)

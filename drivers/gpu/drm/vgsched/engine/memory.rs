@@ -101,6 +101,18 @@ use crate::{
     },
 };
 
+/// What the memory work item has to do ([`Engine::memory_want`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Want {
+    /// Nothing.
+    Nothing,
+    /// A phase 1 or a phase 2 may start (the step may do it itself).
+    Phase,
+    /// A clean-up, a reclaim or a state area to give back (and maybe a
+    /// phase too): the work item's.
+    Other,
+}
+
 /// Stage records debugfs keeps.
 pub(super) const STAGE_LOG_ENTRIES: usize = 512;
 
@@ -1109,19 +1121,37 @@ impl Engine {
     /// Whether the memory work item has something to do at `now`; under
     /// the engine lock, on any path (it only looks).
     pub(super) fn memory_wanted(&self, st: &EngineState, now: u64) -> bool {
+        self.memory_want(st, now) != Want::Nothing
+    }
+
+    /// What the memory work item has to do at `now`, as far as the step's
+    /// own memory tasks need to know ([`Engine::memory_at_once`]): a
+    /// clean-up or a reclaim is never the step's, so it does not look for
+    /// a task of its own then.
+    pub(super) fn memory_want(&self, st: &EngineState, now: u64) -> Want {
         let p = params::pipeline();
         let survey = Survey::of(st, &p, &self.memory, self.phase_one.state_bytes, now, false);
         if survey.cleanup {
-            return true;
+            return Want::Other;
         }
         if let Some(blocked) = st.memory_blocked {
             if reclaim_victim(st, &blocked).is_some()
                 || state_area_victim(st, &blocked, survey.beside).is_some()
             {
-                return true;
+                return Want::Other;
             }
         }
-        let gate = Gate::of(st, p, &survey);
+        if Self::phase_wanted(st, p, &survey, now) {
+            Want::Phase
+        } else {
+            Want::Nothing
+        }
+    }
+
+    /// Whether a context may start a phase 1 or a job a phase 2 at `now`
+    /// ([`Engine::memory_want`]'s `survey`).
+    fn phase_wanted(st: &EngineState, p: PipelineParams, survey: &Survey, now: u64) -> bool {
+        let gate = Gate::of(st, p, survey);
         let wanted = |i: usize| {
             st.queues.get(i).is_some_and(|q| {
                 survey.phase_one(st, &p, q) || gate.preparable(i, q, now).is_some()
