@@ -637,7 +637,8 @@ pub(crate) struct Engine {
     /// it is set the step does no memory task itself
     /// ([`Engine::memory_at_once`]): the work item's choices assume one
     /// task at a time (a context's next job is not prepared beside the one
-    /// in hand, chunks it freed for its task stay for it).
+    /// in hand, chunks it freed for its task stay for it), and no holder
+    /// of the lock surveys the contexts for it ([`Engine::memory_busy`]).
     memory_in_hand: Atomic<bool>,
     /// The longest hold of `state`.
     hold: HoldMeter,
@@ -1500,15 +1501,19 @@ impl Engine {
             // done here, and what they let through runs in this step: a
             // job that needs only bookkeeping goes from the inbox to the
             // device without two hand-overs to that work item and back.
-            let mut want = this.memory_want(&st, now);
-            for _ in 0..AT_ONCE_TASKS {
-                if want != memory::Want::Phase || !this.memory_at_once(&mut st, now) {
-                    break;
+            // While that work item has a task in hand it looks for its next
+            // one after this hold anyway: nothing to ask, nor to queue.
+            let memory = !this.memory_busy() && {
+                let mut want = this.memory_want(&st, now);
+                for _ in 0..AT_ONCE_TASKS {
+                    if want != memory::Want::Phase || !this.memory_at_once(&mut st, now) {
+                        break;
+                    }
+                    Self::passes(this, &mut st, now);
+                    want = this.memory_want(&st, now);
                 }
-                Self::passes(this, &mut st, now);
-                want = this.memory_want(&st, now);
-            }
-            let memory = want != memory::Want::Nothing;
+                want != memory::Want::Nothing
+            };
             Self::arm_timer(this, &mut st, now);
             let gpu = core::mem::take(&mut st.gpu_due);
             (gpu, core::mem::take(&mut st.cleanup_due), memory)

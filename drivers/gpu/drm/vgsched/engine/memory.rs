@@ -1118,6 +1118,21 @@ impl Engine {
         }
     }
 
+    /// Whether the memory work item has a task in hand; under the engine
+    /// lock. The flag is set under that lock when the work item takes a
+    /// task and cleared after the task's hand-back, so it is never clear
+    /// while one is in hand; and once it is cleared the work item takes the
+    /// lock again and chooses its next task from what it finds there
+    /// ([`Engine::memory_work`]). So a holder of the lock that sees it set
+    /// need not survey the contexts for the work item, nor queue it: every
+    /// change made in this hold is seen by that next choice. That keeps a
+    /// long run of memory tasks (a phase 1 ahead of the load for each of
+    /// thousands of waiting contexts) from costing every step a walk of
+    /// the working contexts as well.
+    pub(super) fn memory_busy(&self) -> bool {
+        self.memory_in_hand.load(ordering::Acquire)
+    }
+
     /// Whether the memory work item has something to do at `now`; under
     /// the engine lock, on any path (it only looks).
     pub(super) fn memory_wanted(&self, st: &EngineState, now: u64) -> bool {
@@ -1194,9 +1209,7 @@ impl Engine {
     /// task in hand: its choices assume one task at a time. Returns
     /// whether a task was done.
     pub(super) fn memory_at_once(&self, st: &mut EngineState, now: u64) -> bool {
-        // Set under the engine lock when it takes a task; cleared after
-        // the task's hand-back, so never clear while one is in hand.
-        if self.memory_in_hand.load(ordering::Acquire) {
+        if self.memory_busy() {
             return false;
         }
         let Some(task) = self.next_task(st, now, true) else {
@@ -1811,7 +1824,7 @@ impl Engine {
         let wanted = {
             let mut st = this.lock();
             st.released();
-            this.memory_wanted(&st, monotonic_ns())
+            !this.memory_busy() && this.memory_wanted(&st, monotonic_ns())
         };
         if wanted {
             Self::queue_memory(this);
