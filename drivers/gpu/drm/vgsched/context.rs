@@ -26,7 +26,10 @@ use kernel::{
 };
 
 use crate::{
-    engine::Admission,
+    engine::{
+        Admission,
+        JobRoom, //
+    },
     fence,
     fence::Fence,
     projects::Charge,
@@ -62,6 +65,8 @@ pub(crate) struct Submissions {
     /// in, the engine lock), so a submission that finds room here needs
     /// no engine lock.
     pub(crate) store_room: usize,
+    /// Its last dropped job's storage, for the next submission.
+    pub(crate) room: JobRoom,
 }
 
 impl Submissions {
@@ -152,6 +157,7 @@ impl Context {
                     last_seqno: 0,
                     recent: [const { None }; MAX_JOBS_IN_FLIGHT as usize],
                     store_room: 0,
+                    room: JobRoom::default(),
                 }),
                 cancelling: Atomic::new(false),
                 queue_hint: Atomic::new(usize::MAX),

@@ -165,6 +165,7 @@ use dump::PlacementLog;
 pub(crate) use dump::StateRecord;
 pub(crate) use inbox::Admission;
 use inbox::Inbox;
+pub(crate) use job::JobRoom;
 use job::{
     active_in,
     Job,
@@ -260,8 +261,16 @@ impl DoneBatch {
 
 impl Drop for DoneBatch {
     fn drop(&mut self) {
-        // Taken newest first.
-        self.0.iter_mut().rev().for_each(|job| drop(job.take()));
+        // Taken newest first. All of one context: the storage of the
+        // oldest (dropped last) is kept for the context's next job, the
+        // one room it has ([`Job::recycle`]).
+        let mut jobs = self.0.iter_mut().rev().filter_map(Option::take).peekable();
+        while let Some(job) = jobs.next() {
+            match jobs.peek() {
+                Some(_) => drop(job),
+                None => Job::recycle(job),
+            }
+        }
     }
 }
 
@@ -1253,8 +1262,10 @@ impl Engine {
             }
         }
         let live = Job::live_waves(&spec, &this.topology)?;
-        let prepared = Prepared::new(&this.memory, &spec.bindings, spec.scratch)?;
-        let mut job = Job::new(ctx, seqno, fence.clone(), spec, waiters)?;
+        // A dropped job's storage, if the context kept one.
+        let (record, pins) = sub.room.take();
+        let prepared = Prepared::new(&this.memory, &spec.bindings, spec.scratch, pins)?;
+        let mut job = Job::new(ctx, seqno, fence.clone(), spec, waiters, record)?;
         job.footprint = footprint;
         job.spare = Some(prepared);
         // Room in the context's wave store for every wave the job can have

@@ -3,6 +3,8 @@
 //! A job as the engine holds it, from its submission to its clean-up,
 //! and the waiter that wakes the engine when one of its fences signals.
 
+use core::mem::MaybeUninit;
+
 use kernel::{
     ffi::c_void,
     prelude::*,
@@ -31,6 +33,7 @@ use super::{
     inbox::Link,
     memory::{
         JobTimes,
+        PinsRoom,
         Prepared,
         Stage, //
     },
@@ -62,6 +65,45 @@ impl JobWaiter {
             _waiter: waiter,
             _engine: engine,
         })
+    }
+}
+
+/// The storage of a context's last dropped job, kept for its next one: the
+/// job's record and its device-memory handles ([`Prepared`]), the two
+/// allocations of a submission that do not outlive the job, so a context
+/// that submits one job after another allocates neither again. Kept in
+/// the context's [`crate::context::Submissions`], whose lock the
+/// submission holds; one of each per context at most, charged to the
+/// memory cgroup of the submission that first allocated it, and freed
+/// with the context.
+#[derive(Default)]
+pub(crate) struct JobRoom {
+    record: Option<KBox<MaybeUninit<Job>>>,
+    pins: Option<PinsRoom>,
+}
+
+impl JobRoom {
+    /// What is kept, taken for a submission.
+    pub(super) fn take(&mut self) -> (Option<KBox<MaybeUninit<Job>>>, Option<PinsRoom>) {
+        (self.record.take(), self.pins.take())
+    }
+
+    /// Keeps `record` and `pins` where room is free; what finds none is
+    /// freed with the caller's value (a context has one of each at most).
+    fn keep(
+        &mut self,
+        record: KBox<MaybeUninit<Job>>,
+        pins: Option<PinsRoom>,
+    ) -> (Option<KBox<MaybeUninit<Job>>>, Option<PinsRoom>) {
+        let record = match self.record {
+            None => self.record.replace(record),
+            Some(_) => Some(record),
+        };
+        let pins = match (&self.pins, pins) {
+            (None, Some(p)) => self.pins.replace(p),
+            (_, p) => p,
+        };
+        (record, pins)
     }
 }
 
@@ -121,13 +163,15 @@ pub(super) struct Job {
 
 impl Job {
     /// A job for `spec`, boxed (a context's lists hold pointers, so an idle
-    /// context costs little); charged to the submitter's memory cgroup.
+    /// context costs little), in `room` if given (a dropped job's record,
+    /// [`Job::recycle`]), else charged to the submitter's memory cgroup.
     pub(super) fn new(
         ctx: &Arc<Context>,
         seqno: u64,
         fence: Fence,
         spec: JobSpec,
         waiters: [Option<JobWaiter>; 2],
+        room: Option<KBox<MaybeUninit<Self>>>,
     ) -> Result<KBox<Self>> {
         let progress = JobProgress::for_grid(&spec.grid);
         let job = Self {
@@ -153,7 +197,35 @@ impl Job {
             tiles: 0,
             tiles_start_ns: 0,
         };
-        Ok(KBox::new(job, GFP_KERNEL_ACCOUNT)?)
+        Ok(match room {
+            Some(room) => KBox::write(room, job),
+            None => KBox::new(job, GFP_KERNEL_ACCOUNT)?,
+        })
+    }
+
+    /// Drops a signalled job and keeps its record and the storage of its
+    /// device-memory handles in its context's [`JobRoom`] for the next
+    /// submission. Its handles go first (held or not), then its fields in
+    /// their order, the context's reference last: still before `spec`, so
+    /// a freed object finds its copy idle, as a plain drop has it. Only
+    /// tries the context's submissions lock, where a job is dropped with
+    /// no lock held (a [`super::DoneBatch`]): a submission holds that lock
+    /// across its allocations, and the device's clean-up does not wait for
+    /// one; the storage is freed if the lock is taken.
+    pub(super) fn recycle(mut job: KBox<Self>) {
+        let pins = job
+            .device
+            .take()
+            .or_else(|| job.spare.take())
+            .map(Prepared::into_room);
+        let ctx = job.ctx.clone();
+        let record = KBox::drop_contents(job);
+        // Freed after the lock, if there was no room.
+        let unused = ctx
+            .submissions
+            .try_lock()
+            .map(|mut sub| sub.room.keep(record, pins));
+        drop(unused);
     }
 
     /// Waves it can have on the device at once: one per wave slot of a

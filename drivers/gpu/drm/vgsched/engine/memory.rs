@@ -256,20 +256,32 @@ pub(super) struct Prepared {
     /// holds the job (`&mut Job` covers the box, not what it points to),
     /// and the engine changes it (holds, releases, write-backs) only while
     /// no lease of the job's waves is out ([`crate::gpu::exec::Lease`]).
-    pub(super) pins: KBox<[Option<Pinned>; isa::MAX_BINDINGS]>,
+    pub(super) pins: KBox<Pins>,
     /// Its scratch area: a number of chunks, nothing per chunk.
     scratch: Option<ScratchArea>,
 }
 
+/// A job's handles on its bound objects' copies, by binding slot.
+pub(super) type Pins = [Option<Pinned>; isa::MAX_BINDINGS];
+
+/// The storage of a dropped job's [`Pins`], kept for the next job of its
+/// context ([`super::job::JobRoom`]).
+pub(super) type PinsRoom = KBox<core::mem::MaybeUninit<Pins>>;
+
 impl Prepared {
     /// Unheld handles for a job binding `bindings` with `scratch` bytes of
-    /// scratch area.
+    /// scratch area, in `room` if given (a dropped job's, [`Prepared::into_room`]).
     pub(super) fn new(
         memory: &Arc<DeviceMemory>,
         bindings: &Bindings,
         scratch: u64,
+        room: Option<PinsRoom>,
     ) -> Result<Self> {
-        let mut pins = KBox::new([const { None }; isa::MAX_BINDINGS], GFP_KERNEL_ACCOUNT)?;
+        let none = [const { None }; isa::MAX_BINDINGS];
+        let mut pins = match room {
+            Some(room) => KBox::write(room, none),
+            None => KBox::new(none, GFP_KERNEL_ACCOUNT)?,
+        };
         for (pin, map) in pins.iter_mut().zip(bindings.iter()) {
             *pin = Some(Pinned::new(memory, &map.owner().copy)?);
         }
@@ -277,6 +289,16 @@ impl Prepared {
             pins,
             scratch: ScratchArea::new(memory, scratch)?,
         })
+    }
+
+    /// Lets every handle and then the scratch area go (as dropping it
+    /// would), and gives back the storage of the handles, for another
+    /// job's.
+    pub(super) fn into_room(self) -> PinsRoom {
+        let Self { pins, scratch } = self;
+        let room = KBox::drop_contents(pins);
+        drop(scratch);
+        room
     }
 
     /// Holds every binding (in slot order) and places the scratch area;
