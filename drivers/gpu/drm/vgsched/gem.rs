@@ -116,7 +116,9 @@ pub(crate) struct VgObject {
     #[pin]
     holders: Mutex<KVec<Holder>>,
     /// One bit per page: the CPU wrote the page through a mapping since a
-    /// device copy last took it ([`VgObject::take_cpu_written`]).
+    /// device copy last took it ([`VgObject::take_cpu_written`]). Whatever
+    /// sets a bit counts it in `cpu_writes` afterwards: the lock-free test
+    /// of that function relies on it.
     cpu_written: KVVec<Atomic<u64>>,
     /// The dma-bufs it is mapped through (`bo_mapping.c`), so that
     /// protecting it reaches every CPU mapping, however old its dma-buf.
@@ -138,6 +140,11 @@ pub(crate) struct VgObject {
     /// Writes the CPU's mappings reported ([`vgsched_bo_cpu_write`]): the
     /// first write to each page after the mappings were write-protected.
     cpu_writes: Atomic<u64>,
+    /// `cpu_writes` as the last [`VgObject::take_cpu_written`] to complete
+    /// read it, under `cpu_taking` before taking the bits (stored once that
+    /// take has handed its pages over): while the two are equal no write
+    /// was reported since, and a submission has nothing to take.
+    cpu_taken: Atomic<u64>,
     /// The program last validated from the object ([`VgObject::program`]).
     #[pin]
     program: Mutex<Option<CachedProgram>>,
@@ -351,6 +358,7 @@ impl gem::DriverObject for VgObject {
             cpu_taking <- new_mutex!(cpu_taking?),
             kmap <- new_mutex!(None),
             cpu_writes: Atomic::new(0),
+            cpu_taken: Atomic::new(0),
             program <- new_mutex!(None),
             rules <- new_mutex!(KVec::new()),
         })
@@ -444,11 +452,25 @@ impl VgObject {
     /// page is reported again. In that order (`bo_mapping.c`): a write
     /// before the protection is in memory before the pages are handed
     /// over, so before any upload of them; one after it is reported anew.
-    /// Serialised per object, so a submission that finds nothing to take
-    /// knows an earlier one has handed its pages over. Takes the mappings'
-    /// locks: before any reservation lock.
+    /// The takes are serialised per object, so a submission that finds
+    /// nothing to take knows an earlier one has handed its pages over.
+    /// Takes the mappings' locks: before any reservation lock.
+    ///
+    /// Without a lock when no write was reported since the last take
+    /// began and that take is over (`cpu_taken`): a report sets its page's
+    /// bit before it counts, so the bits of every write counted by then
+    /// were taken by it, and the acquiring load of `cpu_taken` sees them
+    /// handed over. A write whose report has not counted yet is one the
+    /// CPU has not finished, not one made before this submission.
     pub(crate) fn take_cpu_written(bo: &Bo) {
+        let exported = bo.exported.load(ordering::Relaxed);
+        if !exported
+            && bo.cpu_taken.load(ordering::Acquire) == bo.cpu_writes.load(ordering::Acquire)
+        {
+            return;
+        }
         let mut taking = bo.cpu_taking.lock();
+        let writes = bo.cpu_writes.load(ordering::Acquire);
         let mut any = false;
         for (taken, word) in taking.iter_mut().zip(bo.cpu_written.iter()) {
             *taken = word.xchg(0, ordering::Acquire);
@@ -462,13 +484,14 @@ impl VgObject {
         if bo.exported.load(ordering::Relaxed) {
             bo.copy.cpu_wrote_all();
         }
-        if !any {
-            return;
+        if any {
+            Self::protect(bo);
+            for (w, &bits) in taking.iter().enumerate().filter(|(_, b)| **b != 0) {
+                bo.copy.cpu_wrote(w, bits);
+            }
         }
-        Self::protect(bo);
-        for (w, &bits) in taking.iter().enumerate().filter(|(_, b)| **b != 0) {
-            bo.copy.cpu_wrote(w, bits);
-        }
+        // Every write counted in `writes` is handed over.
+        bo.cpu_taken.store(writes, ordering::Release);
     }
 
     /// Takes away every CPU page-table entry of the object, through the
@@ -535,6 +558,17 @@ impl VgObject {
         let rule = self.rule_for(file.inner().uid);
         self.holding_of(file)
             .is_some_and(|h| may_write_now(&h, rule))
+    }
+
+    /// [`VgObject::may_write`] for a `file` that has just looked the
+    /// object up by one of its handles (`SUBMIT`, `BO_CPU_PREP`): an object
+    /// never published is written by every holder (a first handle made
+    /// outside shared storage is read-write, and only shared storage gives
+    /// less, publishing first), so its holders' lock is not taken. As in
+    /// [`VgObject::mapping_may_write`], a publication racing with the call
+    /// (and a rule set on the object just published) may not be seen.
+    pub(crate) fn may_write_held(&self, file: &DrmFile) -> bool {
+        !self.is_shared() || self.may_write(file)
     }
 
     /// `file` may publish the object under another name: it may write it

@@ -630,7 +630,7 @@ impl Ioctl for BoCpuPrep {
         let bo = gem::lookup(file, args.handle)?;
         let write = flags & uapi::DRM_VGSCHED_CPU_PREP_WRITE != 0;
         // Preparing to write drops the device copy other files' jobs use.
-        if write && !bo.may_write(file) {
+        if write && !bo.may_write_held(file) {
             return Err(EACCES);
         }
         // A signal ends the wait with -ERESTARTSYS and the call is made

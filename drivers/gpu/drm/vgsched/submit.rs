@@ -197,7 +197,7 @@ fn bind_buffers(
     let mut maps = Bindings::default();
     for ((&handle, &write), usage) in handles[..count].iter().zip(writes).zip(usage.iter_mut()) {
         let bo = gem::lookup(file, handle)?;
-        let may_write = bo.may_write(file);
+        let may_write = bo.may_write_held(file);
         if write && !may_write {
             return Err(EACCES);
         }
