@@ -11,8 +11,9 @@
  *    a context's next job is prepared while one runs and the finished one
  *    is cleaned up alongside (prepare-ahead);
  *  - phase 1 stops at the first threshold and resumes after clean-up (the
- *    phase-1 threshold); a marked sub-task holds the next phase 2 back (the
- *    progress point);
+ *    phase-1 threshold), and the contexts initialised ahead of their
+ *    load go in their order up to it; a marked sub-task holds the next
+ *    phase 2 back (the progress point);
  *  - two slots: the next task's first job starts at once when both jobs'
  *    memory fits under the second threshold, else waits for the current
  *    one (the execution gate, both branches);
@@ -285,6 +286,55 @@ TEST_F(pipe, phase1_stops_at_the_first_threshold)
 	app_fini(self->fd, &a);
 	app_fini(self->fd, &b);
 	app_fini(self->fd, &c);
+}
+
+/*
+ * The first threshold at four state areas, five contexts waiting behind A
+ * at levels 9 to 13: B, C and D (with A's, four areas) are initialised
+ * ahead of their load while A runs, in their order (level first), and E
+ * and F, past the threshold, only once A's task is cleaned up; all six
+ * compute their results. However many of them one choice of the memory
+ * work item initialises at once, none goes past the threshold or out of
+ * turn.
+ */
+TEST_F(pipe, phase1_ahead_goes_in_order_up_to_the_threshold)
+{
+	struct app a, w[5];
+
+	if (variant->sequential || variant->slots != 1)
+		SKIP(return, "pipelined, one slot");
+	ASSERT_EQ(0, vgsched_param_write("phase1_threshold_kib", "1024"));
+	ASSERT_EQ(0, app_init(self->fd, &a, 8, 2, RUN_MS, -1));
+	for (int i = 0; i < 5; i++)
+		ASSERT_EQ(0, app_init(self->fd, &w[i], 9 + i, 1, 10, -1));
+	/* All queued at once: one survey of the memory work item can see them. */
+	ASSERT_EQ(0, app_submit(self->fd, &a));
+	for (int i = 0; i < 5; i++)
+		ASSERT_EQ(0, app_submit(self->fd, &w[i]));
+	ASSERT_EQ(0, app_wait(self->fd, &a));
+	for (int i = 0; i < 5; i++)
+		ASSERT_EQ(0, app_wait(self->fd, &w[i]));
+
+	__u64 a_done = at(&a, -1, "task_cleanup"), a_last = at(&a, 1, "last_wave");
+	__u64 p1[5];
+
+	ASSERT_NE(0, a_done);
+	for (int i = 0; i < 5; i++) {
+		p1[i] = at(&w[i], -1, "phase1_start");
+		ASSERT_NE(0, p1[i]) TH_LOG("context %d was never initialised", i);
+	}
+	for (int i = 0; i < 3; i++) {
+		EXPECT_LT(p1[i], a_last) TH_LOG("under the threshold, context %d waited", i);
+	}
+	for (int i = 1; i < 3; i++) {
+		EXPECT_LE(p1[i - 1], p1[i]) TH_LOG("context %d initialised before %d", i, i - 1);
+	}
+	for (int i = 3; i < 5; i++) {
+		EXPECT_GE(p1[i], a_done) TH_LOG("context %d initialised past the threshold", i);
+	}
+	app_fini(self->fd, &a);
+	for (int i = 0; i < 5; i++)
+		app_fini(self->fd, &w[i]);
 }
 
 /*

@@ -426,6 +426,110 @@ pub fn rule_cases() -> Result<(), &'static str> {
     first_failing(&cases)
 }
 
+/// The first `N` contexts by key that may begin a phase 1 ahead of their
+/// load, as one walk over the contexts finds them (the engine's survey):
+/// `(index, key)` pairs, the smallest key first, and of equal keys the one
+/// kept first before the others, as a walk that keeps the first minimum
+/// finds it. The engine starts the first and, while the areas held stay
+/// under the phase-1 threshold, the next ones in the same task.
+///
+/// # Invariants
+///
+/// `len <= N`, and `at[..len]` is in key order, equal keys in the order
+/// they were kept.
+#[derive(Clone, Copy, Debug)]
+pub struct AheadFirsts<K, const N: usize> {
+    /// How many are kept.
+    len: usize,
+    /// Those kept, then unused entries.
+    at: [(usize, K); N],
+}
+
+impl<K: Copy + Default, const N: usize> Default for AheadFirsts<K, N> {
+    fn default() -> Self {
+        // INVARIANT: none kept.
+        Self {
+            len: 0,
+            at: [(0, K::default()); N],
+        }
+    }
+}
+
+impl<K: Ord + Copy, const N: usize> AheadFirsts<K, N> {
+    /// Keeps `index` with `key` if it is among the first `N` so far. One
+    /// comparison for a key that is not, once `N` are kept.
+    pub fn keep(&mut self, index: usize, key: K) {
+        if self.len == N && self.at.last().is_none_or(|(_, last)| key >= *last) {
+            return;
+        }
+        let pos = self
+            .as_slice()
+            .iter()
+            .position(|(_, k)| key < *k)
+            .unwrap_or(self.len);
+        // `pos < end`: under `N` kept, `pos <= len`; at `N`, `key` is below
+        // the last.
+        let end = (self.len + 1).min(N);
+        self.at.copy_within(pos..end - 1, pos + 1);
+        if let Some(entry) = self.at.get_mut(pos) {
+            *entry = (index, key);
+        }
+        // INVARIANT: one more kept unless `N` were, in order.
+        self.len = end;
+    }
+
+    /// The first, if any.
+    pub fn first(&self) -> Option<(usize, K)> {
+        self.as_slice().first().copied()
+    }
+
+    /// Those kept, the first first.
+    pub fn as_slice(&self) -> &[(usize, K)] {
+        self.at.get(..self.len).unwrap_or(&[])
+    }
+}
+
+/// [`AheadFirsts`] against a stable sort of everything offered, over
+/// random streams (few distinct keys, so many are equal) of up to 48
+/// offers and capacities 0 to 5: the same pairs in the same order. For
+/// the host tests and KUnit.
+pub fn ahead_firsts_cases() -> Result<(), &'static str> {
+    fn check<const N: usize>(rng: &mut super::rng::Rng) -> Result<(), &'static str> {
+        let mut firsts = AheadFirsts::<u32, N>::default();
+        let mut all = [(0usize, 0u32); 48];
+        let n = rng.below(all.len() as u32 + 1) as usize;
+        for (i, offer) in all.iter_mut().enumerate().take(n) {
+            *offer = (i, rng.below(6));
+            firsts.keep(offer.0, offer.1);
+        }
+        // A stable insertion sort by key of what was offered.
+        let offered = all.get_mut(..n).unwrap_or(&mut []);
+        for i in 1..offered.len() {
+            let mut j = i;
+            while j > 0 && offered[j - 1].1 > offered[j].1 {
+                offered.swap(j - 1, j);
+                j -= 1;
+            }
+        }
+        let want = offered.get(..n.min(N)).unwrap_or(&[]);
+        if firsts.as_slice() != want {
+            return Err("the first kept are not the stable sort's first");
+        }
+        if firsts.first() != want.first().copied() {
+            return Err("the first is not the smallest, first kept");
+        }
+        Ok(())
+    }
+    let mut rng = super::rng::Rng::new(0x5eed_f125);
+    for _ in 0..200 {
+        check::<0>(&mut rng)?;
+        check::<1>(&mut rng)?;
+        check::<3>(&mut rng)?;
+        check::<5>(&mut rng)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -471,5 +575,10 @@ mod tests {
     #[test]
     fn every_rule_case_holds() {
         assert_eq!(rule_cases(), Ok(()));
+    }
+
+    #[test]
+    fn ahead_firsts_keep_the_first_in_order() {
+        assert_eq!(ahead_firsts_cases(), Ok(()));
     }
 }

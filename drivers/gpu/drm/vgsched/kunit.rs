@@ -764,6 +764,7 @@ mod pipeline {
     use crate::vgsched_core::{
         device_memory,
         pipeline::{
+            ahead_firsts_cases,
             rule_cases,
             PipelineParams, //
         },
@@ -772,6 +773,11 @@ mod pipeline {
     #[test]
     fn every_rule_case_holds() {
         assert_eq!(rule_cases(), Ok(()));
+    }
+
+    #[test]
+    fn ahead_firsts_keep_the_first_in_order() {
+        assert_eq!(ahead_firsts_cases(), Ok(()));
     }
 
     #[test]

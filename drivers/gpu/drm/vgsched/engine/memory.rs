@@ -88,6 +88,7 @@ use crate::{
         isa,
         pipeline::{
             self,
+            AheadFirsts,
             Mode,
             PipelineParams,
             SubTask, //
@@ -400,14 +401,15 @@ impl Prepared {
 /// A piece of work of the memory work item, taken under the engine lock.
 /// `releases` is [`EngineState::releases`] when it was taken: if it did
 /// not fit and nothing was released since, it waits for a release.
+///
+/// A phase 1's batch is kept inline: the task lives on the work item's
+/// stack, one at a time, and boxing it would allocate on the path a job's
+/// fence waits for.
+#[expect(clippy::large_enum_variant)]
 enum MemoryTask {
-    /// A context's state area is placed: taken out of its record
-    /// (`None`: it has none) and given back.
-    PhaseOne {
-        ctx: Arc<Context>,
-        area: Option<DeviceArea>,
-        releases: u64,
-    },
+    /// Contexts' state areas are placed, in order: each taken out of its
+    /// record (`None`: it has none) and given back.
+    PhaseOne { batch: PhaseOnes, releases: u64 },
     /// A job's handles are held: taken out of it and given back.
     Prepare {
         ctx: Arc<Context>,
@@ -434,25 +436,100 @@ enum MemoryTask {
 }
 
 impl MemoryTask {
-    /// The context whose task it is.
-    fn ctx(&self) -> &Arc<Context> {
+    /// The context whose objects it copies between their pages and their
+    /// device copies (a phase 2's upload, a clean-up's or a reclaim's
+    /// write-back), if any: a cancellation of that context must wait for
+    /// it before the context's fences signal and the CPU may touch those
+    /// pages (and `BO_CPU_PREP` may let an idle copy go). `None` for a
+    /// phase 1, which only places state areas: a context cancelled
+    /// meanwhile finds its area dropped on hand-back.
+    fn objects_ctx(&self) -> Option<&Arc<Context>> {
         match self {
-            Self::PhaseOne { ctx, .. }
-            | Self::Prepare { ctx, .. }
-            | Self::CleanUp { ctx, .. }
-            | Self::Reclaim { ctx, .. } => ctx,
+            Self::PhaseOne { .. } => None,
+            Self::Prepare { ctx, .. } | Self::CleanUp { ctx, .. } | Self::Reclaim { ctx, .. } => {
+                Some(ctx)
+            }
+        }
+    }
+}
+
+/// How many contexts one memory task initialises ahead of their load at
+/// most: the first ones by key of [`Survey::waiting_phase_one`], found in
+/// one survey. It spares a walk of every working context per context
+/// initialised; what the work item does next (a clean-up that fell due,
+/// a loaded context's phase 1 or 2) waits for the batch's placements,
+/// each its chunks, any eviction it needs and its zeroing, all within the
+/// phase-1 threshold.
+const PHASE_ONE_BATCH: usize = 16;
+
+/// The first waiting contexts by key for a phase 1 ahead of their load
+/// ([`Survey::waiting_phase_one`]).
+type PhaseOneFirsts = AheadFirsts<Key, PHASE_ONE_BATCH>;
+
+/// The contexts of one phase-1 task, in the order they were chosen, each
+/// with its state area taken out of its record.
+///
+/// # Invariants
+///
+/// The entries of `at` in use come first: no used entry follows an unused
+/// one.
+struct PhaseOnes {
+    /// The contexts and their areas, then unused entries.
+    at: [Option<(Arc<Context>, Option<DeviceArea>)>; PHASE_ONE_BATCH],
+}
+
+impl PhaseOnes {
+    /// No phase 1 yet.
+    fn new() -> Self {
+        Self {
+            at: core::array::from_fn(|_| None),
         }
     }
 
-    /// It copies between objects' pages and their device copies (a
-    /// phase 2's upload, a clean-up's or a reclaim's write-back): a
-    /// cancellation of its context must wait for it before the context's
-    /// fences signal and the CPU may touch those pages (and
-    /// `BO_CPU_PREP` may let an idle copy go). A phase 1 only places the
-    /// context's state area: a context cancelled meanwhile finds it
-    /// dropped on hand-back.
-    fn touches_objects(&self) -> bool {
-        !matches!(self, Self::PhaseOne { .. })
+    /// The phase 1 of `ctx` alone, with its `area`.
+    fn one(ctx: Arc<Context>, area: Option<DeviceArea>) -> Self {
+        let mut batch = Self::new();
+        // An empty batch has room.
+        let _unexpected = batch.push(ctx, area);
+        batch
+    }
+
+    /// Adds the phase 1 of `ctx` with its `area` at the end, if there is
+    /// room; gives them back if not.
+    fn push(
+        &mut self,
+        ctx: Arc<Context>,
+        area: Option<DeviceArea>,
+    ) -> core::result::Result<(), (Arc<Context>, Option<DeviceArea>)> {
+        match self.at.iter_mut().find(|e| e.is_none()) {
+            Some(free) => {
+                // INVARIANT: the first unused entry.
+                *free = Some((ctx, area));
+                Ok(())
+            }
+            None => Err((ctx, area)),
+        }
+    }
+
+    /// Whether it is full.
+    fn is_full(&self) -> bool {
+        self.at.iter().all(Option::is_some)
+    }
+
+    /// Whether it has no phase 1.
+    fn is_empty(&self) -> bool {
+        self.at.iter().all(Option::is_none)
+    }
+
+    /// The contexts and their areas, in order.
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut (Arc<Context>, Option<DeviceArea>)> {
+        self.at.iter_mut().map_while(Option::as_mut)
+    }
+
+    /// Takes the contexts and their areas out, in order.
+    fn drain(&mut self) -> impl Iterator<Item = (Arc<Context>, Option<DeviceArea>)> + '_ {
+        // INVARIANT: every entry taken ends unused.
+        self.at.iter_mut().map_while(Option::take)
     }
 }
 
@@ -706,11 +783,13 @@ struct Survey {
     /// that slot selection ranks first ([`waiting_rank`]).
     next: Option<usize>,
     /// Of the contexts without a slot with an idle phase 1 and work, not
-    /// being cancelled, the one whose phase 1 goes first, and its key
-    /// ([`Choices`]): while no job waits for memory, it may start its
-    /// phase 1 ahead of its load exactly when [`Self::ahead`] lets it. (A
-    /// waiter lets each through by its own need: the field does not say.)
-    waiting_phase_one: Option<(usize, Key)>,
+    /// being cancelled, the ones whose phase 1 goes first, and their keys
+    /// ([`Choices`]): while no job waits for memory, the first may start
+    /// its phase 1 ahead of its load exactly when [`Self::ahead`] lets it,
+    /// and the next ones after it while the areas held stay under the
+    /// threshold ([`Engine::phase_one_ahead_task`]). (A waiter lets each
+    /// through by its own need: the field does not say.)
+    waiting_phase_one: PhaseOneFirsts,
 }
 
 /// A [`Survey`] being taken, one context at a time.
@@ -722,7 +801,7 @@ struct Tally {
     next: Option<(usize, (u32, u64))>,
     /// The job that claims released memory first ([`Gate::claim`]).
     claim: Option<(u64, u64)>,
-    waiting_phase_one: Option<(usize, Key)>,
+    waiting_phase_one: PhaseOneFirsts,
     /// Device memory of the running jobs of loaded contexts, per level.
     running: RunningBytes,
     held: u64,
@@ -758,7 +837,7 @@ impl Tally {
                 self.next = Some((i, rank));
             }
             if q.phase1 == PhaseOne::Idle && !q.ctx.cancelling() {
-                keep_min(&mut self.waiting_phase_one, i, phase_one_key(q, self.claim));
+                self.waiting_phase_one.keep(i, phase_one_key(q, self.claim));
             }
         }
         if q.phase1 != PhaseOne::Idle {
@@ -935,6 +1014,10 @@ struct AnyChoices {
     phase_one: Option<usize>,
     /// Phase 2 of any context: (context, job).
     phase_two: Option<(usize, u64)>,
+    /// `phase_one` is the first of the survey's waiting contexts
+    /// ([`Survey::waiting_phase_one`]) and no resident may start a phase
+    /// 1: the next of those may follow it in the same task.
+    phase_one_ahead: bool,
 }
 
 /// A candidate's rank: its level, whether its context holds no slot,
@@ -1029,7 +1112,7 @@ impl Choices {
                 lead.keep(i, candidates(i));
             }
             if lead.found() {
-                return Self::from(lead, None, survey.cleanup_due);
+                return Self::from(lead, None, survey.cleanup_due, false);
             }
         }
         if exact && st.memory_blocked.is_none() {
@@ -1045,13 +1128,19 @@ impl Choices {
                 }
                 all.keep(i, found);
             }
-            if let Some((i, key)) = survey.waiting_phase_one.filter(|_| survey.ahead(st, p)) {
+            let residents_none = all.phase_one.is_none();
+            let ahead = survey
+                .waiting_phase_one
+                .first()
+                .filter(|_| survey.ahead(st, p));
+            if let Some((i, key)) = ahead {
                 all.keep(i, (Some(key), None));
             }
             if let Some(i) = gate.next() {
                 all.keep(i, (None, candidates(i).1));
             }
-            return Self::from(lead, Some(all), survey.cleanup_due);
+            let batch = residents_none && ahead.is_some();
+            return Self::from(lead, Some(all), survey.cleanup_due, batch);
         }
         for i in st.working.iter() {
             let found = candidates(i);
@@ -1060,12 +1149,12 @@ impl Choices {
             }
             all.keep(i, found);
         }
-        Self::from(lead, Some(all), survey.cleanup_due)
+        Self::from(lead, Some(all), survey.cleanup_due, false)
     }
 
     /// The choices from the best of the leading contexts and of all (if
-    /// looked for).
-    fn from(lead: Best, all: Option<Best>, cleanup_due: Option<usize>) -> Self {
+    /// looked for), `ahead` as [`AnyChoices::phase_one_ahead`].
+    fn from(lead: Best, all: Option<Best>, cleanup_due: Option<usize>, ahead: bool) -> Self {
         Self {
             lead_phase_one: lead.phase_one.map(|(i, _)| i),
             lead_phase_two: lead.phase_two.map(|(at, _)| at),
@@ -1073,6 +1162,7 @@ impl Choices {
             all: all.map(|all| AnyChoices {
                 phase_one: all.phase_one.map(|(i, _)| i),
                 phase_two: all.phase_two.map(|(at, _)| at),
+                phase_one_ahead: ahead,
             }),
         }
     }
@@ -1214,7 +1304,7 @@ impl Engine {
         // Without a waiter, a context without a slot may start its phase 1
         // exactly when `ahead` and its own state let it, and only the next
         // task may start a phase 2.
-        (ahead && survey.waiting_phase_one.is_some())
+        (ahead && survey.waiting_phase_one.first().is_some())
             || (p.mode == Mode::Pipelined && gate.progress && gate.next().is_some_and(wanted))
     }
 
@@ -1238,23 +1328,25 @@ impl Engine {
             return false;
         };
         match task {
+            // One context (`next_task` takes no more at once).
             MemoryTask::PhaseOne {
-                ctx,
-                mut area,
+                mut batch,
                 releases,
             } => {
-                if area.as_mut().is_none_or(DeviceArea::place_at_once) {
-                    // The lock was held since the task was taken: the
-                    // context is there, and nothing comes back.
-                    let unused = self.phase_one_done(st, &ctx, area, Ok(()), now, releases);
-                    warn_on!(unused.is_some());
-                    return true;
+                let mut done = false;
+                for (ctx, mut area) in batch.drain() {
+                    if !done && area.as_mut().is_none_or(DeviceArea::place_at_once) {
+                        // The lock was held since the task was taken: the
+                        // context is there, and nothing comes back.
+                        let unused = self.phase_one_done(st, &ctx, area, Ok(()), now, releases);
+                        warn_on!(unused.is_some());
+                        done = true;
+                        continue;
+                    }
+                    // The lock was held since: nothing comes back.
+                    warn_on!(Self::phase_one_untried(st, &ctx, area).is_some());
                 }
-                if let Some(q) = queue_in(&mut st.queues, &ctx) {
-                    q.state_area = area;
-                    q.phase1 = PhaseOne::Idle;
-                }
-                false
+                done
             }
             MemoryTask::Prepare {
                 ctx,
@@ -1394,7 +1486,8 @@ impl Engine {
         let all = choices.all?;
         // The claimant before its equals here too (after a state area was
         // given back for it, say), unless a higher level is a candidate.
-        if let Some((qi, id, level)) = claimant(st, &p, &survey, now) {
+        let claim = claimant(st, &p, &survey, now);
+        if let Some((qi, id, level)) = claim {
             let level_of =
                 |i: Option<usize>| i.and_then(|i| st.queues.get(i)).map(|q| q.ctx.priority);
             let higher = [
@@ -1407,6 +1500,9 @@ impl Engine {
             if !higher {
                 return Self::prepare_task(st, qi, id, releases);
             }
+        }
+        if all.phase_one_ahead && claim.is_none() && !at_once {
+            return self.phase_one_ahead_task(st, &p, releases, &survey);
         }
         if let Some(i) = all.phase_one {
             return self.phase_one_task(st, &p, releases, i, survey.held);
@@ -1449,10 +1545,48 @@ impl Engine {
         let q = queue_at(&mut st.queues, i)?;
         q.phase1 = PhaseOne::Allocating;
         Some(MemoryTask::PhaseOne {
-            ctx: q.ctx.clone(),
-            area: q.state_area.take(),
+            batch: PhaseOnes::one(q.ctx.clone(), q.state_area.take()),
             releases,
         })
+    }
+
+    /// Starts the phase 1 ahead of their load of the first of `survey`'s
+    /// waiting contexts ([`AnyChoices::phase_one_ahead`]: no job waits for
+    /// memory, nothing claims it, no resident may start a phase 1) and of
+    /// the next ones in key order while the areas held with theirs stay
+    /// under the threshold ([`Survey::ahead`] with each counted; in
+    /// sequential mode no context begins one ahead of its load). These are
+    /// what as many choices in a row would take at this moment: starting a
+    /// phase 1 ahead of a load changes nothing those choices read but the
+    /// areas held, and a phase 1 of any context goes before every phase 2
+    /// but a loaded context's of the level in force, which was looked for
+    /// first. No pass is counted: no job waits.
+    fn phase_one_ahead_task(
+        &self,
+        st: &mut EngineState,
+        p: &PipelineParams,
+        releases: u64,
+        survey: &Survey,
+    ) -> Option<MemoryTask> {
+        let state_bytes = self.phase_one.state_bytes;
+        let mut batch = PhaseOnes::new();
+        let mut held = survey.held;
+        for &(i, _) in survey.waiting_phase_one.as_slice() {
+            // The first was let through by `ahead`. As many places as
+            // kept contexts: never full.
+            let more = pipeline::may_start_phase1(p, held, false, survey.busy);
+            if (!batch.is_empty() && !more) || batch.is_full() {
+                break;
+            }
+            let Some(q) = queue_at(&mut st.queues, i) else {
+                continue;
+            };
+            if batch.push(q.ctx.clone(), q.state_area.take()).is_ok() {
+                q.phase1 = PhaseOne::Allocating;
+                held = held.saturating_add(state_bytes);
+            }
+        }
+        (!batch.is_empty()).then_some(MemoryTask::PhaseOne { batch, releases })
     }
 
     /// The memory work item: runs its work until none is left, or, while
@@ -1474,8 +1608,8 @@ impl Engine {
                 // waited for.
                 let on = task
                     .as_ref()
-                    .filter(|t| t.touches_objects())
-                    .map_or(0, |t| Arc::as_ptr(t.ctx()) as usize);
+                    .and_then(MemoryTask::objects_ctx)
+                    .map_or(0, |ctx| Arc::as_ptr(ctx) as usize);
                 this.memory_task_ctx.store(on, ordering::Relaxed);
                 this.memory_in_hand.store(task.is_some(), ordering::Relaxed);
                 task
@@ -1488,11 +1622,7 @@ impl Engine {
             };
             let phase_one = matches!(task, MemoryTask::PhaseOne { .. });
             match task {
-                MemoryTask::PhaseOne {
-                    ctx,
-                    area,
-                    releases,
-                } => Self::phase_one(this, &ctx, area, releases),
+                MemoryTask::PhaseOne { batch, releases } => Self::phase_one(this, batch, releases),
                 MemoryTask::Prepare {
                     ctx,
                     job,
@@ -1555,21 +1685,72 @@ impl Engine {
         self.memory_waiters.fetch_sub(1u32, ordering::Relaxed);
     }
 
-    /// Phase 1 of `ctx`: its state area placed, then its init time.
-    /// Allocates nothing: a job's fence waits for it.
-    fn phase_one(
-        this: ArcBorrow<'_, Self>,
-        ctx: &Arc<Context>,
-        mut area: Option<DeviceArea>,
-        releases: u64,
-    ) {
-        let _signalling = Signalling::begin();
-        let start = monotonic_ns();
-        let placed = area.as_mut().map_or(Ok(()), DeviceArea::place);
+    /// Phase 1 of the contexts of `batch`, in order: each one's state area
+    /// placed, then its init time; after one that could not be placed, the
+    /// rest are idle again, untried, as is one whose context is being
+    /// cancelled. Allocates nothing: a job's fence waits for it.
+    fn phase_one(this: ArcBorrow<'_, Self>, mut batch: PhaseOnes, releases: u64) {
+        let signalling = Signalling::begin();
+        // Placed in order, until one fails: the rest are not tried, nor
+        // is a context being cancelled (its area would only be dropped).
+        let mut tried: [Option<(u64, Result)>; PHASE_ONE_BATCH] = [None; PHASE_ONE_BATCH];
+        for ((ctx, area), outcome) in batch.iter_mut().zip(tried.iter_mut()) {
+            if ctx.cancelling() {
+                continue;
+            }
+            let start = monotonic_ns();
+            let placed = area.as_mut().map_or(Ok(()), DeviceArea::place);
+            *outcome = Some((start, placed));
+            if placed.is_err() {
+                break;
+            }
+        }
+        // The references and the areas of contexts gone meanwhile, dropped
+        // once the lock is released: one place for each of the batch.
+        let mut unused = PhaseOnes::new();
         let mut st = this.lock();
-        let unused = this.phase_one_done(&mut st, ctx, area, placed, start, releases);
+        let mut released = false;
+        for ((ctx, area), outcome) in batch.drain().zip(tried) {
+            let mut gone = match outcome {
+                Some((start, placed)) => {
+                    this.phase_one_done(&mut st, &ctx, area, placed, start, releases)
+                }
+                None => Self::phase_one_untried(&mut st, &ctx, area),
+            };
+            // What a context gone meanwhile had placed comes back now (a
+            // spinlock): a phase 1 of the same batch that found memory full
+            // is tried again.
+            if let Some(area) = gone.as_mut() {
+                released |= area.is_placed();
+                area.unplace();
+            }
+            // One place for each of the batch: never full.
+            let _unexpected = unused.push(ctx, gone);
+        }
+        if released {
+            st.released();
+        }
         drop(st);
+        drop(signalling);
         drop(unused);
+    }
+
+    /// Under the engine lock, a phase 1 of `ctx` taken and not tried (one
+    /// before it in its task failed, its context is being cancelled, or it
+    /// could not be done at once): it
+    /// is idle again with its `area`. Returns the area of a context gone
+    /// meanwhile, to drop once the lock is released.
+    fn phase_one_untried(
+        st: &mut EngineState,
+        ctx: &Arc<Context>,
+        area: Option<DeviceArea>,
+    ) -> Option<DeviceArea> {
+        let Some(q) = queue_in(&mut st.queues, ctx) else {
+            return area;
+        };
+        q.state_area = area;
+        q.phase1 = PhaseOne::Idle;
+        None
     }
 
     /// Under the engine lock, the end of `ctx`'s phase 1 started at `start`

@@ -256,11 +256,16 @@ pub(super) fn queue_at(queues: &mut [KBox<ContextQueue>], i: usize) -> Option<&m
 
 /// The position of the record of `ctx` in `queues`, the context list, if
 /// it is live: where its hint says (kept by every change of the list
-/// under the engine lock, [`ContextQueue::place_at`]), O(1). A record
-/// found anywhere else is a hint not kept: warned about, and found by a
-/// walk.
+/// under the engine lock, [`ContextQueue::place_at`]), O(1). A context
+/// whose record was removed has the hint `usize::MAX`: none, without a
+/// walk (a hand-back for a cancelled context costs no walk of everyone's
+/// records). A record found anywhere else is a hint not kept: warned
+/// about, and found by a walk.
 pub(super) fn queue_index(queues: &[KBox<ContextQueue>], ctx: &Context) -> Option<usize> {
     let hint = ctx.queue_hint();
+    if hint == usize::MAX {
+        return None;
+    }
     let at = |i: usize| queues.get(i).is_some_and(|q| core::ptr::eq(&*q.ctx, ctx));
     if at(hint) {
         return Some(hint);
