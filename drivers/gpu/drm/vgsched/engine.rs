@@ -649,6 +649,12 @@ pub(crate) struct Engine {
     /// in hand, chunks it freed for its task stay for it), and no holder
     /// of the lock surveys the contexts for it ([`Engine::memory_busy`]).
     memory_in_hand: Atomic<bool>,
+    /// The memory work item is queued and has not begun its run: set
+    /// before it is queued, cleared as a run begins, before that run takes
+    /// the engine lock. While it is set the step does no memory task itself
+    /// and no holder of the lock surveys the contexts for it
+    /// ([`Engine::memory_busy`]): that run chooses after the hold.
+    memory_pending: Atomic<bool>,
     /// The longest hold of `state`.
     hold: HoldMeter,
     /// Time spent in [`Engine::submit`].
@@ -870,6 +876,7 @@ impl Engine {
                 memory_waiters: Atomic::new(0),
                 memory_task_ctx: Atomic::new(0),
                 memory_in_hand: Atomic::new(false),
+                memory_pending: Atomic::new(false),
                 closed: Atomic::new(false),
                 inbox: Inbox::new(),
                 orphans: Inbox::new(),

@@ -1226,23 +1226,31 @@ impl Engine {
     pub(super) fn queue_memory(this: ArcBorrow<'_, Self>) {
         let stopped = this.stopped.lock();
         if !*stopped {
+            // Before the work item can run: its run clears it first.
+            this.memory_pending.store(true, ordering::Release);
             let _already_queued = this.memory_wq.queue().enqueue::<_, 2>(Arc::from(this));
         }
     }
 
-    /// Whether the memory work item has a task in hand; under the engine
-    /// lock. The flag is set under that lock when the work item takes a
-    /// task and cleared after the task's hand-back, so it is never clear
-    /// while one is in hand; and once it is cleared the work item takes the
-    /// lock again and chooses its next task from what it finds there
-    /// ([`Engine::memory_work`]). So a holder of the lock that sees it set
-    /// need not survey the contexts for the work item, nor queue it: every
-    /// change made in this hold is seen by that next choice. That keeps a
+    /// Whether the memory work item has a task in hand, or is queued and
+    /// has not begun its run; under the engine lock. The in-hand flag is
+    /// set under that lock when the work item takes a task and cleared
+    /// after the task's hand-back, so it is never clear while one is in
+    /// hand; and once it is cleared the work item takes the lock again and
+    /// chooses its next task from what it finds there
+    /// ([`Engine::memory_work`]). The pending flag is set before the work
+    /// item is queued and cleared as a run begins, before that run takes
+    /// the lock: a holder that sees it set holds the lock before that
+    /// run's first choice (had the run taken the lock before this hold,
+    /// the hold would see the flag clear). So a holder of the lock that
+    /// sees either set need not survey the contexts for the work item, nor
+    /// queue it: every change made in this hold is seen by that next
+    /// choice. That keeps a
     /// long run of memory tasks (a phase 1 ahead of the load for each of
     /// thousands of waiting contexts) from costing every step a walk of
     /// the working contexts as well.
     pub(super) fn memory_busy(&self) -> bool {
-        self.memory_in_hand.load(ordering::Acquire)
+        self.memory_in_hand.load(ordering::Acquire) || self.memory_pending.load(ordering::Acquire)
     }
 
     /// Whether the memory work item has something to do at `now`; under
@@ -1594,6 +1602,9 @@ impl Engine {
     /// one task per run, queueing itself again: that wait covers the task
     /// in hand and at most one more, never the whole backlog.
     pub(super) fn memory_work(this: ArcBorrow<'_, Self>) {
+        // Before the lock ([`Engine::memory_busy`]): a holder that still
+        // sees it set holds the lock before this run's first choice.
+        this.memory_pending.store(false, ordering::Release);
         // A phase 1 is usually followed at once by its context's phase 2:
         // the engine is kicked after that, or when the work runs out.
         loop {
