@@ -651,9 +651,9 @@ fn keeps_device_busy(q: &ContextQueue) -> bool {
 /// level than a current task: what it holds is reclaimed if a job of a
 /// higher level needs the memory ([`reclaim_victim`]). `None` if `q` holds
 /// a slot or has no work.
-fn waiting_rank(q: &ContextQueue, now: u64) -> Option<(u32, u64)> {
-    (q.slot.is_none() && q.has_work())
-        .then(|| (q.ctx.priority, u64::MAX - q.entry.weight(now).milli()))
+/// `work`: `q.has_work()`, read by the caller.
+fn waiting_rank(q: &ContextQueue, now: u64, work: bool) -> Option<(u32, u64)> {
+    (q.slot.is_none() && work).then(|| (q.ctx.priority, u64::MAX - q.entry.weight(now).milli()))
 }
 
 /// What every candidate for phase 2 shares: the settings, whether the
@@ -827,11 +827,20 @@ impl Tally {
 
     /// Counts context `i` (`q`); with `choice`, for the choice's fields
     /// too.
+    ///
+    /// Most of the contexts counted are waiting ones (no slot, no phase
+    /// 1, nothing prepared): each fact is read once, and a fact that
+    /// cannot count for them (running bytes, the cancellation mark of a
+    /// context with no clean-up) is not read for them at all.
     fn add(&mut self, i: usize, q: &ContextQueue, p: &PipelineParams, choice: bool) {
-        if let Some(level) = self.running.get_mut(q.ctx.priority as usize) {
-            *level = level.saturating_add(q.running_bytes());
+        // Only a context holding a slot has a job executing.
+        if q.slot.is_some() {
+            if let Some(level) = self.running.get_mut(q.ctx.priority as usize) {
+                *level = level.saturating_add(q.running_bytes());
+            }
         }
-        if let Some(rank) = waiting_rank(q, self.now) {
+        let work = q.has_work();
+        if let Some(rank) = waiting_rank(q, self.now, work) {
             // The first of equal ranks, as `min_by_key` keeps it.
             if self.next.is_none_or(|(_, r)| rank < r) {
                 self.next = Some((i, rank));
@@ -844,14 +853,16 @@ impl Tally {
             self.held += 1;
             self.ending |= q.slot.is_none() && q.active().is_none();
         }
-        let cancelling = q.ctx.cancelling();
         let due = q.jobs.first().is_some_and(|j| j.stage == Stage::CleanUpDue);
-        // The choice's rules: off the walk otherwise.
-        if choice && due && !cancelling && self.cleanup_due.is_none() {
-            self.cleanup_due = Some(i);
+        if due || q.task_over() {
+            let cancelling = q.ctx.cancelling();
+            // The choice's rules: off the walk otherwise.
+            if choice && due && !cancelling && self.cleanup_due.is_none() {
+                self.cleanup_due = Some(i);
+            }
+            self.cleanup |= !cancelling;
         }
-        self.cleanup |= (due || q.task_over()) && !cancelling;
-        if choice && self.lead.is_none_or(|l| q.ctx.priority < l) && q.has_work() {
+        if choice && work && self.lead.is_none_or(|l| q.ctx.priority < l) {
             self.lead = Some(q.ctx.priority);
         }
         if !self.short && q.slot.is_some() {
