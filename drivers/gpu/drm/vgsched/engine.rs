@@ -649,10 +649,11 @@ pub(crate) struct Engine {
     /// in hand, chunks it freed for its task stay for it), and no holder
     /// of the lock surveys the contexts for it ([`Engine::memory_busy`]).
     memory_in_hand: Atomic<bool>,
-    /// The memory work item is queued and has not begun its run: set
-    /// before it is queued, cleared as a run begins, before that run takes
-    /// the engine lock. While it is set the step does no memory task itself
-    /// and no holder of the lock surveys the contexts for it
+    /// A run of the memory work item is still to begin: set before each
+    /// queueing, cleared as a run begins, before that run takes the engine
+    /// lock (set, a run will still clear it and then choose; it may read
+    /// clear while one is queued). While it is set the step does no memory
+    /// task itself and no holder of the lock surveys the contexts for it
     /// ([`Engine::memory_busy`]): that run chooses after the hold.
     memory_pending: Atomic<bool>,
     /// The longest hold of `state`.
@@ -1519,8 +1520,9 @@ impl Engine {
             // done here, and what they let through runs in this step: a
             // job that needs only bookkeeping goes from the inbox to the
             // device without two hand-overs to that work item and back.
-            // While that work item has a task in hand it looks for its next
-            // one after this hold anyway: nothing to ask, nor to queue.
+            // While that work item has a task in hand, or is queued, it
+            // looks for its next one after this hold anyway: nothing to
+            // ask, nor to queue.
             let memory = !this.memory_busy() && {
                 let mut want = this.memory_want(&st, now);
                 for _ in 0..AT_ONCE_TASKS {

@@ -1237,7 +1237,12 @@ impl Engine {
     pub(super) fn queue_memory(this: ArcBorrow<'_, Self>) {
         let stopped = this.stopped.lock();
         if !*stopped {
-            // Before the work item can run: its run clears it first.
+            // Before the work item is queued: the run that clears it is
+            // the one this queues or, if it is already queued, the one
+            // found, which clears it after this store (a `queue_work` that
+            // finds its work pending is fully ordered, and a worker clears
+            // the pending bit and issues a full barrier before it calls the
+            // function: `kernel/workqueue.c`).
             this.memory_pending.store(true, ordering::Release);
             let _already_queued = this.memory_wq.queue().enqueue::<_, 2>(Arc::from(this));
         }
@@ -1249,11 +1254,13 @@ impl Engine {
     /// after the task's hand-back, so it is never clear while one is in
     /// hand; and once it is cleared the work item takes the lock again and
     /// chooses its next task from what it finds there
-    /// ([`Engine::memory_work`]). The pending flag is set before the work
-    /// item is queued and cleared as a run begins, before that run takes
-    /// the lock: a holder that sees it set holds the lock before that
-    /// run's first choice (had the run taken the lock before this hold,
-    /// the hold would see the flag clear). So a holder of the lock that
+    /// ([`Engine::memory_work`]). The pending flag is set before each
+    /// queueing and cleared as a run begins, before that run takes the
+    /// lock: a holder that sees it set holds the lock before the first
+    /// choice of a run still to clear it (a run that took the lock before
+    /// this hold cleared it first; a later set has a run of its own,
+    /// [`Engine::queue_memory`]). It may read clear while a run is queued:
+    /// that costs a survey only. So a holder of the lock that
     /// sees either set need not survey the contexts for the work item, nor
     /// queue it: every change made in this hold is seen by that next
     /// choice. That keeps a
@@ -1337,7 +1344,8 @@ impl Engine {
     /// copy, no eviction, and the residency lock only if it is free (it is
     /// held across uploads). Whatever cannot be done so is put back as it
     /// was and left to the work item. Nothing while the work item has a
-    /// task in hand: its choices assume one task at a time. Returns
+    /// task in hand or is queued ([`Engine::memory_busy`]): its choices
+    /// assume one task at a time, and a queued run does the task. Returns
     /// whether a task was done.
     pub(super) fn memory_at_once(&self, st: &mut EngineState, now: u64) -> bool {
         if self.memory_busy() {
