@@ -650,8 +650,8 @@ fn keeps_device_busy(q: &ContextQueue) -> bool {
 /// first of them is the next task ([`Survey::next`]); it may be of a lower
 /// level than a current task: what it holds is reclaimed if a job of a
 /// higher level needs the memory ([`reclaim_victim`]). `None` if `q` holds
-/// a slot or has no work.
-/// `work`: `q.has_work()`, read by the caller.
+/// a slot or has no work (`work`: `q.has_work()`, which the
+/// caller has read).
 fn waiting_rank(q: &ContextQueue, now: u64, work: bool) -> Option<(u32, u64)> {
     (q.slot.is_none() && work).then(|| (q.ctx.priority, u64::MAX - q.entry.weight(now).milli()))
 }
@@ -1260,13 +1260,12 @@ impl Engine {
     /// choice of a run still to clear it (a run that took the lock before
     /// this hold cleared it first; a later set has a run of its own,
     /// [`Engine::queue_memory`]). It may read clear while a run is queued:
-    /// that costs a survey only. So a holder of the lock that
-    /// sees either set need not survey the contexts for the work item, nor
-    /// queue it: every change made in this hold is seen by that next
-    /// choice. That keeps a
-    /// long run of memory tasks (a phase 1 ahead of the load for each of
-    /// thousands of waiting contexts) from costing every step a walk of
-    /// the working contexts as well.
+    /// that costs a survey only. So a holder of the lock that sees either
+    /// set need not survey the contexts for the work item, nor queue it:
+    /// every change made in this hold is seen by that next choice. That
+    /// keeps a long run of memory tasks (a phase 1 ahead of the load for
+    /// each of thousands of waiting contexts) from costing every step a
+    /// walk of the working contexts as well.
     pub(super) fn memory_busy(&self) -> bool {
         self.memory_in_hand.load(ordering::Acquire) || self.memory_pending.load(ordering::Acquire)
     }
