@@ -117,9 +117,11 @@
  *
  * Kernel memory the driver holds for what user space queues, from the
  * slab and vmalloc counters of /proc/meminfo (Slab + VmallocUsed), on a
- * freshly loaded module. MEM_FILES files create MEM_CTXS contexts each,
- * with no job; then MEM_QCTXS contexts each get a blocker job (one thread
- * that loops for seconds) and MEM_QJOBS jobs of the lock-hold workload's
+ * freshly loaded module (a 60 s job timeout, so that the blockers below
+ * end, rather than hang, however slowly the guest runs). MEM_FILES files
+ * create MEM_CTXS contexts each, with no job; then MEM_QCTXS contexts
+ * each get a blocker job (one thread that loops for MEM_BLOCK_MS of
+ * modeled time, under the job timeout) and MEM_QJOBS jobs of the lock-hold workload's
  * shape (one wave of 64 threads, one 4 KiB binding, its program) queued
  * behind it. Counters are read after each phase has settled; prints:
  *
@@ -988,19 +990,22 @@ static int memory_bench(int fd, const struct drm_vgsched_gpu_info *info)
 	for (int c = 0; c < MEM_QCTXS; c++) {
 		if (!(qctx[c] = vgsched_ctx_create(fd, 8)))
 			DIE("memory: CTX_CREATE");
+		if (info->job_timeout_ms <= MEM_BLOCK_MS)
+			DIE("memory: job timeout %u ms, load the module with more than %d",
+			    info->job_timeout_ms, MEM_BLOCK_MS);
 		if (busy_job_init(fd, &blocker, qctx[c], MEM_BLOCK_MS, 1, 1, 1, 1) || busy_submit(fd, &blocker))
 			DIE("memory: blocker");
 		busy_job_fini(fd, &blocker);
 		s = vg_job(qctx[c], &prog, len, &binding, 1, 1, 1, LANES);
 		if (vgsched_submit(fd, &s))
-			DIE("memory: first job");
+			DIE("memory: first job: %s", strerror(errno));
 	}
 	before = settled_kernel_bytes();
 	for (int c = 0; c < MEM_QCTXS; c++)
 		for (int j = 0; j < MEM_QJOBS; j++) {
 			s = vg_job(qctx[c], &prog, len, &binding, 1, 1, 1, LANES);
 			if (vgsched_submit(fd, &s))
-				DIE("memory: SUBMIT %d.%d", c, j);
+				DIE("memory: SUBMIT %d.%d: %s", c, j, strerror(errno));
 		}
 	after = settled_kernel_bytes();
 	job_bytes = (after - before) / (MEM_QCTXS * MEM_QJOBS);
