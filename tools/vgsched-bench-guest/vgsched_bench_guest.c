@@ -118,7 +118,9 @@
  * Kernel memory the driver holds for what user space queues, from the
  * slab and vmalloc counters of /proc/meminfo (Slab + VmallocUsed), on a
  * freshly loaded module (a 60 s job timeout, so that the blockers below
- * end, rather than hang, however slowly the guest runs). MEM_FILES files
+ * end rather than hang: they outlast the queueing while it takes less than
+ * their MEM_BLOCK_MS of modeled time, about 5 s at scripts/cpu-quota.sh
+ * 100). MEM_FILES files
  * create MEM_CTXS contexts each, with no job; then MEM_QCTXS contexts
  * each get a blocker job (one thread that loops for MEM_BLOCK_MS of
  * modeled time, under the job timeout) and MEM_QJOBS jobs of the lock-hold workload's
@@ -966,6 +968,9 @@ static int memory_bench(int fd, const struct drm_vgsched_gpu_info *info)
 	unsigned int len = fault_program(words, 2, (__u64)info->job_timeout_ms * info->clock_khz, info);
 	long long before, after, idle_bytes, job_bytes;
 
+	if (info->job_timeout_ms <= MEM_BLOCK_MS)
+		DIE("memory: job timeout %u ms, load the module with more than %d",
+		    info->job_timeout_ms, MEM_BLOCK_MS);
 	if (!len || vg_program(fd, words, len, &prog) || vg_buf_create(fd, 4096, &mem))
 		DIE("memory: setup");
 	for (int f = 0; f < MEM_FILES; f++)
@@ -990,9 +995,6 @@ static int memory_bench(int fd, const struct drm_vgsched_gpu_info *info)
 	for (int c = 0; c < MEM_QCTXS; c++) {
 		if (!(qctx[c] = vgsched_ctx_create(fd, 8)))
 			DIE("memory: CTX_CREATE");
-		if (info->job_timeout_ms <= MEM_BLOCK_MS)
-			DIE("memory: job timeout %u ms, load the module with more than %d",
-			    info->job_timeout_ms, MEM_BLOCK_MS);
 		if (busy_job_init(fd, &blocker, qctx[c], MEM_BLOCK_MS, 1, 1, 1, 1) || busy_submit(fd, &blocker))
 			DIE("memory: blocker");
 		busy_job_fini(fd, &blocker);

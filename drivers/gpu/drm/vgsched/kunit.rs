@@ -1005,8 +1005,8 @@ mod rig {
         }
 
         /// As [`Rig::submit`], with a scratch area of `scratch` bytes of
-        /// device memory, placed in its phase 2 and released in its
-        /// clean-up.
+        /// device memory, placed in its phase 2 and released when the step
+        /// collects the finished job.
         pub(super) fn submit_with_scratch(
             &self,
             ctx: &Arc<Context>,
@@ -1254,12 +1254,14 @@ mod sched_mock {
     #[test]
     fn memory_work_under_pressure_is_never_lost() -> Result {
         // Each job's 1 MiB scratch area in 4 MiB of device memory, beside
-        // six contexts' state areas and two slots: a job's phase 2 often
-        // waits for an earlier job's clean-up, which only the memory work
-        // item does, while the step does the phases that fit at once, and
-        // the step and the releases skip their survey while that work item
-        // is queued or has a task in hand. A task lost between them would
-        // leave a fence unsignalled.
+        // six contexts' state areas and two slots: three areas fit, and the
+        // pipeline prepares more jobs ahead than that. The step does the
+        // phases 2 that fit in free chunks at once; one that does not is
+        // left to the memory work item, and its job waits for memory until
+        // the step collects an earlier job and releases its area. The step
+        // and the releases skip their survey while that work item is queued
+        // or has a task in hand. A task lost between them would leave a
+        // fence unsignalled.
         const CTXS: usize = 6;
         const ROUNDS: usize = 8;
         let mut rig = Rig::new(2, 2_000, 2000)?;
@@ -1281,8 +1283,8 @@ mod sched_mock {
         for (i, f) in fences.iter().enumerate().skip(CTXS) {
             assert!(at(&fences[i - CTXS]) < at(f));
         }
-        // Every area came back: the scratch areas at the clean-ups, the
-        // state areas with their contexts.
+        // Every area came back: the scratch areas as their jobs were
+        // collected, the state areas with their contexts.
         for ctx in ctxs.iter() {
             Engine::cancel_context(rig.engine.as_arc_borrow(), ctx);
         }
