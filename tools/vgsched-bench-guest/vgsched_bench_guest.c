@@ -95,6 +95,10 @@
  *   pipeline.reclaim_us.MODE_low      mean per round of the modeled
  *                                     write-back time of what was
  *                                     reclaimed (debugfs vram reclaim_ns)
+ *   gpu.stop_wait_max_us.hiprio_MODE_low  longest wait, since the module
+ *                                     was loaded, of a cut of the low
+ *                                     job's chunk for the executor's
+ *                                     piece in hand
  *
  *   vgsched-bench-guest power
  *
@@ -151,6 +155,9 @@
  *   engine.trivial_job_us.MODE         median SUBMIT to fence
  *   engine.lock_hold_max_us.MODE       longest engine-lock hold during the timed jobs
  *   engine.lock_hold_max_since_load_us.MODE  longest since the module was loaded
+ *   gpu.stop_wait_max_us.MODE          longest wait of a cut or a recall for
+ *                                      the executor's piece in hand, during
+ *                                      the timed jobs
  *   engine.close_files_ms.64x64        closing the 64 files
  *
  * and, with 6144 jobs queued, while debugfs state is read whole four times:
@@ -334,18 +341,27 @@ static long long slow_holds(void)
 /* The wave executor's counts from the state file's "executor:" line; 0 or -1. */
 struct exec_stats {
 	unsigned long long instructions, pieces, busy_us, piece_max_us;
+	/* Cuts and recalls that waited for the piece in hand; the longest wait. */
+	unsigned long long stops, stop_wait_max_us;
 };
 
 static int exec_stats(struct exec_stats *x)
 {
-	static char state[1 << 16];
+	/* Room for the state of thousands of contexts (the queued workloads). */
+	static char state[4 << 20];
 	char *line;
 
 	if (vgsched_debugfs_read("state", state, sizeof(state)) ||
 	    !(line = strstr(state, "\nexecutor: ")))
 		return -1;
-	return sscanf(line, "\nexecutor: %llu instructions in %llu pieces, %llu us interpreting, longest piece %llu us",
-		      &x->instructions, &x->pieces, &x->busy_us, &x->piece_max_us) == 4 ? 0 : -1;
+	if (sscanf(line, "\nexecutor: %llu instructions in %llu pieces, %llu us interpreting, longest piece %llu us",
+		   &x->instructions, &x->pieces, &x->busy_us, &x->piece_max_us) != 4)
+		return -1;
+	line = strstr(line, " yields, ");
+	if (!line || sscanf(line, " yields, %llu stops, longest stop wait %llu us", &x->stops,
+			    &x->stop_wait_max_us) != 2)
+		return -1;
+	return 0;
 }
 
 /* Prints the line on the longest engine-lock hold (where it was taken). */
@@ -830,6 +846,7 @@ static int hiprio_memory_bench(int fd, const char *mode)
 	int big = !strcmp(mode, "big");
 	size_t low_bytes = (big ? 60ull : 8ull) << 20, high_bytes = (size_t)HM_HIGH_MIB << 20;
 	struct vg_buf low_prog, high_prog, low_obj, high_obj, high_out;
+	struct exec_stats x;
 	__u32 low = vgsched_ctx_create(fd, 12), high = vgsched_ctx_create(fd, 4);
 	__u32 low_bind, high_bind[2];
 	struct drm_vgsched_submit ls, hs;
@@ -917,6 +934,9 @@ static int hiprio_memory_bench(int fd, const char *mode)
 	printf("pipeline.hiprio_wait_us.%s_low = %.1f\n", mode, waited / 1000.0 / HM_ROUNDS);
 	printf("pipeline.reclaim_us.%s_low = %.1f\n", mode,
 	       (reclaim_after - reclaim_before) / 1000.0 / HM_ROUNDS);
+	if (exec_stats(&x))
+		DIE("hiprio_memory: no executor line in state");
+	printf("gpu.stop_wait_max_us.hiprio_%s_low = %llu\n", mode, x.stop_wait_max_us);
 	vg_buf_destroy(fd, &low_prog);
 	vg_buf_destroy(fd, &high_prog);
 	vg_buf_destroy(fd, &low_obj);
@@ -995,8 +1015,9 @@ static int memory_bench(int fd, const struct drm_vgsched_gpu_info *info)
 	for (int c = 0; c < MEM_QCTXS; c++) {
 		if (!(qctx[c] = vgsched_ctx_create(fd, 8)))
 			DIE("memory: CTX_CREATE");
+		errno = 0;
 		if (busy_job_init(fd, &blocker, qctx[c], MEM_BLOCK_MS, 1, 1, 1, 1) || busy_submit(fd, &blocker))
-			DIE("memory: blocker");
+			DIE("memory: blocker %d: %s", c, errno ? strerror(errno) : "setup failed");
 		busy_job_fini(fd, &blocker);
 		s = vg_job(qctx[c], &prog, len, &binding, 1, 1, 1, LANES);
 		if (vgsched_submit(fd, &s))
@@ -1011,6 +1032,20 @@ static int memory_bench(int fd, const struct drm_vgsched_gpu_info *info)
 		}
 	after = settled_kernel_bytes();
 	job_bytes = (after - before) / (MEM_QCTXS * MEM_QJOBS);
+	/*
+	 * Every job was still queued at the second reading only if no
+	 * blocker had ended (a queueing slower than the blockers' modeled
+	 * time would skew the figure): refused rather than printed.
+	 */
+	for (int c = 0; c < MEM_QCTXS; c++) {
+		struct drm_vgsched_ctx_query q;
+
+		if (vgsched_ctx_query(fd, qctx[c], &q))
+			DIE("memory: CTX_QUERY: %s", strerror(errno));
+		if (q.jobs_completed)
+			DIE("memory: a blocker ended before the second reading (%llu jobs of context %d done)",
+			    (unsigned long long)q.jobs_completed, c);
+	}
 	for (int c = 0; c < MEM_QCTXS; c++)
 		vgsched_ctx_destroy(fd, qctx[c]);
 	vg_buf_destroy(fd, &prog);
@@ -1195,6 +1230,26 @@ static void state_reads(int n)
 	free(buf);
 }
 
+/*
+ * The last trivial job's window, from its SUBMIT at @t to WAIT's return at
+ * @end: the stage records and slot decisions in it, as lines "+US ..."
+ * (informational; at most 40 stage records).
+ */
+static void queued_timeline(__u64 t, __u64 end)
+{
+	static struct vg_stage log[1024];
+	int n = vgsched_stages(log, 1024), shown = 0;
+
+	printf("  last trivial job, SUBMIT to fence (+%.0f us):\n", (end - t) / 1000.0);
+	for (int i = 0; i < n && shown < 40; i++)
+		if (log[i].t >= t && log[i].t <= end) {
+			printf("  +%8.0f us  ctx %u job %llu %s\n", (log[i].t - t) / 1000.0,
+			       log[i].ctx, log[i].job, log[i].event);
+			shown++;
+		}
+	vg_print_slot_records(t, end);
+}
+
 static int queued_bench(int fd, const char *mode)
 {
 	__u64 end[1] = { vg_instr(DRM_VGSCHED_OP_END, 0, 0, 0, 0) };
@@ -1234,7 +1289,8 @@ static int queued_bench(int fd, const char *mode)
 		int n = idle_run ? 0 : atoi(mode), fds[2] = { -1, -1 };
 		long long since_load, hold;
 		char name[32];
-		__u64 queue_start;
+		__u64 queue_start, last_t = 0, last_end = 0;
+		struct exec_stats x;
 
 		if (n || (!idle_run && strcmp(mode, "0"))) {
 			if (n != 6144)
@@ -1265,12 +1321,13 @@ static int queued_bench(int fd, const char *mode)
 		for (int r = 0; r < QUEUED_ROUNDS; r++) {
 			__u32 binding = mem.handle;
 			struct drm_vgsched_submit s = vg_job(high, &prog, 1, &binding, 1, 1, 1, LANES);
-			__u64 t = vg_now_ns();
 
+			last_t = vg_now_ns();
 			s.binding_access[0] = DRM_VGSCHED_BINDING_READ;
 			if (vgsched_submit(fd, &s) || wait_ok(fd, high, s.seqno))
 				DIE("queued: trivial job %d", r);
-			times[r] = (vg_now_ns() - t) / 1000.0;
+			last_end = vg_now_ns();
+			times[r] = (last_end - last_t) / 1000.0;
 		}
 		qsort(times, QUEUED_ROUNDS, sizeof(times[0]), by_value);
 		if (idle_run) {
@@ -1287,11 +1344,19 @@ static int queued_bench(int fd, const char *mode)
 			printf(" %.0f", times[r]);
 		printf("\n");
 		printf("engine.trivial_job_us.%s = %.0f\n", name, times[QUEUED_ROUNDS / 2]);
+		queued_timeline(last_t, last_end);
 		hold = debugfs_number("lock_hold_max_us");
 		printf("engine.lock_hold_max_us.%s = %lld\n", name, hold);
 		printf("engine.lock_hold_max_since_load_us.%s = %lld\n", name,
 		       since_load > hold ? since_load : hold);
 		print_hold_site();
+		/*
+		 * Each timed job preempts the blocker at once: how long the
+		 * cut of the blocker's chunk waited for the executor's piece.
+		 */
+		if (exec_stats(&x))
+			DIE("queued: no executor line in state");
+		printf("gpu.stop_wait_max_us.%s = %llu\n", name, x.stop_wait_max_us);
 		if (n)
 			state_reads(n);
 		for (int f = 0; f < 2; f++)

@@ -298,6 +298,9 @@ struct Totals {
     waves_saved: u64,
     groups_restored: u64,
     waves_stopped_at_once: u64,
+    /// How long waves stalled in all: chunks the device computed after
+    /// their modeled ends ([`Engine::complete_chunk`]), ns.
+    stalled_ns: u64,
 }
 
 /// The positions of the contexts that may have something to do
@@ -1025,7 +1028,7 @@ impl Engine {
     /// Starts the measurement of the longest engine-lock hold again (a
     /// debugfs write): from now on [`Engine::lock_hold_max_ns`] is the
     /// longest hold since this call, and the executor's longest piece
-    /// the longest since then too.
+    /// and longest stop wait the longest since then too.
     pub(crate) fn reset_lock_hold_max(&self) {
         // Under the lock, as every writer of the meter. (Taking it also
         // moves the inbox's jobs in, as any holder does; the step queued at
@@ -1033,7 +1036,7 @@ impl Engine {
         let st = self.lock();
         self.hold.reset_max();
         drop(st);
-        self.exec.reset_piece_max();
+        self.exec.reset_maxima();
     }
 
     /// The longest time the engine lock has been held since load (or since

@@ -46,7 +46,7 @@ use mock::MockExecutor;
 /// engine's signalling path; [`Backend::close`] and [`Backend::drain`] at
 /// shut-down without it; [`Backend::run`] on the device's own work item;
 /// [`Backend::queue`], [`Backend::costs`], [`Backend::stats`] and
-/// [`Backend::reset_piece_max`] from wherever the engine needs them
+/// [`Backend::reset_maxima`] from wherever the engine needs them
 /// (queueing the work item, `GET_INFO`, debugfs), without the engine lock
 /// or under it. One lease per wave slot is out at most, and the device has
 /// room for all of them.
@@ -75,7 +75,7 @@ pub(crate) trait Backend {
     /// Asks for lease `id` back as it is, complete or not: its context is
     /// being cancelled, or the device shut down. Engine lock held.
     /// Event: the lease is in the done list ([`Recall::Back`]), or will
-    /// be once the work item's current piece ends ([`Recall::InHand`]:
+    /// be once the work item's current piece stops ([`Recall::InHand`]:
     /// the caller releases the engine lock, waits for the work item,
     /// and asks again).
     fn recall(&self, id: u64) -> Recall;
@@ -109,9 +109,10 @@ pub(crate) trait Backend {
     /// What the device has done since load (debugfs).
     fn stats(&self) -> ExecStats;
 
-    /// Forgets the longest piece of work measured in [`Backend::stats`]
-    /// (a debugfs write, with the engine's lock-hold measurement).
-    fn reset_piece_max(&self);
+    /// Forgets the longest piece of work and the longest wait of a cut or
+    /// a recall measured in [`Backend::stats`] (a debugfs write, with the
+    /// engine's lock-hold measurement).
+    fn reset_maxima(&self);
 
     /// Drops every lease still queued or handed back. The engine's
     /// shut-down, with no lock held, once the device is closed and its work
@@ -202,10 +203,10 @@ impl Backend for Gpu {
         }
     }
 
-    fn reset_piece_max(&self) {
+    fn reset_maxima(&self) {
         match self {
-            Self::Virtual(x) => x.reset_piece_max(),
-            Self::Mock(m) => m.reset_piece_max(),
+            Self::Virtual(x) => x.reset_maxima(),
+            Self::Mock(m) => m.reset_maxima(),
         }
     }
 

@@ -1203,6 +1203,31 @@ mod sched_mock {
     }
 
     #[test]
+    fn a_wave_computed_late_ends_when_computed() -> Result {
+        let mut rig = Rig::new(8, 10_000, 2000)?;
+        let ctx = rig.context(HIGH)?;
+        // On the model's time, a 2 ms wave ends 2 ms after it began.
+        let a = rig.submit(&ctx, 2, None)?;
+        assert_eq!(wait(&a), 1);
+        let on_time = rig.engine.context_stats(&ctx)?;
+        let t = on_time.last_job;
+        assert_eq!(t.last_wave - t.first_wave, 2 * MS);
+        // A device that computes every wave's end 5 ms after its modeled
+        // time, as the virtual GPU's interpreter behind its clock: the end
+        // is when it was computed, never before, and the context's device
+        // time counts the stall.
+        rig.engine.gpu().mock().ok_or(EINVAL)?.set_late(5 * MS);
+        let b = rig.submit(&ctx, 2, None)?;
+        assert_eq!(wait(&b), 1);
+        let late = rig.engine.context_stats(&ctx)?;
+        let t = late.last_job;
+        assert!(t.first_wave > 0 && t.last_wave >= t.first_wave + 7 * MS);
+        assert!(t.last_wave <= at(&b));
+        assert!(late.runtime_ns >= on_time.runtime_ns + 7 * MS);
+        Ok(())
+    }
+
+    #[test]
     fn a_job_past_the_timeout_hangs_and_its_queue_is_cancelled() -> Result {
         let mut rig = Rig::new(8, 10_000, 50)?;
         let ctx = rig.context(LOW)?;

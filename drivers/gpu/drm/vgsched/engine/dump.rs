@@ -345,6 +345,9 @@ pub(crate) struct ContextRecord {
 pub(crate) struct StateTail {
     groups_on_device: usize,
     waves_on_device: usize,
+    /// How long waves stalled in all, the device computing their chunks
+    /// after the chunks' modeled ends.
+    stalled_ns: u64,
     holds: LockHolds,
     /// Mean time of a job queued by the engine, and how many were.
     submit_mean_ns: (u64, u64),
@@ -478,10 +481,12 @@ impl Engine {
                 }
                 let groups_on_device = st.groups.iter().filter(|g| g.is_some()).count();
                 let waves_on_device = st.waves.len();
+                let stalled_ns = st.totals.stalled_ns;
                 drop(st);
                 return Ok(Some(StateRecord::Tail(StateTail {
                     groups_on_device,
                     waves_on_device,
+                    stalled_ns,
                     holds: self.lock_holds_snapshot(),
                     submit_mean_ns: self.submit_mean_ns(),
                     exec: self.exec.stats(),
@@ -771,8 +776,10 @@ impl fmt::Display for StateTail {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "work-groups on the device: {}, waves: {}",
-            self.groups_on_device, self.waves_on_device
+            "work-groups on the device: {}, waves: {}, waves stalled {} us in all",
+            self.groups_on_device,
+            self.waves_on_device,
+            self.stalled_ns / 1000
         )?;
         fmt::Display::fmt(&self.holds, f)?;
         let (mean, jobs) = self.submit_mean_ns;
@@ -785,12 +792,14 @@ impl fmt::Display for StateTail {
         writeln!(f, "device: {device}")?;
         writeln!(
             f,
-            "executor: {} instructions in {} pieces, {} us interpreting, longest piece {} us, {} yields",
+            "executor: {} instructions in {} pieces, {} us interpreting, longest piece {} us, {} yields, {} stops, longest stop wait {} us",
             x.instructions,
             x.pieces,
             x.busy_ns / 1000,
             x.piece_max_ns / 1000,
-            x.yields
+            x.yields,
+            x.stops,
+            x.stop_wait_max_ns / 1000
         )
     }
 }

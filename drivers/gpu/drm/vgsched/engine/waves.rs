@@ -737,7 +737,8 @@ impl Engine {
                 }
             };
             if let ChunkEnd::Complete = how {
-                self.complete_chunk(w, q, ms, &back.end, now);
+                let stalled = self.complete_chunk(w, q, ms, &back.end, back.done_ns, now);
+                totals.stalled_ns = totals.stalled_ns.saturating_add(stalled);
             }
             changed += 1;
         }
@@ -746,25 +747,40 @@ impl Engine {
 
     /// Counts the complete chunk of wave `w` (of the active job of `q`, on
     /// the module whose state is `ms`): its runtime, its share of recent
-    /// power, the wave's end and its job's failure, if it failed.
+    /// power, the wave's end and its job's failure, if it failed. The
+    /// device handed it back having computed it at `done_ns` (0: on the
+    /// model's time): a wave that ended in the chunk ended no earlier than
+    /// that, so its end is not one the device could not have reported
+    /// yet (the virtual GPU's interpreter behind its modeled clock); the
+    /// wave stalled for the difference, its cycles the model's. A chunk
+    /// the wave runs on from keeps its modeled end: its next chunk starts
+    /// there and reaches the first point after the engine's step, as
+    /// before, so the executor interprets on without waiting for the
+    /// engine between chunks. Returns the stall, ns.
     fn complete_chunk(
         &self,
         w: &mut RunningWave,
         q: &mut ContextQueue,
         ms: &mut ModuleState,
         ended: &Option<WaveEnd>,
+        done_ns: u64,
         now: u64,
-    ) {
+    ) -> u64 {
         let Some(chunk) = w.chunk.take() else {
-            return;
+            return 0;
         };
-        let end = match ended {
+        let modeled = match ended {
             None => chunk.to_ns,
             Some(_) => w.exec_from_ns.saturating_add(
                 self.topology
                     .cycles_to_ns(w.cycles.saturating_sub(w.base_cycles)),
             ),
         };
+        let end = match ended {
+            Some(_) => modeled.max(done_ns.min(now)),
+            None => modeled,
+        };
+        let stalled = end - modeled;
         // The last chunk stopped issuing at the point; this one's rate
         // replaces its stand-in from its start on.
         ms.power.stop(
@@ -794,6 +810,7 @@ impl Engine {
         }
         q.account(chunk.from_ns, end);
         w.end_ns = end;
+        stalled
     }
 
     /// Recalls the leases of the waves of the contexts `of` picks and takes

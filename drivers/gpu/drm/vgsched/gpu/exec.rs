@@ -18,8 +18,10 @@
 //! its slot and preemption is at once: its horizon comes down to the
 //! eviction, [`Backend::cut`]) and a recall (its context is being
 //! cancelled: it comes back as it is, [`Backend::recall`]). Both act at
-//! once on a lease that waits its turn and at the end of its piece on the
-//! one being interpreted.
+//! once on a lease that waits its turn; the one being interpreted stops
+//! its piece at the next [`STOP_CHECK`] instructions and is acted on then,
+//! so what waits for a preemption waits for a tenth of a piece, not a
+//! whole one.
 //!
 //! The executor is the virtual GPU's implementation of the command
 //! interface the scheduler is written against ([`Backend`]); the mock
@@ -74,6 +76,12 @@ use crate::{
 /// recall waits for the lease in hand, and how long one wave's chunk keeps
 /// the others waiting.
 pub(crate) const PIECE: u64 = 4096;
+
+/// Instructions the executor interprets of a piece between two looks at
+/// whether a cut or a recall waits for the lease in hand: it bounds that
+/// wait to an eighth of a [`PIECE`] (a few tens of µs in the emulated
+/// guest), at the cost of one relaxed load per stretch.
+pub(crate) const STOP_CHECK: u64 = PIECE / 8;
 
 /// Undo-log entries of one wave's chunk: a chunk that overwrites more words
 /// cannot be taken back, and its wave stops at its next point instead.
@@ -230,6 +238,11 @@ pub(crate) struct Lease {
     pub(super) end: Option<WaveEnd>,
     /// Nothing is left to interpret up to the horizon.
     pub(super) complete: bool,
+    /// When the device had computed the chunk, monotonic ns, if that is
+    /// later than its modeled end could be (the virtual GPU's interpreter
+    /// ran behind the modeled clock); 0 for a device whose timing is the
+    /// model's own ([`super::mock`]).
+    pub(super) done_ns: u64,
     /// Instructions interpreted under this lease, per class.
     counters: Counters,
 }
@@ -251,6 +264,8 @@ pub(crate) struct Returned {
     pub(crate) end: Option<WaveEnd>,
     /// The chunk is complete; `false` only for a lease recalled first.
     pub(crate) complete: bool,
+    /// When the device had computed it (0: on the model's own time).
+    pub(crate) done_ns: u64,
     /// Instructions interpreted under the lease, per class.
     pub(crate) counters: Counters,
 }
@@ -306,6 +321,7 @@ impl Lease {
             duration: order.duration,
             end: None,
             complete: false,
+            done_ns: 0,
             counters: Counters::default(),
         }
     }
@@ -384,6 +400,7 @@ impl Lease {
             cycles: self.cycles,
             end: self.end,
             complete: self.complete,
+            done_ns: self.done_ns,
             counters: self.counters,
         }
     }
@@ -456,10 +473,13 @@ struct ExecState {
     done: Ring,
     /// The lease the work item interprets (0: none).
     in_hand: u64,
-    /// A cut of the lease in hand, to apply when its piece ends.
+    /// A cut of the lease in hand, to apply when its piece stops.
     cut: Option<u64>,
-    /// A recall of the lease in hand, to apply when its piece ends.
+    /// A recall of the lease in hand, to apply when its piece stops.
     recall: bool,
+    /// When the first cut or recall of the lease in hand was asked for
+    /// (0: none): its piece stops early, and the wait is measured.
+    stop_asked_ns: u64,
     /// The next lease id (never 0).
     next_id: u64,
 }
@@ -471,7 +491,17 @@ impl ExecState {
         self.in_hand = lease.id;
         self.cut = None;
         self.recall = false;
+        self.stop_asked_ns = 0;
         Some(lease)
+    }
+
+    /// A cut or a recall of the lease in hand was asked for at `now`: its
+    /// piece stops at the work item's next look ([`Executor::stop_piece`]).
+    fn ask_stop(&mut self, stop_piece: &Atomic<bool>, now: u64) {
+        if self.stop_asked_ns == 0 {
+            self.stop_asked_ns = now.max(1);
+        }
+        stop_piece.store(true, ordering::Relaxed);
     }
 
     /// The work item puts the lease in hand back: to `done` when it is
@@ -479,11 +509,16 @@ impl ExecState {
     /// applied. Returns whether it went to `done`.
     fn finish(&mut self, mut lease: Lease) -> bool {
         self.in_hand = 0;
+        self.stop_asked_ns = 0;
         let cut = self.cut.take();
         if let Some(cut) = cut {
             lease.cut(cut);
         }
         let back = lease.complete || core::mem::take(&mut self.recall);
+        if lease.complete {
+            // Computed now: its wave cannot have ended earlier.
+            lease.done_ns = monotonic_ns();
+        }
         let pushed = match (back, cut) {
             (true, _) => self.done.push(lease),
             // Cut: it goes on first (see [`Executor::cut`]).
@@ -513,6 +548,16 @@ pub(crate) struct Executor {
     yields: Atomic<u64>,
     busy_ns: Atomic<u64>,
     piece_max_ns: Atomic<u64>,
+    /// A cut or a recall waits for the lease in hand: the work item stops
+    /// its piece at its next look. Written under `state`'s lock only (set
+    /// by [`Backend::cut`] and [`Backend::recall`] for the lease in hand,
+    /// cleared as the work item takes a lease), read without it: a stale
+    /// read costs one stretch more, or one early end of a piece.
+    stop_piece: Atomic<bool>,
+    /// Cuts and recalls that waited for the lease in hand, and the longest
+    /// such wait, from the ask to the end of the piece.
+    stops: Atomic<u64>,
+    stop_wait_max_ns: Atomic<u64>,
     #[pin]
     state: SpinLock<ExecState>,
 }
@@ -531,6 +576,11 @@ pub(crate) struct ExecStats {
     pub(crate) busy_ns: u64,
     /// The longest piece.
     pub(crate) piece_max_ns: u64,
+    /// Cuts and recalls that waited for the piece in hand (the virtual
+    /// GPU; 0 for the mock, which acts on them at once).
+    pub(crate) stops: u64,
+    /// The longest of those waits.
+    pub(crate) stop_wait_max_ns: u64,
 }
 
 /// Where a recalled lease is.
@@ -538,7 +588,7 @@ pub(crate) struct ExecStats {
 pub(crate) enum Recall {
     /// In the done list: the engine takes it from there.
     Back,
-    /// In the work item's hands: it comes back when its piece ends; wait
+    /// In the work item's hands: it comes back when its piece stops; wait
     /// for the work item, then take it.
     InHand,
 }
@@ -552,6 +602,7 @@ impl Executor {
             in_hand: 0,
             cut: None,
             recall: false,
+            stop_asked_ns: 0,
             next_id: 1,
         };
         Ok(try_pin_init!(Self {
@@ -563,6 +614,9 @@ impl Executor {
             yields: Atomic::new(0),
             busy_ns: Atomic::new(0),
             piece_max_ns: Atomic::new(0),
+            stop_piece: Atomic::new(false),
+            stops: Atomic::new(0),
+            stop_wait_max_ns: Atomic::new(0),
             state <- new_spinlock!(state, "vgsched::Executor::state"),
         }))
     }
@@ -588,13 +642,15 @@ impl Backend for Executor {
     }
 
     /// Brings the horizon of lease `id` down to `until` cycles (a cut at
-    /// once): at once if it waits its turn, when its piece ends if it is
-    /// in hand; nothing if it is already back. A cut lease waiting its
-    /// turn goes first: its wave is what the preempting context waits for.
+    /// once): at once if it waits its turn, when its piece stops (at the
+    /// work item's next look, [`STOP_CHECK`]) if it is in hand; nothing if
+    /// it is already back. A cut lease waiting its turn goes first: its
+    /// wave is what the preempting context waits for.
     fn cut(&self, id: u64, until: u64) {
         let mut st = self.state.lock();
         if st.in_hand == id {
             st.cut = Some(st.cut.map_or(until, |c| c.min(until)));
+            st.ask_stop(&self.stop_piece, monotonic_ns());
         } else if let Some(mut lease) = st.pending.remove(id) {
             lease.cut(until);
             // It was in the ring: there is room for it again.
@@ -607,6 +663,7 @@ impl Backend for Executor {
         let mut st = self.state.lock();
         if st.in_hand == id {
             st.recall = true;
+            st.ask_stop(&self.stop_piece, monotonic_ns());
             return Recall::InHand;
         }
         if let Some(lease) = st.pending.remove(id) {
@@ -626,11 +683,13 @@ impl Backend for Executor {
         &self.costs
     }
 
-    /// Forgets the longest piece: from now on [`ExecStats::piece_max_ns`]
-    /// is the longest since this call (with the engine's lock-hold
+    /// Forgets the longest piece and the longest stop wait: from now on
+    /// [`ExecStats::piece_max_ns`] and [`ExecStats::stop_wait_max_ns`] are
+    /// the longest since this call (with the engine's lock-hold
     /// measurement, a debugfs write).
-    fn reset_piece_max(&self) {
+    fn reset_maxima(&self) {
         self.piece_max_ns.store(0, ordering::Relaxed);
+        self.stop_wait_max_ns.store(0, ordering::Relaxed);
     }
 
     /// What the executor has done since load.
@@ -641,6 +700,8 @@ impl Backend for Executor {
             yields: self.yields.load(ordering::Relaxed),
             busy_ns: self.busy_ns.load(ordering::Relaxed),
             piece_max_ns: self.piece_max_ns.load(ordering::Relaxed),
+            stops: self.stops.load(ordering::Relaxed),
+            stop_wait_max_ns: self.stop_wait_max_ns.load(ordering::Relaxed),
         }
     }
 
@@ -689,12 +750,26 @@ impl Backend for Executor {
             if self.closed.load(ordering::Acquire) {
                 return false;
             }
-            let Some(mut lease) = self.state.lock().start() else {
+            let Some(mut lease) = self.state.lock().start().inspect(|_| {
+                // Under the lock, with the lease taken: a stop asked for
+                // an earlier lease does not cut this one's piece short.
+                self.stop_piece.store(false, ordering::Relaxed);
+            }) else {
                 break;
             };
             let mut budget = PIECE;
             let start = monotonic_ns();
-            lease.interpret(&self.costs, &mut budget);
+            // In stretches, looking between them for a cut or a recall of
+            // this lease, which ends the piece early.
+            while budget > 0 && !lease.complete {
+                let mut stretch = budget.min(STOP_CHECK);
+                let before = stretch;
+                lease.interpret(&self.costs, &mut stretch);
+                budget -= before - stretch;
+                if stretch > 0 || self.stop_piece.load(ordering::Relaxed) {
+                    break;
+                }
+            }
             let took = monotonic_ns().saturating_sub(start);
             self.instructions
                 .fetch_add(PIECE - budget, ordering::Relaxed);
@@ -704,7 +779,18 @@ impl Backend for Executor {
             if took > self.piece_max_ns.load(ordering::Relaxed) {
                 self.piece_max_ns.store(took, ordering::Relaxed);
             }
-            let back = self.state.lock().finish(lease);
+            let back = {
+                let mut st = self.state.lock();
+                if st.stop_asked_ns != 0 {
+                    let waited = monotonic_ns().saturating_sub(st.stop_asked_ns);
+                    self.stops.fetch_add(1, ordering::Relaxed);
+                    // Only here, under the lock: no lost update.
+                    if waited > self.stop_wait_max_ns.load(ordering::Relaxed) {
+                        self.stop_wait_max_ns.store(waited, ordering::Relaxed);
+                    }
+                }
+                st.finish(lease)
+            };
             if back {
                 handed_back();
             }

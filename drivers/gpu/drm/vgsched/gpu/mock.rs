@@ -12,7 +12,10 @@
 //! written in device memory and no instruction is counted. So jobs end
 //! after a given time, and the KUnit suites (`kunit.rs`) run the scheduler
 //! (the engine, unchanged) over it, as drm_sched's tests run it over its
-//! mock scheduler.
+//! mock scheduler. Its timing is the model's own, unless a test makes it
+//! late ([`MockExecutor::set_late`]): then it computes every wave's end
+//! that much after the end's modeled time and says so, as the virtual GPU
+//! does when its interpreter falls behind the modeled clock.
 //!
 //! The timer only raises the interrupt: it queues the engine's device work
 //! item, which runs [`MockExecutor::run`] on the mock's own queue; that
@@ -103,11 +106,13 @@ fn plan(lease: &Lease) -> (u64, Option<WaveEnd>) {
 }
 
 impl Running {
-    /// When its chunk is complete, on `CLOCK_MONOTONIC`.
-    fn due_ns(&self, topology: &Topology) -> u64 {
-        let (target, _) = plan(&self.lease);
+    /// When its chunk is complete, on `CLOCK_MONOTONIC`: `late` after its
+    /// modeled time if its wave ends in it.
+    fn due_ns(&self, topology: &Topology, late: u64) -> u64 {
+        let (target, end) = plan(&self.lease);
         let left = topology.cycles_to_ns(target.saturating_sub(self.base));
-        self.started_ns.saturating_add(left)
+        let late = if end.is_some() { late } else { 0 };
+        self.started_ns.saturating_add(left).saturating_add(late)
     }
 
     /// The wave's cycles at `now`.
@@ -172,6 +177,9 @@ pub(crate) struct MockExecutor {
     leases: Atomic<u64>,
     busy_ns: Atomic<u64>,
     longest_ns: Atomic<u64>,
+    /// How long after its modeled end a wave's end is computed
+    /// ([`MockExecutor::set_late`]; 0: on the model's time).
+    late_ns: Atomic<u64>,
     #[pin]
     state: SpinLockIrq<MockState>,
     #[pin]
@@ -211,6 +219,7 @@ impl MockExecutor {
             leases: Atomic::new(0),
             busy_ns: Atomic::new(0),
             longest_ns: Atomic::new(0),
+            late_ns: Atomic::new(0),
             state <- new_spinlock_irq!(state, "vgsched::MockExecutor::state"),
             timer <- HrTimer::new(),
         }))
@@ -228,6 +237,14 @@ impl MockExecutor {
         };
         // Outside the lock (not the last reference: the caller has one).
         drop(old);
+    }
+
+    /// From now on, computes the end of every wave `late_ns` after its
+    /// modeled time and hands the lease back then, saying when
+    /// ([`Lease`]'s `done_ns`): a device behind its clock, for the KUnit
+    /// cases of how the engine takes such an end.
+    pub(crate) fn set_late(&self, late_ns: u64) {
+        self.late_ns.store(late_ns, ordering::Relaxed);
     }
 
     /// Leases it has, running or handed back and not yet taken.
@@ -299,7 +316,7 @@ impl Backend for MockExecutor {
             started_ns: now,
             lease,
         };
-        let due = running.due_ns(&self.topology);
+        let due = running.due_ns(&self.topology, self.late_ns.load(ordering::Relaxed));
         *slot = Some(running);
         st.next_id = id.wrapping_add(1).max(1);
         self.arm(&mut st, due, now);
@@ -314,7 +331,7 @@ impl Backend for MockExecutor {
         };
         if r.progress(&self.topology, now) <= until && until < r.lease.until {
             r.lease.until = until;
-            let due = r.due_ns(&self.topology);
+            let due = r.due_ns(&self.topology, self.late_ns.load(ordering::Relaxed));
             self.arm(&mut st, due, now);
         }
     }
@@ -357,6 +374,7 @@ impl Backend for MockExecutor {
             return false;
         }
         let now = monotonic_ns();
+        let late = self.late_ns.load(ordering::Relaxed);
         let mut back = 0;
         {
             let mut st = self.state.lock();
@@ -364,7 +382,7 @@ impl Backend for MockExecutor {
             let mut next = u64::MAX;
             for slot in running.iter_mut() {
                 let due = match slot.as_ref() {
-                    Some(r) => r.due_ns(&self.topology),
+                    Some(r) => r.due_ns(&self.topology, late),
                     None => continue,
                 };
                 if due > now {
@@ -375,7 +393,11 @@ impl Backend for MockExecutor {
                     continue;
                 };
                 let ran = now.saturating_sub(r.started_ns);
-                let lease = r.into_lease(&self.topology, now);
+                let mut lease = r.into_lease(&self.topology, now);
+                if late != 0 && lease.end.is_some() {
+                    // Its end computed only now.
+                    lease.done_ns = now;
+                }
                 // Room for every lease (type invariant).
                 warn_on!(done.push(lease).is_err());
                 self.leases.fetch_add(1, ordering::Relaxed);
@@ -414,10 +436,13 @@ impl Backend for MockExecutor {
             yields: 0,
             busy_ns: self.busy_ns.load(ordering::Relaxed),
             piece_max_ns: self.longest_ns.load(ordering::Relaxed),
+            // A cut or a recall acts at once here.
+            stops: 0,
+            stop_wait_max_ns: 0,
         }
     }
 
-    fn reset_piece_max(&self) {
+    fn reset_maxima(&self) {
         self.longest_ns.store(0, ordering::Relaxed);
     }
 
