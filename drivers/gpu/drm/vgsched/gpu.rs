@@ -80,8 +80,11 @@ pub(crate) trait Backend {
     /// and asks again).
     fn recall(&self, id: u64) -> Recall;
 
-    /// Takes the next lease handed back, if any. Engine lock held.
-    fn take_done(&self) -> Option<Lease>;
+    /// Takes the next lease handed back, if any, unless the device
+    /// computed it after `before` (its `done_ns`): a step that began
+    /// before that leaves it to the step its hand-back queued, so no end
+    /// is put before the device computed it. Engine lock held.
+    fn take_done(&self, before: u64) -> Option<Lease>;
 
     /// Stops the device for good: nothing is interpreted or handed back
     /// from its next piece on, and it raises no more interrupts. Process
@@ -161,10 +164,10 @@ impl Backend for Gpu {
         }
     }
 
-    fn take_done(&self) -> Option<Lease> {
+    fn take_done(&self, before: u64) -> Option<Lease> {
         match self {
-            Self::Virtual(x) => x.take_done(),
-            Self::Mock(m) => m.take_done(),
+            Self::Virtual(x) => x.take_done(before),
+            Self::Mock(m) => m.take_done(before),
         }
     }
 

@@ -636,12 +636,14 @@ impl Engine {
         }
     }
 
-    /// Takes the leases the executor handed back and completes their
-    /// waves' chunks: the chunk's modeled effects are counted, a cut made
-    /// while the lease was out is decided. Returns how many waves changed.
+    /// Takes the leases the executor handed back, computed at or before
+    /// `now` (one handed back since is the next step's), and completes
+    /// their waves' chunks: the chunk's modeled effects are counted, a cut
+    /// made while the lease was out is decided. Returns how many waves
+    /// changed.
     pub(super) fn take_returns(&self, st: &mut EngineState, now: u64) -> usize {
         let mut changed = 0;
-        while let Some(lease) = self.exec.take_done() {
+        while let Some(lease) = self.exec.take_done(now) {
             let id = lease.id();
             let back = lease.into_returned();
             let Some(i) = st.waves.iter().position(|w| w.lease == id) else {
@@ -752,7 +754,10 @@ impl Engine {
     /// model's time): a wave that ended in the chunk ended no earlier than
     /// that, so its end is not one the device could not have reported
     /// yet (the virtual GPU's interpreter behind its modeled clock); the
-    /// wave stalled for the difference, its cycles the model's. A chunk
+    /// wave stalled for the difference, its cycles the model's. The stall
+    /// is not the context's device time: the executor is shared, and most
+    /// of a stall is other leases interpreted in turn, so charging it
+    /// would let one client's heavy waves lower another's weight. A chunk
     /// the wave runs on from keeps its modeled end: its next chunk starts
     /// there and reaches the first point after the engine's step, as
     /// before, so the executor interprets on without waiting for the
@@ -793,6 +798,16 @@ impl Engine {
         w.power_token = ms
             .power
             .start(self.topology.ns_to_cycles(chunk.from_ns), weighted, spent);
+        if stalled > 0 {
+            // It stopped issuing at its modeled end, not at the stalled
+            // end its retirement sees: its rate counts up to there.
+            ms.power.stop(
+                self.topology.ns_to_cycles(modeled),
+                self.topology.ns_to_cycles(now),
+                w.power_token,
+            );
+            w.power_token = 0;
+        }
         // Waves after a failed one are dropped, so the first failure is the
         // only one.
         let error = match ended {
@@ -808,7 +823,8 @@ impl Engine {
         if ended.is_some() {
             w.phase = WavePhase::Ended;
         }
-        q.account(chunk.from_ns, end);
+        // The context's device time is the model's (see above).
+        q.account(chunk.from_ns, modeled);
         w.end_ns = end;
         stalled
     }

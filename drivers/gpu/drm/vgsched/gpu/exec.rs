@@ -20,7 +20,7 @@
 //! cancelled: it comes back as it is, [`Backend::recall`]). Both act at
 //! once on a lease that waits its turn; the one being interpreted stops
 //! its piece at the next [`STOP_CHECK`] instructions and is acted on then,
-//! so what waits for a preemption waits for a tenth of a piece, not a
+//! so what waits for a preemption waits for an eighth of a piece, not a
 //! whole one.
 //!
 //! The executor is the virtual GPU's implementation of the command
@@ -79,8 +79,8 @@ pub(crate) const PIECE: u64 = 4096;
 
 /// Instructions the executor interprets of a piece between two looks at
 /// whether a cut or a recall waits for the lease in hand: it bounds that
-/// wait to an eighth of a [`PIECE`] (a few tens of µs in the emulated
-/// guest), at the cost of one relaxed load per stretch.
+/// wait to an eighth of a [`PIECE`]'s interpretation, at the cost of one
+/// relaxed load per stretch.
 pub(crate) const STOP_CHECK: u64 = PIECE / 8;
 
 /// Undo-log entries of one wave's chunk: a chunk that overwrites more words
@@ -238,10 +238,10 @@ pub(crate) struct Lease {
     pub(super) end: Option<WaveEnd>,
     /// Nothing is left to interpret up to the horizon.
     pub(super) complete: bool,
-    /// When the device had computed the chunk, monotonic ns, if that is
-    /// later than its modeled end could be (the virtual GPU's interpreter
-    /// ran behind the modeled clock); 0 for a device whose timing is the
-    /// model's own ([`super::mock`]).
+    /// When the device handed the complete chunk back, monotonic ns: the
+    /// virtual GPU stamps every complete lease, since its interpreter may
+    /// run behind the modeled clock; 0 for a device whose timing is the
+    /// model's own ([`super::mock`], unless made late).
     pub(super) done_ns: u64,
     /// Instructions interpreted under this lease, per class.
     counters: Counters,
@@ -453,6 +453,19 @@ impl Ring {
         self.ring.pop_front(&mut self.slots)
     }
 
+    /// Takes the first lease unless its device computed it after `before`
+    /// ([`Backend::take_done`]); the ring is in the order of hand-back, so
+    /// the ones behind it are later still.
+    pub(super) fn pop_done_before(&mut self, before: u64) -> Option<Lease> {
+        let lease = self.pop()?;
+        if lease.done_ns <= before {
+            return Some(lease);
+        }
+        // Just taken out: there is room for it again.
+        warn_on!(self.push_front(lease).is_err());
+        None
+    }
+
     /// Takes the queued lease `id` out, keeping the others in order.
     fn remove(&mut self, id: u64) -> Option<Lease> {
         self.ring.remove(&mut self.slots, |l| l.id == id)
@@ -486,12 +499,14 @@ struct ExecState {
 
 impl ExecState {
     /// Takes the next pending lease into the work item's hands.
-    fn start(&mut self) -> Option<Lease> {
+    fn start(&mut self, stop_piece: &Atomic<bool>) -> Option<Lease> {
         let lease = self.pending.pop()?;
         self.in_hand = lease.id;
         self.cut = None;
         self.recall = false;
         self.stop_asked_ns = 0;
+        // A stop asked for an earlier lease does not cut this one short.
+        stop_piece.store(false, ordering::Relaxed);
         Some(lease)
     }
 
@@ -551,11 +566,11 @@ pub(crate) struct Executor {
     /// A cut or a recall waits for the lease in hand: the work item stops
     /// its piece at its next look. Written under `state`'s lock only (set
     /// by [`Backend::cut`] and [`Backend::recall`] for the lease in hand,
-    /// cleared as the work item takes a lease), read without it: a stale
-    /// read costs one stretch more, or one early end of a piece.
+    /// cleared by the work item as it takes a lease), read by the work
+    /// item without it: a set it has not seen yet costs one stretch more.
     stop_piece: Atomic<bool>,
-    /// Cuts and recalls that waited for the lease in hand, and the longest
-    /// such wait, from the ask to the end of the piece.
+    /// Pieces a cut or a recall waited for, and the longest such wait,
+    /// from the first ask to the end of the piece.
     stops: Atomic<u64>,
     stop_wait_max_ns: Atomic<u64>,
     #[pin]
@@ -576,8 +591,8 @@ pub(crate) struct ExecStats {
     pub(crate) busy_ns: u64,
     /// The longest piece.
     pub(crate) piece_max_ns: u64,
-    /// Cuts and recalls that waited for the piece in hand (the virtual
-    /// GPU; 0 for the mock, which acts on them at once).
+    /// Pieces a cut or a recall waited for (the virtual GPU; 0 for the
+    /// mock, which acts on them at once).
     pub(crate) stops: u64,
     /// The longest of those waits.
     pub(crate) stop_wait_max_ns: u64,
@@ -673,9 +688,10 @@ impl Backend for Executor {
         Recall::Back
     }
 
-    /// Takes the next lease handed back, if any.
-    fn take_done(&self) -> Option<Lease> {
-        self.state.lock().done.pop()
+    /// Takes the next lease handed back, if any, and not computed after
+    /// `before`.
+    fn take_done(&self, before: u64) -> Option<Lease> {
+        self.state.lock().done.pop_done_before(before)
     }
 
     /// The cycle cost per instruction class.
@@ -750,11 +766,7 @@ impl Backend for Executor {
             if self.closed.load(ordering::Acquire) {
                 return false;
             }
-            let Some(mut lease) = self.state.lock().start().inspect(|_| {
-                // Under the lock, with the lease taken: a stop asked for
-                // an earlier lease does not cut this one's piece short.
-                self.stop_piece.store(false, ordering::Relaxed);
-            }) else {
+            let Some(mut lease) = self.state.lock().start(&self.stop_piece) else {
                 break;
             };
             let mut budget = PIECE;
@@ -784,7 +796,8 @@ impl Backend for Executor {
                 if st.stop_asked_ns != 0 {
                     let waited = monotonic_ns().saturating_sub(st.stop_asked_ns);
                     self.stops.fetch_add(1, ordering::Relaxed);
-                    // Only here, under the lock: no lost update.
+                    // Only the work item writes it (but for a reset to
+                    // 0): no lost update.
                     if waited > self.stop_wait_max_ns.load(ordering::Relaxed) {
                         self.stop_wait_max_ns.store(waited, ordering::Relaxed);
                     }

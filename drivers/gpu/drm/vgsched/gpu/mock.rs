@@ -352,8 +352,8 @@ impl Backend for MockExecutor {
         Recall::Back
     }
 
-    fn take_done(&self) -> Option<Lease> {
-        self.state.lock().done.pop()
+    fn take_done(&self, before: u64) -> Option<Lease> {
+        self.state.lock().done.pop_done_before(before)
     }
 
     fn close(&self) {
