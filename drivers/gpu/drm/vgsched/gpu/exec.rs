@@ -521,10 +521,15 @@ impl ExecState {
 
     /// The work item puts the lease in hand back: to `done` when it is
     /// complete or recalled, else at the end of the queue, its cut
-    /// applied. Returns whether it went to `done`.
-    fn finish(&mut self, mut lease: Lease) -> bool {
+    /// applied. Returns whether it went to `done`, and how long a cut or
+    /// a recall waited for it, if one did.
+    fn finish(&mut self, mut lease: Lease) -> (bool, Option<u64>) {
         self.in_hand = 0;
-        self.stop_asked_ns = 0;
+        let now = monotonic_ns();
+        let stop_wait = match core::mem::take(&mut self.stop_asked_ns) {
+            0 => None,
+            asked => Some(now.saturating_sub(asked)),
+        };
         let cut = self.cut.take();
         if let Some(cut) = cut {
             lease.cut(cut);
@@ -532,7 +537,7 @@ impl ExecState {
         let back = lease.complete || core::mem::take(&mut self.recall);
         if lease.complete {
             // Computed now: its wave cannot have ended earlier.
-            lease.done_ns = monotonic_ns();
+            lease.done_ns = now;
         }
         let pushed = match (back, cut) {
             (true, _) => self.done.push(lease),
@@ -542,7 +547,7 @@ impl ExecState {
         };
         // Room for every wave slot's lease (type invariant).
         warn_on!(pushed.is_err());
-        back
+        (back, stop_wait)
     }
 }
 
@@ -791,19 +796,15 @@ impl Backend for Executor {
             if took > self.piece_max_ns.load(ordering::Relaxed) {
                 self.piece_max_ns.store(took, ordering::Relaxed);
             }
-            let back = {
-                let mut st = self.state.lock();
-                if st.stop_asked_ns != 0 {
-                    let waited = monotonic_ns().saturating_sub(st.stop_asked_ns);
-                    self.stops.fetch_add(1, ordering::Relaxed);
-                    // Only the work item writes it (but for a reset to
-                    // 0): no lost update.
-                    if waited > self.stop_wait_max_ns.load(ordering::Relaxed) {
-                        self.stop_wait_max_ns.store(waited, ordering::Relaxed);
-                    }
+            let (back, stop_wait) = self.state.lock().finish(lease);
+            if let Some(waited) = stop_wait {
+                self.stops.fetch_add(1, ordering::Relaxed);
+                // Only the work item writes it (but for a reset to 0): no
+                // lost update.
+                if waited > self.stop_wait_max_ns.load(ordering::Relaxed) {
+                    self.stop_wait_max_ns.store(waited, ordering::Relaxed);
                 }
-                st.finish(lease)
-            };
+            }
             if back {
                 handed_back();
             }
