@@ -223,7 +223,11 @@ impl Engine {
             };
             occ.release_wave(g.module, &w.place, &g.needs.wave);
             if let Some(ms) = modules.get_mut(g.module as usize) {
-                if w.phase == WavePhase::Ended {
+                // A wave whose chunk ended it after its modeled end
+                // stopped its rate then ([`Engine::complete_chunk`]);
+                // one that ended ahead of the step, or otherwise, may
+                // still hold its token.
+                if w.phase == WavePhase::Ended && w.power_token != 0 {
                     ms.power.stop(
                         self.topology.ns_to_cycles(w.end_ns),
                         now_cycle,
@@ -798,9 +802,13 @@ impl Engine {
         w.power_token = ms
             .power
             .start(self.topology.ns_to_cycles(chunk.from_ns), weighted, spent);
-        if stalled > 0 {
-            // It stopped issuing at its modeled end, not at the stalled
-            // end its retirement sees: its rate counts up to there.
+        if ended.is_some() && modeled <= now {
+            // A wave that ended stopped issuing at its modeled end, not at
+            // the end its retirement sees, later by the stall: its rate
+            // counts up to there, and it holds no token past its end. (One
+            // whose modeled end lies ahead keeps its token: its rate counts
+            // until then, and retirement, or a take-back before then,
+            // stops it.)
             ms.power.stop(
                 self.topology.ns_to_cycles(modeled),
                 self.topology.ns_to_cycles(now),
