@@ -97,6 +97,19 @@ impl Ring {
         v
     }
 
+    /// Takes the first value if `pick` picks it; `None` if the queue is
+    /// empty or it is not picked (it stays first).
+    pub fn pop_front_if<T>(
+        &mut self,
+        slots: &mut [Option<T>],
+        pick: impl FnOnce(&T) -> bool,
+    ) -> Option<T> {
+        if self.len == 0 || !pick(slots.get(self.head)?.as_ref()?) {
+            return None;
+        }
+        self.pop_front(slots)
+    }
+
     /// Takes out the first value `pick` picks, keeping the others in
     /// order; `None` if none is picked.
     pub fn remove<T>(&mut self, slots: &mut [Option<T>], pick: impl Fn(&T) -> bool) -> Option<T> {
@@ -147,6 +160,29 @@ mod tests {
             assert!(r.is_empty());
         }
         assert!(slots.iter().all(Option::is_none));
+    }
+
+    #[test]
+    fn pop_front_if_takes_only_a_picked_first() {
+        let mut slots = [None; 3];
+        let mut r = Ring::new();
+        assert_eq!(r.pop_front_if(&mut slots, |_: &u32| true), None);
+        // Round the end of the slots, so the head is not slot 0.
+        assert_eq!(r.push_back(&mut slots, 9), Ok(()));
+        assert_eq!(r.pop_front(&mut slots), Some(9));
+        for v in [5, 1, 7] {
+            assert_eq!(r.push_back(&mut slots, v), Ok(()));
+        }
+        // The first is 5: a pick of values below 3 takes nothing, not the 1
+        // behind it, and leaves the queue as it was.
+        assert_eq!(r.pop_front_if(&mut slots, |&v| v < 3), None);
+        assert_eq!(r.len(), 3);
+        assert_eq!(r.pop_front_if(&mut slots, |&v| v == 5), Some(5));
+        assert_eq!(r.pop_front_if(&mut slots, |&v| v < 3), Some(1));
+        assert_eq!(
+            drain(&mut r, &mut slots),
+            [Some(7), None, None, None, None, None]
+        );
     }
 
     #[test]

@@ -778,16 +778,15 @@ impl Engine {
         let Some(chunk) = w.chunk.take() else {
             return 0;
         };
-        let modeled = match ended {
-            None => chunk.to_ns,
-            Some(_) => w.exec_from_ns.saturating_add(
-                self.topology
-                    .cycles_to_ns(w.cycles.saturating_sub(w.base_cycles)),
-            ),
-        };
-        let end = match ended {
-            Some(_) => modeled.max(done_ns.min(now)),
-            None => modeled,
+        let (modeled, end) = match ended {
+            None => (chunk.to_ns, chunk.to_ns),
+            Some(_) => {
+                let modeled = w.exec_from_ns.saturating_add(
+                    self.topology
+                        .cycles_to_ns(w.cycles.saturating_sub(w.base_cycles)),
+                );
+                (modeled, modeled.max(done_ns.min(now)))
+            }
         };
         let stalled = end - modeled;
         // The last chunk stopped issuing at the point; this one's rate

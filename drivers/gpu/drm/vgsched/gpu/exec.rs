@@ -457,13 +457,8 @@ impl Ring {
     /// ([`Backend::take_done`]); the ring is in the order of hand-back, so
     /// the ones behind it are later still.
     pub(super) fn pop_done_before(&mut self, before: u64) -> Option<Lease> {
-        let lease = self.pop()?;
-        if lease.done_ns <= before {
-            return Some(lease);
-        }
-        // Just taken out: there is room for it again.
-        warn_on!(self.push_front(lease).is_err());
-        None
+        self.ring
+            .pop_front_if(&mut self.slots, |l| l.done_ns <= before)
     }
 
     /// Takes the queued lease `id` out, keeping the others in order.
